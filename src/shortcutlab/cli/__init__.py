@@ -1,0 +1,1 @@
+"""The ``shortcutlab`` command-line program: one module per command group."""

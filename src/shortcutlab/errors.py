@@ -1,0 +1,59 @@
+"""One exception hierarchy for the whole toolkit.
+
+Every error a user can cause derives from :class:`ShortcutlabError`. It subclasses
+``click.ClickException`` so the command-line program prints the message without a traceback
+and exits non-zero, while library users can catch it like any other exception.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import click
+
+
+class ShortcutlabError(click.ClickException):
+    """Base class of all errors raised by shortcutlab on bad input or missing data."""
+
+    exit_code = 2
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class DataNotFoundError(ShortcutlabError):
+    """Required data or weights are missing; the message says how to provide them."""
+
+
+class DiagvibError(ShortcutlabError):
+    """Bad input to the DiagViB-6 generator, studies or datasets."""
+
+
+class SpecError(DiagvibError):
+    """An invalid study or dataset specification."""
+
+
+class TrainError(ShortcutlabError):
+    """Bad model name, configuration or weights."""
+
+
+class RunnerError(ShortcutlabError):
+    """Problems scheduling, running or collecting jobs."""
+
+
+class StatsError(ShortcutlabError):
+    """Invalid input to a statistical test or comparison table."""
+
+
+class VQAError(ShortcutlabError):
+    """Bad VQA data, splits or predictions."""
+
+
+class ImagenetXError(ShortcutlabError):
+    """Bad ImageNet-X predictions or options."""
+
+
+def unknown_choice(kind: str, value: object, choices: Iterable[object]) -> str:
+    """Format the standard message for a value outside a set of valid choices."""
+    listed = ", ".join(str(c) for c in choices)
+    return f"unknown {kind} {value!r}; valid choices: {listed}"

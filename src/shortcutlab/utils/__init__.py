@@ -1,0 +1,1 @@
+"""Small shared helpers: atomic writes, seeded random streams, devices, progress bars."""
