@@ -21,6 +21,7 @@ app = typer.Typer(
 _GROUPS = {
     "diagvib": "DiagViB-6: synthetic images with six controlled factors, studies, runs, metrics.",
     "stats": "BiasBed: rigorous multi-run comparison (Friedman, Iman-Davenport, Nemenyi).",
+    "biasbed": "BiasBed: many runs of debiasing algorithms, model selection, statistical report.",
     "vqa": "VQA-VS: shortcut-specific OOD test sets and VQA accuracy.",
     "imagenetx": "ImageNet-X: per-factor error analysis of ImageNet models.",
 }

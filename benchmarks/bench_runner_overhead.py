@@ -1,0 +1,69 @@
+"""The runner's own cost per job: 1,000 no-op jobs scheduled, written and collected.
+
+Phases: build (Job objects and their hashes), run (serial backend: job.json, result.json,
+epochs.parquet, done marker, all atomic), rerun (everything already done: the resume check),
+collect (job table) and write_table (CSV + Parquet). Baseline in the same process: calling the
+no-op job function directly, with no files. Also the process-pool backend on 200 jobs
+(dominated by starting the worker interpreters). Run: .venv/bin/python
+benchmarks/bench_runner_overhead.py [--quick]
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from shortcutlab.runner.backends import run_jobs
+from shortcutlab.runner.collect import collect, collect_epochs, write_table
+from shortcutlab.runner.jobs import Job, noop_job
+
+
+def timed(fn, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN201
+    start = time.perf_counter()
+    value = fn(*args, **kwargs)
+    return value, time.perf_counter() - start
+
+
+def main() -> None:
+    n = 200 if "--quick" in sys.argv else 1000
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "runs"
+        jobs, t_build = timed(lambda: [Job(experiment=f"noop/a-b/{i}", kind="noop")
+                                       for i in range(n)])
+        _, t_ids = timed(lambda: [j.job_id for j in jobs])
+        _, t_base = timed(lambda: [noop_job(j, "cpu") for j in jobs])
+        summary, t_run = timed(run_jobs, jobs, out, backend="serial", progress=False,
+                               collect_table=False)
+        assert len(summary.done) == n
+        summary, t_rerun = timed(run_jobs, jobs, out, backend="serial", progress=False,
+                                 collect_table=False)
+        assert len(summary.skipped) == n
+        table, t_collect = timed(collect, out)
+        assert len(table) == n and (table["status"] == "done").all()
+        _, t_epochs = timed(collect_epochs, out)
+        _, t_write = timed(write_table, out)
+        m = n // 5
+        pool_out = Path(tmp) / "pool"
+        summary, t_pool = timed(run_jobs, jobs[:m], pool_out, backend="processes", workers=2,
+                                progress=False, collect_table=False)
+        assert len(summary.done) == m
+    ms = 1000 / n
+    print(f"runner overhead, {n} no-op jobs (per job, milliseconds)")
+    print(f"  build Job + hash       {t_build * ms:7.3f} + {t_ids * ms:.3f}")
+    print(f"  baseline (no files)    {t_base * ms:7.3f}")
+    print(f"  run, serial (writes)   {t_run * ms:7.3f}   ratio to baseline "
+          f"{t_run / max(t_base, 1e-9):.0f}x")
+    print(f"  rerun (all done)       {t_rerun * ms:7.3f}")
+    print(f"  collect job table      {t_collect * ms:7.3f}")
+    print(f"  collect_epochs         {t_epochs * ms:7.3f}")
+    print(f"  write_table csv+pq     {t_write * ms:7.3f}")
+    total = t_build + t_ids + t_run + t_collect + t_write
+    print(f"  total schedule+write+collect: {total * ms:.3f} ms/job ({total:.1f} s for {n})")
+    print(f"  processes backend, {m} jobs, 2 workers: {t_pool * 1000 / m:.1f} ms/job "
+          f"({t_pool:.1f} s incl. worker start-up)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,87 @@
+"""Validate shortcutlab's ImageNet-X evaluation against the authors' published tables.
+
+Recomputes the per-factor accuracies of the four real models in
+``../shared/data/imagenet-x/model_predictions`` (DINO, ResNet50, SimCLR, ViT) and of the original
+labels scored against ReaL (the ``human`` row), for top/multi factors and the three error types,
+and prints the maximum absolute difference from the authors' ``accuracies_per_factor.csv``.
+Then runs the Alexander-Govern test across the authors' model groups on their tables.
+
+Run: ``.venv/bin/python benchmarks/validate_imagenetx.py [--data DIR]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "data" / "imagenet-x"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--data", type=Path, default=DEFAULT, help="imagenet-x reference folder")
+    args = parser.parse_args()
+    predictions_dir = args.data / "model_predictions"
+    results_dir = args.data / "results" / "val"
+    if not predictions_dir.is_dir() or not results_dir.is_dir():
+        print(f"reference data not found under {args.data}: expected model_predictions/ and "
+              "results/val/ (the ImageNet-X authors' files; see ../shared/data/README.md). "
+              "Pass --data DIR to point elsewhere.", file=sys.stderr)
+        return 1
+
+    from shortcutlab.imagenetx.annotations import FACTORS, load_annotations
+    from shortcutlab.imagenetx.evaluate import ERROR_TYPES, evaluate
+    from shortcutlab.imagenetx.predictions import (
+        combine,
+        load_predictions,
+        original_labels_predictions,
+    )
+    from shortcutlab.imagenetx.statistics import alexander_govern_by_factor
+
+    models = load_predictions([predictions_dir])
+    preds = combine([models, original_labels_predictions("human")])
+    worst = 0.0
+    print(f"{'factors':6s} {'error type':10s} {'models':36s} max |difference|")
+    for which in ("top", "multi"):
+        annotations = load_annotations(which)
+        for error_type in ERROR_TYPES:
+            folder = results_dir / f"{which}_factor" / "base" / error_type
+            table = folder / "accuracies_per_factor.csv"
+            reference = pd.read_csv(table, index_col=0)
+            reference = reference[~reference.index.duplicated()]
+            mine = evaluate(preds, annotations, error_type).summary()
+            common = [m for m in mine.index if m in reference.index]
+            diff = np.nanmax(np.abs(mine.loc[common].to_numpy()
+                                    - reference.loc[common, mine.columns].to_numpy()))
+            worst = max(worst, float(diff))
+            print(f"{which:6s} {error_type:10s} {', '.join(common):36s} {diff:.2e}")
+    print(f"maximum absolute difference over all tables: {worst:.2e}")
+
+    human = evaluate(original_labels_predictions("human"), load_annotations("top"), "real_class")
+    pose = human.table("error_ratio").loc["human", "pose"]
+    print(f"original labels vs ReaL (top factor): average {human.average[0]:.6f} on "
+          f"{human.n_images:,} images (package: 0.835220), pose error ratio {pose:.3f} (0.746)")
+
+    # Alexander-Govern across the authors' model groups (paper figure 1b style), class error type.
+    frames, groups = [], {}
+    for group_dir in sorted((results_dir / "top_factor").iterdir()):
+        table = pd.read_csv(group_dir / "class" / "accuracies_per_factor.csv", index_col=0)
+        table = table[~table.index.duplicated()]
+        ratios = (1 - table[list(FACTORS)]).div(1 - table["average"], axis=0)
+        ratios.index = [f"{group_dir.name}/{m}" for m in ratios.index]
+        frames.append(ratios)
+        groups.update({m: group_dir.name for m in ratios.index})
+    ratios = pd.concat(frames)
+    tests = alexander_govern_by_factor(ratios, groups)
+    print(f"\nAlexander-Govern across {len(set(groups.values()))} groups, {len(ratios)} models "
+          "(authors' tables, top factor, class):")
+    print(tests[["statistic", "pvalue", "significant"]].to_string(float_format="{:.3g}".format))
+    return 0 if worst < 1e-9 else 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

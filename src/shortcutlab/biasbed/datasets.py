@@ -1,0 +1,277 @@
+"""Datasets for BiasBed runs: any image folders the user points to, and DiagViB-6 experiments.
+
+An image-folder experiment is a training folder, a validation folder (same distribution as
+training; used by the best-validation selection rule) and any number of named test folders, each
+laid out as ``<root>/<class name>/<image files>`` (torchvision's ImageFolder layout). A *class
+map* relates label spaces: it maps folder class names to labels (e.g. the 1000 ImageNet WordNet
+ids to the 16 Geirhos et al. categories). With a map, the label space is the sorted set of its
+targets; a folder class is labelled by the map, or by its own name when that name is already a
+label (so a 16-class cue-conflict folder and a 1000-class ImageNet folder can be used together);
+classes outside the label space are skipped and counted in ``skipped``. Without a map, the label
+space is the training folder's class names.
+
+Items are dicts ``{"x": float32 (3, S, S) in [0, 1], "y": int64, "index": int}``, the format
+DiagViB-6 datasets use (those add ``"classes"``).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from PIL import Image
+from torch.utils.data import Dataset
+
+from shortcutlab.errors import DataNotFoundError, ShortcutlabError, unknown_choice
+
+__all__ = [
+    "IMAGE_EXTENSIONS",
+    "BiasbedDataError",
+    "FolderExperiment",
+    "ImageFolderDataset",
+    "load_class_map",
+    "parse_dataset",
+]
+
+IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".bmp", ".ppm", ".tif", ".tiff", ".webp")
+
+
+class BiasbedDataError(ShortcutlabError):
+    """Bad dataset specification, folder layout or class map."""
+
+
+def load_class_map(path: str | os.PathLike[str]) -> dict[str, str]:
+    """Read a class map ``source class -> label`` from CSV or JSON.
+
+    CSV: two columns ``source,target`` (a header row naming them is optional). JSON: either an
+    object ``{"source": "target", ...}`` or ``{"target": ["source", ...], ...}``.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise DataNotFoundError(f"class map file {str(path)!r} does not exist")
+    suffix = path.suffix.lower()
+    mapping: dict[str, str] = {}
+    if suffix == ".json":
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise BiasbedDataError(f"class map {str(path)!r} is not valid JSON: {exc}") from None
+        if not isinstance(data, dict):
+            raise BiasbedDataError(f"class map {str(path)!r} must be a JSON object")
+        for key, value in data.items():
+            sources = [value] if isinstance(value, str) else value
+            if isinstance(value, str):
+                _add(mapping, str(key), value, path)
+            elif isinstance(sources, list) and all(isinstance(s, str) for s in sources):
+                for source in sources:
+                    _add(mapping, source, str(key), path)
+            else:
+                raise BiasbedDataError(
+                    f"class map {str(path)!r}: entry {key!r} must be a string or a list of "
+                    f"strings, got {value!r}"
+                )
+    elif suffix == ".csv":
+        with open(path, newline="", encoding="utf-8") as fh:
+            rows = [r for r in csv.reader(fh) if r and any(c.strip() for c in r)]
+        if rows and [c.strip().lower() for c in rows[0][:2]] == ["source", "target"]:
+            rows = rows[1:]
+        for n, row in enumerate(rows, start=1):
+            if len(row) < 2 or not row[0].strip() or not row[1].strip():
+                raise BiasbedDataError(
+                    f"class map {str(path)!r} row {n}: need two columns source,target; got {row}"
+                )
+            _add(mapping, row[0].strip(), row[1].strip(), path)
+    else:
+        raise BiasbedDataError(unknown_choice("class map format", suffix or path.name,
+                                              (".csv", ".json")))
+    if not mapping:
+        raise BiasbedDataError(f"class map {str(path)!r} is empty")
+    return mapping
+
+
+def _add(mapping: dict[str, str], source: str, target: str, path: Path) -> None:
+    if source in mapping and mapping[source] != target:
+        raise BiasbedDataError(
+            f"class map {str(path)!r} maps {source!r} to both {mapping[source]!r} and {target!r}"
+        )
+    mapping[source] = target
+
+
+def _list_classes(root: Path) -> list[str]:
+    if not root.is_dir():
+        raise DataNotFoundError(
+            f"image folder {str(root)!r} does not exist; it must hold one subfolder per class"
+        )
+    classes = sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+    if not classes:
+        raise BiasbedDataError(f"image folder {str(root)!r} has no class subfolders")
+    return classes
+
+
+class ImageFolderDataset(Dataset):
+    """Images under ``root/<class>/`` labelled in ``labels`` through an optional class map.
+
+    Images are resized (shorter side) and centre-cropped to ``image_size`` squares, so batches
+    stack; the file order is sorted, so ``index`` is stable across machines.
+    """
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        labels: Sequence[str],
+        class_map: Mapping[str, str] | None = None,
+        image_size: int = 224,
+        name: str = "",
+    ) -> None:
+        if image_size < 1:
+            raise BiasbedDataError(f"image_size must be positive, got {image_size}")
+        self.root = Path(root)
+        self.name = name or self.root.name
+        self.labels = tuple(labels)
+        self.num_classes = len(self.labels)
+        self.image_size = int(image_size)
+        label_index = {label: i for i, label in enumerate(self.labels)}
+        mapping = dict(class_map or {})
+        self.samples: list[tuple[Path, int]] = []
+        self.skipped: dict[str, int] = {}
+        for cls in _list_classes(self.root):
+            files = sorted(
+                p for p in (self.root / cls).rglob("*")
+                if p.is_file() and p.suffix.lower() in IMAGE_EXTENSIONS
+            )
+            target = mapping.get(cls, cls)
+            if target not in label_index:
+                self.skipped[cls] = len(files)
+                continue
+            self.samples.extend((f, label_index[target]) for f in files)
+        if not self.samples:
+            raise BiasbedDataError(
+                f"image folder {str(self.root)!r} has no images in the label space; its classes "
+                f"{sorted(self.skipped)[:10]} match none of the labels {list(self.labels)[:10]}"
+                " (give a class map that maps them)"
+            )
+
+    def __len__(self) -> int:
+        return len(self.samples)
+
+    @property
+    def targets(self) -> np.ndarray:
+        """Label of every image, in item order."""
+        return np.array([y for _, y in self.samples], dtype=np.int64)
+
+    def load(self, path: Path) -> torch.Tensor:
+        """Decode, resize the shorter side and centre-crop one image to float (3, S, S)."""
+        try:
+            with Image.open(path) as im:
+                im = im.convert("RGB")
+                w, h = im.size
+                scale = self.image_size / min(w, h)
+                size = self.image_size
+                nw, nh = max(size, round(w * scale)), max(size, round(h * scale))
+                if (nw, nh) != (w, h):
+                    im = im.resize((nw, nh), Image.Resampling.BILINEAR)
+                left, top = (nw - self.image_size) // 2, (nh - self.image_size) // 2
+                im = im.crop((left, top, left + self.image_size, top + self.image_size))
+                arr = np.asarray(im, dtype=np.uint8)
+        except OSError as exc:
+            raise BiasbedDataError(f"cannot read image {str(path)!r}: {exc}") from None
+        return torch.from_numpy(arr.copy()).permute(2, 0, 1).float().div_(255.0)
+
+    def __getitem__(self, index: int) -> dict[str, Any]:
+        path, y = self.samples[index]
+        return {"x": self.load(path), "y": torch.tensor(y, dtype=torch.int64), "index": index}
+
+
+@dataclass(frozen=True)
+class FolderExperiment:
+    """An image-folder experiment: train, validation and named test folders plus a class map."""
+
+    train_dir: Path
+    val_dir: Path
+    test_dirs: dict[str, Path] = field(default_factory=dict)
+    class_map: Path | None = None
+    image_size: int = 224
+
+    def __post_init__(self) -> None:
+        for name in self.test_dirs:
+            if name in ("train", "val") or not name:
+                raise BiasbedDataError(
+                    f"test set name {name!r} is reserved or empty; choose another NAME in "
+                    "--test-dir NAME=DIR"
+                )
+
+    def mapping(self) -> dict[str, str] | None:
+        return None if self.class_map is None else load_class_map(self.class_map)
+
+    def label_space(self) -> tuple[str, ...]:
+        """The labels: the class map's targets, or the training folder's class names."""
+        mapping = self.mapping()
+        if mapping is not None:
+            return tuple(sorted(set(mapping.values())))
+        return tuple(_list_classes(Path(self.train_dir)))
+
+    def datasets(self) -> tuple[ImageFolderDataset, ImageFolderDataset,
+                                dict[str, ImageFolderDataset]]:
+        """(train, val, {test name: dataset}) in one label space."""
+        labels, mapping = self.label_space(), self.mapping()
+
+        def make(root: Path, name: str) -> ImageFolderDataset:
+            return ImageFolderDataset(root, labels, mapping, self.image_size, name)
+
+        tests = {name: make(root, name) for name, root in self.test_dirs.items()}
+        return make(self.train_dir, "train"), make(self.val_dir, "val"), tests
+
+    def describe(self) -> dict[str, Any]:
+        """JSON-compatible description with absolute paths (hashed into the run's job id)."""
+        def absolute(path: Path) -> str:  # workers on other machines/cwds find the same data
+            return str(Path(path).expanduser().resolve())
+
+        return {
+            "kind": "folders",
+            "train_dir": absolute(self.train_dir),
+            "val_dir": absolute(self.val_dir),
+            "test_dirs": {k: absolute(v) for k, v in sorted(self.test_dirs.items())},
+            "class_map": None if self.class_map is None else absolute(self.class_map),
+            "image_size": self.image_size,
+        }
+
+
+def parse_test_dirs(items: Sequence[str]) -> dict[str, Path]:
+    """Parse ``NAME=DIR`` strings into an ordered mapping; names must be unique."""
+    out: dict[str, Path] = {}
+    for item in items:
+        name, sep, root = item.partition("=")
+        if not sep or not name.strip() or not root.strip():
+            raise BiasbedDataError(f"--test-dir expects NAME=DIR, got {item!r}")
+        if name in out:
+            raise BiasbedDataError(f"test set name {name!r} is given twice")
+        out[name.strip()] = Path(root.strip())
+    return out
+
+
+DIAGVIB_PREFIX = "diagvib:"
+
+
+def parse_dataset(text: str) -> str:
+    """Validate a ``diagvib:<STUDY>/<predicted>-<correlated>/<sample>`` dataset name.
+
+    Returns the experiment name (without the prefix); unknown studies or factors raise the
+    DiagViB spec error that names the valid choices.
+    """
+    if not text.startswith(DIAGVIB_PREFIX):
+        raise BiasbedDataError(
+            f"unknown dataset {text!r}; use diagvib:<STUDY>/<predicted>-<correlated>/<sample> "
+            "(e.g. diagvib:ZGO/shape-texture/0) or --train-dir/--val-dir/--test-dir"
+        )
+    from shortcutlab.diagvib.studies import parse_experiment_name
+
+    name = text[len(DIAGVIB_PREFIX):]
+    parse_experiment_name(name)
+    return name

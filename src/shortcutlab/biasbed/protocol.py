@@ -1,0 +1,311 @@
+"""The BiasBed protocol: many runs per (algorithm, dataset), every epoch on every test set.
+
+Runs are jobs of the runner (:mod:`shortcutlab.runner`): each is a hashed, resumable directory
+with ``done`` written last, so an interrupted protocol picks up where it stopped and re-running
+it skips finished runs. Runs differ only in the training seed (``first_seed + r``); training
+never stops early (``patience=None``), because model selection is done afterwards, explicitly,
+by the rules of :mod:`shortcutlab.stats.selection` (best-epoch oracle = cherry-picking, mean of
+the last n epochs, best training-distribution validation); the statistical comparison is D's
+:func:`shortcutlab.stats.compare` over blocks = (dataset, test set).
+
+DiagViB-6 datasets (``diagvib:<STUDY>/<pred>-<corr>/<sample>``) are the runner's own ``diagvib``
+job kind (validation: the training distribution; test set ``test``: the study's test cells).
+Image-folder datasets add the job kind ``biasbed-folders``, registered when this module is
+imported; :class:`BiasbedJob` makes worker processes import it (they unpickle the job's class).
+
+``protocol.json`` in the output folder lists the protocol's jobs with their algorithm, dataset and
+run number; results of several invocations on the same folder accumulate there.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from shortcutlab.biasbed.datasets import (
+    BiasbedDataError,
+    FolderExperiment,
+    parse_dataset,
+)
+from shortcutlab.errors import ShortcutlabError, StatsError, unknown_choice
+from shortcutlab.runner.backends import RunSummary, run_jobs
+from shortcutlab.runner.collect import collect_epochs
+from shortcutlab.runner.jobs import JOB_KINDS, Job, JobOutput
+from shortcutlab.stats.compare import ComparisonResult, compare
+from shortcutlab.stats.selection import RULES, compare_rules, runs_for_comparison, select
+from shortcutlab.train.config import TrainConfig
+from shortcutlab.utils.io import write_json
+
+__all__ = [
+    "FOLDERS_KIND",
+    "PROTOCOL_FILE",
+    "BiasbedJob",
+    "ProtocolError",
+    "build_protocol_jobs",
+    "compare_algorithms",
+    "default_n_last",
+    "load_epochs",
+    "read_protocol",
+    "run_protocol",
+    "selection_table",
+]
+
+FOLDERS_KIND = "biasbed-folders"
+PROTOCOL_FILE = "protocol.json"
+FOLDERS_PREFIX = "folders:"
+
+
+class ProtocolError(ShortcutlabError):
+    """Bad protocol settings or an output folder without protocol results."""
+
+
+class BiasbedJob(Job):
+    """A runner Job whose class lives here, so unpickling it in a worker registers our kind."""
+
+
+def _folder_from_spec(spec: Mapping[str, Any]) -> FolderExperiment:
+    return FolderExperiment(
+        train_dir=Path(spec["train_dir"]),
+        val_dir=Path(spec["val_dir"]),
+        test_dirs={k: Path(v) for k, v in spec["test_dirs"].items()},
+        class_map=None if spec.get("class_map") is None else Path(spec["class_map"]),
+        image_size=int(spec["image_size"]),
+    )
+
+
+def folders_job(job: Job, device: str) -> JobOutput:
+    """Train ``job.train`` on the image-folder experiment described by ``job.spec``."""
+    from shortcutlab.train.algorithms.base import AlgorithmContext
+    from shortcutlab.train.trainer import train
+    from shortcutlab.utils.device import resolve_device
+
+    if job.spec is None:
+        raise ProtocolError(f"job {job.job_id} of kind {FOLDERS_KIND} has no folder spec")
+    folder = _folder_from_spec(job.spec)
+    train_ds, val_ds, tests = folder.datasets()
+    torch_device = resolve_device(device)
+    context = AlgorithmContext(train_dataset=train_ds, device=torch_device)
+    res = train(job.train.algorithm, train_ds, val_ds, tests, job.train, device=torch_device,
+                context=context)
+    summary = res.summary()
+    summary["labels"] = len(train_ds.labels)
+    return JobOutput(summary, res.epochs)
+
+
+JOB_KINDS.setdefault(FOLDERS_KIND, folders_job)
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    """One job of the protocol with what the report needs to know about it."""
+
+    job: Job
+    algorithm: str
+    dataset: str
+    run: int
+
+
+def build_protocol_jobs(
+    algorithms: Sequence[str],
+    datasets: Sequence[str | FolderExperiment],
+    runs: int,
+    epochs: int,
+    *,
+    model: str = "small_cnn",
+    scale: float = 1.0,
+    benchmark_seed: int = 0,
+    first_seed: int = 0,
+    batch_size: int = 64,
+    lr: float = 1e-3,
+    hparams: Mapping[str, Mapping[str, Any]] | None = None,
+    dataset_names: Sequence[str] | None = None,
+) -> list[PlannedRun]:
+    """One job per (algorithm, dataset, run); run r trains with seed ``first_seed + r``.
+
+    ``datasets``: ``diagvib:...`` names and/or :class:`FolderExperiment` objects;
+    ``dataset_names``: display names of the folder experiments (default ``folders``,
+    ``folders2``...). ``hparams``: per-algorithm hyper-parameters. Every setting is validated
+    before anything runs.
+    """
+    if not algorithms:
+        raise ProtocolError("give at least one --algorithm")
+    dupes = sorted({a for a in algorithms if list(algorithms).count(a) > 1})
+    if dupes:
+        raise ProtocolError(f"algorithm {dupes[0]!r} is given twice")
+    if not datasets:
+        raise ProtocolError("give a --dataset diagvib:... or --train-dir/--val-dir/--test-dir")
+    if runs < 1 or epochs < 1:
+        raise ProtocolError(f"--runs and --epochs must be >= 1 (got {runs} and {epochs})")
+    hparams = dict(hparams or {})
+    for name in hparams:
+        if name not in algorithms:
+            raise ProtocolError(unknown_choice("algorithm in hparams", name, algorithms))
+    planned: list[PlannedRun] = []
+    folder_no = 0
+    for dataset in datasets:
+        if isinstance(dataset, FolderExperiment):
+            folder_no += 1
+            if dataset_names and len(dataset_names) >= folder_no:
+                label = dataset_names[folder_no - 1]
+            else:
+                label = "folders" if folder_no == 1 else f"folders{folder_no}"
+            dataset.datasets()  # fail now on bad folders or class maps, not in every job
+            experiment, kind, spec = FOLDERS_PREFIX + label, FOLDERS_KIND, dataset.describe()
+        else:
+            experiment, kind, spec = parse_dataset(dataset), "diagvib", None
+            label = experiment
+        for algorithm in algorithms:
+            for r in range(runs):
+                config = TrainConfig(
+                    model=model, algorithm=algorithm, epochs=epochs, patience=None,
+                    seed=first_seed + r, batch_size=batch_size, lr=lr,
+                    hparams=dict(hparams.get(algorithm, {})),
+                )
+                cls = BiasbedJob if kind == FOLDERS_KIND else Job
+                job = cls(experiment=experiment, scale=scale, benchmark_seed=benchmark_seed,
+                          train=config, kind=kind, spec=spec)
+                planned.append(PlannedRun(job, algorithm, label, r))
+    _check_algorithms(planned)
+    return planned
+
+
+def _check_algorithms(planned: Sequence[PlannedRun]) -> None:
+    """Instantiate each (algorithm, dataset) once on the CPU so bad hyper-parameters, models or
+    algorithm/dataset mismatches (Stylized on a texture task) fail before any training."""
+    from shortcutlab.diagvib.dataset import DiagvibDataset
+    from shortcutlab.diagvib.studies import make_experiment
+    from shortcutlab.train.algorithms import create_algorithm
+    from shortcutlab.train.algorithms.base import AlgorithmContext
+
+    seen: set[tuple[str, str]] = set()
+    for p in planned:
+        key = (p.algorithm, p.dataset)
+        if key in seen:
+            continue
+        seen.add(key)
+        job = p.job
+        if job.kind == "diagvib":
+            spec = make_experiment(job.experiment, scale=job.scale, seed=job.benchmark_seed)
+            context = AlgorithmContext(train_dataset=DiagvibDataset(spec, "train"))
+            n_classes = DiagvibDataset.num_classes
+        else:
+            context = AlgorithmContext()
+            n_classes = len(_folder_from_spec(job.spec or {}).label_space())
+        create_algorithm(p.algorithm, n_classes, job.train, context)
+
+
+def read_protocol(out: str | Path) -> dict[str, dict[str, Any]]:
+    """job_id -> {algorithm, dataset, run, seed, kind, experiment} from ``protocol.json``."""
+    path = Path(out) / PROTOCOL_FILE
+    if not path.is_file():
+        raise ProtocolError(
+            f"{str(out)!r} holds no BiasBed protocol ({PROTOCOL_FILE} missing); create one "
+            "with `shortcutlab biasbed run ... --out DIR`"
+        )
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ProtocolError(f"cannot read {path}: {exc}") from None
+    return dict(data.get("jobs", {}))
+
+
+def run_protocol(
+    planned: Sequence[PlannedRun],
+    out: str | Path,
+    *,
+    backend: str = "serial",
+    workers: int | None = None,
+    device: str = "auto",
+    progress: bool = True,
+) -> RunSummary:
+    """Record the protocol in ``out/protocol.json``, then run every job not yet done."""
+    out = Path(out)
+    path = out / PROTOCOL_FILE
+    jobs = read_protocol(out) if path.is_file() else {}
+    for p in planned:
+        jobs[p.job.job_id] = {
+            "algorithm": p.algorithm, "dataset": p.dataset, "run": p.run,
+            "seed": p.job.train.seed, "kind": p.job.kind, "experiment": p.job.experiment,
+            "model": p.job.train.model, "epochs": p.job.train.epochs,
+        }
+    write_json(path, {"version": 1, "jobs": jobs})
+    return run_jobs([p.job for p in planned], out, backend=backend, workers=workers,
+                    device=device, progress=progress)
+
+
+def load_epochs(out: str | Path) -> pd.DataFrame:
+    """Per-epoch records of the protocol's finished runs: algorithm, model, dataset, run (the
+    job id), seed, epoch, train_loss, val_loss, val_acc, test_set, tag, acc, n. When runs of
+    several models share the folder, ``algorithm`` reads ``algorithm/model``."""
+    meta = read_protocol(out)
+    epochs = collect_epochs(out)
+    epochs = epochs[epochs["job_id"].isin(list(meta))]
+    if epochs.empty:
+        raise ProtocolError(
+            f"no finished runs in {str(out)!r} yet (protocol lists {len(meta)} jobs); run "
+            "`shortcutlab biasbed run` again to finish them"
+        )
+    info = pd.DataFrame.from_dict(meta, orient="index")
+    info.index.name = "job_id"
+    info = info.reset_index()[["job_id", "algorithm", "model", "dataset", "seed"]]
+    table = info.merge(epochs, on="job_id", how="inner").rename(columns={"job_id": "run"})
+    if table["model"].nunique() > 1:  # several models in one folder: compare algorithm/model
+        table["algorithm"] = table["algorithm"].astype(str) + "/" + table["model"].astype(str)
+    table = table[table["test_set"].astype(str) != ""]
+    return table.sort_values(["dataset", "algorithm", "run", "epoch", "test_set", "tag"],
+                             kind="stable", ignore_index=True)
+
+
+def default_n_last(epochs: pd.DataFrame) -> int:
+    """BiasBed's 30-of-100: the last 30 % of the shortest run's epochs (at least 1)."""
+    shortest = int(epochs.groupby("run")["epoch"].nunique().min())
+    return max(1, math.ceil(0.3 * shortest))
+
+
+def selection_table(epochs: pd.DataFrame, n_last: int | None = None) -> pd.DataFrame:
+    """How the rule changes the numbers (BiasBed Table 1): per (algorithm, dataset, test set)
+    mean and std over runs for each rule, and each rule's difference to the oracle."""
+    n = default_n_last(epochs) if n_last is None else n_last
+    return compare_rules(epochs, RULES, n_last=n, run_col="run",
+                         group_cols=["algorithm", "dataset"])
+
+
+def compare_algorithms(
+    epochs: pd.DataFrame,
+    rule: str = "best_validation",
+    *,
+    n_last: int | None = None,
+    alpha: float = 0.05,
+) -> ComparisonResult:
+    """D's Friedman / Iman-Davenport / Nemenyi comparison of the algorithms under one rule.
+
+    Blocks are the test sets (``dataset/test set`` when there are several datasets); a block's
+    score per algorithm is the mean over runs. Needs >= 2 algorithms and >= 2 blocks.
+    """
+    if rule not in RULES:
+        raise StatsError(unknown_choice("selection rule", rule, RULES))
+    n = default_n_last(epochs) if n_last is None else n_last
+    picked = select(epochs, rule, n_last=n, run_col="run", group_cols=["algorithm", "dataset"])
+    return compare(runs_for_comparison(picked), alpha=alpha)
+
+
+def parse_hparams(items: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """``ALGORITHM:KEY=VALUE`` strings (values parsed as JSON when possible) to a nested dict."""
+    out: dict[str, dict[str, Any]] = {}
+    for item in items:
+        head, sep, value = item.partition("=")
+        algorithm, colon, key = head.partition(":")
+        if not sep or not colon or not algorithm or not key:
+            raise BiasbedDataError(f"--hparam expects ALGORITHM:KEY=VALUE, got {item!r}")
+        try:
+            parsed: Any = json.loads(value)
+        except json.JSONDecodeError:
+            parsed = value
+        out.setdefault(algorithm, {})[key] = parsed
+    return out

@@ -1,0 +1,193 @@
+"""The BiasBed section of the HTML report: selection rules side by side, curves, statistics.
+
+BiasBed's Table 1 shows how much the reported accuracy depends on the model-selection rule; here
+every (algorithm, test set) gets ``oracle / rule (difference)`` for the best-validation and the
+last-n rules, the per-epoch curves (mean ± std over runs, BiasBed Fig. 2), how the mean ranks move
+between rules, and D's Friedman / Iman-Davenport / Nemenyi comparison with its CD diagram.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import matplotlib.pyplot as plt
+import pandas as pd
+from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
+
+from shortcutlab.biasbed.protocol import (
+    compare_algorithms,
+    default_n_last,
+    load_epochs,
+    selection_table,
+)
+from shortcutlab.errors import StatsError
+from shortcutlab.report.html import HtmlReport
+from shortcutlab.stats.selection import RULES, rule_label
+from shortcutlab.utils.io import atomic_path
+
+__all__ = ["add_biasbed_section", "epoch_curves", "rule_gap_frame", "write_report"]
+
+MAX_CURVE_PANELS = 8
+
+
+def _block(row: pd.Series, several_datasets: bool) -> str:
+    return f"{row['dataset']}/{row['test_set']}" if several_datasets else str(row["test_set"])
+
+
+def rule_gap_frame(table: pd.DataFrame, rule: str, scale: float = 100.0) -> pd.DataFrame:
+    """Algorithms × test sets as text ``oracle / rule (rule − oracle)``, BiasBed Table 1 style
+    (accuracies in percent with ``scale=100``)."""
+    several = table["dataset"].nunique() > 1
+    cells: dict[tuple[str, str], str] = {}
+    for _, row in table.iterrows():
+        oracle, value = row["best_epoch"] * scale, row[rule] * scale
+        cells[(str(row["algorithm"]), _block(row, several))] = (
+            f"{oracle:.1f} / {value:.1f} ({value - oracle:+.1f})"
+        )
+    algos = list(dict.fromkeys(str(a) for a in table["algorithm"]))
+    blocks = list(dict.fromkeys(_block(r, several) for _, r in table.iterrows()))
+    frame = pd.DataFrame(
+        [[cells.get((a, b), "–") for b in blocks] for a in algos],
+        index=pd.Index(algos, name="algorithm"),
+        columns=blocks,
+    )
+    return frame
+
+
+def epoch_curves(epochs: pd.DataFrame) -> Figure:
+    """Test accuracy per epoch, mean ± std over runs, one panel per (dataset, test set)."""
+    data = epochs[epochs["tag"].astype(str) == "all"]
+    several = data["dataset"].nunique() > 1
+    panels = list(dict.fromkeys(zip(data["dataset"], data["test_set"], strict=True)))
+    shown = panels[:MAX_CURVE_PANELS]
+    ncols = min(3, len(shown))
+    nrows = -(-len(shown) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(4.2 * ncols, 3.0 * nrows), squeeze=False)
+    for ax, (dataset, test_set) in zip(axes.flat, shown, strict=False):
+        sub = data[(data["dataset"] == dataset) & (data["test_set"] == test_set)]
+        for algorithm, grp in sub.groupby("algorithm", sort=True):
+            stats = grp.groupby("epoch")["acc"].agg(["mean", "std"]).fillna({"std": 0.0})
+            x = stats.index.to_numpy() + 1
+            ax.plot(x, stats["mean"], label=str(algorithm))
+            ax.fill_between(x, stats["mean"] - stats["std"], stats["mean"] + stats["std"],
+                            alpha=0.2)
+        ax.set_title(f"{dataset}/{test_set}" if several else str(test_set), fontsize=9)
+        ax.set_xlabel("epoch")
+        ax.set_ylabel("accuracy")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    for ax in list(axes.flat)[len(shown):]:
+        ax.axis("off")
+    axes.flat[0].legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def _rank_table(epochs: pd.DataFrame, n_last: int, alpha: float) -> tuple[pd.DataFrame,
+                                                                          dict[str, str]]:
+    ranks, errors = {}, {}
+    for rule in RULES:
+        try:
+            ranks[rule_label(rule, n_last)] = compare_algorithms(
+                epochs, rule, n_last=n_last, alpha=alpha
+            ).ranks
+        except StatsError as exc:
+            errors[rule] = str(exc)
+    frame = pd.DataFrame(ranks)
+    frame.index.name = "algorithm"
+    return frame, errors
+
+
+def add_biasbed_section(
+    report: HtmlReport,
+    run_dir: str | os.PathLike[str],
+    *,
+    rule: str = "best_validation",
+    n_last: int | None = None,
+    alpha: float = 0.05,
+) -> dict[str, Any]:
+    """Add the BiasBed section for the protocol in ``run_dir``; returns the computed tables
+    (``epochs``, ``selection``, ``comparison`` or None, ``comparison_error``)."""
+    epochs = load_epochs(run_dir)
+    n = default_n_last(epochs) if n_last is None else n_last
+    table = selection_table(epochs, n)
+    runs = epochs.groupby(["algorithm", "dataset"])["run"].nunique()
+    n_epochs = int(epochs["epoch"].max()) + 1
+    report.heading("BiasBed protocol: model selection and statistical comparison")
+    report.paragraph(
+        f"{epochs['algorithm'].nunique()} algorithm(s) on {epochs['dataset'].nunique()} "
+        f"dataset(s), {int(runs.min())}–{int(runs.max())} runs each (different training seeds), "
+        f"{n_epochs} epochs, every epoch evaluated on every test set. Accuracy is the mean "
+        "per-class accuracy."
+    )
+    report.heading("How the model-selection rule changes the numbers (cf. BiasBed Table 1)", 3)
+    report.paragraph(
+        "Each cell: best epoch (oracle: it looks at the test set, i.e. cherry-picking) / the "
+        "honest rule (difference), mean over runs, in percent. The oracle is shown only to "
+        "measure how optimistic it is."
+    )
+    report.paragraph("Best training-distribution validation epoch:", note=True)
+    report.table(rule_gap_frame(table, "best_validation"))
+    report.paragraph(f"Mean of the last {n} epochs:", note=True)
+    report.table(rule_gap_frame(table, "last_n"))
+    report.paragraph("All rules, mean and standard deviation over runs:", note=True)
+    report.table(table.set_index(["algorithm", "dataset", "test_set"]), float_format="{:.4f}")
+    report.figure(epoch_curves(epochs),
+                  caption="Test accuracy per epoch: mean over runs, shaded ± one std.")
+
+    report.heading("Statistical comparison (Friedman, Iman-Davenport, Nemenyi)", 3)
+    result, error = None, ""
+    try:
+        result = compare_algorithms(epochs, rule, n_last=n, alpha=alpha)
+    except StatsError as exc:
+        error = str(exc)
+        report.paragraph(
+            f"No statistical comparison: {error}. Blocks are the test sets (per dataset); add "
+            "test sets or datasets, or algorithms."
+        )
+    if result is not None:
+        verdict = ("the algorithms differ significantly" if result.significant
+                   else "no significant difference between the algorithms")
+        f_text = f"{result.F:.3f}" if result.F != float("inf") else "∞"
+        report.paragraph(
+            f"Rule: {rule_label(rule, n)}. {len(result.algorithms)} algorithms over "
+            f"{len(result.blocks)} blocks (test sets): Friedman χ² = {result.chi2:.3f} "
+            f"(p = {result.chi2_p_value:.3g}); Iman-Davenport F({result.df_num}, "
+            f"{result.df_den}) = {f_text}, p = {result.p_value:.3g} — {verdict} at "
+            f"α = {alpha:g}. Critical difference CD = {result.critical_difference:.3f}."
+        )
+        report.table(result.scores_frame(3), float_format="{}")
+        report.table(result.ranks_frame())
+        report.figure(result.cd_diagram(), caption="Critical-difference diagram (mean ranks).")
+        ranks, _ = _rank_table(epochs, n, alpha)
+        if not ranks.empty:
+            report.paragraph("Mean rank of each algorithm under each selection rule:", note=True)
+            report.table(ranks)
+    return {"epochs": epochs, "selection": table, "comparison": result,
+            "comparison_error": error, "n_last": n}
+
+
+def write_report(
+    run_dir: str | os.PathLike[str],
+    out_dir: str | os.PathLike[str],
+    *,
+    rule: str = "best_validation",
+    n_last: int | None = None,
+    alpha: float = 0.05,
+) -> list[Path]:
+    """Write ``biasbed.html`` plus ``epochs.csv``, ``selection.csv`` and the comparison files
+    (JSON, CSV, LaTeX, CD diagram) into ``out_dir``; returns the written paths."""
+    out = Path(out_dir)
+    report = HtmlReport("BiasBed report")
+    tables = add_biasbed_section(report, run_dir, rule=rule, n_last=n_last, alpha=alpha)
+    written = []
+    for name, frame in (("epochs.csv", tables["epochs"]), ("selection.csv", tables["selection"])):
+        with atomic_path(out / name, suffix=".csv") as tmp:
+            frame.to_csv(tmp, index=False)
+        written.append(out / name)
+    if tables["comparison"] is not None:
+        written.extend(tables["comparison"].write(out, stem="comparison"))
+    written.append(report.write(out / "biasbed.html"))
+    return written

@@ -1,0 +1,97 @@
+"""``shortcutlab diagvib metrics``: DiagViB-6 metrics of one or more run directories."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from shortcutlab.diagvib.factors import FACTORS
+from shortcutlab.errors import ShortcutlabError
+
+
+def _factor_table(title: str, frame: pd.DataFrame, keys: list[str], err: str = "sem",
+                  scale: float = 1.0, digits: int = 2) -> Table:
+    """A rich table: one row per ``keys`` tuple, one column per factor, cells "mean ± err"."""
+    from shortcutlab.report.diagvib_report import format_mean_err
+
+    table = Table(title=title, title_justify="left")
+    for key in keys:
+        table.add_column("model" if key == "label" else key)
+    for factor in FACTORS:
+        table.add_column(factor, justify="right")
+    for key_values, group in frame.groupby(keys, sort=False):
+        by_factor = group.set_index("factor")
+        cells = [
+            format_mean_err(by_factor.at[f, "mean"], by_factor.at[f, err], scale, digits)
+            if f in by_factor.index else "–"
+            for f in FACTORS
+        ]
+        table.add_row(*map(str, key_values), *cells)
+    return table
+
+
+def fail_cleanly(exc: ShortcutlabError) -> typer.Exit:
+    """Print a ShortcutlabError like click does (no traceback) and return the exit to raise.
+
+    Needed because typer >= 0.20 vendors its own click, whose handler does not catch the
+    ``click.ClickException`` that ShortcutlabError derives from.
+    """
+    typer.echo(f"Error: {exc.message}", err=True)
+    return typer.Exit(exc.exit_code)
+
+
+def metrics(
+    dirs: list[Path] = typer.Argument(
+        ..., help="Run directories of `diagvib run` (or jobs.csv/jobs.parquet files)."
+    ),
+    as_json: bool = typer.Option(
+        False, "--json", help="Print one JSON object (P, FAAvg, FAMin, CHGO_over_ZGO per model)."
+    ),
+) -> None:
+    """Compute DiagViB-6 metrics: P_i (ZSO), P_ij, FAAvg, FAMin and CHGO over ZGO per model.
+
+    Reads <DIR>/jobs.parquet or jobs.csv when present, otherwise collects the run directory.
+    Accuracies are averaged over training seeds, then mean ± standard error over dataset samples.
+    """
+    from shortcutlab.diagvib.metrics import STUDIES, compute_metrics
+    from shortcutlab.report.diagvib_report import load_job_tables
+
+    try:
+        result = compute_metrics(load_job_tables(dirs))
+    except ShortcutlabError as exc:
+        raise fail_cleanly(exc) from None
+    if as_json:
+        typer.echo(json.dumps(result.to_dict(), sort_keys=True, allow_nan=False))
+        return
+    console = Console()
+    jobs = result.to_dict()["jobs"]
+    for label, counts in jobs.items():
+        console.print(f"[bold]{label}[/]: " + ", ".join(f"{n} {s}" for s, n in counts.items())
+                      + " jobs")
+    if len(result.zso):
+        console.print(_factor_table("ZSO accuracy P_i (mean ± sem over dataset samples)",
+                                    result.zso, ["label"]))
+    rank = {s: i for i, s in enumerate(STUDIES)}
+    agg = result.aggregates.sort_values(
+        ["label", "study"], key=lambda c: c.map(rank) if c.name == "study" else c, kind="stable"
+    )
+    for metric in ("FAAvg", "FAMin"):
+        sub = agg[agg["metric"] == metric]
+        if len(sub):
+            console.print(_factor_table(f"{metric} (mean ± sem over dataset samples)", sub,
+                                        ["label", "study"]))
+    if len(result.chgo):
+        console.print(_factor_table(
+            "CHGO over ZGO, percentage points (mean ± std over dataset samples)",
+            result.chgo, ["label"], err="std", scale=100, digits=0))
+    console.print("P_ij per pair: --json, or `shortcutlab report DIR --out report/`.",
+                  style="dim")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("metrics")(metrics)

@@ -1,0 +1,130 @@
+"""``shortcutlab diagvib run`` and ``collect``: train a model on the benchmark, tabulate jobs."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import typer
+
+from shortcutlab.errors import ShortcutlabError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _clean_errors(func: F) -> F:
+    """Print a ShortcutlabError as one line on stderr and exit with its code (no traceback);
+    needed while typer vendors its own click and does not recognise click.ClickException."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except ShortcutlabError as exc:
+            from rich.console import Console
+
+            Console(stderr=True).print(f"Error: {exc.message}", markup=False, highlight=False)
+            raise typer.Exit(code=exc.exit_code) from exc
+
+    return wrapper  # type: ignore[return-value]
+
+
+def run(
+    model: str = typer.Option(..., "--model", help="Registered model name (see list_models())."),
+    study: list[str] = typer.Option(..., "--study", help="Study to run; repeat for several."),
+    pairs: list[str] = typer.Option(
+        None, "--pairs", help="predicted-correlated pairs, e.g. hue-shape (default: all 30)."
+    ),
+    samples: list[int] = typer.Option([0], "--samples", help="Dataset sample ids (0..4)."),
+    seeds: list[int] = typer.Option([0], "--seeds", help="Training seeds."),
+    scale: float = typer.Option(0.01, help="Dataset size relative to the paper's (1.0 = full)."),
+    benchmark_seed: int = typer.Option(0, help="Seed selecting the classes of each sample."),
+    specs: Path = typer.Option(
+        None, help="Use the exact specs of a folder written by `diagvib studies --out`."
+    ),
+    config: Path = typer.Option(None, help="YAML/JSON training config; options below override."),
+    algorithm: str = typer.Option(None, help="Training algorithm (default erm)."),
+    epochs: int = typer.Option(None, help="Maximum epochs (early stopping on val loss)."),
+    lr: float = typer.Option(None, help="Adam learning rate."),
+    batch_size: int = typer.Option(None, help="Training batch size."),
+    patience: int = typer.Option(None, help="Early-stopping patience in epochs."),
+    pretrained: Path = typer.Option(None, help="Local weights file (state dict)."),
+    freeze_backbone: bool = typer.Option(None, help="Train only the classifier head."),
+    backend: str = typer.Option("processes", help="serial | processes | ray | slurm."),
+    workers: int = typer.Option(None, help="Parallel jobs (processes) / CPUs of a local Ray."),
+    ray_address: str = typer.Option(None, help="Join an existing Ray cluster (e.g. auto)."),
+    slurm_partition: str = typer.Option(None, help="SLURM partition."),
+    slurm_time: int = typer.Option(240, help="SLURM time limit per job in minutes."),
+    slurm_gpus: int = typer.Option(0, help="GPUs per SLURM job."),
+    slurm_cpus: int = typer.Option(4, help="CPUs per SLURM job."),
+    device: str = typer.Option("auto", help="auto | cpu | cuda."),
+    out: Path = typer.Option(..., "--out", help="Run folder (one sub-folder per job)."),
+) -> None:
+    """Train MODEL on DiagViB-6 experiments; resumable: jobs already done are skipped.
+
+    Each job (experiment, training seed, config) gets <out>/<hash>/ with job.json, result.json,
+    epochs.parquet and a `done` marker; failed jobs leave error.txt and are retried next time.
+    At the end the job table is written to <out>/jobs.csv and jobs.parquet.
+    """
+    from rich.console import Console
+
+    from shortcutlab.errors import RunnerError
+    from shortcutlab.runner.backends import SlurmOptions, describe_failures, run_jobs
+    from shortcutlab.runner.jobs import build_jobs
+    from shortcutlab.train.config import TrainConfig
+    from shortcutlab.utils.device import resolve_device
+
+    resolve_device(device)
+    base = TrainConfig.from_file(config) if config is not None else TrainConfig()
+    overrides = {
+        "algorithm": algorithm, "epochs": epochs, "lr": lr, "batch_size": batch_size,
+        "patience": patience, "freeze_backbone": freeze_backbone,
+        "pretrained": str(pretrained) if pretrained is not None else None,
+    }
+    base = base.replace(model=model, **{k: v for k, v in overrides.items() if v is not None})
+    jobs = build_jobs(model, study, pairs or None, samples, seeds, scale, base,
+                      benchmark_seed=benchmark_seed, specs_dir=specs)
+    console = Console(stderr=True)
+    console.print(f"{len(jobs)} jobs of {model} in {out} (backend {backend})")
+    slurm = SlurmOptions(partition=slurm_partition, timeout_min=slurm_time,
+                         gpus_per_node=slurm_gpus, cpus_per_task=slurm_cpus)
+    summary = run_jobs(jobs, out, backend=backend, workers=workers, device=device,
+                       ray_address=ray_address, slurm=slurm)
+    console.print(
+        f"done {len(summary.done)}, already done {len(summary.skipped)}, "
+        f"failed {len(summary.failed)} in {summary.seconds:.0f} s; table: {out / 'jobs.csv'}"
+    )
+    if summary.failed:
+        for line in describe_failures(summary, out):
+            console.print(f"[red]failed[/red] {line}")
+        raise RunnerError(
+            f"{len(summary.failed)} of {len(jobs)} jobs failed; "
+            "rerun the same command to retry them"
+        )
+
+
+def collect(
+    run_dir: Path = typer.Argument(..., help="Run folder written by `diagvib run`."),
+    out: Path = typer.Option(None, help="Output stem (writes .csv and .parquet); default "
+                             "<run_dir>/jobs."),
+) -> None:
+    """Write one tidy table of all jobs in RUN_DIR (CSV and Parquet) and print a summary."""
+    from rich.console import Console
+
+    from shortcutlab.runner.collect import collect as collect_table
+    from shortcutlab.runner.collect import write_table
+
+    csv_path, parquet_path = write_table(run_dir, out)
+    table = collect_table(run_dir)
+    counts = table["status"].value_counts().to_dict()
+    Console().print(
+        f"{len(table)} jobs ({', '.join(f'{k} {v}' for k, v in sorted(counts.items()))}); "
+        f"wrote {csv_path} and {parquet_path}"
+    )
+
+
+def register(app: typer.Typer) -> None:
+    app.command("run")(_clean_errors(run))
+    app.command("collect")(_clean_errors(collect))

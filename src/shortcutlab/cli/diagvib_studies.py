@@ -1,0 +1,74 @@
+"""``shortcutlab diagvib studies`` and ``shortcutlab diagvib export``."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+
+def studies(
+    out: Path = typer.Option(..., "--out", help="Folder for the YAML specs and index.csv."),
+    seed: int = typer.Option(0, help="Benchmark seed (class selection, CGO/CHGO random cells)."),
+    scale: float = typer.Option(1.0, help="Shrink all split sizes, e.g. 0.01 for CPU work."),
+    study: list[str] = typer.Option(None, help="Only these studies (repeatable), e.g. ZGO."),
+    pair: list[str] = typer.Option(None, help="Only these pairs (repeatable), e.g. hue-shape."),
+    samples: int = typer.Option(5, help="Number of dataset samples (0..samples-1)."),
+) -> None:
+    """Write the DiagViB-6 benchmark: one YAML spec per experiment plus index.csv (name, hash)."""
+    from shortcutlab.diagvib.studies import experiment_names, write_benchmark
+
+    start = time.perf_counter()
+    index = write_benchmark(
+        out, seed=seed, scale=scale, studies=study or None, pairs=pair or None, samples=samples
+    )
+    count = len(experiment_names(study or None, pair or None, samples))
+    Console().print(
+        f"wrote {count} experiment specs and {index} in {time.perf_counter() - start:.2f} s"
+    )
+
+
+def export(
+    experiment: str = typer.Argument(
+        ..., help="Experiment name (e.g. ZGO/hue-shape/0, ZSO/texture/2) or a spec .yaml/.json."
+    ),
+    split: str = typer.Option("train", help="Split: train, val or test."),
+    out: Path = typer.Option(..., "--out", help="Target .npz file or PNG folder."),
+    limit: int = typer.Option(None, help="Export only the first N images."),
+    fmt: str = typer.Option("npz", "--format", help="npz or png (folder + metadata.csv)."),
+    scale: float = typer.Option(1.0, help="Shrink split sizes (ignored for spec files)."),
+    seed: int = typer.Option(0, help="Benchmark seed (ignored for spec files)."),
+    image_seed: int = typer.Option(None, help="Pixel seed of the dataset (default 0)."),
+) -> None:
+    """Render one split of an experiment to an .npz or a PNG folder with metadata.csv."""
+    from shortcutlab.diagvib.dataset import export_split
+    from shortcutlab.diagvib.spec import ExperimentSpec
+    from shortcutlab.diagvib.studies import make_experiment
+    from shortcutlab.utils.progress import progress_bar
+
+    path = Path(experiment)
+    if experiment.endswith((".yaml", ".yml", ".json")):
+        from shortcutlab.errors import DataNotFoundError
+
+        if not path.is_file():
+            raise DataNotFoundError(f"spec file {experiment!r} not found")
+        text = path.read_text(encoding="utf-8")
+        spec = (ExperimentSpec.from_json(text) if experiment.endswith(".json")
+                else ExperimentSpec.from_yaml(text))
+    else:
+        spec = make_experiment(experiment, scale=scale, seed=seed)
+    start = time.perf_counter()
+    total = spec.sizes.get(split, 0) if limit is None else min(limit, spec.sizes.get(split, 0))
+    with progress_bar() as bar:
+        task = bar.add_task(f"export {split}", total=max(total, 0))
+        written = export_split(spec, split, out, fmt=fmt, limit=limit, seed=image_seed,
+                               progress=lambda k: bar.advance(task, k))
+    seconds = time.perf_counter() - start
+    Console().print(f"exported the {split} split of {spec.name} to {written} in {seconds:.1f} s")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("studies")(studies)
+    app.command("export")(export)

@@ -1,0 +1,204 @@
+"""``shortcutlab imagenetx``: per-factor error analysis of ImageNet models (ImageNet-X)."""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import typer
+
+from shortcutlab.errors import ShortcutlabError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+app = typer.Typer(
+    no_args_is_help=True,
+    help="ImageNet-X: which factors of variation a model's mistakes are associated with.",
+)
+
+
+
+def _clean_errors(fn: F) -> F:
+    """Print a ShortcutlabError as ``Error: ...`` (no traceback) and exit with its code.
+
+    typer >= 0.20 vendors its own click, which does not catch ``click.ClickException``.
+    """
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except ShortcutlabError as exc:
+            typer.echo(f"Error: {exc.message}", err=True)
+            raise typer.Exit(exc.exit_code) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+_ERROR_TYPE_HELP = (
+    "What counts as right: class (original label), metaclass (same meta-label), real_class "
+    "(any ReaL label)."
+)
+
+
+def _predictions(paths: list[Path] | None, original_labels: bool):  # noqa: ANN202
+    from shortcutlab.errors import ImagenetXError
+    from shortcutlab.imagenetx.predictions import (
+        combine,
+        load_predictions,
+        original_labels_predictions,
+    )
+
+    parts = []
+    if original_labels:
+        parts.append(original_labels_predictions())
+    if paths:
+        parts.append(load_predictions(paths))
+    if not parts:
+        raise ImagenetXError(
+            "give prediction files/folders (CSV, .npz, .npy) or --original-labels"
+        )
+    return combine(parts)
+
+
+def _check_choices(error_type: str, which: str) -> None:
+    from shortcutlab.errors import ImagenetXError, unknown_choice
+    from shortcutlab.imagenetx.annotations import WHICH_CHOICES
+    from shortcutlab.imagenetx.evaluate import ERROR_TYPES
+
+    if error_type not in ERROR_TYPES:
+        raise ImagenetXError(unknown_choice("error type", error_type, ERROR_TYPES))
+    if which not in WHICH_CHOICES:
+        raise ImagenetXError(unknown_choice("factor selection", which, WHICH_CHOICES))
+
+
+@app.command("evaluate")
+@_clean_errors
+def evaluate_cmd(
+    paths: list[Path] = typer.Argument(
+        None, help="Prediction CSVs (file_name,predicted_class[,predicted_probability]), folders "
+        "of CSVs, or .npz/.npy models × images matrices."
+    ),
+    error_type: str = typer.Option("class", "--error-type", help=_ERROR_TYPE_HELP),
+    which: str = typer.Option("top", "--which", help="Factor annotations: top or multi."),
+    original_labels: bool = typer.Option(
+        False, "--original-labels",
+        help="Also evaluate the original ImageNet labels as a model named original_labels.",
+    ),
+    ignore_empty_real: bool = typer.Option(
+        False, "--ignore-empty-real",
+        help="Leave out images whose ReaL label set is empty (by default they count as wrong).",
+    ),
+    as_json: bool = typer.Option(
+        False, "--json", help="Print JSON: model → average, worst_factor, factors."
+    ),
+    out: Path = typer.Option(None, "--out", help="Also write the JSON results to this file."),
+) -> None:
+    """Per-factor accuracy and error ratio (1 − acc(factor)) / (1 − acc) of each model."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from shortcutlab.imagenetx.annotations import FACTORS, load_annotations
+    from shortcutlab.imagenetx.evaluate import evaluate
+    from shortcutlab.utils.io import write_json
+
+    _check_choices(error_type, which)
+    predictions = _predictions(paths, original_labels)
+    result = evaluate(predictions, load_annotations(which, "val"), error_type, ignore_empty_real)
+    data = result.to_dict()
+    if out is not None:
+        write_json(out, data)
+    if as_json:
+        typer.echo(json.dumps(data, indent=2, sort_keys=True))
+        return
+    table = Table(title=f"Error ratio per factor ({which} factor, {error_type}, "
+                  f"{result.n_images:,} images)")
+    table.add_column("factor")
+    for model in result.models:
+        table.add_column(model, justify="right")
+    ratios = result.table("error_ratio")
+    table.add_row("average accuracy", *[f"{a:.4f}" for a in result.average])
+    table.add_row("worst factor", *[str(w) for w in result.worst_factor])
+    for factor in FACTORS:
+        table.add_row(factor, *[f"{v:.3f}" for v in ratios[factor]])
+    Console().print(table)
+
+
+@app.command("predict")
+@_clean_errors
+def predict_cmd(
+    model: str = typer.Option(..., "--model", help="Registered model or torchvision model name."),
+    imagenet_val: Path = typer.Option(
+        ..., "--imagenet-val", help="Local ImageNet validation folder (flat or class sub-folders)."
+    ),
+    out: Path = typer.Option(..., "--out", help="Predictions CSV to write."),
+    weights: Path = typer.Option(
+        None, "--weights", help="Local state-dict file with the model's 1000-class weights."
+    ),
+    batch_size: int = typer.Option(64, help="Images per forward pass."),
+    image_size: int = typer.Option(224, help="Centre-crop size (resize to size × 256/224 first)."),
+    device: str = typer.Option("auto", help="auto, cpu or cuda."),
+    num_workers: int = typer.Option(0, help="DataLoader worker processes."),
+) -> None:
+    """Run a model over a local ImageNet validation folder and write its predictions CSV."""
+    from shortcutlab.imagenetx.predict import build_model, predict_folder
+
+    net = build_model(model, weights)
+    if weights is None:
+        typer.echo("warning: no --weights given; the model is randomly initialised", err=True)
+    result = predict_folder(
+        net, imagenet_val, out, batch_size=batch_size, image_size=image_size, device=device,
+        num_workers=num_workers,
+    )
+    typer.echo(f"predictions for {result.n_images} images written to {result.path}")
+
+
+@app.command("report")
+@_clean_errors
+def report_cmd(
+    paths: list[Path] = typer.Argument(
+        None, help="Prediction CSVs, folders of CSVs, or .npz/.npy matrices."
+    ),
+    out: Path = typer.Option(Path("imagenetx-report"), "--out", help="Folder for index.html."),
+    error_type: str = typer.Option("class", "--error-type", help=_ERROR_TYPE_HELP),
+    which: str = typer.Option("top", "--which", help="Factor annotations: top or multi."),
+    original_labels: bool = typer.Option(
+        False, "--original-labels", help="Include the original labels as model original_labels."
+    ),
+    ignore_empty_real: bool = typer.Option(
+        False, "--ignore-empty-real", help="Leave out images whose ReaL label set is empty."
+    ),
+    groups: Path = typer.Option(
+        None, "--groups", help="CSV with columns model,group for the Alexander-Govern comparison."
+    ),
+    bootstrap: int = typer.Option(1000, help="Bootstrap resamples for the CIs (0: none)."),
+    seed: int = typer.Option(0, help="Seed of the bootstrap."),
+    title: str = typer.Option("ImageNet-X error analysis", help="Report title."),
+) -> None:
+    """Write an HTML report: error ratios with CIs, group tests, meta-label heatmaps, data stats."""
+    import pandas as pd
+
+    from shortcutlab.errors import ImagenetXError
+    from shortcutlab.imagenetx.report import analyse, write_report
+
+    _check_choices(error_type, which)
+    predictions = _predictions(paths, original_labels)
+    group_map = None
+    if groups is not None:
+        if not groups.is_file():
+            raise ImagenetXError(f"groups file {str(groups)!r} does not exist")
+        frame = pd.read_csv(groups, dtype=str)
+        if not {"model", "group"} <= set(frame.columns):
+            raise ImagenetXError(
+                f"{groups}: needs columns model,group; found {list(frame.columns)}"
+            )
+        group_map = dict(zip(frame["model"], frame["group"], strict=True))
+    analysis = analyse(
+        predictions, which, error_type, ignore_empty_real, group_map, n_boot=bootstrap,
+        seed=seed,
+    )
+    path = write_report(analysis, out, title)
+    typer.echo(f"report written to {path} (imagenetx.json, summary.csv, meta_labels.csv beside it)")

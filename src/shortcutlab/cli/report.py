@@ -1,0 +1,34 @@
+"""``shortcutlab report``: the self-contained HTML report of one or more DiagViB-6 runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+
+def report(
+    dirs: list[Path] = typer.Argument(
+        ..., help="Run directories of `diagvib run` (or jobs.csv/jobs.parquet files), one or "
+        "more models."
+    ),
+    out: Path = typer.Option(Path("report"), "--out", help="Folder for index.html and metrics."),
+    title: str = typer.Option("DiagViB-6 shortcut report", help="Title of the report."),
+) -> None:
+    """Write an HTML report (tables, figs. 4a/4b/5b, Table 2) plus metrics.json and metrics.csv.
+
+    The HTML embeds its figures, so the single file reads offline in any browser.
+    """
+    from shortcutlab.cli.diagvib_metrics import fail_cleanly
+    from shortcutlab.errors import ShortcutlabError
+    from shortcutlab.report.diagvib_report import write_report
+
+    try:
+        path = write_report(dirs, out, title=title)
+    except ShortcutlabError as exc:
+        raise fail_cleanly(exc) from None
+    typer.echo(f"report written to {path} (metrics.json, metrics.csv beside it)")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("report")(report)

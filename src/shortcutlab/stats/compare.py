@@ -1,0 +1,318 @@
+"""The BiasBed comparison protocol on one score table: Friedman → Iman-Davenport → Nemenyi.
+
+``compare(table)`` ranks the algorithms within each block, runs the omnibus tests, computes
+pairwise Nemenyi p-values and the critical difference, and keeps mean ± std over runs when the
+table lists individual runs. :class:`ComparisonResult` writes JSON, CSV, LaTeX and a CD diagram.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from matplotlib.figure import Figure
+from scipy.stats import rankdata
+
+from shortcutlab.errors import StatsError
+from shortcutlab.report.html import figure_to_png
+from shortcutlab.stats.friedman import friedman_test
+from shortcutlab.stats.posthoc import (
+    cd_cliques,
+    cd_diagram,
+    critical_difference,
+    mean_ranks,
+    nemenyi_p_values,
+)
+from shortcutlab.stats.tables import ScoreTable, load_table, parse_table
+from shortcutlab.utils.io import write_bytes, write_json, write_text
+
+
+def _finite_or_none(value: float) -> float | None:
+    return float(value) if math.isfinite(value) else None
+
+
+@dataclass(frozen=True)
+class ComparisonResult:
+    """Everything the comparison computed; pure data plus writers.
+
+    ``ranks``: mean rank per algorithm (1 = best); ``nemenyi``: algorithm × algorithm p-values;
+    ``block_ranks``: the within-block ranks; ``std``/``n_runs`` are None for a wide table.
+    """
+
+    means: pd.DataFrame
+    std: pd.DataFrame | None
+    n_runs: pd.DataFrame | None
+    block_ranks: pd.DataFrame
+    ranks: pd.Series
+    nemenyi: pd.DataFrame
+    chi2: float
+    chi2_p_value: float
+    F: float
+    p_value: float
+    df_num: int
+    df_den: int
+    critical_difference: float
+    alpha: float
+    lower_is_better: bool
+
+    @property
+    def algorithms(self) -> list[str]:
+        return [str(a) for a in self.means.columns]
+
+    @property
+    def blocks(self) -> list[str]:
+        return [str(b) for b in self.means.index]
+
+    @property
+    def significant(self) -> bool:
+        """Whether the Iman-Davenport test rejects "all algorithms perform equally" at α."""
+        return self.p_value < self.alpha
+
+    def significant_pairs(self) -> list[tuple[str, str, float]]:
+        """Pairs (better, worse, p) whose Nemenyi p-value is below α, most significant first."""
+        out = []
+        algos = self.algorithms
+        for i, a in enumerate(algos):
+            for b in algos[i + 1 :]:
+                p = float(self.nemenyi.loc[a, b])
+                if p < self.alpha:
+                    better, worse = (a, b) if self.ranks[a] <= self.ranks[b] else (b, a)
+                    out.append((better, worse, p))
+        return sorted(out, key=lambda t: (t[2], t[0], t[1]))
+
+    def cliques(self) -> list[list[str]]:
+        """Groups not significantly different from each other (the CD diagram's bars)."""
+        return cd_cliques(self.ranks.to_dict(), self.critical_difference)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict; non-finite numbers (F = ∞ under perfect agreement, std of one run)
+        become None so the output is strict JSON."""
+
+        def frame(df: pd.DataFrame) -> dict[str, dict[str, float | None]]:
+            return {
+                str(b): {str(a): _finite_or_none(float(v)) for a, v in row.items()}
+                for b, row in df.iterrows()
+            }
+
+        out: dict[str, Any] = {
+            "chi2": _finite_or_none(self.chi2),
+            "chi2_p_value": _finite_or_none(self.chi2_p_value),
+            "F": _finite_or_none(self.F),
+            "p_value": _finite_or_none(self.p_value),
+            "df": [self.df_num, self.df_den],
+            "critical_difference": _finite_or_none(self.critical_difference),
+            "alpha": self.alpha,
+            "lower_is_better": self.lower_is_better,
+            "n_blocks": len(self.blocks),
+            "n_algorithms": len(self.algorithms),
+            "significant": self.significant,
+            "ranks": {str(a): float(r) for a, r in self.ranks.items()},
+            "nemenyi": {
+                str(a): {str(b): float(self.nemenyi.loc[a, b]) for b in self.nemenyi.columns}
+                for a in self.nemenyi.index
+            },
+            "blocks": self.blocks,
+            "algorithms": self.algorithms,
+            "means": frame(self.means),
+        }
+        if self.std is not None and self.n_runs is not None:
+            out["std"] = frame(self.std)
+            out["n_runs"] = {
+                str(b): {str(a): int(v) for a, v in row.items()}
+                for b, row in self.n_runs.iterrows()
+            }
+        return out
+
+    def to_json(self, indent: int | None = 2) -> str:
+        """One strict-JSON object (sorted keys): chi2, chi2_p_value, F, p_value, ranks, ..."""
+        return json.dumps(self.to_dict(), indent=indent, sort_keys=True, allow_nan=False)
+
+    def ranks_frame(self) -> pd.DataFrame:
+        """Algorithms best-first with mean rank and whether each differs from the best (Nemenyi)."""
+        order = self.ranks.sort_values(kind="stable").index
+        best = order[0]
+        return pd.DataFrame(
+            {
+                "mean_rank": self.ranks[order].to_numpy(),
+                "p_vs_best": [float(self.nemenyi.loc[best, a]) for a in order],
+            },
+            index=pd.Index([str(a) for a in order], name="algorithm"),
+        )
+
+    def scores_frame(self, decimals: int = 2) -> pd.DataFrame:
+        """Blocks × algorithms as text 'mean ± std' (or just the mean for a wide table)."""
+        fmt = f"{{:.{decimals}f}}"
+        text = self.means.map(fmt.format)
+        if self.std is not None:
+            spread = self.std.map(lambda v: "" if pd.isna(v) else " ± " + fmt.format(v))
+            text = text + spread
+        return text
+
+    def scores_csv(self) -> str:
+        """Long CSV: block, algorithm, mean, std, n_runs, rank (within the block)."""
+        long = self.means.stack().rename("mean").to_frame()
+        if self.std is not None and self.n_runs is not None:
+            long["std"] = self.std.stack()
+            long["n_runs"] = self.n_runs.stack()
+        long["rank"] = self.block_ranks.stack()
+        long.index.names = ["block", "algorithm"]
+        return long.reset_index().to_csv(index=False, float_format="%.10g")
+
+    def to_latex(self, decimals: int = 1) -> str:
+        """A LaTeX table of mean (± std) per block, best per block in bold, mean ranks last,
+        followed by the table of Nemenyi p-values; needs only ``booktabs``."""
+        algos = self.algorithms
+        fmt = f"{{:.{decimals}f}}"
+        lines = [
+            "% Generated by shortcutlab stats compare. Requires \\usepackage{booktabs}.",
+            "\\begin{table}[t]",
+            "\\centering",
+            "\\begin{tabular}{l" + "r" * len(algos) + "}",
+            "\\toprule",
+            "Block & " + " & ".join(_tex(a) for a in algos) + " \\\\",
+            "\\midrule",
+        ]
+        for b in self.blocks:
+            row = self.means.loc[b]
+            best = row.min() if self.lower_is_better else row.max()
+            cells = []
+            for a in algos:
+                cell = fmt.format(row[a])
+                if self.std is not None and not pd.isna(self.std.loc[b, a]):
+                    cell += " $\\pm$ " + fmt.format(self.std.loc[b, a])
+                cells.append(f"\\textbf{{{cell}}}" if row[a] == best else cell)
+            lines.append(_tex(b) + " & " + " & ".join(cells) + " \\\\")
+        lines += [
+            "\\midrule",
+            "Mean rank & " + " & ".join(f"{self.ranks[a]:.2f}" for a in algos) + " \\\\",
+            "\\bottomrule",
+            "\\end{tabular}",
+            f"\\caption{{Friedman $\\chi^2 = {self.chi2:.3f}$ ($p = {_p(self.chi2_p_value)}$), "
+            f"Iman-Davenport $F({self.df_num}, {self.df_den}) = {_num(self.F)}$ "
+            f"($p = {_p(self.p_value)}$), Nemenyi critical difference "
+            f"$CD_{{\\alpha={self.alpha:g}}} = {self.critical_difference:.3f}$; "
+            f"{'lower' if self.lower_is_better else 'higher'} is better.}}",
+            "\\end{table}",
+            "",
+            "\\begin{table}[t]",
+            "\\centering",
+            "\\begin{tabular}{l" + "r" * len(algos) + "}",
+            "\\toprule",
+            " & " + " & ".join(_tex(a) for a in algos) + " \\\\",
+            "\\midrule",
+        ]
+        for a in algos:
+            cells = []
+            for b in algos:
+                p = float(self.nemenyi.loc[a, b])
+                cell = "--" if a == b else _p(p)
+                cells.append(f"\\textbf{{{cell}}}" if a != b and p < self.alpha else cell)
+            lines.append(_tex(a) + " & " + " & ".join(cells) + " \\\\")
+        lines += [
+            "\\bottomrule",
+            "\\end{tabular}",
+            f"\\caption{{Nemenyi post-hoc p-values; bold: $p < {self.alpha:g}$.}}",
+            "\\end{table}",
+            "",
+        ]
+        return "\n".join(lines)
+
+    def cd_diagram(self, title: str | None = None) -> Figure:
+        """The Demšar critical-difference diagram of this comparison."""
+        return cd_diagram(self.ranks.to_dict(), self.critical_difference, title=title)
+
+    def write(self, out_dir: str | os.PathLike[str], stem: str = "comparison") -> list[Path]:
+        """Write JSON, scores/ranks/Nemenyi CSVs, LaTeX and the CD diagram PNG (each atomic)."""
+        out = Path(out_dir)
+        fig = self.cd_diagram()
+        png = figure_to_png(fig, dpi=150)
+        return [
+            write_json(out / f"{stem}.json", self.to_dict()),
+            write_text(out / f"{stem}_scores.csv", self.scores_csv()),
+            write_text(out / f"{stem}_ranks.csv", self.ranks_frame().to_csv(float_format="%.10g")),
+            write_text(out / f"{stem}_nemenyi.csv", self.nemenyi.to_csv(float_format="%.10g")),
+            write_text(out / f"{stem}.tex", self.to_latex()),
+            write_bytes(out / f"{stem}_cd_diagram.png", png),
+        ]
+
+
+def _tex(text: object) -> str:
+    """Escape LaTeX special characters in a label."""
+    repl = {
+        "\\": r"\textbackslash{}",
+        "&": r"\&",
+        "%": r"\%",
+        "$": r"\$",
+        "#": r"\#",
+        "_": r"\_",
+        "{": r"\{",
+        "}": r"\}",
+        "~": r"\textasciitilde{}",
+        "^": r"\textasciicircum{}",
+    }
+    return "".join(repl.get(ch, ch) for ch in str(text))
+
+
+def _p(p: float) -> str:
+    return f"{p:.3g}" if p >= 1e-3 else f"{p:.2e}"
+
+
+def _num(x: float) -> str:
+    return f"{x:.3f}" if math.isfinite(x) else "\\infty"
+
+
+def compare(
+    table: pd.DataFrame | ScoreTable | str | os.PathLike[str],
+    alpha: float = 0.05,
+    lower_is_better: bool = False,
+) -> ComparisonResult:
+    """Compare algorithms over blocks with Friedman, Iman-Davenport and Nemenyi at level α.
+
+    ``table``: a wide or long DataFrame (see :mod:`shortcutlab.stats.tables`), a parsed
+    :class:`ScoreTable`, or a path to a CSV/TSV/Parquet file.
+    """
+    if not isinstance(alpha, int | float) or not 0.0 < float(alpha) < 1.0:
+        raise StatsError(f"alpha must lie strictly between 0 and 1, got {alpha!r}")
+    if isinstance(table, ScoreTable):
+        parsed = table
+    elif isinstance(table, pd.DataFrame):
+        parsed = parse_table(table)
+    else:
+        parsed = load_table(table)
+    means = parsed.means
+    scores = means.to_numpy(dtype=float)
+    omnibus = friedman_test(scores)
+    ranks_arr = mean_ranks(scores, lower_is_better=lower_is_better)
+    algos = list(means.columns)
+    block_ranks = pd.DataFrame(
+        rankdata(scores if lower_is_better else -scores, axis=1, method="average"),
+        index=means.index,
+        columns=means.columns,
+    )
+    nemenyi = pd.DataFrame(
+        nemenyi_p_values(ranks_arr, scores.shape[0]),
+        index=pd.Index(algos, name="algorithm"),
+        columns=pd.Index(algos, name="algorithm"),
+    )
+    return ComparisonResult(
+        means=means,
+        std=parsed.std,
+        n_runs=parsed.n_runs,
+        block_ranks=block_ranks,
+        ranks=pd.Series(ranks_arr, index=pd.Index(algos, name="algorithm"), name="mean_rank"),
+        nemenyi=nemenyi,
+        chi2=omnibus.chi2,
+        chi2_p_value=omnibus.chi2_p_value,
+        F=omnibus.F,
+        p_value=omnibus.p_value,
+        df_num=omnibus.df_num,
+        df_den=omnibus.df_den,
+        critical_difference=critical_difference(len(algos), scores.shape[0], float(alpha)),
+        alpha=float(alpha),
+        lower_is_better=lower_is_better,
+    )

@@ -1,0 +1,218 @@
+"""Reading score tables for a comparison: wide (blocks × algorithms) or long (one row per run).
+
+Wide: first column the block name (data set, test set, factor pair), then one numeric column per
+algorithm. Long: columns for block, algorithm, run and score (accepted names below); runs are
+aggregated to mean ± standard deviation per (block, algorithm). The table is long when it has
+both an algorithm and a score column; otherwise it is wide.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from shortcutlab.errors import StatsError, unknown_choice
+
+BLOCK_COLUMNS = ("block", "dataset", "test_set")
+ALGORITHM_COLUMNS = ("algorithm", "model", "method")
+RUN_COLUMNS = ("run", "seed", "job_id")
+SCORE_COLUMNS = ("score", "acc", "accuracy", "value")
+TABLE_SUFFIXES = (".csv", ".tsv", ".parquet", ".pq")
+
+
+@dataclass(frozen=True)
+class ScoreTable:
+    """Per-block, per-algorithm mean scores, plus spread over runs when read from a long table.
+
+    ``means``: index = block names, columns = algorithm names. ``std`` (sample std, ddof=1; NaN
+    with a single run) and ``n_runs`` have the same shape, or are None for a wide table.
+    ``runs`` is the normalised long table (block, algorithm, run, score) or None.
+    """
+
+    means: pd.DataFrame
+    std: pd.DataFrame | None = None
+    n_runs: pd.DataFrame | None = None
+    runs: pd.DataFrame | None = None
+
+    @property
+    def blocks(self) -> list[str]:
+        return [str(b) for b in self.means.index]
+
+    @property
+    def algorithms(self) -> list[str]:
+        return [str(a) for a in self.means.columns]
+
+
+def read_table(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """Read a CSV, TSV or Parquet table; StatsError for missing files, ragged rows or bad suffix."""
+    p = Path(path)
+    suffix = p.suffix.lower()
+    if suffix not in TABLE_SUFFIXES:
+        raise StatsError(unknown_choice("table format", suffix or p.name, TABLE_SUFFIXES))
+    if not p.is_file():
+        raise StatsError(f"table file not found: {p}")
+    if suffix in (".parquet", ".pq"):
+        try:
+            return pd.read_parquet(p)
+        except Exception as exc:  # pyarrow raises several unrelated types
+            raise StatsError(f"cannot read Parquet table {p}: {exc}") from exc
+    sep = "\t" if suffix == ".tsv" else ","
+    try:
+        header = pd.read_csv(p, sep=sep, header=None, nrows=1, dtype=str).iloc[0].tolist()
+        df = pd.read_csv(p, sep=sep, skipinitialspace=True)
+    except pd.errors.EmptyDataError as exc:
+        raise StatsError(f"table {p} is empty") from exc
+    except pd.errors.ParserError as exc:
+        raise StatsError(f"ragged table {p}: {exc}".strip()) from exc
+    names = [str(h).strip() for h in header]
+    dupes = sorted({h for h in names if names.count(h) > 1})
+    if dupes:
+        raise StatsError(f"table {p} has duplicated column name(s): {', '.join(dupes)}")
+    df.columns = names
+    return df
+
+
+def _find(columns: list[str], candidates: tuple[str, ...]) -> str | None:
+    lower = {c.lower(): c for c in columns}
+    for cand in candidates:
+        if cand in lower:
+            return lower[cand]
+    return None
+
+
+def is_long(df: pd.DataFrame) -> bool:
+    """True when ``df`` has both an algorithm column and a score column (a long run table)."""
+    cols = [str(c) for c in df.columns]
+    return _find(cols, ALGORITHM_COLUMNS) is not None and _find(cols, SCORE_COLUMNS) is not None
+
+
+def _numeric(series: pd.Series, what: str, row_names: pd.Series) -> pd.Series:
+    """Convert to float; StatsError naming rows with non-numeric or missing values."""
+    values = pd.to_numeric(series, errors="coerce")
+    bad_text = values.isna() & series.notna()
+    if bad_text.any():
+        rows = [f"{row_names[i]!s}={series[i]!r}" for i in series.index[bad_text][:5]]
+        raise StatsError(f"non-numeric value(s) in {what}: {', '.join(rows)}")
+    bad = ~np.isfinite(values.to_numpy(dtype=float))
+    if bad.any():
+        rows = [str(row_names[i]) for i in series.index[bad][:5]]
+        raise StatsError(f"missing/NaN/inf value(s) in {what} at row(s): {', '.join(rows)}")
+    return values.astype(float)
+
+
+def _check_shape(means: pd.DataFrame) -> None:
+    if means.shape[1] < 2:
+        raise StatsError(
+            f"need at least 2 algorithms to compare, got {means.shape[1]}: "
+            f"{', '.join(map(str, means.columns)) or '(none)'}"
+        )
+    if means.shape[0] < 2:
+        raise StatsError(
+            f"need at least 2 blocks (data sets) to compare, got {means.shape[0]}: "
+            f"{', '.join(map(str, means.index)) or '(none)'}"
+        )
+
+
+def parse_wide(df: pd.DataFrame) -> ScoreTable:
+    """Wide table: first column block names, one numeric column per algorithm."""
+    if df.shape[1] < 3:
+        raise StatsError(
+            f"a wide table needs a block-name column and ≥2 algorithm columns; got columns "
+            f"{', '.join(map(str, df.columns))}"
+        )
+    first = str(df.columns[0])
+    if first.lower() in ALGORITHM_COLUMNS:
+        raise StatsError(
+            f"first column is {first!r}: algorithms must be columns and blocks rows in a wide "
+            f"table (transpose it), or give a long table with columns "
+            f"{'|'.join(BLOCK_COLUMNS)}, {'|'.join(ALGORITHM_COLUMNS)}, "
+            f"{'|'.join(RUN_COLUMNS)}, {'|'.join(SCORE_COLUMNS)}"
+        )
+    blocks = df.iloc[:, 0]
+    if blocks.isna().any():
+        rows = [str(i + 2) for i in np.flatnonzero(blocks.isna().to_numpy())[:5]]
+        raise StatsError(f"empty block name in line(s) {', '.join(rows)} of column {first!r}")
+    blocks = blocks.astype(str).str.strip()
+    dupes = sorted(set(blocks[blocks.duplicated()]))
+    if dupes:
+        raise StatsError(f"duplicated block name(s) in column {first!r}: {', '.join(dupes)}")
+    data = {}
+    for col in df.columns[1:]:
+        data[str(col)] = _numeric(df[col], f"column {col!r}", blocks).to_numpy()
+    means = pd.DataFrame(data, index=pd.Index(blocks.to_numpy(), name=first))
+    means.columns.name = "algorithm"
+    _check_shape(means)
+    return ScoreTable(means=means)
+
+
+def parse_long(df: pd.DataFrame) -> ScoreTable:
+    """Long table of runs -> mean/std/count per (block, algorithm); strict about gaps and dupes."""
+    cols = [str(c) for c in df.columns]
+    block = _find(cols, BLOCK_COLUMNS)
+    algo = _find(cols, ALGORITHM_COLUMNS)
+    run = _find(cols, RUN_COLUMNS)
+    score = _find(cols, SCORE_COLUMNS)
+    valid = (
+        f"valid columns: {'|'.join(BLOCK_COLUMNS)} (block), {'|'.join(ALGORITHM_COLUMNS)} "
+        f"(algorithm), {'|'.join(RUN_COLUMNS)} (run, optional), {'|'.join(SCORE_COLUMNS)} (score)"
+    )
+    if block is None or algo is None or score is None:
+        raise StatsError(f"long table lacks a block, algorithm or score column; {valid}")
+    used = {block, algo, score} | ({run} if run else set())
+    unknown = [c for c in cols if c not in used]
+    if unknown:
+        names = ", ".join(map(repr, unknown))
+        raise StatsError(f"unknown column(s) {names} in long table; {valid}")
+    norm = pd.DataFrame(
+        {
+            "block": df[block].astype(str).str.strip(),
+            "algorithm": df[algo].astype(str).str.strip(),
+            "run": df[run].astype(str).str.strip() if run else "0",
+        }
+    )
+    for name, col in (("block", block), ("algorithm", algo), ("run", run)):
+        if col is not None and df[col].isna().any():
+            lines = [str(i + 2) for i in np.flatnonzero(df[col].isna().to_numpy())[:5]]
+            raise StatsError(f"empty {name} in column {col!r} at line(s) {', '.join(lines)}")
+    labels = "line " + (pd.Series(np.arange(len(df)), index=df.index) + 2).astype(str)
+    labels = labels + " (" + norm["block"] + ", " + norm["algorithm"] + ")"
+    norm["score"] = _numeric(df[score], f"column {score!r}", labels).to_numpy()
+    dup = norm.duplicated(["block", "algorithm", "run"], keep=False)
+    if dup.any():
+        ex = norm[dup].head(4)
+        items = "; ".join(f"{labels[i]} run {r}" for i, r in zip(ex.index, ex["run"], strict=True))
+        hint = "" if run else f" (add a run column: {'|'.join(RUN_COLUMNS)})"
+        raise StatsError(f"duplicated run(s) for the same block and algorithm: {items}{hint}")
+    grouped = norm.groupby(["block", "algorithm"], sort=False)["score"]
+    block_order = list(dict.fromkeys(norm["block"]))
+    algo_order = list(dict.fromkeys(norm["algorithm"]))
+    means = grouped.mean().unstack("algorithm").reindex(index=block_order, columns=algo_order)
+    missing = [f"{b}/{a}" for b in block_order for a in algo_order if pd.isna(means.loc[b, a])]
+    if missing:
+        raise StatsError(
+            f"ragged table: no score for {len(missing)} (block/algorithm) combination(s): "
+            f"{', '.join(missing[:8])}{' ...' if len(missing) > 8 else ''}"
+        )
+    std = grouped.std(ddof=1).unstack("algorithm").reindex(index=block_order, columns=algo_order)
+    n_runs = grouped.count().unstack("algorithm").reindex(index=block_order, columns=algo_order)
+    for frame in (means, std, n_runs):
+        frame.index.name = "block"
+        frame.columns.name = "algorithm"
+    _check_shape(means)
+    return ScoreTable(means=means, std=std, n_runs=n_runs.astype(int), runs=norm)
+
+
+def parse_table(df: pd.DataFrame) -> ScoreTable:
+    """Parse a wide or long table (see module docstring) into a :class:`ScoreTable`."""
+    if df.empty:
+        raise StatsError("score table is empty")
+    return parse_long(df) if is_long(df) else parse_wide(df)
+
+
+def load_table(path: str | os.PathLike[str]) -> ScoreTable:
+    """Read and parse a score table file."""
+    return parse_table(read_table(path))

@@ -1,0 +1,83 @@
+"""Algorithm registry (DomainBed style).
+
+Every module in this package is imported on first use (``pkgutil``), so adding an algorithm is
+adding a file whose class is decorated with :func:`register_algorithm`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
+
+from shortcutlab.errors import TrainError, unknown_choice
+
+if TYPE_CHECKING:
+    from shortcutlab.train.algorithms.base import Algorithm, AlgorithmContext
+    from shortcutlab.train.config import TrainConfig
+
+A = TypeVar("A", bound=type)
+
+_REGISTRY: dict[str, type[Algorithm]] = {}
+_loaded = False
+
+
+def register_algorithm(cls: A | None = None, *, name: str | None = None) -> A | Callable[[A], A]:
+    """Class decorator registering an :class:`Algorithm` subclass under ``name`` (default: the
+    class's ``name`` attribute, else its lower-cased class name)."""
+
+    def decorate(c: A) -> A:
+        key = name or getattr(c, "name", None) or c.__name__.lower()
+        _REGISTRY[key] = c  # type: ignore[assignment]
+        return c
+
+    return decorate(cls) if cls is not None else decorate
+
+
+def _load_all() -> None:
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    for info in pkgutil.iter_modules(__path__):
+        if not info.name.startswith("_"):
+            importlib.import_module(f"{__name__}.{info.name}")
+
+
+def list_algorithms() -> list[str]:
+    """Sorted names of registered algorithms."""
+    _load_all()
+    return sorted(_REGISTRY)
+
+
+def check_algorithm_name(name: str) -> str:
+    """``name`` if registered, else a TrainError listing the valid choices."""
+    _load_all()
+    if name not in _REGISTRY:
+        raise TrainError(unknown_choice("algorithm", name, sorted(_REGISTRY)))
+    return name
+
+
+def get_algorithm_class(name: str) -> type[Algorithm]:
+    """The registered class for ``name``."""
+    return _REGISTRY[check_algorithm_name(name)]
+
+
+def create_algorithm(
+    name: str,
+    num_classes: int,
+    config: TrainConfig,
+    context: AlgorithmContext | None = None,
+) -> Algorithm:
+    """Instantiate the algorithm ``name`` for a ``num_classes``-way task."""
+    return get_algorithm_class(name)(num_classes, config, context)
+
+
+__all__ = [
+    "check_algorithm_name",
+    "create_algorithm",
+    "get_algorithm_class",
+    "list_algorithms",
+    "register_algorithm",
+]

@@ -1,0 +1,147 @@
+"""The Algorithm interface (DomainBed style): ``update(batch)`` takes one optimisation step,
+``predict(x)`` returns logits.
+
+A batch is the collated dict of dataset items, already on the algorithm's device:
+``x`` float (B, 3, H, W) in [0, 1], ``y`` int64 (B,), and for DiagViB-6 data ``classes`` int64
+(B, 6) and ``index`` int64 (B,). ``update`` must return a dict of floats containing ``loss``
+(the training objective the trainer reports per epoch).
+
+Randomness: the trainer seeds torch from ``config.seed`` before building the algorithm and sets
+``algorithm.step`` (0, 1, 2, ...) before every ``update``; algorithms with their own random draws
+derive them from ``(config.seed, purpose, step)`` (see :meth:`Algorithm.generator`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import torch
+from torch import nn
+
+from shortcutlab.errors import TrainError, unknown_choice
+from shortcutlab.train.config import TrainConfig
+from shortcutlab.train.models import create_model
+from shortcutlab.utils.rng import torch_seed
+
+
+@dataclass
+class AlgorithmContext:
+    """What some algorithms need besides the batch, all optional.
+
+    ``spec``/``generator``/``data_seed``: the DiagViB-6 experiment spec, its ImageGenerator and the
+    seed images are rendered with, for algorithms that re-render training images (Stylized);
+    ``train_dataset``: the training set itself; ``extra``: anything else.
+    """
+
+    spec: Any | None = None
+    generator: Any | None = None
+    data_seed: int | None = None
+    train_dataset: Any | None = None
+    device: torch.device | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Algorithm(nn.Module):
+    """Base class: owns its network(s) and optimiser(s); subclasses implement update/predict.
+
+    ``hparams_defaults`` lists the algorithm's own hyper-parameters; ``config.hparams`` overrides
+    them (unknown keys or values of the wrong type raise TrainError). Subclasses read
+    ``self.hparams``.
+    """
+
+    name: ClassVar[str] = ""
+    hparams_defaults: ClassVar[dict[str, Any]] = {}
+
+    def __init__(
+        self, num_classes: int, config: TrainConfig, context: AlgorithmContext | None = None
+    ) -> None:
+        super().__init__()
+        self.num_classes = num_classes
+        self.config = config
+        self.context = context or AlgorithmContext()
+        self.hparams = self._resolve_hparams(config.hparams)
+        self.step = 0
+
+    @classmethod
+    def _resolve_hparams(cls, given: dict[str, Any]) -> dict[str, Any]:
+        defaults = cls.hparams_defaults
+        out = dict(defaults)
+        for key, value in given.items():
+            if key not in defaults:
+                choices = sorted(defaults) or ["(none)"]
+                label = f"hyper-parameter of algorithm {cls.name or cls.__name__}"
+                raise TrainError(unknown_choice(label, key, choices))
+            default = defaults[key]
+            if default is not None and not _compatible(value, default):
+                raise TrainError(
+                    f"hyper-parameter {key!r} of algorithm {cls.name or cls.__name__} must be "
+                    f"{type(default).__name__}, got {value!r}"
+                )
+            out[key] = float(value) if isinstance(default, float) else value
+        return out
+
+    # ---------------------------------------------------------------- helpers for subclasses
+    def build_network(self, num_classes: int | None = None) -> nn.Module:
+        """The configured model (``config.model``, pretrained, frozen backbone, model_kwargs)."""
+        cfg = self.config
+        return create_model(
+            cfg.model,
+            num_classes or self.num_classes,
+            pretrained=cfg.pretrained,
+            freeze_backbone=cfg.freeze_backbone,
+            **cfg.model_kwargs,
+        )
+
+    def make_optimizer(
+        self, params: Iterable[nn.Parameter], lr: float | None = None
+    ) -> torch.optim.Optimizer:
+        """Adam with the configured learning rate and weight decay (paper appendix A.2);
+        frozen parameters are left out."""
+        trainable = [p for p in params if p.requires_grad]
+        if not trainable:
+            raise TrainError("the model has no trainable parameters")
+        return torch.optim.Adam(
+            trainable, lr=lr or self.config.lr, weight_decay=self.config.weight_decay
+        )
+
+    def generator(self, purpose: str, device: torch.device | str = "cpu") -> torch.Generator:
+        """A torch Generator seeded from (config.seed, purpose, current step)."""
+        gen = torch.Generator(device=device)
+        gen.manual_seed(torch_seed(self.config.seed, purpose, self.step))
+        return gen
+
+    def train(self, mode: bool = True) -> Algorithm:
+        """Like nn.Module.train, but BatchNorm layers whose parameters are all frozen stay in
+        eval mode, so a frozen backbone (RN50-IN) really does not change."""
+        super().train(mode)
+        if mode:
+            for module in self.modules():
+                if isinstance(module, nn.modules.batchnorm._BatchNorm):
+                    params = list(module.parameters())
+                    if params and not any(p.requires_grad for p in params):
+                        module.eval()
+        return self
+
+    # ---------------------------------------------------------------- the interface
+    def update(self, batch: dict[str, torch.Tensor]) -> dict[str, float]:
+        """One optimisation step on ``batch``; returns losses (must include ``loss``)."""
+        raise NotImplementedError
+
+    def predict(self, x: torch.Tensor) -> torch.Tensor:
+        """Logits (B, num_classes) for images ``x``."""
+        raise NotImplementedError
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.predict(x)
+
+
+def _compatible(value: Any, default: Any) -> bool:
+    if isinstance(default, bool):
+        return isinstance(value, bool)
+    if isinstance(default, float):
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if isinstance(default, int):
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, type(default))

@@ -1,0 +1,172 @@
+"""SagNet (Nam et al., 2021): style-agnostic networks by style and content randomisation.
+
+A shared featurizer ``f`` feeds two heads. The *content* head ``c`` learns the label from features
+whose style (per-channel mean and variance) is randomly interpolated with another image's:
+``mu = a*mu_i + (1-a)*mu_j``, ``var = a*var_i + (1-a)*var_j``, ``a ~ U(0, 1)``. The *style* head
+``s`` learns the label from features that keep their own style but carry another image's
+normalised content, so it can only use style. The featurizer is then updated adversarially to
+make the style head's prediction uniform (weight ``w_adv``), removing label information from
+style. Prediction uses ``c(f(x))`` without randomisation.
+
+The split point is the middle of the model's feature stages (for a ResNet: after layer2 of
+four); heads are the remaining stages plus the classifier, and the style head is a freshly
+initialised copy. Training is from scratch by default, as the issue asks.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from shortcutlab.errors import TrainError
+from shortcutlab.train.algorithms import register_algorithm
+from shortcutlab.train.algorithms.base import Algorithm, AlgorithmContext
+from shortcutlab.train.algorithms.padain import channel_stats
+from shortcutlab.train.config import TrainConfig
+from shortcutlab.utils.rng import torch_seed
+
+__all__ = ["SagNet", "content_randomize", "split_for_sagnet", "style_randomize"]
+
+
+def style_randomize(
+    x: torch.Tensor,
+    perm: torch.Tensor,
+    alpha: torch.Tensor,
+    eps: float = 1e-5,
+) -> torch.Tensor:
+    """Interpolate each sample's channel statistics with those of sample ``perm[i]``.
+
+    ``alpha`` (B,) in [0, 1] is the weight of the sample's own statistics; variances (not
+    standard deviations) are interpolated, as in the paper.
+    """
+    mean, std = channel_stats(x, eps)
+    var = std**2
+    a = alpha.view(-1, 1, 1, 1).to(x.dtype)
+    new_mean = a * mean + (1 - a) * mean[perm]
+    new_var = a * var + (1 - a) * var[perm]
+    return (x - mean) / std * new_var.sqrt() + new_mean
+
+
+def content_randomize(x: torch.Tensor, perm: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
+    """Give each sample the normalised content of sample ``perm[i]`` with its own statistics.
+
+    The donor's content is detached: the style loss must not teach the featurizer content.
+    """
+    mean, std = channel_stats(x, eps)
+    normalised = ((x - mean) / std)[perm].detach()
+    return normalised * std + mean
+
+
+def split_for_sagnet(model: nn.Module) -> tuple[nn.Module, nn.Module]:
+    """(featurizer, head) split in the middle of the network, where style still lives in maps.
+
+    A model may define ``sagnet_split() -> (featurizer, head)`` itself; built in: torchvision
+    ResNets (after layer3, as in the paper) and small_cnn (after its second block).
+    """
+    import torchvision.models as tvm
+
+    from shortcutlab.train.models import SmallCNN
+
+    custom = getattr(model, "sagnet_split", None)
+    if callable(custom):
+        return custom()
+    if isinstance(model, tvm.ResNet):
+        featurizer = nn.Sequential(
+            model.conv1, model.bn1, model.relu, model.maxpool,
+            model.layer1, model.layer2, model.layer3,
+        )
+        head = nn.Sequential(model.layer4, model.avgpool, nn.Flatten(1), model.fc)
+        return featurizer, head
+    if isinstance(model, SmallCNN):
+        return model.features[:5], nn.Sequential(model.features[5:], model.head)
+    raise TrainError(
+        f"SagNet needs a (featurizer, head) split of {type(model).__name__}; supported: "
+        "torchvision ResNets and small_cnn, or a model defining sagnet_split()"
+    )
+
+
+def _reinitialise(module: nn.Module) -> None:
+    for m in module.modules():
+        reset = getattr(m, "reset_parameters", None)
+        if callable(reset):
+            reset()
+
+
+@register_algorithm
+class SagNet(Algorithm):
+    """Style-agnostic network: content head on style-randomised features, adversarial style head.
+
+    Hyper-parameters: ``w_adv`` (weight of the adversarial entropy loss, paper 0.1) and
+    ``clip_adv`` (max gradient norm of the adversarial step on the featurizer, paper 0.1;
+    0 disables clipping). Models are trained from scratch unless ``config.pretrained`` is set.
+    """
+
+    name = "sagnet"
+    hparams_defaults = {"w_adv": 0.1, "clip_adv": 0.1}
+
+    def __init__(
+        self, num_classes: int, config: TrainConfig, context: AlgorithmContext | None = None
+    ) -> None:
+        super().__init__(num_classes, config, context)
+        self.featurizer, self.content_head = split_for_sagnet(self.build_network())
+        self.style_head = copy.deepcopy(self.content_head)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(torch_seed(config.seed, "sagnet-style-head"))
+            _reinitialise(self.style_head)
+        trainable_f = any(p.requires_grad for p in self.featurizer.parameters())
+        # a frozen backbone (freeze_backbone / rn50_in) leaves only the heads to train
+        self.opt_f = self.make_optimizer(self.featurizer.parameters()) if trainable_f else None
+        self.opt_c = self.make_optimizer(self.content_head.parameters())
+        self.opt_s = self.make_optimizer(self.style_head.parameters())
+
+    def _draws(self, n: int, purpose: str) -> tuple[torch.Tensor, torch.Tensor]:
+        gen = self.generator(f"sagnet-{purpose}")
+        return torch.randperm(n, generator=gen), torch.rand(n, generator=gen)
+
+    def update(self, batch: dict[str, torch.Tensor]) -> dict[str, float]:
+        x, y = batch["x"], batch["y"]
+        n, device = x.shape[0], x.device
+        perm_c, alpha = self._draws(n, "style")
+        perm_s, _ = self._draws(n, "content")
+        perm_a, _ = self._draws(n, "adversary")
+        perm_c, alpha = perm_c.to(device), alpha.to(device)
+        perm_s, perm_a = perm_s.to(device), perm_a.to(device)
+
+        # content: learn the label from style-randomised features (featurizer + content head)
+        feats = self.featurizer(x)
+        loss_c = F.cross_entropy(self.content_head(style_randomize(feats, perm_c, alpha)), y)
+        self.zero_grad(set_to_none=True)
+        loss_c.backward()
+        if self.opt_f is not None:
+            self.opt_f.step()
+        self.opt_c.step()
+
+        # style: learn the label from content-randomised features (style head only)
+        with torch.no_grad():
+            feats = self.featurizer(x)
+        loss_s = F.cross_entropy(self.style_head(content_randomize(feats, perm_s)), y)
+        self.opt_s.zero_grad(set_to_none=True)
+        loss_s.backward()
+        self.opt_s.step()
+
+        # adversary: make the style head's prediction uniform (featurizer only)
+        logits = self.style_head(content_randomize(self.featurizer(x), perm_a))
+        loss_adv = -F.log_softmax(logits, dim=1).mean(dim=1).mean() * self.hparams["w_adv"]
+        if self.opt_f is not None:
+            self.zero_grad(set_to_none=True)
+            loss_adv.backward()
+            if self.hparams["clip_adv"] > 0:
+                nn.utils.clip_grad_norm_(self.featurizer.parameters(), self.hparams["clip_adv"])
+            self.opt_f.step()
+            self.zero_grad(set_to_none=True)
+        return {
+            "loss": float(loss_c.detach()),
+            "loss_style": float(loss_s.detach()),
+            "loss_adv": float(loss_adv.detach()),
+        }
+
+    def predict(self, x: torch.Tensor) -> torch.Tensor:
+        return self.content_head(self.featurizer(x))

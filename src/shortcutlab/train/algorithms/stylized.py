@@ -1,0 +1,432 @@
+"""Stylized and Debiased training for DiagViB-6: input stylisation in factor space.
+
+Geirhos et al. (Stylized ImageNet) replace each training image's texture by a random painting's
+through AdaIN style transfer; Li et al. (shape-texture debiased training) stylise an image with
+another batch image's texture and train on the convex combination ``gamma * onehot(y_content) +
+(1 - gamma) * onehot(y_style)`` (``gamma = 0.8``). DiagViB-6 images are rendered from their factor
+classes, so the factor-space counterpart needs no style-transfer network: we re-render the same
+image (same seed, split and index, so shape, position, scale, lightness and every sampled detail
+stay) with another texture class, and optionally another hue class.
+
+- ``stylized``: the texture class is drawn uniformly from the experiment's selected texture
+  classes (``texture_pool="selected"``) or from all of them (``"all"``); with ``hue=True`` the hue
+  class too. The label is unchanged.
+- ``debiased``: each image takes the texture (and with ``hue=True`` the hue) class of a donor
+  image of the same batch (a random permutation), and its target is ``gamma * onehot(y) +
+  (1 - gamma) * onehot(y_donor)``: the donor's label is the class that the texture says under the
+  training correlation.
+
+Stylised images replace the originals with probability ``p`` (default 1.0; Li et al. train on
+stylised images only for the debiased objective, Geirhos et al. on Stylized ImageNet only).
+
+When the predicted factor is **texture** (or hue with ``hue=True``) the stylisation would replace
+the label itself, so both algorithms refuse the experiment with a TrainError. When the predicted
+factor is **shape**, this is exactly the intended setting (shape is kept, texture randomised).
+Other predicted factors work the same way: texture (and hue) are randomised, the rest is kept.
+
+Both algorithms need the DiagViB-6 generator and the training split's render seed from the
+AlgorithmContext and the batch's ``classes`` and ``index``. On image-folder datasets they stylise
+in image space instead, as the papers do: each image takes the style of another image of the
+batch through an AdaIN style-transfer network (:class:`AdaINStyleTransfer`, strength ``alpha``),
+which must be given as a local pretrained weights file (hparam ``style_weights``; read with
+``torch.load(weights_only=True)``, never downloaded); without it they raise a clear error.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from shortcutlab.diagvib.factors import FACTOR_TABLE, FACTORS
+from shortcutlab.errors import DataNotFoundError, TrainError, unknown_choice
+from shortcutlab.train.algorithms import register_algorithm
+from shortcutlab.train.algorithms.base import Algorithm, AlgorithmContext
+from shortcutlab.train.algorithms.padain import adain
+from shortcutlab.train.config import TrainConfig
+from shortcutlab.utils.rng import rng
+
+__all__ = [
+    "AdaINStyleTransfer",
+    "Debiased",
+    "HUE_COLUMN",
+    "Restyler",
+    "Stylized",
+    "TEXTURE_COLUMN",
+    "debiased_targets",
+    "donor_style_classes",
+    "load_local_weights",
+    "random_style_classes",
+]
+
+TEXTURE_COLUMN = FACTORS.index("texture")
+HUE_COLUMN = FACTORS.index("hue")
+TEXTURE_POOLS = ("selected", "all")
+
+
+def style_columns(hue: bool) -> tuple[int, ...]:
+    """Columns of the (B, 6) class table that stylisation changes."""
+    return (TEXTURE_COLUMN, HUE_COLUMN) if hue else (TEXTURE_COLUMN,)
+
+
+def random_style_classes(
+    classes: np.ndarray,
+    pools: dict[int, np.ndarray],
+    rng: np.random.Generator,
+) -> np.ndarray:
+    """A copy of the (B, 6) class table with each column in ``pools`` redrawn from its pool."""
+    out = np.array(classes, dtype=np.int64, copy=True)
+    for col, pool in pools.items():
+        out[:, col] = rng.choice(np.asarray(pool, dtype=np.int64), size=out.shape[0])
+    return out
+
+
+def donor_style_classes(
+    classes: np.ndarray, perm: np.ndarray, columns: tuple[int, ...]
+) -> np.ndarray:
+    """A copy of the class table where row i takes ``columns`` from row ``perm[i]``."""
+    out = np.array(classes, dtype=np.int64, copy=True)
+    cols = list(columns)
+    out[:, cols] = np.asarray(classes)[np.asarray(perm)][:, cols]
+    return out
+
+
+def debiased_targets(
+    y: torch.Tensor, y_donor: torch.Tensor, num_classes: int, gamma: float = 0.8
+) -> torch.Tensor:
+    """Li et al.'s soft targets ``gamma * onehot(y) + (1 - gamma) * onehot(y_donor)``."""
+    if not 0.0 <= gamma <= 1.0:
+        raise TrainError(f"debiased gamma must be in [0, 1], got {gamma}")
+    eye = torch.eye(num_classes, dtype=torch.float32, device=y.device)
+    return gamma * eye[y] + (1.0 - gamma) * eye[y_donor.to(y.device)]
+
+
+def texture_pool(selected: dict[str, list[str]] | None, pool: str) -> np.ndarray:
+    """Global texture class indices to draw from: the experiment's selected ones, or all."""
+    return _pool("texture", selected, pool)
+
+
+def _pool(factor: str, selected: dict[str, list[str]] | None, pool: str) -> np.ndarray:
+    if pool not in TEXTURE_POOLS:
+        raise TrainError(unknown_choice("texture pool", pool, TEXTURE_POOLS))
+    table = FACTOR_TABLE[factor]
+    if pool == "all" or selected is None:
+        return np.arange(table.n_classes, dtype=np.int64)
+    return np.array([table.index(c) for c in selected[factor]], dtype=np.int64)
+
+
+def load_local_weights(path: str | os.PathLike[str] | None, what: str) -> dict[str, torch.Tensor]:
+    """Load a pretrained network's state dict from a local file only (``weights_only=True``).
+
+    Style-transfer networks are never downloaded: a missing path is a clear error saying how to
+    provide the file.
+    """
+    if path is None or not Path(path).is_file():
+        raise DataNotFoundError(
+            f"{what} needs a local pretrained weights file (a state dict saved by torch.save; "
+            f"hparam style_weights=PATH); got {None if path is None else str(path)!r}. "
+            "Nothing is downloaded at run time."
+        )
+    try:
+        state = torch.load(Path(path), map_location="cpu", weights_only=True)
+    except Exception as exc:  # noqa: BLE001 - any unpickling failure is a bad weights file
+        raise TrainError(f"cannot load {what} weights from {str(path)!r}: {exc}") from None
+    if not isinstance(state, dict):
+        raise TrainError(f"{what} weights in {str(path)!r} are not a state dict")
+    return state
+
+
+# ------------------------------------------------------------------ image-space style transfer
+_IMAGENET_MEAN = (0.485, 0.456, 0.406)
+_IMAGENET_STD = (0.229, 0.224, 0.225)
+
+
+def _vgg19_to_relu4_1() -> nn.Sequential:
+    """VGG-19 conv1_1 .. relu4_1 in torchvision's ``features`` layout (indices 0..20)."""
+    from torchvision.models.vgg import make_layers
+
+    return make_layers([64, 64, "M", 128, 128, "M", 256, 256, 256, 256, "M", 512])
+
+
+def _mirror_decoder() -> nn.Sequential:
+    """The AdaIN decoder (Huang & Belongie, 2017): the encoder mirrored, pooling replaced by
+    nearest-neighbour upsampling, reflection padding before every 3x3 convolution."""
+    plan: list[int | str] = [256, "up", 256, 256, 256, 128, "up", 128, 64, "up", 64, 3]
+    layers: list[nn.Module] = []
+    channels = 512
+    for i, item in enumerate(plan):
+        if item == "up":
+            layers.append(nn.Upsample(scale_factor=2, mode="nearest"))
+            continue
+        layers += [nn.ReflectionPad2d(1), nn.Conv2d(channels, int(item), 3)]
+        if i < len(plan) - 1:
+            layers.append(nn.ReLU())
+        channels = int(item)
+    return nn.Sequential(*layers)
+
+
+class AdaINStyleTransfer(nn.Module):
+    """Arbitrary style transfer by AdaIN: encode content and style with VGG-19 up to relu4_1,
+    give the content features the style features' channel statistics (BiasBed eq. 1), blend with
+    strength ``alpha`` and decode. Inputs and output are images in [0, 1].
+
+    Pretrained weights are never downloaded: :meth:`from_file` reads a local state dict of this
+    module (keys ``encoder.*``: torchvision's ``vgg19().features[:21]``, i.e. an ImageNet VGG-19
+    state dict's ``features.0`` .. ``features.19`` renamed; ``decoder.*``: a decoder trained for
+    that encoder) with ``torch.load(weights_only=True)``.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.encoder = _vgg19_to_relu4_1()
+        self.decoder = _mirror_decoder()
+        self.register_buffer("mean", torch.tensor(_IMAGENET_MEAN).view(1, 3, 1, 1))
+        self.register_buffer("std", torch.tensor(_IMAGENET_STD).view(1, 3, 1, 1))
+        self.requires_grad_(False)
+        self.eval()
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike[str] | None) -> AdaINStyleTransfer:
+        """The network with the weights of a local state-dict file (clear error without one)."""
+        state = load_local_weights(path, "AdaIN style transfer (image-folder Stylized/Debiased)")
+        net = cls()
+        state = {k.removeprefix("module."): v for k, v in state.items()}
+        state.setdefault("mean", net.mean)
+        state.setdefault("std", net.std)
+        try:
+            net.load_state_dict(state, strict=True)
+        except RuntimeError as exc:
+            first = str(exc).splitlines()[0]
+            raise TrainError(
+                f"weights in {str(path)!r} do not fit the AdaIN network (keys encoder.*, "
+                f"decoder.*): {first}"
+            ) from None
+        return net
+
+    def train(self, mode: bool = True) -> AdaINStyleTransfer:
+        """Always in evaluation mode: the network is pretrained and frozen."""
+        return super().train(False)
+
+    @torch.no_grad()
+    def forward(self, content: torch.Tensor, style: torch.Tensor,
+                alpha: float = 1.0) -> torch.Tensor:
+        f_c = self.encoder((content - self.mean) / self.std)
+        f_s = self.encoder((style - self.mean) / self.std)
+        target = adain(f_c, f_s)
+        target = alpha * target + (1.0 - alpha) * f_c
+        out = self.decoder(target)
+        if out.shape[-2:] != content.shape[-2:]:
+            out = F.interpolate(out, size=content.shape[-2:], mode="bilinear",
+                                align_corners=False)
+        return out.clamp(0.0, 1.0)
+
+
+@dataclass
+class Restyler:
+    """Re-renders training images of a DiagViB-6 split with changed factor classes."""
+
+    spec: Any
+    generator: Any
+    render_seed: int
+    split: str = "train"
+    backend: str = "numpy"
+
+    @classmethod
+    def from_context(cls, context: AlgorithmContext, algorithm: str) -> Restyler:
+        """From ``context.train_dataset`` (a DiagvibDataset), else ``spec``/``generator``/
+        ``data_seed`` (the render seed the training images were generated with)."""
+        ds = context.train_dataset
+        if ds is not None and all(hasattr(ds, a) for a in ("spec", "render_seed", "generator")):
+            return cls(ds.spec, ds.generator, int(ds.render_seed), getattr(ds, "split", "train"),
+                       getattr(ds, "backend", "numpy"))
+        if context.spec is not None and context.data_seed is not None:
+            gen = context.generator
+            if gen is None:
+                from shortcutlab.diagvib.render import ImageGenerator
+
+                gen = ImageGenerator()
+            return cls(context.spec, gen, int(context.data_seed))
+        raise TrainError(
+            f"algorithm {algorithm!r} re-renders DiagViB-6 training images and needs a DiagViB-6 "
+            "training set (AlgorithmContext.train_dataset, or spec + data_seed); on image-folder "
+            "datasets use erm, padain, sagnet or infodrop"
+        )
+
+    def render(self, classes: np.ndarray, indices: np.ndarray) -> torch.Tensor:
+        """float32 images (B, 3, 128, 128) in [0, 1] for these class rows and split indices."""
+        images = self.generator.render(
+            np.asarray(classes, dtype=np.int64), seed=self.render_seed, split=self.split,
+            indices=np.asarray(indices, dtype=np.int64), backend=self.backend,
+        )
+        return torch.as_tensor(np.asarray(images)).to(torch.float32).div_(255.0)
+
+
+def _check_style_target(spec: Any, hue: bool, algorithm: str) -> None:
+    changed = ("texture", "hue") if hue else ("texture",)
+    predicted = getattr(spec, "predicted", None)
+    if predicted in changed:
+        raise TrainError(
+            f"algorithm {algorithm!r} randomises {' and '.join(changed)}, but the experiment "
+            f"predicts {predicted!r}: the labels would be destroyed. Use it on experiments "
+            "predicting another factor (e.g. shape)" + (", or set hue=False" if
+                                                        predicted == "hue" else "")
+        )
+
+
+def _is_diagvib(context: AlgorithmContext) -> bool:
+    ds = context.train_dataset
+    if ds is not None and all(hasattr(ds, a) for a in ("spec", "render_seed", "generator")):
+        return True
+    return context.spec is not None and context.data_seed is not None
+
+
+class _StylisingAlgorithm(Algorithm):
+    """Shared set-up of Stylized and Debiased: network, optimiser, restyler, mixing mask."""
+
+    def __init__(
+        self, num_classes: int, config: TrainConfig, context: AlgorithmContext | None = None
+    ) -> None:
+        super().__init__(num_classes, config, context)
+        if not 0.0 <= self.hparams["p"] <= 1.0:
+            raise TrainError(f"hyper-parameter p must be in [0, 1], got {self.hparams['p']}")
+        self.restyler: Restyler | None = None
+        self.transfer: AdaINStyleTransfer | None = None
+        if _is_diagvib(self.context):
+            self.restyler = Restyler.from_context(self.context, self.name)
+            _check_style_target(self.restyler.spec, self.hparams["hue"], self.name)
+        elif self.hparams["style_weights"]:
+            self.transfer = AdaINStyleTransfer.from_file(self.hparams["style_weights"])
+        else:
+            raise TrainError(
+                f"algorithm {self.name!r} needs a DiagViB-6 training set (re-rendered in factor "
+                "space) or, for image folders, a pretrained AdaIN style-transfer network: "
+                "hparam style_weights=<local state-dict file> (nothing is downloaded)"
+            )
+        self.network = self.build_network()
+        self.optimizer = self.make_optimizer(self.network.parameters())
+
+    def _transfer_styles(
+        self, batch: dict[str, torch.Tensor]
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Image-space stylisation: each image gets the style of a batch donor by AdaIN.
+
+        Returns (images, donor permutation, used mask)."""
+        assert self.transfer is not None
+        x = batch["x"]
+        perm = torch.randperm(x.shape[0], generator=self.generator(f"{self.name}-donor"))
+        perm = perm.to(x.device)
+        styled = self.transfer(x, x[perm], self.hparams["alpha"])
+        mixed, used = self._mix(x, styled)
+        return mixed, perm, used
+
+    def _batch_arrays(self, batch: dict[str, torch.Tensor]) -> tuple[np.ndarray, np.ndarray]:
+        for key in ("classes", "index"):
+            if key not in batch:
+                raise TrainError(
+                    f"algorithm {self.name!r} needs the batch key {key!r} (DiagViB-6 items); "
+                    f"got keys {sorted(batch)}"
+                )
+        return (
+            batch["classes"].detach().cpu().numpy(),
+            np.asarray(torch.as_tensor(batch["index"]).cpu().numpy(), dtype=np.int64),
+        )
+
+    def _mix(self, original: torch.Tensor, styled: torch.Tensor) -> tuple[torch.Tensor,
+                                                                          torch.Tensor]:
+        """Use the stylised image with probability p per sample; returns (x, used mask)."""
+        gen = self.generator(f"{self.name}-mix")
+        used = torch.rand(original.shape[0], generator=gen) < self.hparams["p"]
+        used = used.to(original.device)
+        x = torch.where(used.view(-1, 1, 1, 1), styled.to(original.device), original)
+        return x, used
+
+    def _step(self, loss: torch.Tensor) -> dict[str, float]:
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        self.optimizer.step()
+        return {"loss": float(loss.detach())}
+
+    def predict(self, x: torch.Tensor) -> torch.Tensor:
+        return self.network(x)
+
+
+@register_algorithm
+class Stylized(_StylisingAlgorithm):
+    """ERM on images re-rendered with a random texture class (and with ``hue`` a random hue).
+
+    Hyper-parameters: ``p`` (share of stylised images, 1.0), ``hue`` (False), ``texture_pool``
+    (``selected``: the experiment's three texture classes; ``all``: every texture class).
+    """
+
+    name = "stylized"
+    hparams_defaults = {"p": 1.0, "hue": False, "texture_pool": "selected",
+                        "style_weights": "", "alpha": 1.0}
+
+    def __init__(
+        self, num_classes: int, config: TrainConfig, context: AlgorithmContext | None = None
+    ) -> None:
+        super().__init__(num_classes, config, context)
+        if self.restyler is None:
+            return
+        selected = getattr(self.restyler.spec, "selected", None)
+        self.pools = {TEXTURE_COLUMN: _pool("texture", selected, self.hparams["texture_pool"])}
+        if self.hparams["hue"]:
+            self.pools[HUE_COLUMN] = _pool("hue", selected, self.hparams["texture_pool"])
+
+    def stylize(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, np.ndarray | None]:
+        """(images to train on, their class table; None for image folders) for one batch."""
+        if self.restyler is None:
+            return self._transfer_styles(batch)[0], None
+        classes, index = self._batch_arrays(batch)
+        new = random_style_classes(classes, self.pools, rng(self.config.seed, self.name,
+                                                            self.step))
+        x, used = self._mix(batch["x"], self.restyler.render(new, index))
+        used_np = used.cpu().numpy()
+        return x, np.where(used_np[:, None], new, classes)
+
+    def update(self, batch: dict[str, torch.Tensor]) -> dict[str, float]:
+        x, _ = self.stylize(batch)
+        return self._step(F.cross_entropy(self.network(x), batch["y"]))
+
+
+@register_algorithm
+class Debiased(_StylisingAlgorithm):
+    """Li et al.'s shape-texture debiased training in factor space.
+
+    Each image takes the texture (and with ``hue`` the hue) class of a donor from the batch; the
+    target is ``gamma * onehot(y) + (1 - gamma) * onehot(y_donor)``. Hyper-parameters: ``gamma``
+    (0.8, the paper's), ``p`` (share of stylised images, 1.0), ``hue`` (False).
+    """
+
+    name = "debiased"
+    hparams_defaults = {"gamma": 0.8, "p": 1.0, "hue": False, "style_weights": "",
+                        "alpha": 1.0}
+
+    def stylize(
+        self, batch: dict[str, torch.Tensor]
+    ) -> tuple[torch.Tensor, torch.Tensor, np.ndarray | None]:
+        """(images, soft targets (B, K), class table; None for image folders) for one batch."""
+        if self.restyler is None:
+            x, perm, used = self._transfer_styles(batch)
+            return x, self._targets(batch["y"], perm, used), None
+        classes, index = self._batch_arrays(batch)
+        perm = torch.randperm(classes.shape[0], generator=self.generator("debiased-donor"))
+        new = donor_style_classes(classes, perm.numpy(), style_columns(self.hparams["hue"]))
+        x, used = self._mix(batch["x"], self.restyler.render(new, index))
+        targets = self._targets(batch["y"], perm, used)
+        return x, targets, np.where(used.cpu().numpy()[:, None], new, classes)
+
+    def _targets(self, y: torch.Tensor, perm: torch.Tensor, used: torch.Tensor) -> torch.Tensor:
+        soft = debiased_targets(y, y[perm.to(y.device)], self.num_classes, self.hparams["gamma"])
+        hard = torch.eye(self.num_classes, device=y.device)[y]
+        return torch.where(used.view(-1, 1), soft, hard)
+
+    def update(self, batch: dict[str, torch.Tensor]) -> dict[str, float]:
+        x, targets, _ = self.stylize(batch)
+        return self._step(F.cross_entropy(self.network(x), targets))

@@ -1,0 +1,111 @@
+"""The VQA table: one row per question, validated once so everything downstream can trust it.
+
+Columns (all loaders produce these; extra columns such as ``shape``/``color`` are kept):
+
+``question_id`` (str), ``image_id`` (str), ``question`` (str), ``question_type`` (str, ``""``
+when unknown), ``answer`` (str, the single label used for grouping, e.g. VQA's
+``multiple_choice_answer``), ``answers`` (list of str: the ten human answers, or one),
+``objects`` (list of str: object names in the image, possibly empty).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+
+import pandas as pd
+
+from shortcutlab.errors import VQAError
+
+__all__ = ["COLUMNS", "REQUIRED", "make_table", "validate_table"]
+
+COLUMNS: tuple[str, ...] = (
+    "question_id", "image_id", "question", "question_type", "answer", "answers", "objects",
+)  # fmt: skip
+REQUIRED: tuple[str, ...] = ("question_id", "image_id", "question")
+
+
+def _preview(values: Iterable[object], limit: int = 5) -> str:
+    items = list(values)
+    shown = ", ".join(repr(v) for v in items[:limit])
+    return shown + (f", ... ({len(items)} in all)" if len(items) > limit else "")
+
+
+def _majority(answers: list[str]) -> str:
+    return Counter(answers).most_common(1)[0][0]
+
+
+def _as_list(value: object) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    try:
+        return [str(v) for v in value]  # type: ignore[union-attr]
+    except TypeError:  # a scalar such as NaN
+        return []
+
+
+def make_table(df: pd.DataFrame, source: str = "table") -> pd.DataFrame:
+    """Validate and normalise a raw frame into a VQA table (a new frame, original untouched).
+
+    Needs ``question_id``, ``image_id``, ``question`` and at least one of ``answers`` or
+    ``answer``. Raises :class:`VQAError` naming the missing fields, empty answers or duplicate
+    question ids.
+    """
+    missing = [c for c in REQUIRED if c not in df.columns]
+    if "answers" not in df.columns and "answer" not in df.columns:
+        missing.append("answers (or answer)")
+    if missing:
+        raise VQAError(
+            f"{source}: missing field(s) {', '.join(missing)}; columns present: "
+            f"{', '.join(map(str, df.columns)) or 'none'}; required: "
+            f"{', '.join(REQUIRED)}, answers (or answer)"
+        )
+    out = df.copy()
+    for col in REQUIRED:
+        null = out[col].isna()
+        if null.any():
+            raise VQAError(f"{source}: {int(null.sum())} row(s) have no {col}")
+    out["question_id"] = out["question_id"].astype(str)
+    out["image_id"] = out["image_id"].astype(str)
+    out["question"] = out["question"].astype(str)
+    if "answers" in out.columns:
+        out["answers"] = [_as_list(v) for v in out["answers"]]
+    else:
+        out["answers"] = [_as_list(v) for v in out["answer"]]
+    empty = [q for q, a in zip(out["question_id"], out["answers"], strict=True) if not a]
+    if empty:
+        raise VQAError(f"{source}: {len(empty)} question(s) have no answers: {_preview(empty)}")
+    if "answer" not in out.columns:
+        out["answer"] = [_majority(a) for a in out["answers"]]
+    else:
+        filled = out["answer"].where(out["answer"].notna(), None)
+        out["answer"] = [
+            str(v) if v is not None else _majority(a)
+            for v, a in zip(filled, out["answers"], strict=True)
+        ]
+    if "question_type" not in out.columns:
+        out["question_type"] = ""
+    out["question_type"] = out["question_type"].fillna("").astype(str)
+    if "objects" not in out.columns:
+        out["objects"] = [[] for _ in range(len(out))]
+    else:
+        out["objects"] = [_as_list(v) for v in out["objects"]]
+    validate_table(out, source)
+    rest = [c for c in out.columns if c not in COLUMNS]
+    return out[list(COLUMNS) + rest].reset_index(drop=True)
+
+
+def validate_table(df: pd.DataFrame, source: str = "table") -> None:
+    """Check a VQA table: all columns present and question ids unique."""
+    missing = [c for c in COLUMNS if c not in df.columns]
+    if missing:
+        raise VQAError(
+            f"{source}: missing column(s) {', '.join(missing)}; a VQA table needs "
+            f"{', '.join(COLUMNS)}"
+        )
+    dup = df["question_id"].duplicated(keep=False)
+    if dup.any():
+        ids = sorted(set(df.loc[dup, "question_id"]))
+        raise VQAError(f"{source}: {len(ids)} duplicate question id(s): {_preview(ids)}")

@@ -1,0 +1,80 @@
+"""Image-folder datasets with class maps between label spaces."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from shortcutlab.biasbed.datasets import (
+    BiasbedDataError,
+    FolderExperiment,
+    ImageFolderDataset,
+    load_class_map,
+    parse_dataset,
+    parse_test_dirs,
+)
+from shortcutlab.errors import DataNotFoundError, SpecError
+
+
+def test_class_map_formats_agree(folders: dict[str, Path], tmp_path: Path) -> None:
+    expected = {"n001": "red", "n002": "green", "n003": "green"}
+    assert load_class_map(folders["map"]) == expected
+    assert load_class_map(folders["map_json"]) == expected
+    bad = tmp_path / "bad.csv"
+    bad.write_text("n001,red\nn001,green\n")
+    with pytest.raises(BiasbedDataError, match="maps 'n001' to both 'red' and 'green'"):
+        load_class_map(bad)
+    with pytest.raises(BiasbedDataError, match=r"unknown class map format '\.txt'"):
+        load_class_map(tmp_path.joinpath("m.txt").write_text("x") and tmp_path / "m.txt")
+    with pytest.raises(DataNotFoundError, match="does not exist"):
+        load_class_map(tmp_path / "missing.json")
+
+
+def test_items_labels_and_skipped_classes(folders: dict[str, Path]) -> None:
+    exp = FolderExperiment(folders["train"], folders["val"],
+                           {"cue": folders["cue"], "edge": folders["edge"]}, folders["map"], 32)
+    assert exp.label_space() == ("green", "red")
+    train, val, tests = exp.datasets()
+    assert len(train) == 18 and train.num_classes == 2
+    # n001 -> red (1), n002/n003 -> green (0): the mapping, not the folder order
+    assert train.targets.tolist() == [1] * 6 + [0] * 12
+    item = train[0]
+    assert item["x"].shape == (3, 32, 32) and item["x"].dtype == torch.float32
+    assert 0.0 <= float(item["x"].min()) and float(item["x"].max()) <= 1.0
+    assert item["y"].dtype == torch.int64 and item["index"] == 0
+    assert float(item["x"][0].mean()) > float(item["x"][1].mean())  # the red channel dominates
+    # a test folder already in the label space is used by name; unknown classes are skipped
+    assert tests["cue"].targets.tolist() == [0, 0, 0, 1, 1, 1]  # folders green, red
+    assert tests["edge"].skipped == {"blue": 2} and len(tests["edge"]) == 4
+
+
+def test_without_map_the_training_classes_are_the_labels(folders: dict[str, Path]) -> None:
+    exp = FolderExperiment(folders["train"], folders["val"], {"v": folders["val"]},
+                           image_size=16)
+    assert exp.label_space() == ("n001", "n002", "n003")
+    train, _, tests = exp.datasets()
+    assert train.targets.tolist() == [0] * 6 + [1] * 6 + [2] * 6
+    with pytest.raises(BiasbedDataError, match="match none of the labels"):
+        ImageFolderDataset(folders["cue"], exp.label_space())
+
+
+def test_bad_folder_inputs(folders: dict[str, Path], tmp_path: Path) -> None:
+    with pytest.raises(DataNotFoundError, match="does not exist"):
+        ImageFolderDataset(tmp_path / "nope", ["a"])
+    with pytest.raises(BiasbedDataError, match="reserved"):
+        FolderExperiment(folders["train"], folders["val"], {"val": folders["val"]})
+    with pytest.raises(BiasbedDataError, match="NAME=DIR"):
+        parse_test_dirs(["cue"])
+    with pytest.raises(BiasbedDataError, match="given twice"):
+        parse_test_dirs(["a=x", "a=y"])
+    assert parse_test_dirs(["a=x", "b=y"]) == {"a": Path("x"), "b": Path("y")}
+
+
+def test_parse_dataset() -> None:
+    assert parse_dataset("diagvib:ZGO/shape-texture/0") == "ZGO/shape-texture/0"
+    with pytest.raises(BiasbedDataError, match="unknown dataset 'imagenet'"):
+        parse_dataset("imagenet")
+    with pytest.raises(SpecError, match="unknown study 'XYZ'; valid choices: ZSO"):
+        parse_dataset("diagvib:XYZ/shape-texture/0")

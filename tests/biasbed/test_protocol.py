@@ -1,0 +1,176 @@
+"""The BiasBed protocol: runs through the runner, per-epoch records, selection, statistics."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from shortcutlab.biasbed.datasets import FolderExperiment
+from shortcutlab.biasbed.protocol import (
+    ProtocolError,
+    build_protocol_jobs,
+    compare_algorithms,
+    default_n_last,
+    load_epochs,
+    run_protocol,
+    selection_table,
+)
+from shortcutlab.biasbed.report import rule_gap_frame, write_report
+from shortcutlab.errors import StatsError, TrainError
+from shortcutlab.stats import compare
+
+
+def _experiment(folders: dict[str, Path]) -> FolderExperiment:
+    return FolderExperiment(folders["train"], folders["val"],
+                            {"cue": folders["cue"], "edge": folders["edge"]}, folders["map"], 16)
+
+
+@pytest.fixture(scope="module")
+def protocol_dir(folders: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("protocol")
+    planned = build_protocol_jobs(["erm", "padain"], [_experiment(folders)], runs=2, epochs=3,
+                                  batch_size=6, hparams={"padain": {"p": 0.5}})
+    summary = run_protocol(planned, out, progress=False)
+    assert len(summary.done) == 4 and not summary.failed
+    return out
+
+
+def test_every_epoch_of_every_run_on_every_test_set(protocol_dir: Path,
+                                                    folders: dict[str, Path]) -> None:
+    epochs = load_epochs(protocol_dir)
+    allrows = epochs[epochs["tag"] == "all"]
+    counts = allrows.groupby(["algorithm", "test_set"])[["run", "epoch"]].nunique()
+    assert (counts["run"] == 2).all() and (counts["epoch"] == 3).all()
+    assert sorted(allrows["test_set"].unique()) == ["cue", "edge"]
+    assert sorted(epochs["seed"].unique()) == [0, 1]
+    meta = json.loads((protocol_dir / "protocol.json").read_text())["jobs"]
+    assert sorted(m["algorithm"] for m in meta.values()) == ["erm", "erm", "padain", "padain"]
+    # resumable: running the same protocol again trains nothing
+    planned = build_protocol_jobs(["erm", "padain"], [_experiment(folders)], runs=2, epochs=3,
+                                  batch_size=6, hparams={"padain": {"p": 0.5}})
+    again = run_protocol(planned, protocol_dir, progress=False)
+    assert len(again.skipped) == 4 and not again.done
+
+
+def test_selection_rules_and_oracle_gap(protocol_dir: Path) -> None:
+    epochs = load_epochs(protocol_dir)
+    assert default_n_last(epochs) == 1  # 30 % of 3 epochs
+    table = selection_table(epochs, n_last=2)
+    assert len(table) == 4 and (table["n_runs"] == 2).all()
+    # the oracle looks at the test set, so it is never below an honest rule
+    assert (table["best_epoch"] >= table["best_validation"] - 1e-12).all()
+    assert (table["best_epoch"] >= table["last_n"] - 1e-12).all()
+    # last-2 is the mean over runs of each run's mean over its last two epochs
+    sub = epochs[(epochs.algorithm == "erm") & (epochs.test_set == "cue") & (epochs.tag == "all")]
+    expected = sub[sub.epoch >= 1].groupby("run")["acc"].mean().mean()
+    row = table[(table.algorithm == "erm") & (table.test_set == "cue")].iloc[0]
+    assert row["last_n"] == pytest.approx(expected)
+    gaps = rule_gap_frame(table, "best_validation")
+    assert list(gaps.columns) == ["cue", "edge"] and list(gaps.index) == ["erm", "padain"]
+    assert "(" in gaps.loc["erm", "cue"]
+
+
+def test_comparison_matches_stats_compare(protocol_dir: Path) -> None:
+    epochs = load_epochs(protocol_dir)
+    result = compare_algorithms(epochs, "last_n", n_last=2)
+    assert result.blocks == ["cue", "edge"] and sorted(result.algorithms) == ["erm", "padain"]
+    # the same numbers by hand: mean over runs of the last-2 mean, blocks = test sets
+    allrows = epochs[(epochs.tag == "all") & (epochs.epoch >= 1)]
+    per_run = allrows.groupby(["test_set", "algorithm", "run"])["acc"].mean().reset_index()
+    manual = compare(per_run.rename(columns={"test_set": "block", "acc": "score"}))
+    assert result.chi2 == pytest.approx(manual.chi2)
+    pd.testing.assert_frame_equal(result.means.sort_index(axis=1),
+                                  manual.means.sort_index(axis=1), check_names=False)
+    with pytest.raises(StatsError, match="unknown selection rule 'oracle'"):
+        compare_algorithms(epochs, "oracle")
+
+
+def test_report_files(protocol_dir: Path, tmp_path: Path) -> None:
+    written = write_report(protocol_dir, tmp_path / "rep", rule="last_n", n_last=2)
+    names = {p.name for p in written}
+    assert {"biasbed.html", "epochs.csv", "selection.csv", "comparison.json",
+            "comparison_cd_diagram.png"} <= names
+    html = (tmp_path / "rep" / "biasbed.html").read_text()
+    assert "cherry-picking" in html and "Iman-Davenport" in html and "data:image/png" in html
+    saved = pd.read_csv(tmp_path / "rep" / "selection.csv")
+    assert len(saved) == 4
+
+
+def test_same_seed_same_numbers(folders: dict[str, Path], tmp_path: Path) -> None:
+    exp = FolderExperiment(folders["train"], folders["val"], {"cue": folders["cue"]},
+                           folders["map"], 16)
+    frames = []
+    for name in ("a", "b"):
+        planned = build_protocol_jobs(["sagnet"], [exp], runs=1, epochs=1, batch_size=6)
+        run_protocol(planned, tmp_path / name, progress=False)
+        frames.append(load_epochs(tmp_path / name))
+    cols = ["run", "epoch", "train_loss", "val_loss", "val_acc", "acc"]
+    pd.testing.assert_frame_equal(frames[0][cols], frames[1][cols])
+
+
+def test_bad_protocol_settings(folders: dict[str, Path], tmp_path: Path) -> None:
+    exp = _experiment(folders)
+    with pytest.raises(ProtocolError, match="'erm' is given twice"):
+        build_protocol_jobs(["erm", "erm"], [exp], 1, 1)
+    with pytest.raises(ProtocolError, match="must be >= 1"):
+        build_protocol_jobs(["erm"], [exp], 0, 1)
+    with pytest.raises(ProtocolError, match="unknown algorithm in hparams 'sagnet'"):
+        build_protocol_jobs(["erm"], [exp], 1, 1, hparams={"sagnet": {"w_adv": 1.0}})
+    with pytest.raises(TrainError, match="hyper-parameter .* 'q'; valid choices: layers, p"):
+        build_protocol_jobs(["padain"], [exp], 1, 1, hparams={"padain": {"q": 1}})
+    with pytest.raises(TrainError, match="needs a DiagViB-6 training set"):
+        build_protocol_jobs(["debiased"], [exp], 1, 1)
+    with pytest.raises(ProtocolError, match="protocol.json missing"):
+        load_epochs(tmp_path)
+
+
+def test_cli_on_diagvib(tmp_path: Path) -> None:
+    from shortcutlab.cli.main import app
+
+    runner = CliRunner()
+    args = ["biasbed", "run", "--algorithm", "erm", "--algorithm", "stylized", "--dataset",
+            "diagvib:ZGO/shape-texture/0", "--scale", "0.001", "--runs", "1", "--epochs", "1",
+            "--batch-size", "16", "--device", "cpu", "--out", str(tmp_path / "runs")]
+    res = runner.invoke(app, args)
+    assert res.exit_code == 0, res.output
+    epochs = load_epochs(tmp_path / "runs")
+    assert set(epochs["algorithm"]) == {"erm", "stylized"}
+    assert set(epochs["dataset"]) == {"ZGO/shape-texture/0"}
+    assert np.isfinite(epochs["acc"]).all()
+    # one block only: the report says why there is no test instead of failing
+    res = runner.invoke(app, ["biasbed", "report", str(tmp_path / "runs"), "--out",
+                              str(tmp_path / "rep")])
+    assert res.exit_code == 0, res.output
+    assert "No statistical comparison" in (tmp_path / "rep" / "biasbed.html").read_text()
+    res = runner.invoke(app, ["biasbed", "run", "--algorithm", "stylized", "--dataset",
+                              "diagvib:ZGO/texture-shape/0", "--out", str(tmp_path / "x")])
+    assert res.exit_code == 2 and "predicts 'texture'" in res.output
+
+
+def test_folder_jobs_register_their_kind_in_fresh_worker_processes(
+    folders: dict[str, Path], tmp_path: Path
+) -> None:
+    """Spawned workers (processes/ray/slurm backends) only know the runner's built-in job kinds;
+    unpickling a BiasbedJob imports this package and so registers ``biasbed-folders``."""
+    import pickle
+    import subprocess
+    import sys
+
+    planned = build_protocol_jobs(["erm"], [_experiment(folders)], runs=1, epochs=1)
+    blob = tmp_path / "job.pkl"
+    blob.write_bytes(pickle.dumps(planned[0].job))
+    code = (
+        "import pickle, sys; from shortcutlab.runner.jobs import JOB_KINDS; "
+        "assert 'biasbed-folders' not in JOB_KINDS; "
+        f"job = pickle.loads(open({str(blob)!r}, 'rb').read()); "
+        "print(job.kind, 'biasbed-folders' in JOB_KINDS)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["biasbed-folders", "True"]
+    assert json.loads(json.dumps(planned[0].job.spec))["train_dir"] == str(
+        folders["train"].resolve())

@@ -1,0 +1,151 @@
+"""``shortcutlab diagvib factors|render|traverse`` end to end (CliRunner, tiny outputs)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+from typer.testing import CliRunner
+
+from shortcutlab.cli.main import app
+from shortcutlab.diagvib.factors import FACTORS, get_factor
+from shortcutlab.errors import DiagvibError, ShortcutlabError
+
+runner = CliRunner()
+
+
+def _fails(args: list[str]) -> str:
+    """Message of a failed call: printed (exit code 2), or the raised ShortcutlabError when
+    typer's vendored click lets it through."""
+    res = runner.invoke(app, args)
+    assert res.exit_code != 0, res.output
+    if res.exit_code == 2:
+        return res.output
+    assert isinstance(res.exception, ShortcutlabError), res.output
+    return str(res.exception)
+
+
+def test_factors_lists_all_classes() -> None:
+    res = runner.invoke(app, ["diagvib", "factors"], terminal_width=200)
+    assert res.exit_code == 0, res.output
+    for name in FACTORS:
+        assert name in res.output
+        for cls in get_factor(name).classes:
+            assert cls in res.output
+    assert "54,000" in res.output and "345°" in res.output
+
+
+def test_render_writes_images_and_class_names(tmp_path: Path) -> None:
+    out, png = tmp_path / "r.npz", tmp_path / "grid.png"
+    res = runner.invoke(app, ["diagvib", "render", "--set", "hue=blue", "--set", "shape=3",
+                              "--n", "5", "--seed", "4", "--split", "test", "--out", str(out),
+                              "--png", str(png), "--device", "cpu"])
+    assert res.exit_code == 0, res.output
+    with np.load(out) as z:
+        assert z["images"].shape == (5, 3, 128, 128) and z["images"].dtype == np.uint8
+        for name in FACTORS:
+            assert z[name].shape == (5,)
+            assert set(z[name].tolist()) <= set(get_factor(name).classes)
+        assert set(z["hue"].tolist()) == {"blue"} and set(z["shape"].tolist()) == {"3"}
+        first = z["images"].copy()
+    assert Image.open(png).size[0] > 128
+    # same seed -> same bytes; the Python API gives the same images
+    again = tmp_path / "again.npz"
+    runner.invoke(app, ["diagvib", "render", "--set", "shape=3", "--set", "hue=blue", "--n", "5",
+                        "--seed", "4", "--split", "test", "--out", str(again), "--device", "cpu"])
+    with np.load(again) as z:
+        assert (z["images"] == first).all()
+
+
+def test_render_bad_input_writes_nothing(tmp_path: Path) -> None:
+    out = tmp_path / "x.npz"
+    base = ["diagvib", "render", "--out", str(out), "--png", str(tmp_path / "x.png")]
+    assert "unknown factor 'colour'" in _fails(base + ["--set", "colour=red"])
+    msg = _fails(base + ["--set", "hue=pink"])
+    assert "unknown hue class 'pink'" in msg and "magenta" in msg
+    assert "given twice" in _fails(base + ["--set", "hue=red", "--set", "hue=blue"])
+    assert "positive" in _fails(base + ["--n", "0"])
+    assert "unknown split 'dev'" in _fails(base + ["--split", "dev"])
+    assert "does not exist" in _fails(base + ["--mnist", str(tmp_path / "none")])
+    assert "unknown device" in _fails(base + ["--device", "tpu"])
+    assert "image size 20 not supported" in _fails(base + ["--image-size", "20"])
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_render_with_user_sources(tmp_path: Path) -> None:
+    digits = np.zeros((30, 28, 28), dtype=np.uint8)
+    labels = np.repeat(np.arange(10), 3)
+    for i, d in enumerate(labels):
+        digits[i, 5:20, 8 + d: 12 + d + i % 3] = 255
+    np.savez(tmp_path / "mnist.npz", images=digits, labels=labels)
+    tex = tmp_path / "tex"
+    tex.mkdir()
+    for k, name in enumerate(get_factor("texture").classes):
+        pattern = ((np.indices((64, 64)).sum(0) // (k + 2)) % 2 * 255).astype(np.uint8)
+        Image.fromarray(pattern).save(tex / f"{name}.png")
+    out = tmp_path / "u.npz"
+    res = runner.invoke(app, ["diagvib", "render", "--n", "3", "--out", str(out), "--mnist",
+                              str(tmp_path / "mnist.npz"), "--textures", str(tex),
+                              "--device", "cpu"])
+    assert res.exit_code == 0, res.output
+    with np.load(out) as z:
+        assert z["images"].shape == (3, 3, 128, 128)
+    bad = tmp_path / "bad.npz"
+    np.savez(bad, pictures=digits)
+    assert "valid array pairs" in _fails(["diagvib", "render", "--out", str(tmp_path / "b.npz"),
+                                          "--mnist", str(bad)])
+    assert not (tmp_path / "b.npz").exists()
+
+
+def test_traverse_draws_the_figure(tmp_path: Path) -> None:
+    out = tmp_path / "fig" / "traversal.png"
+    res = runner.invoke(app, ["diagvib", "traverse", "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    picture = np.asarray(Image.open(out).convert("RGB"))
+    assert picture.shape[0] > picture.shape[1] > 400  # 10 rows x 6 columns
+
+
+def test_gallery(tmp_path: Path) -> None:
+    from shortcutlab.diagvib.demo import render_gallery, traversal_classes
+
+    classes, filled = traversal_classes()
+    assert filled.sum() == 9 + 6 + 4 + 5 + 10 + 5
+    for j in range(len(FACTORS)):  # each column varies only its own factor
+        col = classes[filled[:, j], j]
+        others = np.delete(col, j, axis=1)
+        assert (others == others[0]).all() and len(set(col[:, j].tolist())) == len(col)
+    lines = render_gallery(tmp_path, n=8)
+    assert len(lines) == 3
+    assert {p.name for p in tmp_path.iterdir()} == {"traversal.png", "samples.npz",
+                                                     "samples.png"}
+    with np.load(tmp_path / "samples.npz") as z:
+        assert z["images"].shape == (8, 3, 128, 128) and z["texture"].shape == (8,)
+
+
+def test_every_command_has_help() -> None:
+    for cmd in ("factors", "render", "traverse"):
+        res = runner.invoke(app, ["diagvib", cmd, "--help"])
+        assert res.exit_code == 0 and "Usage" in res.output
+
+
+@pytest.mark.parametrize("item", ["shape=3", "texture=lava"])
+def test_set_values_are_validated_before_rendering(item: str) -> None:
+    from shortcutlab.diagvib.render import parse_assignments
+
+    assert parse_assignments([item])
+    with pytest.raises(DiagvibError):
+        parse_assignments([item + "x"])
+
+
+def test_streaming_npz_matches_savez(tmp_path: Path) -> None:
+    from shortcutlab.cli.diagvib_render import write_npz_streaming
+
+    data = np.arange(5 * 3 * 4 * 4, dtype=np.uint8).reshape(5, 3, 4, 4)
+    write_npz_streaming(tmp_path / "s.npz", "images", data.shape, [data[:2], data[2:]],
+                        {"hue": np.array(["red"] * 5)})
+    with np.load(tmp_path / "s.npz") as z:
+        assert (z["images"] == data).all() and z["hue"].tolist() == ["red"] * 5
+    with pytest.raises(ValueError, match="4 rows written for an array of 5"):
+        write_npz_streaming(tmp_path / "t.npz", "images", data.shape, [data[:4]], {})

@@ -1,0 +1,86 @@
+"""Table A1 as encoded in factors.py, and the name <-> index helpers of the generator."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from shortcutlab.diagvib.factors import FACTOR_TABLE, FACTORS, get_factor, n_combinations
+from shortcutlab.diagvib.render import (
+    class_names,
+    classes_from_names,
+    parse_assignments,
+    random_classes,
+)
+from shortcutlab.errors import DiagvibError
+
+
+def test_table_a1_counts_and_regions() -> None:
+    assert FACTORS == ("position", "hue", "lightness", "scale", "shape", "texture")
+    assert [FACTOR_TABLE[f].n_classes for f in FACTORS] == [9, 6, 4, 5, 10, 5]
+    assert n_combinations() == 54_000
+    pos = get_factor("position")
+    assert pos.regions[pos.index("top-left")] == ((1 / 7, 2 / 7), (1 / 7, 2 / 7))
+    assert pos.regions[pos.index("center-right")] == ((3 / 7, 4 / 7), (5 / 7, 6 / 7))
+    assert pos.regions[pos.index("bottom-center")] == ((5 / 7, 6 / 7), (3 / 7, 4 / 7))
+    hue = get_factor("hue")
+    assert hue.regions[hue.index("red")] == ((345.0, 375.0),)
+    assert hue.regions[hue.index("blue")] == ((225.0, 255.0),)
+    light = get_factor("lightness")
+    assert light.regions[0] == ((0.0, 1 / 11), (4 / 11, 5 / 11))
+    assert light.regions[3] == ((6 / 11, 7 / 11), (10 / 11, 1.0))
+    scale = get_factor("scale")
+    assert scale.regions[0] == ((1 / 1.45, 1 / 1.35),)
+    assert scale.regions[4] == ((1.35, 1.45),)
+    assert get_factor("texture").classes == ("tiles", "wood", "carpet", "bricks", "lava")
+    assert get_factor("shape").classes == tuple("0123456789")
+
+
+def test_unknown_names_list_valid_choices() -> None:
+    with pytest.raises(DiagvibError, match="unknown factor 'colour'.*position, hue"):
+        get_factor("colour")
+    with pytest.raises(DiagvibError, match="unknown hue class 'pink'.*red, yellow"):
+        get_factor("hue").index("pink")
+
+
+def test_classes_from_names_roundtrip() -> None:
+    rows = [
+        {"position": "top-left", "hue": "red", "lightness": "dark", "scale": "small",
+         "shape": "0", "texture": "tiles"},
+        {"position": "bottom-right", "hue": "magenta", "lightness": "bright", "scale": "large",
+         "shape": "9", "texture": "lava"},
+    ]
+    classes = classes_from_names(rows)
+    assert classes.tolist() == [[0, 0, 0, 0, 0, 0], [8, 5, 3, 4, 9, 4]]
+    assert classes_from_names(rows[1]).tolist() == [[8, 5, 3, 4, 9, 4]]
+    names = class_names(classes)
+    assert list(names) == list(FACTORS)
+    assert names["hue"].tolist() == ["red", "magenta"]
+    with pytest.raises(DiagvibError, match="no class given for factor.*texture"):
+        classes_from_names({k: v for k, v in rows[0].items() if k != "texture"})
+    with pytest.raises(DiagvibError, match="unknown factor 'size'"):
+        classes_from_names({**rows[0], "size": "big"})
+    with pytest.raises(DiagvibError, match="unknown shape class '10'"):
+        classes_from_names({**rows[0], "shape": "10"})
+
+
+def test_parse_assignments_rejects_bad_input() -> None:
+    assert parse_assignments(["hue=red", "shape = 3"]) == {"hue": "red", "shape": "3"}
+    with pytest.raises(DiagvibError, match="given twice"):
+        parse_assignments(["hue=red", "hue=blue"])
+    with pytest.raises(DiagvibError, match="FACTOR=CLASS"):
+        parse_assignments(["hue"])
+    with pytest.raises(DiagvibError, match="unknown texture class 'marble'.*tiles"):
+        parse_assignments(["texture=marble"])
+
+
+def test_random_classes_pure_and_uniform() -> None:
+    a = random_classes(3000, seed=5, split="val", fixed={"hue": "green"})
+    b = random_classes(np.arange(2990, 3000), seed=5, split="val", fixed={"hue": "green"})
+    assert (a[2990:] == b).all()  # image i's classes depend only on (seed, split, i)
+    assert (a[:, 1] == get_factor("hue").index("green")).all()
+    counts = np.bincount(a[:, 4], minlength=10)
+    assert counts.min() > 230 and counts.max() < 370  # ~300 each
+    assert not (random_classes(50, seed=6) == random_classes(50, seed=5)).all()
+    with pytest.raises(DiagvibError, match="positive"):
+        random_classes(0, seed=0)

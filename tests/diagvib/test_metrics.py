@@ -1,0 +1,268 @@
+"""DiagViB-6 metrics against an independent loop-based reference and hand-computed cases."""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from collections import defaultdict
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from shortcutlab.diagvib.factors import FACTORS
+from shortcutlab.diagvib.metrics import (
+    STUDIES,
+    MetricsError,
+    compute_metrics,
+    flat_summary,
+    mean_sem,
+    model_label,
+    shortcut_class_accuracy,
+    summarise,
+    synthetic_table,
+    validate_table,
+)
+
+# --- an independent reference: plain Python loops over the rows, as the paper states it -----
+
+
+def _sem(values: list[float]) -> float:
+    return statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else math.nan
+
+
+def reference(table: pd.DataFrame) -> dict:
+    """P_i, P_ij, FAAvg, FAMin and CHGO-ZGO computed with dicts and the statistics module."""
+    per_seed: dict[tuple, list[float]] = defaultdict(list)
+    so_per_seed: dict[tuple, list[float]] = defaultdict(list)
+    for row in table.to_dict("records"):
+        if row["status"] != "done":
+            continue
+        corr = row["correlated"] if isinstance(row["correlated"], str) else ""
+        key = (row["model"], row["study"], row["predicted"], corr, int(row["sample"]))
+        per_seed[key].append(row["test_acc"])
+        if row["study"] == "CHGO":
+            ood = defaultdict(list)
+            for col, value in row.items():
+                if col.startswith("test_acc@") and col.endswith("-ood") and value == value:
+                    ood[int(col[len("test_acc@")])].append(value)
+            twos = [v for v in ood.values() if len(v) == 2]
+            so_per_seed[key].append(sum(twos[0]) / 2 if twos else row["test_acc"])
+    acc = {k: statistics.fmean(v) for k, v in per_seed.items()}
+    out: dict = {"P": {}, "FAAvg": {}, "FAMin": {}, "CHGO": {}}
+    by_pair: dict[tuple, list[float]] = defaultdict(list)
+    for (model, study, pred, corr, _sample), value in sorted(acc.items()):
+        by_pair[(model, study, pred, corr)].append(value)
+    for key, values in by_pair.items():
+        out["P"][key] = (statistics.fmean(values), _sem(values), len(values))
+    per_sample: dict[tuple, list[float]] = defaultdict(list)
+    for (model, study, pred, _corr, sample), value in acc.items():
+        per_sample[(model, study, pred, sample)].append(value)
+    grouped: dict[tuple, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for (model, study, pred, _sample), values in per_sample.items():
+        grouped[(model, study, pred)]["FAAvg"].append(statistics.fmean(values))
+        grouped[(model, study, pred)]["FAMin"].append(min(values))
+    for key, metrics in grouped.items():
+        for name, values in metrics.items():
+            out[name][key] = (statistics.fmean(values), _sem(values), len(values))
+    deltas: dict[tuple, list[float]] = defaultdict(list)
+    for (model, _study, pred, corr, sample), values in so_per_seed.items():
+        zgo = acc.get((model, "ZGO", pred, corr, sample))
+        if zgo is not None:
+            deltas[(model, pred, sample)].append(statistics.fmean(values) - zgo)
+    chgo: dict[tuple, list[float]] = defaultdict(list)
+    for (model, pred, _sample), values in deltas.items():
+        chgo[(model, pred)].append(statistics.fmean(values))
+    for key, values in chgo.items():
+        std = statistics.stdev(values) if len(values) > 1 else math.nan
+        out["CHGO"][key] = (statistics.fmean(values), std, len(values))
+    return out
+
+
+def _close(a: float, b: float) -> bool:
+    return (math.isnan(a) and math.isnan(b)) or math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+
+
+@pytest.fixture(scope="module")
+def messy_table() -> pd.DataFrame:
+    """Two models, two seeds, three samples, random accuracies, failures and gaps."""
+    table = synthetic_table(models=("m1", "m2"), samples=(0, 1, 2), seeds=(0, 1), seed=7)
+    rng = np.random.default_rng(0)
+    table["test_acc"] = rng.uniform(0, 1, len(table))
+    tags = [c for c in table.columns if c.startswith("test_acc@")]
+    chgo = table["study"] == "CHGO"
+    table.loc[chgo, tags] = np.where(table.loc[chgo, tags].notna(),
+                                     rng.uniform(0, 1, (int(chgo.sum()), len(tags))), np.nan)
+    # a few CHGO rows lost their per-cell accuracies -> fall back to test_acc
+    table.loc[table.index[chgo][:7], tags] = np.nan
+    # failures and pending jobs must not count; one seed missing; one pair missing in a sample
+    table.loc[table.sample(40, random_state=1).index, "status"] = "failed"
+    table.loc[table.sample(10, random_state=2).index, "status"] = "pending"
+    drop = (table["study"] == "ZGO") & (table["predicted"] == "hue") & (
+        table["correlated"] == "shape") & (table["sample"] == 1)
+    return table[~drop].reset_index(drop=True)
+
+
+def test_metrics_match_reference(messy_table: pd.DataFrame) -> None:
+    metrics = compute_metrics(messy_table)
+    ref = reference(messy_table)
+
+    for r in metrics.zso.itertuples():
+        exp = ref["P"][(r.label, "ZSO", r.factor, "")]
+        assert _close(r.mean, exp[0]) and _close(r.sem, exp[1]) and r.n == exp[2]
+    assert len(metrics.pairs) == len([k for k in ref["P"] if k[1] != "ZSO"])
+    for r in metrics.pairs.itertuples():
+        exp = ref["P"][(r.label, r.study, r.predicted, r.correlated)]
+        assert _close(r.mean, exp[0]) and _close(r.sem, exp[1]) and r.n == exp[2]
+    for r in metrics.aggregates[metrics.aggregates["study"] != "ZSO"].itertuples():
+        exp = ref[r.metric][(r.label, r.study, r.factor)]
+        assert _close(r.mean, exp[0]) and _close(r.sem, exp[1]) and r.n == exp[2]
+    assert len(metrics.chgo) == len(ref["CHGO"]) == 12
+    for r in metrics.chgo.itertuples():
+        exp = ref["CHGO"][(r.label, r.factor)]
+        assert _close(r.mean, exp[0]) and _close(r.std, exp[1]) and r.n == exp[2]
+        assert _close(r.sem, exp[1] / math.sqrt(exp[2]))
+    assert set(metrics.chgo["source"]) <= {"per-tag", "mixed"}
+    assert "mixed" in set(metrics.chgo["source"])
+
+
+def test_seeds_are_averaged_before_samples() -> None:
+    rows = [
+        ("ZSO", "hue", "", 0, 0, 0.2), ("ZSO", "hue", "", 0, 1, 0.4),
+        ("ZSO", "hue", "", 1, 0, 0.9),
+    ]
+    table = pd.DataFrame(rows, columns=["study", "predicted", "correlated", "sample", "seed",
+                                        "test_acc"]).assign(model="m", status="done")
+    r = compute_metrics(table).zso.iloc[0]
+    assert r["mean"] == pytest.approx(0.6)  # mean(0.3, 0.9), not mean of three rows (0.5)
+    assert r["sem"] == pytest.approx(statistics.stdev([0.3, 0.9]) / math.sqrt(2))
+    assert r["n"] == 2
+
+
+def test_famin_takes_min_per_sample_first() -> None:
+    rows = [
+        ("ZGO", "hue", "position", 0, 0.1), ("ZGO", "hue", "shape", 0, 0.9),
+        ("ZGO", "hue", "position", 1, 0.9), ("ZGO", "hue", "shape", 1, 0.1),
+    ]
+    table = pd.DataFrame(rows, columns=["study", "predicted", "correlated", "sample",
+                                        "test_acc"]).assign(model="m", status="done", seed=0)
+    m = compute_metrics(table)
+    agg = m.aggregates.set_index("metric")
+    assert agg.loc["FAMin", "mean"] == pytest.approx(0.1)  # eq. 2; min of P_ij would be 0.5
+    assert agg.loc["FAMin", "sem"] == pytest.approx(0.0)
+    assert agg.loc["FAAvg", "mean"] == pytest.approx(0.5)
+    assert agg.loc["FAAvg", "n_pairs"] == 2
+    matrix = m.matrix("m", "ZGO")
+    assert matrix.shape == (6, 6) and list(matrix.index) == list(FACTORS)
+    assert matrix.loc["hue", "shape"] == pytest.approx(0.5)
+    assert np.isnan(np.diag(matrix.to_numpy())).all()
+
+
+def test_zso_aggregates_equal_p() -> None:
+    m = compute_metrics(synthetic_table(studies=("ZSO",), samples=(0, 1)))
+    zso = m.zso.set_index("factor")
+    for r in m.aggregates.itertuples():
+        assert r.study == "ZSO"
+        assert r.mean == pytest.approx(zso.loc[r.factor, "mean"])
+
+
+def test_shortcut_class_is_the_row_with_two_ood_cells() -> None:
+    tags = ["test_acc@" + t for t in ("10-ood", "12-ood", "01-ood", "21-ood")]
+    row = pd.Series(dict(zip(tags, [0.1, 0.3, 0.8, 0.9], strict=True)))
+    assert shortcut_class_accuracy(row, tags) == pytest.approx(0.2)  # class a*=1: cells 10, 12
+    assert math.isnan(shortcut_class_accuracy(row.iloc[:3], tags[:3]))  # pattern incomplete
+
+
+def test_chgo_falls_back_to_test_acc_without_tags() -> None:
+    table = synthetic_table(studies=("ZGO", "CHGO"), samples=(0, 1))
+    table = table.drop(columns=[c for c in table.columns if c.startswith("test_acc@")])
+    m = compute_metrics(table)
+    assert set(m.chgo["source"]) == {"test_acc"}
+    ref = reference(table)["CHGO"]
+    for r in m.chgo.itertuples():
+        assert r.mean == pytest.approx(ref[(r.label, r.factor)][0])
+
+
+def test_synthetic_shortcut_structure_is_recovered() -> None:
+    """The planted structure: easy factors robust, texture shortcut by all, no CHGO transfer."""
+    m = compute_metrics(synthetic_table(studies=("ZSO", "ZGO", "CHGO", "FGO-20")))
+    fa = m.aggregates.set_index(["study", "metric", "factor"])["mean"]
+    assert fa[("ZSO", "FAAvg", "position")] > 0.9 and fa[("ZSO", "FAAvg", "texture")] < 0.7
+    assert fa[("ZGO", "FAMin", "texture")] < 1 / 3 < fa[("ZGO", "FAMin", "position")]
+    assert fa[("FGO-20", "FAAvg", "texture")] > fa[("ZGO", "FAAvg", "texture")]
+    assert (m.chgo["mean"].abs() < 0.05).all()
+
+
+def test_summary_json_shape_and_no_nan() -> None:
+    table = synthetic_table(studies=("ZSO", "ZGO", "CHGO"), samples=(0,))
+    summary = summarise(table)
+    text = json.dumps(summary, allow_nan=False)  # n == 1: sem is null, never NaN
+    model = json.loads(text)["models"]["small_cnn"]
+    assert set(model) == {"ZSO", "ZGO", "CHGO", "CHGO_over_ZGO"}
+    assert set(model["ZSO"]["P"]) == set(FACTORS)
+    assert model["ZSO"]["P"]["hue"]["sem"] is None and model["ZSO"]["P"]["hue"]["n"] == 1
+    assert len(model["ZGO"]["P"]) == 30 and "hue-shape" in model["ZGO"]["P"]
+    assert set(model["ZGO"]["FAAvg"]["hue"]) == {"mean", "sem", "n", "n_pairs"}
+    assert set(model["ZGO"]["FAMin"]) == set(FACTORS)
+    assert set(model["CHGO_over_ZGO"]["lightness"]) >= {"mean", "std", "sem", "n", "source"}
+    assert json.loads(text)["jobs"] == {"small_cnn": {"done": 66, "failed": 0, "pending": 0}}
+
+
+def test_summary_independent_of_row_order_and_dtypes(messy_table: pd.DataFrame) -> None:
+    shuffled = messy_table.sample(frac=1.0, random_state=3)
+    assert json.dumps(summarise(shuffled)) == json.dumps(summarise(messy_table))
+    as_csv_would = messy_table.assign(correlated=messy_table["correlated"].replace("", np.nan))
+    assert json.dumps(summarise(as_csv_would)) == json.dumps(summarise(messy_table))
+
+
+def test_flat_summary_and_frame() -> None:
+    m = compute_metrics(synthetic_table(studies=("ZSO", "ZGO", "CHGO"), samples=(0, 1)))
+    flat = flat_summary(m)
+    assert flat["small_cnn/ZGO/P/hue-shape"] == pytest.approx(
+        m.pairs.set_index(["study", "predicted", "correlated"]).loc[("ZGO", "hue", "shape"),
+                                                                  "mean"])
+    assert flat["count/small_cnn/done"] == len(synthetic_table(studies=("ZSO", "ZGO", "CHGO"),
+                                                               samples=(0, 1)))
+    frame = m.to_frame()
+    assert list(frame["study"].unique()) == ["ZSO", "ZGO", "CHGO", "CHGO-ZGO"]
+    assert len(frame) == 6 + 2 * 30 + 2 * 2 * 6 + 6
+
+
+def test_labels_for_algorithms_and_scales() -> None:
+    assert model_label("resnet18", "erm") == "resnet18"
+    assert model_label("resnet18", float("nan")) == "resnet18"
+    assert model_label("resnet18", "sagnet") == "resnet18+sagnet"
+    a = synthetic_table(studies=("ZSO",), samples=(0,))
+    b = a.assign(scale=1.0, job_id=a["job_id"] + "-full")
+    labels = set(validate_table(pd.concat([a, b]))["label"])
+    assert labels == {"small_cnn@scale=0.01", "small_cnn@scale=1"}
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda t: t.drop(columns=["test_acc", "seed"]), "seed, test_acc"),
+        (lambda t: t.iloc[:0], "empty"),
+        (lambda t: t.assign(study="CGO-4"), "'CGO-4'; valid choices: ZSO, ZGO"),
+        (lambda t: t.assign(predicted="colour"), "'colour'; valid choices: position"),
+        (lambda t: t.assign(status="running"), "'running'; valid choices: done, failed"),
+        (lambda t: t.assign(status="failed"), "(0 done, 30 failed, 0 pending)"),
+        (lambda t: t.assign(test_acc=1.5), "1.5"),
+        (lambda t: t.assign(sample="first"), "'sample'"),
+        (lambda t: t.assign(correlated=t["predicted"]), "correlated with itself"),
+        (lambda t: pd.concat([t, t.assign(job_id=t["job_id"] + "x")]), "different config"),
+    ],
+)
+def test_bad_tables_raise_clear_errors(change, message: str) -> None:  # noqa: ANN001
+    table = synthetic_table(studies=("ZGO",), samples=(0,))
+    with pytest.raises(MetricsError) as info:
+        compute_metrics(change(table))
+    assert message in str(info.value)
+
+
+def test_mean_sem_and_constants() -> None:
+    assert mean_sem([0.2, 0.4])[0] == pytest.approx(0.3)
+    assert mean_sem([0.2, 0.4])[1] == pytest.approx(0.1)
+    assert math.isnan(mean_sem([0.5])[1]) and mean_sem([])[2] == 0
+    assert STUDIES[0] == "ZSO" and len(STUDIES) == 9

@@ -1,0 +1,229 @@
+"""The renderer: each factor class shows in the picture as its name says; numpy and torch
+agree; images are pure functions of (seed, split, index, classes)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from matplotlib.colors import rgb_to_hsv
+
+from shortcutlab.diagvib.factors import FACTORS, get_factor
+from shortcutlab.diagvib.render import (
+    BACKGROUND,
+    ImageGenerator,
+    hls_to_rgb,
+    random_classes,
+    stream_uniforms,
+)
+from shortcutlab.diagvib.sources import DIGIT_SIZE, SPLITS
+from shortcutlab.errors import DiagvibError
+
+F = {name: j for j, name in enumerate(FACTORS)}
+
+
+@pytest.fixture(scope="module")
+def gen() -> ImageGenerator:
+    return ImageGenerator()
+
+
+def _object(images: np.ndarray, threshold: int = 24) -> np.ndarray:
+    """Object pixels: any channel far from the grey background."""
+    return np.abs(images.astype(np.int16) - BACKGROUND).max(axis=1) > threshold
+
+
+def _centroid(mask: np.ndarray) -> np.ndarray:
+    centres = np.arange(mask.shape[-1]) + 0.5
+    area = mask.sum(axis=(1, 2))
+    return np.stack([(mask.sum(2) * centres).sum(1), (mask.sum(1) * centres).sum(1)], 1) / area[
+        :, None]
+
+
+def _touches_border(mask: np.ndarray) -> np.ndarray:
+    return mask[:, 0].any(1) | mask[:, -1].any(1) | mask[:, :, 0].any(1) | mask[:, :, -1].any(1)
+
+
+def _render(gen: ImageGenerator, classes: np.ndarray, seed: int = 0, split: str = "train"):
+    idx = np.arange(len(classes))
+    return (gen.render(classes, seed=seed, split=split, indices=idx),
+            gen.realisations(classes, seed=seed, split=split, indices=idx))
+
+
+def test_every_position_class_by_centroid(gen: ImageGenerator) -> None:
+    region = np.array(get_factor("position").regions) * 128  # (9, 2, 2) pixels
+    for c in range(9):
+        classes = random_classes(16, seed=c, fixed={"position": get_factor("position").classes[c]})
+        images, real = _render(gen, classes, seed=c)
+        mask = _object(images)
+        centroid = _centroid(mask)
+        lo, hi = region[c, :, 0] - 4, region[c, :, 1] + 4  # clipped corners pull inwards a bit
+        assert ((centroid >= lo) & (centroid <= hi)).all(), (c, centroid)
+        inside = ~_touches_border(mask)
+        assert inside.sum() >= 8
+        err = np.abs(centroid[inside] - real["position"][inside] * 128)
+        assert err.max() < 1.5, c  # the centre of mass lands on the position realisation
+    # rows are vertical: "top" means small row numbers
+    top = random_classes(4, seed=1, fixed={"position": "top-center", "scale": "small"})
+    images, _ = _render(gen, top)
+    assert (_object(images)[:, 64:].sum(axis=(1, 2)) == 0).all()
+
+
+def test_every_hue_class_by_mean_hue(gen: ImageGenerator) -> None:
+    for c, (lo, hi) in enumerate(r[0] for r in get_factor("hue").regions):
+        classes = random_classes(12, seed=10 + c, fixed={"hue": get_factor("hue").classes[c]})
+        images, real = _render(gen, classes, seed=c)
+        rgb = images.transpose(0, 2, 3, 1) / 255.0
+        angle = np.deg2rad(rgb_to_hsv(rgb)[..., 0] * 360)
+        weight = (rgb.max(-1) - rgb.min(-1)) * _object(images)
+        mean = np.rad2deg(np.arctan2((np.sin(angle) * weight).sum((1, 2)),
+                                     (np.cos(angle) * weight).sum((1, 2)))) % 360
+        assert (np.abs((mean - real["hue"] + 180) % 360 - 180) < 1.0).all()
+        offset = (mean - lo) % 360  # red wraps: 345..375
+        assert (offset <= hi - lo + 0.5).all() or (offset >= 359.5).all(), (c, mean)
+
+
+def test_every_lightness_class_by_brightness(gen: ImageGenerator) -> None:
+    n = 12
+    levels = []
+    for c in range(4):
+        name = get_factor("lightness").classes[c]
+        classes = random_classes(n, seed=20, fixed={"lightness": name})
+        images, real = _render(gen, classes, seed=4)
+        rgb = images.transpose(0, 2, 3, 1) / 255.0
+        light = (rgb.max(-1) + rgb.min(-1)) / 2  # HLS lightness
+        mask = _object(images)
+        levels.append((light * mask).sum((1, 2)) / mask.sum((1, 2)))
+        lo, hi = np.array(get_factor("lightness").regions[c]).T
+        assert ((real["lightness"] >= lo) & (real["lightness"] <= hi)).all()
+    levels = np.array(levels)  # (4 classes, n images), same images apart from lightness
+    assert (np.diff(levels, axis=0) > 0.05).all()  # dark < darker < brighter < bright
+    assert levels[0].max() < 0.4 and levels[3].min() > 0.6
+
+
+def test_every_scale_class_by_size(gen: ImageGenerator) -> None:
+    sizes, ratios = [], []
+    for c in range(5):
+        classes = random_classes(12, seed=30, fixed={"scale": get_factor("scale").classes[c],
+                                                     "position": "center-center"})
+        images, real = _render(gen, classes, seed=5)
+        mask = _object(images)
+        extent = np.maximum(mask.any(2).sum(1), mask.any(1).sum(1))
+        sizes.append(np.sqrt(mask.sum((1, 2))))
+        ratios.append(extent / (DIGIT_SIZE * real["scale"]))
+    sizes = np.array(sizes)
+    assert (np.diff(sizes, axis=0) > 0).all()  # monotone in the scale class, digit for digit
+    ratios = np.concatenate(ratios)
+    assert ratios.min() > 0.85 and ratios.max() < 1.15  # longer side = 32 px x scale
+    # classes separated: each class's size relative to the smallest is distinct
+    rel = sizes / sizes[0]
+    assert (rel[1:].min(axis=1) > rel[:-1].max(axis=1)).all()
+
+
+def test_shapes_and_textures_come_from_their_sources(gen: ImageGenerator) -> None:
+    classes = random_classes(40, seed=7, split="test")
+    real = gen.realisations(classes, seed=7, split="test", indices=np.arange(40))
+    s = SPLITS.index("test")
+    start = gen.shapes.start[s, classes[:, F["shape"]]]
+    count = gen.shapes.count[s, classes[:, F["shape"]]]
+    assert ((real["shape_id"] >= start) & (real["shape_id"] < start + count)).all()
+    # test images never use a training digit
+    train_ids = set(gen.shapes.source_index[: gen.shapes.count[0].sum()].tolist())
+    assert not train_ids & set(gen.shapes.source_index[real["shape_id"]].tolist())
+    tex_shape = gen.textures.shapes[classes[:, F["texture"]]]
+    off = real["texture_offset"]
+    assert (off >= 1).all() and (off + gen.mask_size + 1 < tex_shape).all()
+    # the object's silhouette is the digit mask, scaled about its centre and moved to the position
+    one = random_classes(4, seed=7, fixed={"position": "center-center", "lightness": "bright"})
+    images, real = _render(gen, one)
+    for k in range(4):
+        got = _object(images[k:k + 1], threshold=48)[0]
+        centre = real["position"][k] * 128
+        coords = [(np.arange(128) + 0.5 - centre[a]) / real["scale"][k] + (gen.mask_size - 1) / 2
+                  for a in (0, 1)]
+        iy, ix = (np.clip(np.round(c).astype(int), -1, gen.mask_size) + 1 for c in coords)
+        expect = gen.shapes.padded[real["shape_id"][k]][iy[:, None], ix[None, :]] > 0
+        iou = (got & expect).sum() / (got | expect).sum()
+        assert iou > 0.75, (k, iou)
+
+
+def test_realisations_within_class_regions(gen: ImageGenerator) -> None:
+    classes = random_classes(2000, seed=9)
+    real = gen.realisations(classes, seed=9, split="train", indices=np.arange(2000))
+    for name, key in (("position", "position"), ("lightness", "lightness"), ("scale", "scale")):
+        reg = np.array(get_factor(name).regions)[classes[:, F[name]]]  # (B, dims, 2)
+        val = real[key].reshape(len(classes), -1)
+        assert ((val >= reg[..., 0]) & (val <= reg[..., 1])).all(), name
+    centre = np.array([360.0, 60, 120, 180, 240, 300])[classes[:, F["hue"]]]
+    assert (np.abs((real["hue"] - centre + 180) % 360 - 180) <= 15).all()
+    # uniform within a region: a full spread, every image unique
+    assert np.unique(real["scale"]).size == 2000
+    u = stream_uniforms(0, "x", "train", np.arange(20000), 2)
+    assert abs(u.mean() - 0.5) < 0.01 and np.histogram(u, 10, (0, 1))[0].min() > 3700
+
+
+def test_hls_colours() -> None:
+    rgb = hls_to_rgb(np.array([0.0, 120.0, 240.0, 60.0]), np.array([0.5, 0.5, 0.25, 1.0]))
+    assert np.allclose(rgb, [[1, 0, 0], [0, 1, 0], [0, 0, 0.5], [1, 1, 1]])
+
+
+def test_numpy_and_torch_agree(gen: ImageGenerator) -> None:
+    classes = random_classes(96, seed=11)
+    idx = np.arange(100, 196)
+    a = gen.render(classes, seed=11, split="val", indices=idx)
+    b = gen.render(classes, seed=11, split="val", indices=idx, backend="torch")
+    assert isinstance(b, torch.Tensor) and b.dtype == torch.uint8 and b.shape == a.shape
+    assert a.dtype == np.uint8 and a.shape == (96, 3, 128, 128)
+    assert np.abs(a.astype(np.int16) - b.numpy().astype(np.int16)).max() <= 1
+
+
+def test_pure_function_of_seed_split_index(gen: ImageGenerator) -> None:
+    classes = random_classes(37, seed=12)
+    idx = np.arange(37) * 3 + 5
+    whole = gen.render(classes, seed=12, split="train", indices=idx)
+    order = np.random.default_rng(0).permutation(37)
+    parts = np.empty_like(whole)
+    for chunk in np.array_split(order, 6):  # other batch sizes and order
+        parts[chunk] = gen.render(classes[chunk], seed=12, split="train", indices=idx[chunk])
+    assert (parts == whole).all()
+    # the per-object window never cuts the object: a full-frame computation gives the same bytes
+    full = ImageGenerator(gen.shapes, gen.textures)
+    full.window_multiple = 10_000
+    assert (full.render(classes, seed=12, split="train", indices=idx) == whole).all()
+    assert not (gen.render(classes, seed=13, split="train", indices=idx) == whole).all()
+    other = gen.render(classes, seed=12, split="test", indices=idx)
+    assert (np.abs(other.astype(int) - whole).sum(axis=(1, 2, 3)) > 0).all()
+
+
+def test_other_image_sizes(gen: ImageGenerator) -> None:
+    small = ImageGenerator(gen.shapes, gen.textures, image_size=64)
+    classes = random_classes(6, seed=2, fixed={"scale": "normal", "position": "center-center"})
+    images = small.render(classes, seed=2, split="train", indices=np.arange(6))
+    assert images.shape == (6, 3, 64, 64)
+    mask = _object(images)
+    extent = np.maximum(mask.any(2).sum(1), mask.any(1).sum(1))
+    assert (np.abs(extent - DIGIT_SIZE / 2) <= 3).all()
+    for bad in (16, 100.5, "128", 4096):
+        with pytest.raises(DiagvibError, match="image size .* not supported; valid choices"):
+            ImageGenerator(gen.shapes, gen.textures, image_size=bad)
+
+
+def test_bad_input(gen: ImageGenerator) -> None:
+    ok = random_classes(2, seed=0)
+    with pytest.raises(DiagvibError, match="unknown split 'dev'; valid choices: train, val, test"):
+        gen.render(ok, seed=0, split="dev", indices=np.arange(2))
+    with pytest.raises(DiagvibError, match="unknown backend 'jax'; valid choices: numpy, torch"):
+        gen.render(ok, seed=0, split="train", indices=np.arange(2), backend="jax")
+    with pytest.raises(DiagvibError, match=r"shape \(B, 6\)"):
+        gen.render(ok[:, :5], seed=0, split="train", indices=np.arange(2))
+    bad = ok.copy()
+    bad[1, F["hue"]] = 6
+    with pytest.raises(DiagvibError, match="unknown hue class index 6; valid choices: 0, 1"):
+        gen.render(bad, seed=0, split="train", indices=np.arange(2))
+    with pytest.raises(DiagvibError, match="3 indices for 2 class rows"):
+        gen.render(ok, seed=0, split="train", indices=np.arange(3))
+    with pytest.raises(DiagvibError, match="non-negative|must be in"):
+        gen.render(ok, seed=0, split="train", indices=np.array([0, -1]))
+    with pytest.raises(DiagvibError, match="seed must be a non-negative integer, got -3"):
+        gen.render(ok, seed=-3, split="train", indices=np.arange(2))
+    empty = gen.render(ok[:0], seed=0, split="train", indices=np.arange(0))
+    assert empty.shape == (0, 3, 128, 128)

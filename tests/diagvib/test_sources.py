@@ -1,0 +1,224 @@
+"""Digit and texture sources: preprocessing, disjoint pools, IDX/.npz loaders, texture folders."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from shortcutlab.diagvib.sources import (
+    DIGIT_SIZE,
+    MASK_SIZE,
+    SPLITS,
+    equalise,
+    load_shapes,
+    load_textures,
+    preprocess_digits,
+)
+from shortcutlab.errors import DataNotFoundError, DiagvibError
+
+
+def _fake_digits(n_per_class: int = 4, side: int = 28) -> tuple[np.ndarray, np.ndarray]:
+    """Bars of class-dependent length and position: distinct, non-empty 'digits'."""
+    images, labels = [], []
+    for d in range(10):
+        for k in range(n_per_class):
+            im = np.zeros((side, side), dtype=np.uint8)
+            im[4 + k: 8 + d + k, 6 + d: 10 + d] = 255
+            images.append(im)
+            labels.append(d)
+    return np.stack(images), np.array(labels, dtype=np.uint8)
+
+
+def _write_idx(path: Path, array: np.ndarray) -> None:
+    header = bytes([0, 0, 0x08, array.ndim]) + b"".join(
+        int(s).to_bytes(4, "big") for s in array.shape)
+    data = header + array.astype(np.uint8).tobytes()
+    if path.name.endswith(".gz"):
+        path.write_bytes(gzip.compress(data))
+    else:
+        path.write_bytes(data)
+
+
+def test_default_digits_pools_are_disjoint_and_preprocessed() -> None:
+    shapes = load_shapes()
+    assert shapes.count.sum() == 5000
+    assert shapes.count[0].tolist() == [350] * 10 and shapes.count[2].tolist() == [75] * 10
+    for d in range(10):
+        ids = [set(shapes.pool_ids(s, d).tolist()) for s in SPLITS]
+        assert not ids[0] & ids[1] and not ids[0] & ids[2] and not ids[1] & ids[2]
+    pool = shapes.pool("test", 7)
+    assert pool.shape == (75, MASK_SIZE, MASK_SIZE) and pool.dtype == np.float32
+    assert set(np.unique(pool).tolist()) == {0.0, 1.0}  # thresholded: a binary mask
+    # cropped and resized: longer side of the bounding box is DIGIT_SIZE (+-1 px of rounding)
+    rows, cols = pool.any(axis=2), pool.any(axis=1)
+    extent = np.maximum(rows.sum(1), cols.sum(1))
+    assert np.abs(extent - DIGIT_SIZE).max() <= 1
+    # centred by mass on the canvas centre
+    yy = np.arange(MASK_SIZE)
+    com = (pool.sum(2) * yy).sum(1) / pool.sum((1, 2))
+    assert np.abs(com - (MASK_SIZE - 1) / 2).max() < 1.0
+    # the pool split is a function of the seed
+    other = load_shapes(seed=1)
+    assert set(other.pool_ids("test", 3).tolist()) != set(shapes.pool_ids("test", 3).tolist())
+
+
+def test_preprocess_centres_and_resizes_an_off_centre_square() -> None:
+    im = np.zeros((1, 28, 28), dtype=np.float32)
+    im[0, 2:12, 3:8] = 1.0  # 10 x 5 box in the corner
+    mask = preprocess_digits(im)[0]
+    rows, cols = np.flatnonzero(mask.any(1)), np.flatnonzero(mask.any(0))
+    assert rows[-1] - rows[0] + 1 == pytest.approx(DIGIT_SIZE, abs=1)
+    assert cols[-1] - cols[0] + 1 == pytest.approx(DIGIT_SIZE / 2, abs=1)
+    assert (rows[0] + rows[-1]) / 2 == pytest.approx((MASK_SIZE - 1) / 2, abs=1)
+    with pytest.raises(DiagvibError, match="blank"):
+        preprocess_digits(np.zeros((2, 28, 28)))
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_idx_folder_loader(tmp_path: Path, gz: bool) -> None:
+    x, y = _fake_digits()
+    ext = ".gz" if gz else ""
+    _write_idx(tmp_path / f"train-images-idx3-ubyte{ext}", x[:30])
+    _write_idx(tmp_path / f"train-labels-idx1-ubyte{ext}", y[:30])
+    _write_idx(tmp_path / f"t10k-images-idx3-ubyte{ext}", x[30:])
+    _write_idx(tmp_path / f"t10k-labels-idx1-ubyte{ext}", y[30:])
+    shapes = load_shapes(tmp_path)
+    assert shapes.count.sum() == len(x)
+    assert (shapes.count >= 1).all()
+    # every pooled mask equals the preprocessed input digit it came from
+    expect = preprocess_digits(x.astype(np.float32) / 255)
+    for s in SPLITS:
+        for d in (0, 9):
+            ids = shapes.pool_ids(s, d)
+            assert (y[ids] == d).all()
+            assert (shapes.pool(s, d) == expect[ids]).all()
+
+
+def test_idx_errors(tmp_path: Path) -> None:
+    with pytest.raises(DataNotFoundError, match="does not exist"):
+        load_shapes(tmp_path / "nope")
+    with pytest.raises(DataNotFoundError, match="train-images-idx3-ubyte"):
+        load_shapes(tmp_path)  # empty folder
+    x, y = _fake_digits()
+    _write_idx(tmp_path / "train-images-idx3-ubyte", x)
+    with pytest.raises(DataNotFoundError, match="train-labels-idx1-ubyte"):
+        load_shapes(tmp_path)
+    (tmp_path / "train-labels-idx1-ubyte").write_bytes(b"\x12\x34garbage")
+    with pytest.raises(DiagvibError, match="not an IDX file"):
+        load_shapes(tmp_path)
+    _write_idx(tmp_path / "train-labels-idx1-ubyte", y)
+    data = (tmp_path / "train-images-idx3-ubyte").read_bytes()
+    (tmp_path / "train-images-idx3-ubyte").write_bytes(data[:-10])
+    with pytest.raises(DiagvibError, match="header says"):
+        load_shapes(tmp_path)
+
+
+def test_npz_loader_and_errors(tmp_path: Path) -> None:
+    x, y = _fake_digits(3)
+    flat = tmp_path / "flat.npz"
+    np.savez(flat, x_train=x[:20].reshape(20, -1), y_train=y[:20], x_test=x[20:], y_test=y[20:])
+    shapes = load_shapes(flat)
+    assert shapes.count.sum() == 30 and (shapes.count == 1).all()
+    plain = tmp_path / "plain.npz"
+    np.savez(plain, images=x.astype(np.float32) / 255, labels=y)
+    assert (load_shapes(plain).pool("val", 4) == load_shapes(flat).pool("val", 4)).all()
+    bad = tmp_path / "bad.npz"
+    np.savez(bad, pictures=x)
+    with pytest.raises(DiagvibError, match=r"valid array pairs: \(images, labels\)"):
+        load_shapes(bad)
+    np.savez(bad, images=x, labels=y + 5)
+    with pytest.raises(DiagvibError, match="label 10 is not a digit"):
+        load_shapes(bad)
+    np.savez(bad, images=x[:25], labels=y[:25])  # digits 8, 9 missing entirely
+    with pytest.raises(DiagvibError, match="digit 8 has 1 images"):
+        load_shapes(bad)
+    junk = tmp_path / "junk.npz"
+    junk.write_bytes(b"not a zip")
+    with pytest.raises(DiagvibError, match="cannot read"):
+        load_shapes(junk)
+    other = tmp_path / "digits.csv"
+    other.write_text("1,2\n")
+    with pytest.raises(DiagvibError, match="valid choices: a folder of IDX files, an .npz"):
+        load_shapes(other)
+
+
+def test_pool_bad_split_and_digit() -> None:
+    shapes = load_shapes()
+    with pytest.raises(DiagvibError, match="unknown split 'dev'; valid choices: train, val, test"):
+        shapes.pool("dev", 1)
+    with pytest.raises(DiagvibError, match="unknown digit 12"):
+        shapes.pool("train", 12)
+
+
+def test_builtin_textures_equalised_and_distinct() -> None:
+    tex = load_textures()
+    images = [tex.texture(c) for c in range(5)]
+    for im in images:
+        assert im.dtype == np.float32 and im.min() >= 0 and im.max() <= 1
+        assert abs(float(im.mean()) - 0.5) < 0.01  # histogram-equalised: uniform on [0, 1]
+        q = np.quantile(im, [0.1, 0.5, 0.9])
+        assert np.allclose(q, [0.1, 0.5, 0.9], atol=0.03)
+    # visually distinct: each pair differs in its local statistics (gradient energy, spectrum)
+    def signature(im: np.ndarray) -> np.ndarray:
+        gy, gx = np.abs(np.diff(im, axis=0)).mean(), np.abs(np.diff(im, axis=1)).mean()
+        spec = np.abs(np.fft.rfft2(im - im.mean()))
+        radial = [spec[:k, :k].sum() for k in (4, 16, 64)]
+        return np.array([gy, gx, *(np.array(radial) / spec.sum())])
+    sig = np.array([signature(im) for im in images])
+    for i in range(5):
+        for j in range(i + 1, 5):
+            assert np.abs(sig[i] - sig[j]).max() > 0.02, (i, j)
+    with pytest.raises(DiagvibError, match="unknown texture class index 5"):
+        tex.texture(5)
+
+
+def test_equalise_is_uniform_and_keeps_order() -> None:
+    im = np.random.default_rng(0).gamma(2.0, size=(64, 64))
+    eq = equalise(im)
+    assert np.allclose(np.sort(eq.ravel()), (np.arange(64 * 64) + 0.5) / 4096, atol=1e-6)
+    assert (np.argsort(eq.ravel(), kind="stable") == np.argsort(im.ravel(), kind="stable")).all()
+
+
+def _write_textures(folder: Path, names=("tiles", "wood", "carpet", "bricks", "lava")) -> None:
+    folder.mkdir(exist_ok=True)
+    gen = np.random.default_rng(1)
+    for k, name in enumerate(names):
+        rgb = (gen.random((80, 90, 3)) * 255).astype(np.uint8)
+        rgb[:, :, 0] = (np.arange(90) * (k + 1)) % 256
+        Image.fromarray(rgb).save(folder / f"{name}{'.jpg' if k == 1 else '.png'}")
+
+
+def test_texture_folder(tmp_path: Path) -> None:
+    folder = tmp_path / "tex"
+    _write_textures(folder)
+    (folder / "README.txt").write_text("ignored")
+    tex = load_textures(folder)
+    assert tex.texture(0).shape == (80, 90)
+    assert abs(float(tex.texture(4).mean()) - 0.5) < 0.01
+
+
+def test_texture_folder_errors(tmp_path: Path) -> None:
+    with pytest.raises(DataNotFoundError, match="does not exist"):
+        load_textures(tmp_path / "missing")
+    folder = tmp_path / "partial"
+    _write_textures(folder, names=("tiles", "wood", "carpet"))
+    with pytest.raises(DataNotFoundError, match="lacks bricks, lava"):
+        load_textures(folder)
+    _write_textures(folder, names=("bricks", "lava", "marble"))
+    with pytest.raises(DiagvibError, match="unknown texture class.*'marble'.*tiles, wood"):
+        load_textures(folder)
+    (folder / "marble.png").unlink()
+    assert load_textures(folder).texture(4).shape == (80, 90)
+    (folder / "lava.png").write_bytes(b"\x89PNG broken")
+    with pytest.raises(DiagvibError, match="texture 'lava' given twice: lava.jpg, lava.png"):
+        load_textures(folder)
+    (folder / "lava.jpg").unlink()
+    with pytest.raises(DiagvibError, match="cannot read texture image .*lava.png"):
+        load_textures(folder)
+    Image.fromarray(np.zeros((20, 20), np.uint8)).save(folder / "lava.png")
+    with pytest.raises(DiagvibError, match="texture 'lava' must be .* at least"):
+        load_textures(folder)

@@ -1,0 +1,131 @@
+"""The ``shortcutlab imagenetx`` commands, the report and the tiny-model ``predict``."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from PIL import Image
+from typer.testing import CliRunner
+
+from shortcutlab.cli.main import app
+from shortcutlab.imagenetx.predict import build_model, predict_folder
+
+runner = CliRunner()
+
+
+def test_evaluate_original_labels_json():
+    out = runner.invoke(
+        app, ["imagenetx", "evaluate", "--original-labels", "--error-type", "real_class", "--json"]
+    )
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.stdout)
+    model = data["original_labels"]
+    assert model["average"] == pytest.approx(0.835220, abs=5e-7)
+    assert model["worst_factor"] == "subcategory"
+    assert round(model["factors"]["pose"]["error_ratio"], 3) == 0.746
+    assert model["factors"]["pose"]["count"] == 15_064
+    assert set(model["factors"]) == {
+        "pose", "background", "pattern", "color", "smaller", "shape", "partial_view",
+        "subcategory", "texture", "larger", "darker", "object_blocking", "person_blocking",
+        "style", "brighter", "multiple_objects"}
+
+
+def test_evaluate_csv_folder_table_and_ignore_empty_real(model_dir, tmp_path):
+    out = runner.invoke(app, ["imagenetx", "evaluate", str(model_dir), "--which", "multi",
+                              "--error-type", "metaclass", "--out", str(tmp_path / "r.json")])
+    assert out.exit_code == 0, out.output
+    assert "m0" in out.stdout and "texture" in out.stdout
+    saved = json.loads((tmp_path / "r.json").read_text())
+    assert list(saved) == ["m0", "m1", "m2"]
+    out = runner.invoke(app, ["imagenetx", "evaluate", "--original-labels", "--error-type",
+                              "real_class", "--ignore-empty-real", "--json"])
+    assert json.loads(out.stdout)["original_labels"]["n_images"] == 46_110 - 3_085
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--error-type", "top5", "--original-labels"], "unknown error type 'top5'"),
+        (["--which", "all", "--original-labels"], "unknown factor selection 'all'"),
+        ([], "--original-labels"),
+        (["missing.csv"], "does not exist"),
+    ],
+)
+def test_evaluate_bad_input_exits_cleanly(args, message):
+    out = runner.invoke(app, ["imagenetx", "evaluate", *args])
+    assert out.exit_code == 2
+    assert message in out.output and "Traceback" not in out.output
+
+
+def test_evaluate_bad_rows_are_reported(tmp_path):
+    (tmp_path / "bad.csv").write_text(
+        "file_name,predicted_class\nILSVRC2012_val_00000001.JPEG,1001\n"
+    )
+    out = runner.invoke(app, ["imagenetx", "evaluate", str(tmp_path / "bad.csv")])
+    assert out.exit_code == 2 and "on lines 2" in out.output
+
+
+def test_report_with_groups(model_dir, tmp_path):
+    groups = tmp_path / "groups.csv"
+    pd.DataFrame({"model": ["m0", "m1", "m2", "original_labels"],
+                  "group": ["weak", "weak", "strong", "strong"]}).to_csv(groups, index=False)
+    out = runner.invoke(app, ["imagenetx", "report", str(model_dir), "--original-labels",
+                              "--groups", str(groups), "--bootstrap", "20",
+                              "--error-type", "real_class", "--out", str(tmp_path / "rep")])
+    assert out.exit_code == 0, out.output
+    html = (tmp_path / "rep" / "index.html").read_text()
+    assert html.count("data:image/png;base64") >= 5
+    assert "Alexander-Govern" in html and "Cramér" in html
+    data = json.loads((tmp_path / "rep" / "imagenetx.json").read_text())
+    assert set(data["group_tests"]) == set(
+        pd.read_csv(tmp_path / "rep" / "summary.csv", index_col=0).columns[:16])
+
+
+def _image_folder(root, n=5):
+    gen = np.random.default_rng(0)
+    for i in range(n):
+        sub = root / f"n0000000{i % 2}"
+        sub.mkdir(parents=True, exist_ok=True)
+        pixels = gen.integers(0, 255, (40, 48, 3), dtype=np.uint8)
+        Image.fromarray(pixels).save(sub / f"ILSVRC2012_val_{i + 1:08d}.JPEG")
+    return root
+
+
+def test_predict_tiny_model_on_generated_folder(tmp_path):
+    folder = _image_folder(tmp_path / "val")
+    torch.manual_seed(0)
+    weights = tmp_path / "w.pt"
+    torch.save(build_model("small_cnn").state_dict(), weights)
+    out = runner.invoke(app, ["imagenetx", "predict", "--model", "small_cnn", "--weights",
+                              str(weights), "--imagenet-val", str(folder), "--out",
+                              str(tmp_path / "p.csv"), "--image-size", "32", "--batch-size", "2"])
+    assert out.exit_code == 0, out.output
+    frame = pd.read_csv(tmp_path / "p.csv")
+    assert frame["file_name"].tolist() == [f"ILSVRC2012_val_{i:08d}.JPEG" for i in range(1, 6)]
+    assert frame["predicted_class"].between(0, 999).all()
+    # Same bytes with another batch size; and the CSV is readable by evaluate.
+    model = build_model("small_cnn", weights)
+    predict_folder(model, folder, tmp_path / "q.csv", batch_size=5, image_size=32,
+                   show_progress=False)
+    assert (tmp_path / "q.csv").read_text() == (tmp_path / "p.csv").read_text()
+    res = runner.invoke(app, ["imagenetx", "evaluate", str(tmp_path / "p.csv"), "--json"])
+    assert res.exit_code == 0, res.output
+
+
+def test_predict_bad_input(tmp_path):
+    out = runner.invoke(app, ["imagenetx", "predict", "--model", "no_such_net", "--imagenet-val",
+                              str(tmp_path), "--out", str(tmp_path / "p.csv")])
+    assert out.exit_code == 2 and "unknown model 'no_such_net'" in out.output
+    torch.save({"fc.weight": torch.zeros(3, 3)}, tmp_path / "w.pt")
+    out = runner.invoke(app, ["imagenetx", "predict", "--model", "small_cnn", "--weights",
+                              str(tmp_path / "w.pt"), "--imagenet-val", str(tmp_path),
+                              "--out", str(tmp_path / "p.csv")])
+    assert out.exit_code == 2 and "do not fit" in out.output
+    out = runner.invoke(app, ["imagenetx", "predict", "--model", "small_cnn", "--imagenet-val",
+                              str(tmp_path / "nowhere"), "--out", str(tmp_path / "p.csv")])
+    assert out.exit_code == 2 and "does not exist" in out.output
+    assert not (tmp_path / "p.csv").exists()

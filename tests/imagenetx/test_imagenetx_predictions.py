@@ -1,0 +1,133 @@
+"""Reading predictions: formats, alignment, and errors that name the bad rows."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from shortcutlab.errors import ImagenetXError
+from shortcutlab.imagenetx.predictions import (
+    Predictions,
+    combine,
+    load_predictions,
+    read_prediction_csv,
+    read_prediction_matrix,
+    save_prediction_matrix,
+)
+
+NAMES = [f"ILSVRC2012_val_{i:08d}.JPEG" for i in (1, 2, 3, 4)]
+
+
+def _csv(path, rows, header="file_name,predicted_class,predicted_probability"):
+    path.write_text(header + "\n" + "\n".join(rows) + "\n")
+    return path
+
+
+def test_csv_round_trip_and_model_name(tmp_path):
+    path = _csv(tmp_path / "net.csv", [f"{n},{i * 7},0.5" for i, n in enumerate(NAMES)])
+    preds = read_prediction_csv(path)
+    assert preds.models == ("net",)
+    assert preds.classes.tolist() == [[0, 7, 14, 21]]
+    assert preds.probabilities is not None and preds.probabilities.shape == (1, 4)
+
+
+def test_probability_column_is_optional(tmp_path):
+    path = _csv(tmp_path / "a.csv", [f"{NAMES[0]},3"], header="file_name,predicted_class")
+    assert read_prediction_csv(path).probabilities is None
+
+
+def test_missing_column_is_named(tmp_path):
+    path = _csv(tmp_path / "a.csv", [f"{NAMES[0]},3"], header="file_name,label")
+    with pytest.raises(ImagenetXError, match=r"missing required columns \['predicted_class'\]"):
+        read_prediction_csv(path)
+
+
+def test_unknown_file_names_are_named_with_lines(tmp_path):
+    path = _csv(tmp_path / "a.csv", [f"{NAMES[0]},1,0.1", "cat.jpg,2,0.1", f"{NAMES[1]},1,0.2",
+                                     "ILSVRC2012_val_00050001.JPEG,2,0.3"])
+    with pytest.raises(ImagenetXError, match=r"2 file names.*'cat.jpg'.*lines 3, 5"):
+        read_prediction_csv(path)
+
+
+@pytest.mark.parametrize("bad", ["1000", "-1", "3.5", "cat", ""])
+def test_class_ids_outside_range_are_named_with_lines(tmp_path, bad):
+    path = _csv(tmp_path / "a.csv", [f"{NAMES[0]},1,0.1", f"{NAMES[1]},{bad},0.1"])
+    with pytest.raises(ImagenetXError, match=r"0–999.*on lines 3$"):
+        read_prediction_csv(path)
+
+
+def test_duplicate_rows_are_named_with_lines(tmp_path):
+    path = _csv(tmp_path / "a.csv", [f"{NAMES[0]},1,0.1", f"{NAMES[1]},1,0.1", f"{NAMES[0]},2,0.1"])
+    with pytest.raises(ImagenetXError, match=r"repeat a file name.*lines 2, 4"):
+        read_prediction_csv(path)
+
+
+def test_bad_probability_is_named(tmp_path):
+    path = _csv(tmp_path / "a.csv", [f"{NAMES[0]},1,1.5"])
+    with pytest.raises(ImagenetXError, match=r"predicted_probability.*lines 2"):
+        read_prediction_csv(path)
+
+
+def test_folder_combines_models_on_union_of_images(tmp_path):
+    _csv(tmp_path / "b.csv", [f"{NAMES[0]},1,0.1", f"{NAMES[1]},2,0.1"])
+    _csv(tmp_path / "a.csv", [f"{NAMES[1]},5,0.1", f"{NAMES[2]},6,0.1"])
+    preds = load_predictions([tmp_path])
+    assert preds.models == ("a", "b")
+    assert preds.file_names.tolist() == NAMES[:3]
+    assert preds.classes.tolist() == [[-1, 5, 6], [1, 2, -1]]
+    aligned = preds.align(np.array([NAMES[2], NAMES[3], NAMES[0]]))
+    assert aligned.tolist() == [[6, -1, -1], [-1, -1, 1]]
+
+
+def test_repeated_model_names_are_rejected(tmp_path):
+    path = _csv(tmp_path / "a.csv", [f"{NAMES[0]},1,0.1"])
+    with pytest.raises(ImagenetXError, match="repeated: a"):
+        load_predictions([path, path])
+
+
+def test_npz_round_trip(tmp_path):
+    preds = Predictions(("x", "y"), np.array(NAMES), np.array([[1, 2, 3, -1], [4, 5, 6, 7]]))
+    path = save_prediction_matrix(tmp_path / "m.npz", preds)
+    back = load_predictions([path])
+    assert back.models == ("x", "y")
+    assert back.classes.tolist() == preds.classes.tolist()
+    assert back.file_names.tolist() == NAMES
+
+
+def test_npy_needs_file_names_sidecar(tmp_path):
+    np.save(tmp_path / "m.npy", np.array([[1, 2, 3, 4]], dtype=np.int16))
+    with pytest.raises(ImagenetXError, match="m.file_names.txt"):
+        read_prediction_matrix(tmp_path / "m.npy")
+    (tmp_path / "m.file_names.txt").write_text("\n".join(NAMES) + "\n")
+    preds = read_prediction_matrix(tmp_path / "m.npy")
+    assert preds.models == ("m",) and preds.classes.tolist() == [[1, 2, 3, 4]]
+
+
+def test_matrix_class_ids_outside_range_are_named(tmp_path):
+    np.savez(tmp_path / "m.npz", predictions=np.array([[1, 2, 3, 4], [1, 1000, 3, 4]]),
+             file_names=np.array(NAMES))
+    with pytest.raises(ImagenetXError, match=r"model rows 2 at image columns 2"):
+        read_prediction_matrix(tmp_path / "m.npz")
+
+
+def test_matrix_missing_arrays_are_named(tmp_path):
+    np.savez(tmp_path / "m.npz", preds=np.array([[1]]))
+    with pytest.raises(ImagenetXError, match=r"missing arrays \['predictions', 'file_names'\]"):
+        read_prediction_matrix(tmp_path / "m.npz")
+
+
+def test_unknown_format_names_choices(tmp_path):
+    (tmp_path / "m.txt").write_text("x")
+    with pytest.raises(ImagenetXError, match=r"unknown predictions format '.txt'.*\.npz"):
+        load_predictions([tmp_path / "m.txt"])
+
+
+def test_combine_keeps_probabilities_only_when_all_have_them(tmp_path):
+    a = Predictions(("a",), np.array(NAMES[:2]), np.array([[1, 2]]), np.array([[0.1, 0.2]]))
+    b = Predictions(("b",), np.array(NAMES[1:3]), np.array([[3, 4]]), np.array([[0.3, 0.4]]))
+    both = combine([a, b])
+    assert np.isnan(both.probabilities[0, 2]) and both.probabilities[1, 1] == pytest.approx(0.3)
+    c = Predictions(("c",), np.array(NAMES[:1]), np.array([[0]]))
+    assert combine([a, c]).probabilities is None
+    pd.testing.assert_index_equal(pd.Index(both.file_names), pd.Index(NAMES[:3]))

@@ -1,0 +1,151 @@
+"""Jobs, hashed run dirs, done markers, failures and resumption, collection (serial backend)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pandas as pd
+import pytest
+
+from shortcutlab.errors import RunnerError, SpecError
+from shortcutlab.runner import jobs as jobs_mod
+from shortcutlab.runner.backends import run_jobs
+from shortcutlab.runner.collect import (
+    EPOCH_TABLE_COLUMNS,
+    JOB_COLUMNS,
+    collect,
+    collect_epochs,
+    write_table,
+)
+from shortcutlab.runner.jobs import Job, JobOutput, build_jobs, job_status
+from shortcutlab.train.config import TrainConfig
+
+
+def noop_jobs(n: int, prefix: str = "noop/a-b") -> list[Job]:
+    return [Job(experiment=f"{prefix}/{i}", kind="noop") for i in range(n)]
+
+
+def test_job_id_is_the_hash_of_canonical_json() -> None:
+    job = Job(experiment="ZGO/hue-shape/0", scale=0.01, train=TrainConfig(seed=1))
+    assert job.job_id == hashlib.sha256(job.canonical_json().encode()).hexdigest()[:16]
+    same = Job(experiment="ZGO/hue-shape/0", scale=0.01, train=TrainConfig(seed=1, lr=1e-3))
+    assert same.job_id == job.job_id
+    assert Job(experiment="ZGO/hue-shape/0", scale=0.01).job_id != job.job_id
+    assert json.loads(job.canonical_json())["train"]["seed"] == 1
+    assert job.describe() == {"study": "ZGO", "predicted": "hue", "correlated": "shape",
+                              "sample": 0}
+
+
+def test_bad_job_fields_are_named() -> None:
+    with pytest.raises(RunnerError, match=r"unknown job kind 'gpu'; valid choices: diagvib, noop"):
+        Job(experiment="x", kind="gpu")
+    with pytest.raises(RunnerError, match=r"scale: .*'big'"):
+        Job(experiment="x", scale="big")
+
+
+def test_run_writes_done_last_and_rerun_skips(tmp_path) -> None:
+    jobs = noop_jobs(3)
+    summary = run_jobs(jobs, tmp_path, backend="serial", progress=False)
+    assert len(summary.done) == 3
+    for job in jobs:
+        d = tmp_path / job.job_id
+        assert {p.name for p in d.iterdir()} == {"job.json", "result.json", "epochs.parquet",
+                                                 "done"}
+        assert json.loads((d / "result.json").read_text())["job_id"] == job.job_id
+    again = run_jobs(jobs + noop_jobs(1, "noop/c-d"), tmp_path, backend="serial", progress=False)
+    assert len(again.skipped) == 3 and len(again.done) == 1
+    assert (tmp_path / "jobs.csv").is_file() and (tmp_path / "jobs.parquet").is_file()
+
+
+def test_failed_job_is_reported_and_retried(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    jobs = noop_jobs(2) + [Job(experiment="noop/fail/0", kind="noop")]
+    summary = run_jobs(jobs, tmp_path, backend="serial", progress=False)
+    assert [o.error for o in summary.failed] == [
+        "RuntimeError: noop job noop/fail/0 failed on purpose"
+    ]
+    bad = tmp_path / jobs[2].job_id
+    assert "Traceback" in (bad / "error.txt").read_text() and not (bad / "done").exists()
+    table = collect(tmp_path)
+    assert table.set_index("job_id").loc[jobs[2].job_id, "status"] == "failed"
+    assert "failed on purpose" in table.set_index("job_id").loc[jobs[2].job_id, "error"]
+    # next run retries only the failed job; this time it succeeds
+    ran: list[str] = []
+
+    def succeed(job: Job, device: str) -> JobOutput:
+        ran.append(job.experiment)
+        return JobOutput({"best_epoch": 0, "epochs_run": 1, "val_loss": 0.5, "val_acc": 0.5,
+                          "test_acc": 0.25, "train_seconds": 0.0})
+
+    monkeypatch.setitem(jobs_mod.JOB_KINDS, "noop", succeed)
+    retry = run_jobs(jobs, tmp_path, backend="serial", progress=False)
+    assert ran == ["noop/fail/0"] and len(retry.done) == 1 and len(retry.skipped) == 2
+    assert job_status(bad) == "done" and not (bad / "error.txt").exists()
+
+
+def test_a_killed_job_leaves_nothing_that_counts_as_done(
+    tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    job = noop_jobs(1)[0]
+
+    def killed(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt  # what a kill during the result write looks like in-process
+
+    monkeypatch.setattr(jobs_mod, "write_json", killed)
+    with pytest.raises(KeyboardInterrupt):
+        run_jobs([job], tmp_path, backend="serial", progress=False)
+    d = tmp_path / job.job_id
+    assert job_status(d) == "pending"
+    assert not any(p.name.startswith(".") for p in d.iterdir())  # no temp files left
+    monkeypatch.undo()
+    assert collect(tmp_path)["status"].tolist() == ["pending"]
+    assert len(run_jobs([job], tmp_path, backend="serial", progress=False).done) == 1
+
+
+def test_collect_schema_and_epochs(tmp_path) -> None:
+    run_jobs(noop_jobs(2), tmp_path, backend="serial", progress=False, collect_table=False)
+    table = collect(tmp_path)
+    assert list(table.columns[: len(JOB_COLUMNS)]) == list(JOB_COLUMNS)
+    row = table.iloc[0]
+    assert (row["study"], row["predicted"], row["correlated"], row["status"]) == (
+        "noop", "a", "b", "done"
+    )
+    assert table["best_epoch"].tolist() == [0, 0] and table["test_acc"].tolist() == [1.0, 1.0]
+    epochs = collect_epochs(tmp_path)
+    assert list(epochs.columns) == list(EPOCH_TABLE_COLUMNS) and len(epochs) == 2
+    csv_path, parquet_path = write_table(tmp_path, tmp_path / "out" / "table.csv")
+    assert csv_path.name == "table.csv" and parquet_path.name == "table.parquet"
+    back = pd.read_parquet(parquet_path)
+    pd.testing.assert_frame_equal(back, table)
+    assert pd.read_csv(csv_path)["job_id"].tolist() == table["job_id"].tolist()
+
+
+def test_collect_of_missing_folder_is_an_error(tmp_path) -> None:
+    with pytest.raises(RunnerError, match="run folder not found"):
+        collect(tmp_path / "nope")
+
+
+def test_build_jobs_counts_and_bad_input(tmp_path) -> None:
+    jobs = build_jobs("small_cnn", ["ZSO", "ZGO"], ["hue-shape", "shape-hue"], [0, 1], [0, 1],
+                      0.01, TrainConfig(epochs=2))
+    assert len(jobs) == (2 + 2) * 2 * 2
+    assert len({j.job_id for j in jobs}) == len(jobs)
+    assert {j.train.model for j in jobs} == {"small_cnn"} and {j.seed for j in jobs} == {0, 1}
+    with pytest.raises(SpecError, match=r"unknown study 'CGO-4'; valid choices: ZSO"):
+        build_jobs("small_cnn", ["CGO-4"])
+    with pytest.raises(RunnerError, match=r"unknown backend 'mpi'; valid choices: serial"):
+        run_jobs(jobs, tmp_path, backend="mpi")
+
+
+def test_study_not_generated_is_named(tmp_path) -> None:
+    from shortcutlab.diagvib.studies import write_benchmark
+
+    write_benchmark(tmp_path / "specs", scale=0.001, studies=["ZSO"], pairs=["hue-shape"],
+                    samples=[0])
+    jobs = build_jobs("small_cnn", ["ZSO"], ["hue-shape"], [0], specs_dir=tmp_path / "specs")
+    assert jobs[0].spec is not None and jobs[0].spec["name"] == "ZSO/hue/0"
+    with pytest.raises(RunnerError, match=r"study ZGO was not generated .*generated studies: ZSO"):
+        build_jobs("small_cnn", ["ZSO", "ZGO"], ["hue-shape"], [0],
+                   specs_dir=tmp_path / "specs")
+    with pytest.raises(RunnerError, match="no generated benchmark"):
+        build_jobs("small_cnn", ["ZSO"], specs_dir=tmp_path)

@@ -1,0 +1,87 @@
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from shortcutlab.errors import StatsError
+from shortcutlab.stats import compare
+
+
+def long_runs(seed: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    rows = []
+    for b in range(6):
+        for a, shift in (("A", 0.0), ("B", 0.3), ("C", 1.0)):
+            for r in range(3):
+                rows.append((f"set{b}", a, r, float(b + shift + 0.1 * rng.normal())))
+    return pd.DataFrame(rows, columns=["dataset", "algorithm", "seed", "score"])
+
+
+def test_long_table_means_std_and_ranks():
+    runs = long_runs()
+    result = compare(runs)
+    expected = runs.groupby(["dataset", "algorithm"])["score"].agg(["mean", "std"])
+    assert result.means.loc["set2", "B"] == pytest.approx(expected.loc[("set2", "B"), "mean"])
+    assert result.std.loc["set2", "B"] == pytest.approx(expected.loc[("set2", "B"), "std"])
+    assert result.ranks.to_dict() == {"A": 3.0, "B": 2.0, "C": 1.0}
+    assert "±" in result.scores_frame().loc["set0", "A"]
+
+
+def test_lower_is_better_reverses_ranks_only():
+    up = compare(long_runs())
+    down = compare(long_runs(), lower_is_better=True)
+    assert down.ranks.to_dict() == {"A": 1.0, "B": 2.0, "C": 3.0}
+    assert (down.chi2, down.F) == (up.chi2, up.F)
+    np.testing.assert_allclose(down.nemenyi.to_numpy(), up.nemenyi.to_numpy())
+
+
+def test_json_has_the_promised_keys_and_is_strict():
+    result = compare(long_runs())
+    obj = json.loads(result.to_json())
+    for key in ("chi2", "chi2_p_value", "F", "p_value", "critical_difference", "ranks", "nemenyi"):
+        assert key in obj
+    assert obj["ranks"]["C"] == 1.0
+    assert obj["nemenyi"]["A"]["C"] == obj["nemenyi"]["C"]["A"] < 0.05
+    assert obj["F"] is None  # every block ranks C > B > A: F is infinite, written as null
+    assert obj["p_value"] == 0.0
+
+
+def test_write_outputs_atomically(tmp_path):
+    result = compare(long_runs(1))
+    paths = result.write(tmp_path / "out")
+    names = sorted(p.name for p in paths)
+    assert names == sorted(p.name for p in (tmp_path / "out").iterdir())  # no temp files left
+    assert (tmp_path / "out" / "comparison_cd_diagram.png").read_bytes()[:4] == b"\x89PNG"
+    scores = pd.read_csv(tmp_path / "out" / "comparison_scores.csv")
+    assert set(scores.columns) == {"block", "algorithm", "mean", "std", "n_runs", "rank"}
+    tex = (tmp_path / "out" / "comparison.tex").read_text()
+    assert "\\begin{tabular}" in tex and "Iman-Davenport" in tex and "$\\pm$" in tex
+    nem = pd.read_csv(tmp_path / "out" / "comparison_nemenyi.csv", index_col=0)
+    np.testing.assert_allclose(nem.to_numpy(), result.nemenyi.to_numpy())
+    # Same inputs, same bytes.
+    again = compare(long_runs(1)).write(tmp_path / "again")
+    for a, b in zip(paths, again, strict=True):
+        if a.suffix != ".png":
+            assert a.read_bytes() == b.read_bytes()
+
+
+def test_latex_escapes_labels():
+    df = pd.DataFrame({"block": ["a_1", "b&2"], "50%": [1.0, 2.0], "x$": [2.0, 1.0]})
+    tex = compare(df).to_latex()
+    assert "a\\_1" in tex and "b\\&2" in tex and "50\\%" in tex and "x\\$" in tex
+
+
+def test_significant_pairs_order_and_labels():
+    rng = np.random.default_rng(0)
+    scores = rng.normal(size=(30, 4)) + np.array([0.0, 0.0, 2.0, 2.5])
+    df = pd.DataFrame(scores, columns=list("wxyz"))
+    df.insert(0, "block", [f"b{i}" for i in range(30)])
+    pairs = compare(df).significant_pairs()
+    assert pairs and all(better in "yz" and worse in "wx" for better, worse, _ in pairs)
+    assert [p for *_, p in pairs] == sorted(p for *_, p in pairs)
+
+
+def test_bad_alpha():
+    with pytest.raises(StatsError, match="alpha"):
+        compare(long_runs(), alpha=0.0)

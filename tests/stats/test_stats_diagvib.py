@@ -1,0 +1,63 @@
+import itertools
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from shortcutlab.diagvib.factors import FACTORS
+from shortcutlab.errors import StatsError
+from shortcutlab.report.html import HtmlReport
+from shortcutlab.stats.diagvib import add_comparison_section, compare_study, study_runs
+
+PAIRS = list(itertools.permutations(FACTORS, 2))  # the 30 ordered factor pairs
+
+
+def job_table() -> pd.DataFrame:
+    rng = np.random.default_rng(0)
+    rows = []
+    skill = {"cnn": 0.8, "resnet": 0.6, "mlp": 0.4}
+    for model, (p, c), sample, seed in itertools.product(skill, PAIRS, (0, 1), (0, 1)):
+        acc = skill[model] + 0.05 * rng.normal()
+        rows.append((model, "ERM", "ZGO", p, c, sample, seed, "done", acc))
+    for p, sample in itertools.product(FACTORS, (0, 1)):
+        rows.append(("cnn", "ERM", "ZSO", p, "", sample, 0, "done", 0.9))
+    rows.append(("cnn", "ERM", "ZGO", "hue", "shape", 2, 0, "failed", np.nan))  # ignored
+    cols = ["model", "algorithm", "study", "predicted", "correlated", "sample", "seed", "status"]
+    return pd.DataFrame(rows, columns=[*cols, "test_acc"])
+
+
+def test_models_compared_over_the_30_factor_pairs():
+    result = compare_study(job_table(), "ZGO")
+    assert len(result.blocks) == 30 and "hue-shape" in result.blocks
+    assert result.ranks.sort_values().index.tolist() == ["cnn", "resnet", "mlp"]
+    assert result.significant
+    assert result.n_runs.to_numpy().min() == 4  # 2 samples × 2 seeds, failed job dropped
+    table = job_table()
+    sel = table[
+        (table.model == "resnet") & (table.predicted == "hue") & (table.correlated == "shape")
+    ]
+    assert result.means.loc["hue-shape", "resnet"] == pytest.approx(sel.test_acc.mean())
+
+
+def test_incomplete_pairs_error_or_are_dropped():
+    table = job_table()
+    table = table[~((table.model == "mlp") & (table.predicted == "hue"))]
+    with pytest.raises(StatsError, match="ragged.*hue-"):
+        compare_study(table, "ZGO")
+    runs, dropped = study_runs(table, "ZGO", complete_only=True)
+    assert len(dropped) == 5 and runs["block"].nunique() == 25
+
+
+def test_unknown_study_and_missing_columns():
+    with pytest.raises(StatsError, match="unknown study 'FGO-5'; valid choices: ZGO, ZSO"):
+        compare_study(job_table(), "FGO-5")
+    with pytest.raises(StatsError, match="lacks column.*seed"):
+        compare_study(job_table().drop(columns="seed"), "ZGO")
+
+
+def test_report_section():
+    report = HtmlReport("t")
+    add_comparison_section(report, job_table())
+    html = report.render()
+    assert "Study ZGO" in html and "Iman-Davenport" in html and "data:image/png;base64" in html
+    assert "Only one model (cnn)" in html  # ZSO has a single model: said plainly

@@ -1,0 +1,121 @@
+import pandas as pd
+import pytest
+
+from shortcutlab.errors import StatsError
+from shortcutlab.stats import compare, compare_rules, runs_for_comparison, select
+
+VAL = {"r1": [0.5, 0.7, 0.7, 0.6], "r2": [0.1, 0.2, 0.3, 0.9]}
+T1 = {"r1": [0.2, 0.4, 0.9, 0.3], "r2": [0.5, 0.5, 0.5, 0.1]}
+T2 = {"r1": [0.5, 0.1, 0.2, 0.6], "r2": [0.0, 0.0, 0.0, 1.0]}
+
+
+def wide() -> pd.DataFrame:
+    rows = []
+    for run in ("r1", "r2"):
+        for e in range(4):
+            rows.append(
+                {
+                    "run": run,
+                    "algorithm": "A",
+                    "epoch": e + 1,
+                    "val_acc": VAL[run][e],
+                    "test_t1": T1[run][e],
+                    "test_t2": T2[run][e],
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def long() -> pd.DataFrame:
+    """The runner's collect_epochs layout: job_id, epoch, val_acc, test_set, tag, acc."""
+    rows = []
+    for run in ("r1", "r2"):
+        for e in range(4):
+            for name, table in (("test_t1", T1), ("test_t2", T2)):
+                base = {"job_id": run, "epoch": e + 1, "val_acc": VAL[run][e], "test_set": name}
+                rows.append({**base, "tag": "all", "acc": table[run][e]})
+                rows.append({**base, "tag": "00-ood", "acc": 99.0})  # ignored: not 'all'
+    return pd.DataFrame(rows)
+
+
+def scores(df: pd.DataFrame) -> dict[tuple[str, str], float]:
+    return {(r, t): s for r, t, s in zip(df["run"], df["test_set"], df["score"], strict=True)}
+
+
+def test_rules_on_hand_computed_records():
+    oracle = select(wide(), "best_epoch")
+    assert scores(oracle) == {
+        ("r1", "test_t1"): 0.9, ("r1", "test_t2"): 0.6,
+        ("r2", "test_t1"): 0.5, ("r2", "test_t2"): 1.0,
+    }  # fmt: skip
+    assert oracle.set_index(["run", "test_set"])["epoch"].to_dict()[("r2", "test_t1")] == 1
+    best_val = select(wide(), "best_validation")  # r1: epochs 2 and 3 tie -> earliest (2)
+    assert scores(best_val) == {
+        ("r1", "test_t1"): 0.4, ("r1", "test_t2"): 0.1,
+        ("r2", "test_t1"): 0.1, ("r2", "test_t2"): 1.0,
+    }  # fmt: skip
+    last = scores(select(wide(), "last_n", n_last=2))
+    assert last[("r1", "test_t1")] == pytest.approx(0.6)
+    assert last[("r2", "test_t2")] == pytest.approx(0.5)
+
+
+def test_long_layout_gives_same_selection():
+    for rule in ("best_epoch", "last_n", "best_validation"):
+        a = scores(select(wide(), rule, n_last=2))
+        b = scores(select(long(), rule, n_last=2))
+        assert a == pytest.approx(b)
+
+
+def test_validation_loss_is_minimised():
+    df = wide().rename(columns={"val_acc": "val_loss"})
+    df["val_loss"] = -df["val_loss"]
+    assert scores(select(df, "best_validation", val_col="val_loss")) == scores(
+        select(wide(), "best_validation")
+    )
+
+
+def test_compare_rules_table1_shape():
+    table = compare_rules(wide(), n_last=2).set_index(["algorithm", "test_set"])
+    row = table.loc[("A", "test_t1")]
+    assert row["best_epoch"] == pytest.approx(0.7)
+    assert row["best_validation"] == pytest.approx(0.25)
+    assert row["best_validation_minus_oracle"] == pytest.approx(-0.45)
+    assert row["last_n"] == pytest.approx(0.45)
+    assert row["n_runs"] == 2
+    # The oracle is an upper bound of every honest rule.
+    assert (table.filter(like="_minus_oracle") <= 1e-12).all().all()
+
+
+def test_selection_feeds_compare():
+    a, b = wide(), wide()
+    b["algorithm"] = "B"
+    b[["test_t1", "test_t2"]] = b[["test_t1", "test_t2"]] + 0.05  # B better everywhere
+    picked = select(
+        pd.concat([a, b]).assign(run=lambda d: d["algorithm"] + d["run"]), "last_n", n_last=2
+    )
+    result = compare(runs_for_comparison(picked))
+    assert result.ranks.to_dict() == {"A": 2.0, "B": 1.0}
+    assert result.blocks == ["test_t1", "test_t2"] and result.n_runs.to_numpy().min() == 2
+
+
+@pytest.mark.parametrize(
+    ("change", "kwargs", "match"),
+    [
+        (lambda d: d.drop(columns="run"), {}, "no run column"),
+        (lambda d: d, {"val_col": "val_top5"}, "unknown validation column 'val_top5'"),
+        (lambda d: d, {"test_cols": ["test_t9"]}, "unknown test column 'test_t9'"),
+        (lambda d: d.assign(test_t1=d["test_t1"].where(d["epoch"] != 3)), {}, "run r1 epoch 3"),
+        (lambda d: pd.concat([d, d.head(1)]), {}, "duplicated per-epoch record.*run r1 epoch 1"),
+        (lambda d: d, {"n_last": 9}, "needs ≥9 epochs per run; short: r1 \\(4 epochs\\)"),
+    ],
+)
+def test_bad_records(change, kwargs, match):
+    with pytest.raises(StatsError, match=match):
+        select(change(wide()), "last_n", **kwargs)
+
+
+def test_unknown_rule():
+    with pytest.raises(
+        StatsError, match="unknown selection rule 'best'; valid choices: best_epoch"
+    ):
+        select(wide(), "best")

@@ -1,0 +1,71 @@
+import numpy as np
+import pandas as pd
+import pytest
+
+from shortcutlab.errors import StatsError
+from shortcutlab.stats.tables import load_table, parse_table
+
+
+def write(tmp_path, text, name="t.csv"):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_wide_csv(tmp_path):
+    t = load_table(write(tmp_path, "dataset,A,B,C\nd1,1,2,3\nd2, 4 ,5,6\n"))
+    assert t.blocks == ["d1", "d2"] and t.algorithms == ["A", "B", "C"]
+    assert t.means.loc["d2", "A"] == 4.0 and t.std is None
+
+
+def test_long_table_aggregates_runs():
+    rows = [
+        ("x", "A", 0, 1.0), ("x", "A", 1, 3.0), ("x", "B", 0, 2.0), ("x", "B", 1, 2.0),
+        ("y", "A", 0, 5.0), ("y", "A", 1, 7.0), ("y", "B", 0, 1.0), ("y", "B", 1, 1.5),
+    ]  # fmt: skip
+    df = pd.DataFrame(rows, columns=["Dataset", "Algorithm", "Seed", "Score"])  # names: any case
+    t = parse_table(df)
+    assert t.means.loc["x", "A"] == 2.0 and t.means.loc["y", "B"] == 1.25
+    assert t.std.loc["x", "A"] == pytest.approx(np.std([1.0, 3.0], ddof=1))
+    assert t.n_runs.to_numpy().tolist() == [[2, 2], [2, 2]]
+
+
+def test_parquet_roundtrip(tmp_path):
+    df = pd.DataFrame({"block": ["a", "b"], "m1": [1.0, 2.0], "m2": [0.5, 3.0]})
+    df.to_parquet(tmp_path / "t.parquet")
+    assert load_table(tmp_path / "t.parquet").means.shape == (2, 2)
+
+
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [
+        ("dataset,A,B\nd1,1,2\nd2,3,4,5\n", "ragged table"),
+        ("dataset,A,B\nd1,1,2\nd2,3\n", r"NaN.*column 'B'.*d2"),
+        ("dataset,A,B\nd1,1,2\nd2,3,oops\n", r"non-numeric.*'B'.*d2='oops'"),
+        ("dataset,A\nd1,1\nd2,3\n", "block-name column and ≥2 algorithm"),
+        ("dataset,A,B\nd1,1,2\n", "at least 2 blocks.*d1"),
+        ("dataset,A,B\nd1,1,2\nd1,3,4\n", "duplicated block name.*d1"),
+        ("dataset,A,A\nd1,1,2\nd2,3,4\n", "duplicated column name.*A"),
+        ("algorithm,d1,d2\nA,1,2\nB,3,4\n", "transpose"),
+        (
+            "block,algorithm,run,score\nx,A,0,1\nx,A,0,2\nx,B,0,1\ny,A,0,1\ny,B,0,1\n",
+            r"duplicated run.*line 2 \(x, A\) run 0",
+        ),
+        ("block,algorithm,score\nx,A,1\nx,A,2\nx,B,1\ny,A,1\ny,B,1\n", "add a run column"),
+        ("block,algorithm,run,score\nx,A,0,1\nx,B,0,1\ny,A,0,1\n", r"ragged.*y/B"),
+        ("block,algorithm,run,score,notes\nx,A,0,1,hi\n", r"unknown column.*'notes'.*valid"),
+        ("block,algorithm,run,score\nx,A,0,1\nx,B,0,\ny,A,0,1\ny,B,0,2\n", r"NaN.*line 3"),
+        ("block,algorithm,run,score\nx,A,0,1\ny,A,0,2\n", "at least 2 algorithms.*A"),
+        ("", "empty"),
+    ],
+)
+def test_bad_tables_name_what_is_wrong(tmp_path, text, match):
+    with pytest.raises(StatsError, match=match):
+        load_table(write(tmp_path, text))
+
+
+def test_bad_paths(tmp_path):
+    with pytest.raises(StatsError, match=r"unknown table format '.xlsx'; valid choices: .csv"):
+        load_table(tmp_path / "t.xlsx")
+    with pytest.raises(StatsError, match="not found"):
+        load_table(tmp_path / "missing.csv")

@@ -1,0 +1,395 @@
+"""BiasBed algorithms: pAdaIN, InfoDrop, SagNet, Stylized and Debiased.
+
+Each algorithm is trained for a few steps on tiny inputs, and its defining mechanism is checked
+directly (statistics really swapped, low-information patches really dropped more, ...).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from shortcutlab.errors import TrainError
+from shortcutlab.train.algorithms import create_algorithm
+from shortcutlab.train.algorithms.infodrop import InfoDropConv2d, patch_density, wrap_convs
+from shortcutlab.train.algorithms.padain import PermutedAdaIN, channel_stats, feature_modules
+from shortcutlab.train.algorithms.sagnet import content_randomize, style_randomize
+from shortcutlab.train.algorithms.stylized import debiased_targets, donor_style_classes
+from shortcutlab.train.config import TrainConfig
+from shortcutlab.train.models import create_model
+
+
+def _batch(n: int = 12, size: int = 32, seed: int = 0) -> dict[str, torch.Tensor]:
+    gen = torch.Generator().manual_seed(seed)
+    return {
+        "x": torch.rand(n, 3, size, size, generator=gen),
+        "y": torch.randint(0, 3, (n,), generator=gen),
+    }
+
+
+def _train(name: str, steps: int = 3, **hparams: object):
+    cfg = TrainConfig(algorithm=name, model="small_cnn", hparams=hparams, seed=1)
+    torch.manual_seed(0)
+    algo = create_algorithm(name, 3, cfg)
+    before = {k: v.clone() for k, v in algo.state_dict().items()}
+    algo.train()
+    batch = _batch()
+    outs = []
+    for step in range(steps):
+        algo.step = step
+        outs.append(algo.update(batch))
+    return algo, before, outs
+
+
+def _changed(algo: nn.Module, before: dict[str, torch.Tensor], prefix: str) -> bool:
+    return any(
+        not torch.equal(v, before[k]) for k, v in algo.state_dict().items()
+        if k.startswith(prefix) and v.is_floating_point()
+    )
+
+
+# ------------------------------------------------------------------------------------ pAdaIN
+def _match_donors(y: torch.Tensor, x: torch.Tensor) -> list[int]:
+    """For each sample of y, the sample of x whose channel statistics it carries."""
+    ym, ys = channel_stats(y)
+    xm, xs = channel_stats(x)
+    ystat = torch.cat([ym, ys], 1).flatten(1)
+    xstat = torch.cat([xm, xs], 1).flatten(1)
+    dist = torch.cdist(ystat, xstat)
+    assert float(dist.min(dim=1).values.max()) < 1e-3
+    return dist.argmin(dim=1).tolist()
+
+
+def test_padain_layer_swaps_statistics_keeps_content() -> None:
+    x = torch.randn(8, 5, 6, 6) * torch.linspace(0.5, 3, 8).view(8, 1, 1, 1) + torch.arange(
+        8.0
+    ).view(8, 1, 1, 1)
+    layer = PermutedAdaIN(p=1.0).train()
+    layer.reseed(0, 0)
+    y = layer(x)
+    donors = _match_donors(y, x)
+    assert sorted(donors) == list(range(8))  # a permutation of the batch
+    assert donors != list(range(8))  # and not the identity
+    # each sample keeps its own normalised content
+    xm, xs = channel_stats(x)
+    ym, ys = channel_stats(y)
+    torch.testing.assert_close((y - ym) / ys, (x - xm) / xs, atol=1e-4, rtol=1e-4)
+    # same seed and step: same permutation; evaluation and p=0: identity
+    layer.reseed(0, 0)
+    assert torch.equal(layer(x), y)
+    assert torch.equal(layer.eval()(x), x)
+    assert torch.equal(PermutedAdaIN(p=0.0).train()(x), x)
+
+
+def test_padain_probability_is_respected() -> None:
+    x = torch.randn(4, 2, 5, 5)
+    layer = PermutedAdaIN(p=0.3).train()
+    swapped = 0
+    for step in range(200):
+        layer.reseed(3, step)
+        swapped += int(not torch.equal(layer(x), x))
+    assert 35 <= swapped <= 85  # ~60 expected (identity permutations are rare for 4! = 24)
+
+
+def test_padain_algorithm_trains_and_hooks_default_stages() -> None:
+    algo, before, outs = _train("padain", p=1.0)
+    assert algo.layer_names == ["features.2", "features.3", "features.4"]
+    assert all(np.isfinite(o["loss"]) for o in outs)
+    assert _changed(algo, before, "network.")
+    # hooks are live in training (p=1 changes the output) and inert in evaluation
+    x = _batch()["x"]
+    algo.eval()
+    plain = algo.predict(x)
+    for layer in algo.swap_layers:
+        layer.reseed(0, 0)
+    algo.train()
+    algo.network.eval()  # BatchNorm in eval, swap layers still training
+    assert not torch.allclose(algo.network(x), plain)
+    with pytest.raises(TrainError, match="unknown module name 'nope'"):
+        create_algorithm("padain", 3, TrainConfig(algorithm="padain", hparams={"layers": "nope"}))
+    with pytest.raises(TrainError, match="p must be in"):
+        _train("padain", p=1.5)
+
+
+def test_feature_modules_for_resnet() -> None:
+    with torch.device("meta"):
+        model = create_model("resnet18", 3)
+    assert feature_modules(model) == ["layer1", "layer2", "layer3"]
+
+
+# ---------------------------------------------------------------------------------- InfoDrop
+def _half_textured(n: int = 2, size: int = 32) -> torch.Tensor:
+    img = torch.full((n, 3, size, size), 0.5)
+    img[:, :, :, size // 2 :] = torch.rand(n, 3, size, size // 2, generator=torch.Generator()
+                                           .manual_seed(0))
+    return img
+
+
+def test_infodrop_drops_low_information_patches_more() -> None:
+    img = _half_textured()
+    conv = nn.Conv2d(3, 8, 3, padding=1)
+    layer = InfoDropConv2d(conv).train()
+    layer.reseed(0, 0)
+    density = patch_density(img, conv, generator=torch.Generator().manual_seed(0))
+    assert float(density[:, :, :14].mean()) > 0.9 > 0.6 > float(density[:, :, 18:].mean())
+    out, ref = layer(img), conv(img)
+    dropped = (out == 0) & (ref != 0)
+    flat, textured = dropped[..., :14].float().mean(), dropped[..., 18:].float().mean()
+    assert flat > 0.5 and textured < 0.05
+    layer.reseed(0, 0)
+    assert torch.equal(layer(img), out)  # reproducible from (seed, step)
+    assert torch.equal(layer.eval()(img), ref)  # identity in evaluation
+    # the temperature controls how strongly the density concentrates the drops
+    soft = InfoDropConv2d(conv, temperature=10.0).train()
+    soft.reseed(0, 0)
+    p_soft = soft.drop_probability(img)
+    assert float(p_soft[..., 18:].mean()) > float(layer.drop_probability(img)[..., 18:].mean())
+
+
+@pytest.mark.parametrize(
+    "device",
+    ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
+        not torch.cuda.is_available(), reason="no CUDA GPU"))],
+)
+def test_infodrop_algorithm_trains_on_device(device: str) -> None:
+    cfg = TrainConfig(algorithm="infodrop", model="small_cnn", hparams={"layers": 2})
+    torch.manual_seed(0)
+    algo = create_algorithm("infodrop", 3, cfg).to(device).train()
+    assert len(algo.drop_layers) == 2
+    assert isinstance(algo.network.features[0], InfoDropConv2d)
+    batch = {k: v.to(device) for k, v in _batch().items()}
+    before = algo.network.features[0].conv.weight.detach().clone()
+    for step in range(2):
+        algo.step = step
+        out = algo.update(batch)
+    assert np.isfinite(out["loss"])
+    assert not torch.equal(algo.network.features[0].conv.weight, before)
+    assert algo.predict(batch["x"]).shape == (12, 3)
+
+
+def test_infodrop_rejects_bad_layer_count() -> None:
+    with pytest.raises(TrainError, match=r"n_layers must be in 1\.\.4"):
+        wrap_convs(create_model("small_cnn", 3), 9)
+
+
+# ------------------------------------------------------------------------------------ SagNet
+def test_sagnet_randomisations() -> None:
+    x = torch.randn(6, 4, 5, 5) * 2 + torch.arange(6.0).view(6, 1, 1, 1)
+    perm = torch.tensor([1, 2, 3, 4, 5, 0])
+    xm, xs = channel_stats(x)
+    # alpha = 0: the donor's statistics; alpha = 1: unchanged
+    ym, ys = channel_stats(style_randomize(x, perm, torch.zeros(6)))
+    torch.testing.assert_close(ym, xm[perm], atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(ys, xs[perm], atol=1e-3, rtol=1e-3)
+    torch.testing.assert_close(style_randomize(x, perm, torch.ones(6)), x, atol=1e-4, rtol=1e-4)
+    # alpha = 0.5 interpolates the means
+    ym, _ = channel_stats(style_randomize(x, perm, torch.full((6,), 0.5)))
+    torch.testing.assert_close(ym, (xm + xm[perm]) / 2, atol=1e-4, rtol=1e-4)
+    # content randomisation: own statistics, the donor's normalised content
+    c = content_randomize(x, perm)
+    cm, cs = channel_stats(c)
+    torch.testing.assert_close(cm, xm, atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close((c - cm) / cs, ((x - xm) / xs)[perm], atol=1e-3, rtol=1e-3)
+
+
+def test_sagnet_trains_three_parts() -> None:
+    algo, before, outs = _train("sagnet")
+    assert {"loss", "loss_style", "loss_adv"} <= set(outs[-1])
+    for part in ("featurizer.", "content_head.", "style_head."):
+        assert _changed(algo, before, part), part
+    # the style head is a separately initialised copy of the content head
+    w_c = algo.content_head[1].weight
+    w_s = algo.style_head[1].weight
+    assert w_c.shape == w_s.shape and not torch.equal(w_c, w_s)
+    x = _batch()["x"]
+    algo.eval()
+    torch.testing.assert_close(algo.predict(x), algo.content_head(algo.featurizer(x)))
+    # reproducible: same seed, same steps, same numbers
+    algo2, _, outs2 = _train("sagnet")
+    assert outs2 == outs
+
+
+def test_sagnet_splits_resnet_and_rejects_unknown_models() -> None:
+    from shortcutlab.train.algorithms.sagnet import split_for_sagnet
+
+    model = create_model("resnet18", 3)
+    f, h = split_for_sagnet(model)
+    x = torch.rand(2, 3, 32, 32)
+    model.eval()
+    torch.testing.assert_close(h(f(x)), model(x))
+    with pytest.raises(TrainError, match="supported: torchvision ResNets and small_cnn"):
+        split_for_sagnet(nn.Sequential(nn.Conv2d(3, 4, 3), nn.Flatten(), nn.LazyLinear(3)))
+
+
+# ------------------------------------------------------------------- Stylized / Debiased parts
+def test_debiased_targets_interpolate_labels() -> None:
+    y = torch.tensor([0, 1, 2])
+    donor = torch.tensor([1, 1, 0])
+    t = debiased_targets(y, donor, 3, gamma=0.8)
+    expected = torch.tensor([[0.8, 0.2, 0.0], [0.0, 1.0, 0.0], [0.2, 0.0, 0.8]])
+    torch.testing.assert_close(t, expected)
+    with pytest.raises(TrainError, match="gamma must be in"):
+        debiased_targets(y, donor, 3, gamma=1.2)
+
+
+def test_donor_style_classes_copies_only_style_columns() -> None:
+    classes = np.arange(18).reshape(3, 6)
+    out = donor_style_classes(classes, np.array([2, 0, 1]), (5,))
+    assert out[:, 5].tolist() == [17, 5, 11]
+    assert np.array_equal(out[:, :5], classes[:, :5])
+
+
+# --------------------------------------------------------- Stylized / Debiased on DiagViB-6
+@pytest.fixture(scope="module")
+def diagvib_train():
+    from shortcutlab.diagvib.dataset import DiagvibDataset
+    from shortcutlab.diagvib.studies import make_experiment
+
+    spec = make_experiment("ZGO/shape-texture/0", scale=0.002)
+    ds = DiagvibDataset(spec, "train")
+    items = ds.__getitems__(list(range(10)))
+    batch = {k: torch.stack([torch.as_tensor(it[k]) for it in items]) for k in items[0]}
+    return ds, batch
+
+
+def _context(ds):
+    from shortcutlab.train.algorithms.base import AlgorithmContext
+
+    return AlgorithmContext(train_dataset=ds)
+
+
+def _render(ds, classes: np.ndarray, index: torch.Tensor) -> torch.Tensor:
+    images = ds.generator.render(classes, seed=ds.render_seed, split="train",
+                                 indices=index.numpy())
+    return torch.as_tensor(np.asarray(images)).float() / 255
+
+
+def test_stylized_changes_texture_only_and_keeps_labels(diagvib_train) -> None:
+    from shortcutlab.diagvib.factors import FACTORS
+    from shortcutlab.train.algorithms.stylized import Restyler
+
+    ds, batch = diagvib_train
+    tex = FACTORS.index("texture")
+    # re-rendering with unchanged classes reproduces the dataset's images exactly
+    restyler = Restyler.from_context(_context(ds), "stylized")
+    torch.testing.assert_close(restyler.render(batch["classes"].numpy(), batch["index"].numpy()),
+                               batch["x"])
+    cfg = TrainConfig(algorithm="stylized", seed=2)
+    torch.manual_seed(0)
+    algo = create_algorithm("stylized", 3, cfg, _context(ds)).train()
+    algo.step = 4
+    x, classes = algo.stylize(batch)
+    old = batch["classes"].numpy()
+    changed = classes[:, tex] != old[:, tex]
+    assert changed.any()
+    assert np.array_equal(np.delete(classes, tex, 1), np.delete(old, tex, 1))
+    selected = set(ds.spec.class_indices()[tex].tolist())
+    assert set(classes[:, tex].tolist()) <= selected
+    torch.testing.assert_close(x, _render(ds, classes, batch["index"]))
+    differs = (x - batch["x"]).flatten(1).abs().amax(1) > 0
+    assert torch.equal(differs, torch.from_numpy(changed))
+    # the loss is the cross entropy of the stylised images with the ORIGINAL labels
+    expected = torch.nn.functional.cross_entropy(algo.network(x), batch["y"])
+    out = algo.update(batch)
+    assert out["loss"] == pytest.approx(float(expected.detach()), rel=1e-5)
+    # with hue=True the hue class is randomised too
+    algo_h = create_algorithm(
+        "stylized", 3, TrainConfig(algorithm="stylized", hparams={"hue": True}), _context(ds)
+    )
+    _, classes_h = algo_h.stylize(batch)
+    assert (classes_h[:, FACTORS.index("hue")] != old[:, FACTORS.index("hue")]).any()
+
+
+def test_debiased_interpolates_labels_with_the_texture_donor(diagvib_train) -> None:
+    from shortcutlab.diagvib.factors import FACTORS
+
+    ds, batch = diagvib_train
+    tex = FACTORS.index("texture")
+    algo = create_algorithm("debiased", 3, TrainConfig(algorithm="debiased"), _context(ds))
+    algo.train()
+    algo.step = 1
+    x, targets, classes = algo.stylize(batch)
+    perm = torch.randperm(10, generator=algo.generator("debiased-donor"))
+    old = batch["classes"].numpy()
+    assert np.array_equal(classes[:, tex], old[perm.numpy(), tex])
+    assert np.array_equal(np.delete(classes, tex, 1), np.delete(old, tex, 1))
+    torch.testing.assert_close(targets, debiased_targets(batch["y"], batch["y"][perm], 3, 0.8))
+    torch.testing.assert_close(x, _render(ds, classes, batch["index"]))
+    # ZGO training couples shape and texture: the donor's label is what its texture says
+    assert (targets.max(1).values < 1).any()
+    out = algo.update(batch)
+    assert np.isfinite(out["loss"])
+
+
+def test_stylized_refuses_texture_prediction_and_image_folders() -> None:
+    from shortcutlab.diagvib.dataset import DiagvibDataset
+    from shortcutlab.diagvib.studies import make_experiment
+
+    spec = make_experiment("ZGO/texture-shape/0", scale=0.002)
+    ctx = _context(DiagvibDataset(spec, "train"))
+    for name in ("stylized", "debiased"):
+        with pytest.raises(TrainError, match="predicts 'texture'"):
+            create_algorithm(name, 3, TrainConfig(algorithm=name), ctx)
+    with pytest.raises(TrainError, match="needs a DiagViB-6 training set"):
+        create_algorithm("stylized", 3, TrainConfig(algorithm="stylized"))
+
+
+# ------------------------------------------- Stylized / Debiased on image folders (AdaIN)
+@pytest.fixture(scope="module")
+def adain_weights(tmp_path_factory: pytest.TempPathFactory):
+    from shortcutlab.train.algorithms.stylized import AdaINStyleTransfer
+
+    torch.manual_seed(0)
+    net = AdaINStyleTransfer()
+    for m in net.decoder.modules():  # a decoder that keeps values in a visible range
+        if isinstance(m, nn.Conv2d):
+            nn.init.normal_(m.weight, std=0.02)
+            nn.init.constant_(m.bias, 0.5 if m.out_channels == 3 else 0.0)
+    path = tmp_path_factory.mktemp("adain") / "adain.pth"
+    torch.save(net.state_dict(), path)
+    return path
+
+
+def test_image_folder_stylized_and_debiased_use_local_adain_weights(adain_weights) -> None:
+    batch = _batch(n=6, size=32)
+    hp = {"style_weights": str(adain_weights)}
+    sty = create_algorithm("stylized", 3, TrainConfig(algorithm="stylized", hparams=hp)).train()
+    assert sty.transfer is not None and not sty.transfer.training  # frozen, always eval
+    x, classes = sty.stylize(batch)
+    assert classes is None and x.shape == batch["x"].shape
+    assert 0.0 <= float(x.min()) and float(x.max()) <= 1.0
+    assert not torch.allclose(x, batch["x"])
+    frozen = {k: v.clone() for k, v in sty.transfer.state_dict().items()}
+    assert np.isfinite(sty.update(batch)["loss"])
+    assert all(torch.equal(v, frozen[k]) for k, v in sty.transfer.state_dict().items())
+    deb = create_algorithm("debiased", 3, TrainConfig(algorithm="debiased", hparams=hp)).train()
+    deb.step = 3
+    _, targets, _ = deb.stylize(batch)
+    perm = torch.randperm(6, generator=deb.generator("debiased-donor"))
+    torch.testing.assert_close(targets, debiased_targets(batch["y"], batch["y"][perm], 3))
+
+
+def test_adain_weights_must_be_local_and_fit(tmp_path) -> None:
+    from shortcutlab.errors import DataNotFoundError
+
+    missing = {"style_weights": str(tmp_path / "none.pth")}
+    with pytest.raises(DataNotFoundError, match="local pretrained weights file"):
+        create_algorithm("stylized", 3, TrainConfig(algorithm="stylized", hparams=missing))
+    bad = tmp_path / "bad.pth"
+    torch.save({"decoder.0.weight": torch.zeros(1)}, bad)
+    with pytest.raises(TrainError, match="do not fit the AdaIN network"):
+        create_algorithm("debiased", 3, TrainConfig(algorithm="debiased",
+                                                    hparams={"style_weights": str(bad)}))
+
+
+def test_sagnet_with_frozen_backbone_trains_only_heads() -> None:
+    cfg = TrainConfig(algorithm="sagnet", model="small_cnn", freeze_backbone=True)
+    algo = create_algorithm("sagnet", 3, cfg).train()
+    assert algo.opt_f is None
+    before = {k: v.clone() for k, v in algo.state_dict().items()}
+    out = algo.update(_batch())
+    assert np.isfinite(out["loss"])
+    assert not _changed(algo, before, "featurizer.")  # weights and BatchNorm statistics
+    assert _changed(algo, before, "content_head.1.")

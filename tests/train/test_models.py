@@ -1,0 +1,147 @@
+"""The model registry: every registered model builds and runs; weights only from local files."""
+
+from __future__ import annotations
+
+from importlib.metadata import EntryPoint
+
+import pytest
+import torch
+from torch import nn
+
+from shortcutlab.errors import DataNotFoundError, TrainError
+from shortcutlab.train import models
+from shortcutlab.train.models import (
+    create_model,
+    get_head,
+    list_models,
+    register_model,
+    split_model,
+)
+
+PAPER_MODELS = {"alexnet", "resnet18", "resnet50", "wide_resnet50_2", "densenet161"}
+
+
+def tiny_factory(num_classes: int) -> nn.Module:
+    """Used by the entry-point test."""
+    return nn.Sequential(nn.Flatten(), nn.LazyLinear(num_classes))
+
+
+def test_registry_has_the_paper_models_and_small_ones() -> None:
+    names = list_models()
+    assert PAPER_MODELS | {"small_cnn", "rn50_in"} <= set(names)
+    assert list_models("resnet*") == ["resnet18", "resnet50"]
+
+
+# Initialising these on CPU costs seconds each; their forward is checked on the meta device
+# (shapes only), the others run a real forward pass.
+HEAVY = {"resnet50", "wide_resnet50_2", "densenet161"}
+
+
+@pytest.mark.parametrize("name", [n for n in list_models() if n != "rn50_in"])
+def test_every_model_outputs_num_classes(name: str) -> None:
+    torch.manual_seed(0)
+    device = torch.device("meta" if name in HEAVY else "cpu")
+    with device:
+        model = create_model(name, 3).eval()
+    with torch.no_grad():
+        out = model(torch.rand(2, 3, 64, 64, device=device))
+    assert out.shape == (2, 3)
+    assert get_head(model).out_features == 3
+    if device.type == "cpu":
+        assert torch.isfinite(out).all()
+
+
+def test_small_cnn_keeps_position_information() -> None:
+    """The head sees a spatial map, so moving a blob changes the features (no global pooling)."""
+    model = create_model("small_cnn", 3).eval()
+    features, _ = split_model(model)
+    a, b = torch.zeros(1, 3, 128, 128), torch.zeros(1, 3, 128, 128)
+    a[..., 10:30, 10:30] = 1
+    b[..., 90:110, 90:110] = 1
+    with torch.no_grad():
+        fa, fb = features(a), features(b)
+    assert fa.shape == fb.shape and fa.shape[1] > 100
+    assert not torch.allclose(fa, fb, atol=1e-3)
+
+
+def test_unknown_model_lists_choices() -> None:
+    with pytest.raises(TrainError, match=r"unknown model 'resnet9'.*small_cnn"):
+        create_model("resnet9", 3)
+
+
+def test_register_model_decorator(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(models, "_REGISTRY", dict(models._REGISTRY))
+
+    @register_model(name="my_net")
+    def _build(num_classes: int, hidden: int = 4) -> nn.Module:
+        return nn.Sequential(
+            nn.Flatten(), nn.Linear(3 * 8 * 8, hidden), nn.Linear(hidden, num_classes)
+        )
+
+    assert "my_net" in list_models("my_*")
+    model = create_model("my_net", 5, hidden=7)
+    assert model(torch.rand(2, 3, 8, 8)).shape == (2, 5)
+    with pytest.raises(TrainError, match="bad keyword arguments for model 'my_net'"):
+        create_model("my_net", 5, nonsense=1)
+
+
+def test_entry_point_models_are_registered(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(models, "_REGISTRY", dict(models._REGISTRY))
+    monkeypatch.setattr(models, "_entry_points_loaded", False)
+    ep = EntryPoint("plugin_net", f"{__name__}:tiny_factory", models.ENTRY_POINT_GROUP)
+    monkeypatch.setattr(models, "entry_points", lambda group: [ep])
+    assert "plugin_net" in list_models()
+    assert create_model("plugin_net", 3)(torch.rand(2, 3, 4, 4)).shape == (2, 3)
+
+
+def test_pretrained_loads_body_and_resizes_head(tmp_path) -> None:
+    torch.manual_seed(1)
+    source = create_model("resnet18", 1000)
+    path = tmp_path / "rn18.pth"
+    torch.save({"state_dict": {f"module.{k}": v for k, v in source.state_dict().items()}}, path)
+    model = create_model("resnet18", 3, pretrained=path)
+    assert torch.equal(model.conv1.weight, source.conv1.weight)
+    assert torch.equal(model.layer4[1].bn2.running_var, source.layer4[1].bn2.running_var)
+    assert model.fc.out_features == 3
+
+
+def test_weights_of_another_architecture_name_it(tmp_path) -> None:
+    path = tmp_path / "cnn.pth"
+    torch.save(create_model("small_cnn", 3).state_dict(), path)
+    with pytest.raises(TrainError, match=r"not for architecture 'resnet18'.*fit small_cnn"):
+        create_model("resnet18", 3, pretrained=path)
+
+
+def test_missing_weights_file_and_rn50_in_without_weights(tmp_path) -> None:
+    with pytest.raises(DataNotFoundError, match="not found"):
+        create_model("resnet18", 3, pretrained=tmp_path / "nope.pth")
+    with pytest.raises(DataNotFoundError, match="rn50_in.*needs pretrained"):
+        create_model("rn50_in", 3)
+
+
+def test_non_tensor_checkpoint_is_refused(tmp_path) -> None:
+    path = tmp_path / "bad.pth"
+    torch.save({"epoch": 3, "note": "no tensors"}, path)
+    with pytest.raises(TrainError, match="state dict"):
+        create_model("small_cnn", 3, pretrained=path)
+
+
+def test_rn50_in_frozen_backbone_trains_only_the_head(tmp_path) -> None:
+    """RN50-IN: ImageNet-style weights (1000-way head) load, backbone and its BatchNorm
+    statistics stay fixed during a training step, the new 3-way head learns."""
+    from shortcutlab.train.algorithms import create_algorithm
+    from shortcutlab.train.config import TrainConfig
+
+    torch.manual_seed(2)
+    path = tmp_path / "rn50.pth"
+    torch.save(create_model("resnet50", 1000).state_dict(), path)
+    algo = create_algorithm("erm", 3, TrainConfig(model="rn50_in", pretrained=str(path), lr=0.1))
+    net = algo.network
+    trainable = {n for n, p in net.named_parameters() if p.requires_grad}
+    assert trainable == {"fc.weight", "fc.bias"}
+    before = {k: v.clone() for k, v in net.state_dict().items()}
+    algo.train()
+    algo.update({"x": torch.rand(4, 3, 64, 64), "y": torch.tensor([0, 1, 2, 0])})
+    after = net.state_dict()
+    changed = {k for k in before if not torch.equal(before[k], after[k])}
+    assert changed == {"fc.weight", "fc.bias"}

@@ -1,0 +1,106 @@
+"""The trainer: mean per-class accuracy, early stopping, best-checkpoint selection, records,
+determinism across processes' runtime options."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from shortcutlab.train.algorithms import register_algorithm
+from shortcutlab.train.algorithms.base import Algorithm
+from shortcutlab.train.config import TrainConfig
+from shortcutlab.train.trainer import EPOCH_COLUMNS, EpochBatches, mean_per_class_accuracy, train
+from tests.train.fake_data import FakeDiagvib
+
+
+def _reference_mpca(y_true: np.ndarray, y_pred: np.ndarray) -> float:
+    recalls = [np.mean(y_pred[y_true == c] == c) for c in sorted(set(y_true.tolist()))]
+    return float(np.mean(recalls))
+
+
+def test_mean_per_class_accuracy_matches_reference() -> None:
+    assert mean_per_class_accuracy(np.array([0, 0, 0, 1]), np.array([0, 0, 1, 1]), 3) == (
+        pytest.approx((2 / 3 + 1) / 2)
+    )
+    g = np.random.default_rng(0)
+    for _ in range(20):
+        y, p = g.integers(0, 3, 50), g.integers(0, 3, 50)
+        assert mean_per_class_accuracy(y, p, 3) == pytest.approx(_reference_mpca(y, p))
+    assert np.isnan(mean_per_class_accuracy(np.array([]), np.array([]), 3))
+
+
+def test_epoch_batches_are_a_seeded_permutation_without_singletons() -> None:
+    sampler = EpochBatches(33, 8, seed=1)
+    batches = list(sampler)
+    flat = [i for b in batches for i in b]
+    assert len(flat) == 32 and len(set(flat)) == 32 and set(flat) <= set(range(33))
+    assert [len(b) for b in batches] == [8, 8, 8, 8]  # the lone 33rd sample is dropped
+    assert batches == list(EpochBatches(33, 8, seed=1))
+    sampler.set_epoch(1)
+    assert list(sampler) != batches
+
+
+DATA = dict(
+    train_ds=FakeDiagvib(96), val_ds=FakeDiagvib(24, split="val"),
+    test_sets={"test": FakeDiagvib(30, split="test", ood=True)},
+)
+CFG = TrainConfig(model="small_cnn", model_kwargs={"width": 8}, epochs=3, batch_size=16, lr=3e-3)
+
+
+def test_training_learns_and_records_every_epoch_and_tag() -> None:
+    res = train("erm", **DATA, config=CFG)
+    assert res.test_acc["test"] > 0.9 and res.val_acc > 0.9
+    frame = res.epochs
+    assert list(frame.columns) == list(EPOCH_COLUMNS)
+    assert sorted(frame["epoch"].unique()) == list(range(res.epochs_run))
+    tags = set(frame["tag"]) - {"all"}
+    assert tags == set(DATA["test_sets"]["test"].tags)
+    per_epoch = frame[frame["tag"] != "all"].groupby("epoch")["n"].sum()
+    assert (per_epoch == 30).all()
+    # the reported numbers are those of the epoch with the lowest validation loss
+    losses = frame.groupby("epoch")["val_loss"].first()
+    assert res.best_epoch == int(losses.idxmin())
+    best = frame[(frame["epoch"] == res.best_epoch) & (frame["tag"] == "all")].iloc[0]
+    assert res.test_acc["test"] == best["acc"] and res.val_loss == best["val_loss"]
+    summary = res.summary()
+    assert summary["test_acc"] == res.test_acc["test"]
+    assert {f"test_acc@{t}" for t in tags} <= set(summary)
+
+
+def test_same_config_same_numbers_whatever_the_runtime_options() -> None:
+    cfg = CFG.replace(epochs=2)
+    first = train("erm", **DATA, config=cfg)
+    again = train(cfg, **DATA, num_workers=1, eval_batch_size=7)
+    assert first.epochs.equals(again.epochs)
+    other_seed = train("erm", **DATA, config=cfg.replace(seed=1))
+    assert not first.epochs["train_loss"].equals(other_seed.epochs["train_loss"])
+
+
+@register_algorithm(name="_frozen_test")
+class _Frozen(Algorithm):
+    """Never learns: validation loss is constant, so early stopping must trigger."""
+
+    def __init__(self, num_classes, config, context=None) -> None:  # noqa: ANN001
+        super().__init__(num_classes, config, context)
+        self.w = torch.nn.Parameter(torch.zeros(num_classes))
+
+    def update(self, batch):  # noqa: ANN001, ANN201
+        return {"loss": 1.0}
+
+    def predict(self, x):  # noqa: ANN001, ANN201
+        return self.w.expand(len(x), -1)
+
+
+def test_early_stopping_on_validation_loss() -> None:
+    cfg = TrainConfig(algorithm="_frozen_test", epochs=10, patience=2)
+    res = train(cfg, **DATA)
+    assert (res.best_epoch, res.epochs_run, res.stopped_early) == (0, 3, True)
+    no_patience = train(cfg.replace(patience=None, epochs=4), **DATA)
+    assert no_patience.epochs_run == 4 and not no_patience.stopped_early
+
+
+def test_keep_best_state_returns_the_best_weights() -> None:
+    res = train("erm", **DATA, config=CFG, keep_best_state=True)
+    assert res.best_state is not None
+    assert any(k.endswith("head.weight") for k in res.best_state)

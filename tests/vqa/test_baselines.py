@@ -1,0 +1,72 @@
+"""Prior baselines, the injected correlation, and a tiny CNN + bag-of-words run."""
+
+import pandas as pd
+import pytest
+
+from shortcutlab.errors import VQAError
+from shortcutlab.vqa.baselines import (
+    CnnBowConfig,
+    answer_prior,
+    inject_correlation,
+    keyword_prior,
+    prior_predictions,
+    question_type_prior,
+    train_cnn_bow,
+)
+from shortcutlab.vqa.loaders import load_easy_vqa
+
+
+def _frame(rows):
+    return pd.DataFrame(rows, columns=["question_id", "QT", "question", "answer"])
+
+
+def test_priors_on_hand_table():
+    train = _frame([
+        ("1", "what color is the", "what color is the banana", "yellow"),
+        ("2", "what color is the", "what color is the banana", "yellow"),
+        ("3", "what color is the", "what color is the sky", "blue"),
+        ("4", "what color is the", "what color is the sky", "blue"),
+        ("5", "what color is the", "what color is the sky", "blue"),
+        ("6", "is the", "is the dog big", "yes"),
+        ("7", "is the", "is the dog big", "yes"),
+        ("8", "is the", "is the cat big", "yes"),
+        ("9", "is the", "is the cat big", "yes"),
+    ])  # fmt: skip
+    test = _frame([("t1", "what color is the", "what color is the banana", "yellow"),
+                   ("t2", "is the", "is the dog big", "no"),
+                   ("t3", "why", "why", "because")])  # fmt: skip
+    assert answer_prior(train, test) == {"t1": "yes", "t2": "yes", "t3": "yes"}
+    assert question_type_prior(train, test) == {"t1": "blue", "t2": "yes", "t3": "yes"}
+    assert keyword_prior(train, test, min_support=2)["t1"] == "yellow"
+    with pytest.raises(VQAError, match="valid choices: answer-prior"):
+        prior_predictions(pd.DataFrame({"split": []}), "oracle")
+
+
+@pytest.fixture(scope="module")
+def easy():
+    return load_easy_vqa()
+
+
+def test_inject_correlation_sets_the_matched_fraction(easy):
+    train = easy.loc[easy["question_id"].str.startswith("train/"), "question_id"].tolist()
+    a = inject_correlation(easy, train, "color", "shape", 0.9, seed=1)
+    assert a == inject_correlation(easy, list(reversed(train)), "color", "shape", 0.9, seed=1)
+    assert len(a) == len(train)
+    rows = easy.set_index("question_id").loc[a]
+    colors = sorted(easy["color"].unique())
+    shapes = sorted(easy["shape"].unique())
+    partner = {c: shapes[i % len(shapes)] for i, c in enumerate(colors)}
+    matched = (rows["color"].map(partner) == rows["shape"]).mean()
+    assert matched == pytest.approx(0.9, abs=0.01)  # natural rate is about 1/3
+    with pytest.raises(VQAError, match="unknown attribute 'size'"):
+        inject_correlation(easy, train, "size", "shape")
+
+
+def test_cnn_bow_tiny_run_is_deterministic(easy):
+    small = easy[easy["image_id"].isin([f"train/{i}" for i in range(40)])]
+    ids = small["question_id"].tolist()
+    cfg = CnnBowConfig(epochs=1, batch_size=64)
+    p1 = train_cnn_bow(small, ids[:300], ids[300:], cfg)
+    p2 = train_cnn_bow(small, ids[:300], ids[300:], cfg)
+    assert p1 == p2 and set(p1) == set(ids[300:])
+    assert set(p1.values()) <= set(small["answer"])

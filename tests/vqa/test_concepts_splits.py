@@ -1,0 +1,211 @@
+"""Concepts by mutual information, the seeded split, grouping, head/tail and relations."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from shortcutlab.errors import VQAError
+from shortcutlab.vqa.concepts import (
+    NONE,
+    SHORTCUTS,
+    ConceptConfig,
+    assign_question_types,
+    compute_concepts,
+    tokenize,
+    top_two,
+)
+from shortcutlab.vqa.splits import (
+    BuildConfig,
+    build_splits,
+    coincidence_matrix,
+    group_flags,
+    imbalance_degree,
+    jaccard_matrix,
+    normalized_entropy,
+    split_questions,
+)
+from shortcutlab.vqa.table import make_table
+
+
+def _table(rows):
+    return make_table(pd.DataFrame(rows, columns=["question_id", "image_id", "question",
+                                                  "question_type", "answer", "objects"]))
+
+
+def test_pmi_picks_the_word_most_tied_to_the_answer():
+    # "banana" always comes with "yellow"; "table" with every answer
+    rows = [
+        (1, 1, "What color is the banana on the table?", "what color is the", "yellow", ["banana"]),
+        (2, 2, "What color is the banana?", "what color is the", "yellow", ["banana"]),
+        (3, 3, "What color is the table?", "what color is the", "brown", ["table"]),
+        (4, 4, "What color is the cup on the table?", "what color is the", "white", ["cup"]),
+    ]
+    c = compute_concepts(_table(rows))
+    # sample 1: PMI(banana, yellow) = log(2*4/(2*2)) > PMI(table, yellow) = log(1*4/(3*2))
+    assert c.loc[0, "KW"] == "banana"
+    assert c.loc[0, "KWP"] == "banana + table"  # ordered by PMI
+    assert c.loc[2, "KW"] == "table"
+    assert c.loc[0, "QT"] == "what color is the"  # prefix excluded from the keywords
+    assert c.loc[0, "QT+KW"] == "what color is the + banana"
+    assert c.loc[0, "KO"] == "banana"
+    assert c.loc[0, "QT+KW+KO"] == "what color is the + banana + banana"
+
+
+def test_top_two_scores_and_ties():
+    items = [["a", "b"], ["b", "a"], ["c"], []]
+    answers = np.array([0, 0, 1, 1])
+    best, second = top_two(items, answers, "pmi")
+    # a and b have equal PMI with answer 0: ties go to the first word of the sample
+    assert best.tolist() == ["a", "b", "c", NONE]
+    assert second.tolist() == ["b", "a", NONE, NONE]
+
+
+def test_agnostic_mode_does_not_depend_on_the_sample_answer():
+    rows = [(i, i, f"is the {w} {v}?", "is the", a, [])
+            for i, (w, v, a) in enumerate([("dog", "big", "yes"), ("dog", "big", "no"),
+                                           ("cat", "big", "yes"), ("cat", "big", "yes")])]
+    t = _table(rows)
+    agn = compute_concepts(t, ConceptConfig(mode="agnostic"))
+    assert agn.loc[0, "KW"] == agn.loc[1, "KW"]  # same question words -> same concept
+    # "big" is in every question: zero mutual information, never chosen over dog/cat
+    assert set(agn["KW"]) <= {"dog", "cat"}
+    with pytest.raises(VQAError, match="valid choices: pmi, agnostic"):
+        ConceptConfig(mode="bogus")
+
+
+def test_stop_words_drop_but_negations_stay():
+    rows = [(1, 1, "Is there not a dog?", "", "yes", []), (2, 2, "Is the dog here?", "", "no", [])]
+    c = compute_concepts(_table(rows), ConceptConfig(question_types=("is the",)))
+    assert c.loc[0, "QT"] == "none of the above"
+    assert c.loc[0, "KWP"] == "not + dog" or c.loc[0, "KWP"] == "dog + not"
+    assert c.loc[1, "KW"] in {"dog", "here"}
+    assert tokenize(["Isn't it RED?"]) == [["isn't", "it", "red"]]
+
+
+def test_longest_question_type_prefix():
+    toks = tokenize(["what color is the cat", "what is it", "why"])
+    assert assign_question_types(toks, ["what", "what color", "what color is the"]) == [
+        "what color is the", "what", "none of the above",
+    ]
+
+
+def test_split_is_seeded_order_free_and_70_5_25():
+    ids = np.array([str(i) for i in range(1000)])
+    a = split_questions(ids, seed=3)
+    b = split_questions(ids[::-1], seed=3)[::-1]
+    assert (a == b).all()
+    assert {k: int((a == k).sum()) for k in ("train", "val", "test")} == {
+        "train": 700, "val": 50, "test": 250,
+    }
+    assert (split_questions(ids, seed=4) != a).any()
+
+
+def test_normalised_entropy():
+    assert normalized_entropy(np.array([5, 5])) == pytest.approx(1.0)
+    assert normalized_entropy(np.array([7])) == 1.0  # one answer: balanced
+    p = np.array([0.9, 0.1])
+    assert normalized_entropy(np.array([9, 1])) == pytest.approx(
+        -(p * np.log(p)).sum() / math.log(2)
+    )
+
+
+def test_group_flags_head_tail_rule():
+    # group 0: answers 0 x8, 1 x1, 2 x1 -> entropy 0.58 < 0.9; mean 10/3, tail < 4
+    # group 1: answers 0 x5, 1 x5 -> balanced; group 2: one answer -> balanced
+    concept = np.array([0] * 10 + [1] * 10 + [2] * 3)
+    answer = np.array([0] * 8 + [1, 2] + [0] * 5 + [1] * 5 + [0] * 3)
+    f = group_flags(concept, answer)
+    assert f.tail.tolist() == [False] * 8 + [True, True] + [False] * 13
+    assert f.head.tolist() == [True] * 8 + [False] * 15
+    assert f.imbalanced.tolist() == [True, False, False]
+    # exact boundary: counts 6,4,4,1 -> mean 3.75, 1.2 x mean = 4.5 ... counts 6 > 4.5 head
+    c2 = np.zeros(15, dtype=int)
+    a2 = np.array([0] * 12 + [1] * 2 + [2])  # mean 5, 1.2 x 5 = 6: count 6 would be head
+    f2 = group_flags(c2, a2)
+    assert f2.tail.sum() == 3 and f2.head.sum() == 12
+    a3 = np.array([0] * 6 + [1] * 3 + [2] * 1 + [3] * 10)  # mean 5: 6 is not < 6
+    f3 = group_flags(np.zeros(20, dtype=int), a3, entropy_threshold=1.0)
+    assert f3.head[:6].all() and f3.tail[6:10].all()
+    assert imbalance_degree(f) == pytest.approx(
+        (f.group_entropy[0] * 10 + 1.0 * 10 + 1.0 * 3) / 23
+    )
+
+
+def test_jaccard_and_coincidence():
+    a = np.array([1, 1, 0, 0], bool)
+    b = np.array([1, 0, 1, 0], bool)
+    j = jaccard_matrix({"A": a, "B": b})
+    assert j.loc["A", "B"] == pytest.approx(1 / 3)
+    c = coincidence_matrix({"A": a, "B": np.array([1, 0, 0, 0], bool)})
+    assert c.loc["A", "B"] == pytest.approx(0.5) and c.loc["B", "A"] == pytest.approx(1.0)
+
+
+def _synthetic(n=3000, seed=0):
+    r = np.random.default_rng(seed)
+    colors = np.array(["red", "blue", "green", "white"])
+    objs = np.array(["banana", "sky", "grass", "cup"])
+    rows = []
+    for i in range(n):
+        o = r.integers(4)
+        skewed = r.random() < 0.8
+        ans = ["yellow", "blue", "green", "white"][o] if skewed else colors[r.integers(4)]
+        rows.append({"question_id": i, "image_id": i // 3,
+                     "question": f"What color is the {objs[o]} near the {objs[r.integers(4)]}?",
+                     "answers": [ans] * 7 + [colors[r.integers(4)]] * 3, "answer": ans,
+                     "objects": [objs[o], objs[(o + 1) % 4]]})  # fmt: skip
+    return make_table(pd.DataFrame(rows))
+
+
+def test_build_splits_end_to_end_invariants():
+    t = _synthetic()
+    sp = build_splits(t, BuildConfig(seed=1))
+    s = sp.samples
+    assert list(sp.statistics["shortcut"]) == list(SHORTCUTS)
+    for k in SHORTCUTS:
+        assert not (s[f"head:{k}"] & s[f"tail:{k}"]).any()
+        ood = sp.ids("test", k)
+        assert set(ood) <= set(sp.ids("test"))
+    assert sp.statistics["test_tail"].sum() > 0
+    diag = np.diag(sp.jaccard.to_numpy())
+    assert ((diag == 1) | np.isnan(diag)).all()  # NaN: a shortcut without head samples
+    # same input, shuffled rows -> same splits and concepts
+    sp2 = build_splits(t.sample(frac=1, random_state=0), BuildConfig(seed=1))
+    a = s.set_index("question_id").sort_index()
+    b = sp2.samples.set_index("question_id").sort_index()
+    pd.testing.assert_frame_equal(a.drop(columns="answers"), b.drop(columns="answers"))
+
+
+def test_samples_without_objects_stay_ungrouped_for_visual_shortcuts():
+    t = _synthetic(n=600)
+    t["objects"] = [[] for _ in range(len(t))]
+    stats = build_splits(t).statistics.set_index("shortcut")
+    assert stats.loc[["KO", "KOP", "QT+KO", "KW+KO", "QT+KW+KO"], "test_tail"].eq(0).all()
+    assert stats.loc["QT", "test_groups"] == 1
+
+
+def test_agnostic_score_is_the_mutual_information_of_word_presence_and_answer():
+    from shortcutlab.vqa.concepts import _scores
+
+    items = [["a", "b"], ["a"], ["b"], ["a", "c"], ["c"], ["b"]]
+    answers = np.array([0, 0, 1, 2, 2, 1])
+    sample = np.array([0, 0, 1, 2, 3, 3, 4, 5])
+    item = np.array([0, 1, 0, 1, 0, 2, 2, 1])  # a=0, b=1, c=2
+    got = _scores(sample, item, answers, 3, "agnostic")
+
+    def mi(word):
+        x = np.array([word in it for it in items])
+        total = 0.0
+        for xv in (True, False):
+            for a in np.unique(answers):
+                p = np.mean((x == xv) & (answers == a))
+                if p > 0:
+                    total += p * np.log(p / (np.mean(x == xv) * np.mean(answers == a)))
+        return total
+
+    expected = [mi("abc"[i]) for i in item]
+    assert got == pytest.approx(expected)
+    pmi = _scores(sample, item, answers, 3, "pmi")
+    # PMI(a, answer 0) for sample 0: f(a,0)=2, f(a)=3, f(0)=2, K=6
+    assert pmi[0] == pytest.approx(np.log(2 * 6 / (3 * 2)))

@@ -1,0 +1,180 @@
+"""Loaders, table validation, scoring and its errors, and the CLI on small synthetic data."""
+
+import json
+import zipfile
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from shortcutlab.cli.main import app
+from shortcutlab.errors import DataNotFoundError, VQAError
+from shortcutlab.vqa.evaluate import parse_predictions, score_splits, score_table
+from shortcutlab.vqa.loaders import load_easy_vqa, load_table
+from shortcutlab.vqa.splits import build_splits
+from shortcutlab.vqa.store import read_samples, write_splits
+from shortcutlab.vqa.table import make_table
+
+QUESTIONS = [
+    {"image_id": 10, "question": "What color is the cat?", "question_id": 100},
+    {"image_id": 11, "question": "How many dogs?", "question_id": 101},
+]
+ANSWERS = [
+    {"question_id": 100, "image_id": 10, "question_type": "what color is the",
+     "multiple_choice_answer": "black", "answer_type": "other",
+     "answers": [{"answer": "black", "answer_confidence": "yes", "answer_id": i}
+                 for i in range(1, 11)]},
+    {"question_id": 101, "image_id": 11, "question_type": "how many",
+     "multiple_choice_answer": "2", "answer_type": "number",
+     "answers": [{"answer": a, "answer_confidence": "yes", "answer_id": i}
+                 for i, a in enumerate(["2"] * 6 + ["two"] * 2 + ["3"] * 2, 1)]},
+]  # fmt: skip
+
+
+def test_vqa_v2_json_with_coco_objects(tmp_path):
+    (tmp_path / "q.json").write_text(json.dumps({"questions": QUESTIONS}))
+    (tmp_path / "a.json").write_text(json.dumps({"annotations": ANSWERS}))
+    coco = {"categories": [{"id": 1, "name": "cat"}, {"id": 2, "name": "dog"}],
+            "annotations": [{"image_id": 10, "category_id": 1}, {"image_id": 11, "category_id": 2},
+                            {"image_id": 11, "category_id": 2}]}  # fmt: skip
+    (tmp_path / "inst.json").write_text(json.dumps(coco))
+    t = load_table([tmp_path / "q.json", tmp_path / "a.json", tmp_path / "inst.json"])
+    assert t["question_id"].tolist() == ["100", "101"]
+    assert t["objects"].tolist() == [["cat"], ["dog"]]
+    assert t.loc[1, "answers"][-1] == "3" and t.loc[1, "answer"] == "2"
+    assert t.loc[0, "question_type"] == "what color is the"
+
+
+def test_vqa_vs_zip_bare_lists(tmp_path):
+    z = tmp_path / "Val.zip"
+    with zipfile.ZipFile(z, "w") as zf:
+        zf.writestr("Val/Val-Ques.json", json.dumps(QUESTIONS))
+        zf.writestr("Val/Val-Ans.json", json.dumps(ANSWERS))
+        zf.writestr("__MACOSX/Val/._Val-Ans.json", "junk")
+    t = load_table(z)
+    assert len(t) == 2 and t.loc[0, "answers"] == ["black"] * 10
+
+
+def test_csv_and_jsonl(tmp_path):
+    csv = tmp_path / "t.csv"
+    csv.write_text('question_id,image_id,question,answers,objects\n'
+                   '1,a,Is it red?,"[""yes"",""no""]",cat|dog\n')  # fmt: skip
+    t = load_table(csv)
+    assert t.loc[0, "answers"] == ["yes", "no"] and t.loc[0, "objects"] == ["cat", "dog"]
+    jl = tmp_path / "t.jsonl"
+    jl.write_text(json.dumps({"question_id": 5, "image_id": 1, "question": "q?",
+                              "answers": ["x"]}) + "\n")  # fmt: skip
+    assert load_table(jl).loc[0, "answer"] == "x"
+
+
+def test_bad_tables_and_data():
+    with pytest.raises(VQAError, match="missing field.*question"):
+        make_table(pd.DataFrame({"question_id": [1], "image_id": [1], "answers": [["a"]]}))
+    dup = pd.DataFrame({"question_id": [1, 1], "image_id": [1, 2], "question": ["a", "b"],
+                        "answers": [["x"], ["y"]]})  # fmt: skip
+    with pytest.raises(VQAError, match="1 duplicate question id.*'1'"):
+        make_table(dup)
+    with pytest.raises(VQAError, match="valid choices: easy-vqa"):
+        load_table("data.parquet")
+    with pytest.raises(DataNotFoundError, match="'missing.csv' does not exist"):
+        load_table("missing.csv")
+
+
+def test_easy_vqa_ids_namespaced_and_attributes_consistent():
+    t = load_easy_vqa()
+    assert t["question_id"].is_unique
+    assert {i.split("/")[0] for i in t["image_id"]} == {"train", "test"}
+    assert "train/0" in set(t["image_id"]) and "test/0" in set(t["image_id"])
+    # the recovered shape/colour must agree with every open question's answer
+    shape_q = t["answer"].isin(["circle", "rectangle", "triangle"])
+    assert (t.loc[shape_q, "answer"] == t.loc[shape_q, "shape"]).all()
+    color_q = ~shape_q & ~t["answer"].isin(["yes", "no"])
+    assert (t.loc[color_q, "answer"] == t.loc[color_q, "color"]).all()
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    r = np.random.default_rng(0)
+    rows = []
+    for i in range(600):
+        o = int(r.integers(3))
+        ans = ["yellow", "blue", "green"][o] if r.random() < 0.8 else str(r.choice(["red", "x"]))
+        rows.append({"question_id": i, "image_id": i, "answers": [ans] * 8 + ["red"] * 2,
+                     "question": f"What color is the {['banana', 'sky', 'grass'][o]}?",
+                     "objects": [["banana", "sky", "grass"][o]]})  # fmt: skip
+    table = make_table(pd.DataFrame(rows))
+    out = tmp_path_factory.mktemp("splits")
+    write_splits(build_splits(table), out, figures=False)
+    return table, out
+
+
+def test_score_splits_values_and_errors(built):
+    table, out = built
+    s = read_samples(out)
+    test = s[s["split"] == "test"]
+    truth = dict(zip(test["question_id"], test["answer"], strict=True))
+    r = score_splits(s, truth)
+    assert r["iid"] == pytest.approx(100.0)  # the majority answer has 8 of 10 votes
+    assert set(r) >= {"iid", "ood", "ood_mean", "head", "tail", "gap", "counts"}
+    wrong = dict.fromkeys(truth, "nothing")
+    assert score_splits(s, wrong)["iid"] == 0.0
+    partial = dict(list(truth.items())[:-3])
+    with pytest.raises(VQAError, match="3 of .* have no prediction.*count-missing-wrong"):
+        score_splits(s, partial)
+    r2 = score_splits(s, partial, count_missing_wrong=True)
+    assert r2["missing"] == 3
+    assert r2["iid"] == pytest.approx(100.0 * (len(truth) - 3) / len(truth))
+    with pytest.raises(VQAError, match="1 prediction.*unknown question ids: 'zzz'"):
+        score_splits(s, {**truth, "zzz": "a"})
+    with pytest.raises(VQAError, match="duplicate question id"):
+        parse_predictions([{"question_id": 1, "answer": "a"}, {"question_id": 1, "answer": "b"}])
+    with pytest.raises(VQAError, match="lacks question_id or answer"):
+        parse_predictions([{"question_id": 1}])
+
+
+def test_score_table_any_question_set(built):
+    table, _ = built
+    preds = dict(zip(table["question_id"], table["answer"], strict=True))
+    r = score_table(table, preds)
+    assert r["overall"] == pytest.approx(100.0) and r["count"] == len(table)
+
+
+def test_cli_build_and_score(tmp_path):
+    rows = [{"question_id": i, "image_id": i % 50, "question": f"is the {w} big?",
+             "answers": json.dumps([a] * 10)}
+            for i, (w, a) in enumerate((["dog", "cat"][i % 2], ["yes", "no"][i % 7 == 0])
+                                       for i in range(400))]  # fmt: skip
+    csv = tmp_path / "d.csv"
+    pd.DataFrame(rows).to_csv(csv, index=False)
+    runner = CliRunner()
+    res = runner.invoke(app, ["vqa", "build", "--data", str(csv), "--out", str(tmp_path / "o"),
+                              "--no-figures"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    summary = json.loads((tmp_path / "o" / "build.json").read_text())
+    preds = [{"question_id": q, "answer": "yes"}
+             for q in json.loads((tmp_path / "o" / "splits.json").read_text())["test"]]
+    (tmp_path / "p.json").write_text(json.dumps(preds))
+    res = runner.invoke(app, ["vqa", "score", str(tmp_path / "p.json"), "--splits",
+                              str(tmp_path / "o"), "--json"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert set(out) >= {"iid", "ood", "ood_mean", "head", "tail"}
+    assert summary["sizes"]["test"] == out["counts"]["iid"] == 100
+    res = runner.invoke(app, ["vqa", "score", str(tmp_path / "p.json"), "--data", str(csv)])
+    assert res.exit_code == 2 and "have no prediction" in res.output
+    res = runner.invoke(app, ["vqa", "build", "--data", str(csv), "--out", str(tmp_path / "x"),
+                              "--mode", "nope"])  # fmt: skip
+    assert res.exit_code == 2 and "valid choices: pmi, agnostic" in res.output
+
+
+def test_split_folder_files_and_incomplete_folder(built, tmp_path):
+    _, out = built
+    names = {p.name for p in out.iterdir()}
+    assert {"samples.parquet", "splits.json", "statistics.csv", "jaccard.csv",
+            "coincidence.csv", "imbalance.csv", "build.json"} <= names  # fmt: skip
+    index = json.loads((out / "splits.json").read_text())
+    assert set(index["ood"]) == set(index["head"]) and len(index["ood"]) == 9
+    assert not set(index["train"]) & set(index["test"])
+    with pytest.raises(DataNotFoundError, match="not a complete VQA-VS split folder"):
+        read_samples(tmp_path)
