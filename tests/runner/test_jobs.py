@@ -38,7 +38,8 @@ def test_job_id_is_the_hash_of_canonical_json() -> None:
 
 
 def test_bad_job_fields_are_named() -> None:
-    with pytest.raises(RunnerError, match=r"unknown job kind 'gpu'; valid choices: diagvib, noop"):
+    # other areas (e.g. BiasBed) register more kinds when imported
+    with pytest.raises(RunnerError, match=r"unknown job kind 'gpu'; valid choices: .*diagvib"):
         Job(experiment="x", kind="gpu")
     with pytest.raises(RunnerError, match=r"scale: .*'big'"):
         Job(experiment="x", scale="big")

@@ -16,6 +16,12 @@ from typing import Any
 import numpy as np
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 @contextmanager
 def atomic_path(target: str | os.PathLike[str], suffix: str = "") -> Iterator[Path]:
     """Yield a temporary path in the target's folder; rename it onto ``target`` on success.
@@ -28,6 +34,7 @@ def atomic_path(target: str | os.PathLike[str], suffix: str = "") -> Iterator[Pa
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=suffix)
     os.close(fd)
     tmp_path = Path(tmp)
+    os.chmod(tmp_path, 0o666 & ~_umask())  # mkstemp makes 0600; results are ordinary files
     try:
         yield tmp_path
         os.replace(tmp_path, target)

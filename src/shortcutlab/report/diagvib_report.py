@@ -1,0 +1,202 @@
+"""The DiagViB-6 HTML report: job status, the paper's tables and figures, model comparison.
+
+:func:`write_report` computes everything first, then writes ``index.html`` (self-contained),
+``metrics.json`` (what ``shortcutlab diagvib metrics --json`` prints) and ``metrics.csv`` (one
+tidy row per number), each atomically. Other areas add sections through
+:data:`EXTRA_SECTIONS` or ``write_report(..., extra_sections=[...])``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from shortcutlab.diagvib.factors import FACTORS
+from shortcutlab.diagvib.metrics import STUDIES, DiagvibMetrics, compute_metrics
+from shortcutlab.errors import DiagvibError
+from shortcutlab.report.html import HtmlReport
+from shortcutlab.utils.io import write_json, write_text
+
+Section = Callable[[HtmlReport, pd.DataFrame], None]
+EXTRA_SECTIONS: list[Section] = []
+_TABLE_FILES = ("jobs.parquet", "jobs.csv")
+
+
+def format_mean_err(mean: float, err: float, scale: float = 1.0, digits: int = 2) -> str:
+    """``"0.95 ± 0.01"``; without the error when it is undefined, an en dash for no mean."""
+    if mean is None or (isinstance(mean, float) and math.isnan(mean)):
+        return "–"
+    text = f"{mean * scale:.{digits}f}"
+    if err is None or (isinstance(err, float) and math.isnan(err)):
+        return text
+    return f"{text} ± {err * scale:.{digits}f}"
+
+
+def _read_table_file(path: Path) -> pd.DataFrame:
+    return pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
+
+
+def load_job_table(source: str | os.PathLike[str]) -> pd.DataFrame:
+    """One job table from a run directory (collected from its job folders, so never stale;
+    a folder holding only ``jobs.parquet``/``jobs.csv`` is read from that file) or from a
+    ``.csv``/``.parquet`` file."""
+    from shortcutlab.runner.collect import collect
+    from shortcutlab.runner.jobs import JOB_FILE
+
+    path = Path(source)
+    if path.is_file():
+        if path.suffix not in (".csv", ".parquet"):
+            raise DiagvibError(f"not a job table: {path} (expected a .csv or .parquet file, "
+                               "or a run directory)")
+        return _read_table_file(path)
+    if not path.is_dir():
+        raise DiagvibError(f"run directory or job table not found: {path}")
+    if any(path.glob(f"*/{JOB_FILE}")):
+        return collect(path)
+    for name in _TABLE_FILES:
+        if (path / name).is_file():
+            return _read_table_file(path / name)
+    raise DiagvibError(f"{path} holds no jobs: expected job folders written by "
+                       "`shortcutlab diagvib run`, or jobs.csv / jobs.parquet")
+
+
+def load_job_tables(sources: Iterable[str | os.PathLike[str]]) -> pd.DataFrame:
+    """Concatenate the job tables of several run directories or files (one report, many
+    models)."""
+    frames = [load_job_table(s) for s in sources]
+    if not frames:
+        raise DiagvibError("no run directories or job tables given")
+    return pd.concat(frames, ignore_index=True, sort=False)
+
+
+def _factor_frame(frame: pd.DataFrame, keys: Sequence[str], err: str = "sem",
+                  scale: float = 1.0, digits: int = 2) -> pd.DataFrame:
+    """Rows ``keys``, one column per factor, cells "mean ± err"."""
+    rows = {}
+    for key, group in frame.groupby(list(keys), sort=False):
+        by_factor = group.set_index("factor")
+        key = key if isinstance(key, tuple) else (key,)
+        rows[key] = {f: format_mean_err(by_factor.at[f, "mean"], by_factor.at[f, err], scale,
+                                        digits) if f in by_factor.index else "–"
+                     for f in FACTORS}
+    out = pd.DataFrame.from_dict(rows, orient="index", columns=list(FACTORS))
+    out.index = pd.MultiIndex.from_tuples(out.index, names=["model" if k == "label" else k
+                                                             for k in keys])
+    return out
+
+
+def _status_section(report: HtmlReport, metrics: DiagvibMetrics) -> None:
+    report.heading("Jobs")
+    status = metrics.status.rename(columns={"label": "model"}).set_index(["model", "study"])
+    report.table(status)
+    failed = metrics.table[metrics.table["status"] == "failed"]
+    if len(failed):
+        cols = [c for c in ("job_id", "label", "experiment", "seed", "error") if c in failed]
+        report.paragraph(f"{len(failed)} failed job(s); rerun `shortcutlab diagvib run` with the "
+                         "same options to retry them:", note=True)
+        report.table(failed[cols].rename(columns={"label": "model"}).set_index(cols[0]))
+    pending = int((metrics.table["status"] == "pending").sum())
+    if pending:
+        report.paragraph(f"{pending} job(s) pending (started but not finished); they are not "
+                         "averaged.", note=True)
+
+
+def _metric_sections(report: HtmlReport, metrics: DiagvibMetrics) -> None:
+    from shortcutlab.report import diagvib_figures as figs
+
+    report.heading("Accuracy without shortcut opportunities (ZSO)")
+    report.paragraph("P_i: mean per-class test accuracy on the training distribution, mean ± "
+                     "standard error over dataset samples; chance is 0.33.")
+    if len(metrics.zso):
+        report.table(_factor_frame(metrics.zso, ["label"]))
+    else:
+        report.paragraph("No ZSO job has finished.", note=True)
+
+    report.heading("Factor aggregates FAAvg and FAMin (paper eqs. 1–2)")
+    report.paragraph(
+        "Accuracy on the out-of-distribution test cells, per predicted factor: the mean (FAAvg) "
+        "or the minimum (FAMin) over the five correlated factors within each dataset sample, "
+        "then mean ± standard error over samples. Values near 0 mean the model predicted the "
+        "factor from its correlated factor: it took the shortcut."
+    )
+    rank = {s: i for i, s in enumerate(STUDIES)}
+    for metric in ("FAAvg", "FAMin"):
+        sub = metrics.aggregates[metrics.aggregates["metric"] == metric]
+        sub = sub.sort_values(["label", "study"], kind="stable",
+                              key=lambda c: c.map(rank) if c.name == "study" else c)
+        report.paragraph(f"{metric}:", note=True)
+        report.table(_factor_frame(sub, ["label", "study"]))
+    studies = set(metrics.aggregates["study"])
+    for sequence, order in figs.SEQUENCES.items():
+        if len(studies & set(order)) >= 2:
+            report.figure(figs.plot_factor_aggregates(metrics, sequence),
+                          f"FAAvg and FAMin from ZSO to ZGO through the {sequence} studies "
+                          f"(paper figure {'4b' if sequence == 'CGO' else '5b'}).")
+
+    report.heading("Accuracy per factor pair (paper figure 4a)")
+    for label in metrics.labels:
+        try:
+            fig = figs.plot_accuracy_matrices(metrics, label)
+        except DiagvibError as exc:
+            report.paragraph(f"{label}: {exc}", note=True)
+            continue
+        report.figure(fig, f"{label}: rows the predicted factor, columns the correlated factor; "
+                           "red below chance (shortcut taken), blue above.")
+
+    if len(metrics.chgo):
+        report.heading("CHGO over ZGO (paper Table 2)")
+        report.paragraph(
+            "Accuracy gain, in percentage points, of the class that had only a shortcut "
+            "opportunity in CHGO over the same pair in ZGO (mean ± std over dataset samples). "
+            "Near 0: the generalisation opportunities of the other classes did not transfer."
+        )
+        report.table(_factor_frame(metrics.chgo, ["label"], err="std", scale=100, digits=1))
+        report.figure(figs.plot_chgo_improvement(metrics), "CHGO − ZGO per factor.")
+
+
+def build_report(table: pd.DataFrame, title: str = "DiagViB-6 shortcut report",
+                 extra_sections: Sequence[Section] = ()) -> tuple[HtmlReport, DiagvibMetrics]:
+    """The report page and the metrics it shows, computed in memory (nothing written)."""
+    from shortcutlab.stats.diagvib import add_comparison_section
+
+    metrics = compute_metrics(table)
+    report = HtmlReport(title)
+    report.paragraph(
+        f"{len(metrics.labels)} model(s): {', '.join(metrics.labels)}. Every accuracy is the "
+        "mean per-class accuracy of the checkpoint with the lowest validation loss (chance 1/3)."
+    )
+    _status_section(report, metrics)
+    _metric_sections(report, metrics)
+    done = metrics.table[metrics.table["status"] == "done"]
+    # compare under the reported names (model, model+algorithm, model@scale=...)
+    named = done.drop(columns=["model", "algorithm"], errors="ignore")
+    add_comparison_section(report, named.rename(columns={"label": "model"}))
+    for section in (*EXTRA_SECTIONS, *extra_sections):
+        section(report, metrics.table)
+    return report, metrics
+
+
+def write_report(
+    sources: pd.DataFrame | Iterable[str | os.PathLike[str]],
+    out_dir: str | os.PathLike[str],
+    title: str = "DiagViB-6 shortcut report",
+    extra_sections: Sequence[Section] = (),
+) -> Path:
+    """Write ``index.html``, ``metrics.json`` and ``metrics.csv`` into ``out_dir``; return the
+    path of ``index.html``. ``sources`` is a job table or run directories / table files."""
+    if isinstance(sources, (str, os.PathLike)):
+        sources = [sources]
+    table = sources if isinstance(sources, pd.DataFrame) else load_job_tables(sources)
+    report, metrics = build_report(table, title, extra_sections)
+    out = Path(out_dir)
+    write_json(out / "metrics.json", metrics.to_dict())
+    write_text(out / "metrics.csv", metrics.to_frame().to_csv(index=False))
+    return report.write(out / "index.html")
+
+
+__all__ = ["EXTRA_SECTIONS", "build_report", "format_mean_err", "load_job_table",
+           "load_job_tables", "write_report"]

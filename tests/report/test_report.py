@@ -1,0 +1,178 @@
+"""The HTML report builder, the DiagViB-6 figures and ``shortcutlab report``."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+from matplotlib.figure import Figure
+from typer.testing import CliRunner
+
+from shortcutlab.cli.main import app
+from shortcutlab.diagvib.factors import FACTORS
+from shortcutlab.diagvib.metrics import compute_metrics, synthetic_table
+from shortcutlab.errors import DiagvibError
+from shortcutlab.report.diagvib_figures import (
+    plot_accuracy_matrices,
+    plot_chgo_improvement,
+    plot_factor_aggregates,
+)
+from shortcutlab.report.diagvib_report import (
+    format_mean_err,
+    load_job_table,
+    load_job_tables,
+    write_report,
+)
+from shortcutlab.report.html import HtmlReport, figure_to_png
+
+
+@pytest.fixture(scope="module")
+def table() -> pd.DataFrame:
+    return synthetic_table(models=("small_cnn", "resnet18"), samples=(0, 1, 2), seeds=(0,))
+
+
+def test_html_escapes_text_and_embeds_figures(tmp_path):
+    report = HtmlReport("a <b> & c")
+    report.heading("x < y", level=3)
+    report.paragraph("<script>alert(1)</script>", note=True)
+    report.table(pd.DataFrame({"acc": [0.5, math.nan]}, index=["m1", "m2"]), "{:.1f}")
+    fig = Figure()
+    fig.subplots().plot([0, 1])
+    report.figure(fig, "a line")
+    html = report.render()
+    assert "<script>" not in html and "&lt;script&gt;" in html
+    assert "<h1>a &lt;b&gt; &amp; c</h1>" in html and "<h3>x &lt; y</h3>" in html
+    assert ">0.5<" in html and "–" in html
+    png = re.search(r'src="data:image/png;base64,([^"]+)"', html)
+    assert png is not None and "<figcaption>a line</figcaption>" in html
+    assert figure_to_png(fig).startswith(b"\x89PNG")
+    path = report.write(tmp_path / "sub" / "r.html")
+    assert path.read_text(encoding="utf-8") == html
+    assert [p.name for p in path.parent.iterdir()] == ["r.html"]  # no temporary file left
+
+
+def test_format_mean_err():
+    assert format_mean_err(0.9512, 0.0123) == "0.95 ± 0.01"
+    assert format_mean_err(0.9512, math.nan) == "0.95"
+    assert format_mean_err(math.nan, 0.1) == "–"
+    assert format_mean_err(-0.021, 0.013, scale=100, digits=1) == "-2.1 ± 1.3"
+
+
+def test_accuracy_matrix_figure_shows_p_ij(table):
+    metrics = compute_metrics(table)
+    fig = plot_accuracy_matrices(metrics, "resnet18", studies=["ZGO"])
+    zso_ax, zgo_ax = fig.axes[:2]
+    assert zgo_ax.get_title() == "ZGO"
+    matrix = metrics.matrix("resnet18", "ZGO")
+    texts = {(round(t.get_position()[1]), round(t.get_position()[0])): t.get_text()
+             for t in zgo_ax.texts}
+    assert len(texts) == 30  # the diagonal stays empty
+    for (r, c), text in texts.items():
+        assert text == f"{matrix.iloc[r, c]:.2f}"
+    assert [t.get_text() for t in zso_ax.get_yticklabels()] == list(FACTORS)
+    with pytest.raises(DiagvibError, match="unknown model 'vgg'; valid choices: resnet18"):
+        plot_accuracy_matrices(metrics, "vgg")
+
+
+def test_aggregate_and_chgo_figures(table):
+    metrics = compute_metrics(table)
+    fig = plot_factor_aggregates(metrics, "FGO", error_bars=True)
+    first = fig.axes[0]
+    assert first.get_title() == FACTORS[0]
+    bottom = fig.axes[len(FACTORS)]  # FAMin row carries the study names
+    assert bottom.get_ylabel() == "FAMin"
+    assert [t.get_text() for t in bottom.get_xticklabels()] == ["ZSO", "FGO-20", "FGO-10",
+                                                                "FGO-5", "ZGO"]
+    assert len(first.get_lines()) >= 3  # chance line + one line per model
+    with pytest.raises(DiagvibError, match="unknown sequence 'XYZ'; valid choices: CGO, FGO"):
+        plot_factor_aggregates(metrics, "XYZ")
+    bars = plot_chgo_improvement(metrics).axes[0].patches
+    assert len(bars) == 2 * len(FACTORS)
+    expected = metrics.chgo.set_index(["label", "factor"])["mean"] * 100
+    heights = sorted(round(b.get_height(), 6) for b in bars)
+    assert heights == sorted(round(v, 6) for v in expected)
+
+
+def test_write_report_files_match_metrics(table, tmp_path):
+    out = tmp_path / "report"
+    index = write_report(table, out)
+    metrics = compute_metrics(table)
+    assert index == out / "index.html"
+    assert json.loads((out / "metrics.json").read_text()) == json.loads(
+        json.dumps(metrics.to_dict()))
+    csv = pd.read_csv(out / "metrics.csv")
+    assert len(csv) == len(metrics.to_frame())
+    assert set(csv["model"]) == {"small_cnn", "resnet18"}
+    html = index.read_text(encoding="utf-8")
+    for text in ("Jobs", "ZSO", "FAAvg", "FAMin", "figure 4a", "Table 2", "figure 4b",
+                 "figure 5b", "Statistical comparison", "Study ZGO", "Iman-Davenport"):
+        assert text in html, text
+    assert html.count("data:image/png;base64") >= 2 + 2 + 1 + 9  # 4b/5b, 4a per model, CHGO, CD
+    assert "http://" not in html and "https://" not in html  # readable offline
+
+
+def test_report_lists_failed_jobs_and_extra_sections(table, tmp_path):
+    failed = table.copy()
+    failed.loc[0, "status"] = "failed"
+    failed["error"] = ""
+    failed.loc[0, "error"] = "RuntimeError: out of memory"
+    seen = []
+
+    def extra(report, frame):
+        seen.append(len(frame))
+        report.heading("An extra section")
+
+    html = write_report(failed, tmp_path, extra_sections=[extra]).read_text(encoding="utf-8")
+    assert "1 failed job(s)" in html and "RuntimeError: out of memory" in html
+    assert "An extra section" in html and seen == [len(table)]
+
+
+def test_bad_table_writes_nothing(table, tmp_path):
+    out = tmp_path / "report"
+    with pytest.raises(DiagvibError, match="lacks required column"):
+        write_report(table.drop(columns="test_acc"), out)
+    assert not out.exists()
+
+
+def test_load_job_tables(table, tmp_path):
+    csv, parquet = tmp_path / "a.csv", tmp_path / "b.parquet"
+    table.iloc[:10].to_csv(csv, index=False)
+    table.iloc[10:25].to_parquet(parquet, index=False)
+    folder = tmp_path / "run"
+    folder.mkdir()
+    table.iloc[25:30].to_csv(folder / "jobs.csv", index=False)
+    both = load_job_tables([csv, parquet, folder])
+    assert len(both) == 30
+    np.testing.assert_allclose(both["test_acc"], table["test_acc"].iloc[:30])
+    with pytest.raises(DiagvibError, match="not found"):
+        load_job_table(tmp_path / "missing")
+    with pytest.raises(DiagvibError, match="not a job table"):
+        (tmp_path / "x.txt").write_text("1")
+        load_job_table(tmp_path / "x.txt")
+    with pytest.raises(DiagvibError, match="holds no jobs"):
+        (tmp_path / "empty").mkdir()
+        load_job_table(tmp_path / "empty")
+
+
+def test_cli_metrics_json_and_report(table, tmp_path):
+    path = tmp_path / "jobs.csv"
+    table.to_csv(path, index=False)
+    runner = CliRunner()
+    res = runner.invoke(app, ["diagvib", "metrics", str(path), "--json"])
+    assert res.exit_code == 0, res.output
+    printed = json.loads(res.output)
+    p = printed["models"]["resnet18"]["ZGO"]["P"]["hue-position"]["mean"]
+    assert p == pytest.approx(compute_metrics(table).matrix("resnet18", "ZGO").loc["hue",
+                                                                                  "position"])
+    res = runner.invoke(app, ["diagvib", "metrics", str(path)])
+    assert res.exit_code == 0 and "FAMin" in res.output
+    res = runner.invoke(app, ["report", str(path), "--out", str(tmp_path / "rep")])
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "rep" / "index.html").is_file()
+    res = runner.invoke(app, ["report", str(tmp_path / "nope"), "--out", str(tmp_path / "r2")])
+    assert res.exit_code == 2 and "not found" in res.output
+    assert not (tmp_path / "r2").exists()
