@@ -48,8 +48,9 @@ def batches(ds: DiagvibDataset, n_batches: int, batch_size: int) -> list[dict[st
     return out
 
 
-def time_steps(name: str, hparams: dict, data: list, ctx: AlgorithmContext,
-               device: torch.device) -> float:
+def time_steps(
+    name: str, hparams: dict, data: list, ctx: AlgorithmContext, device: torch.device
+) -> float:
     torch.manual_seed(0)
     cfg = TrainConfig(algorithm=name, hparams=hparams)
     algo = create_algorithm(name, 3, cfg, ctx).to(device).train()
@@ -79,8 +80,10 @@ def main() -> None:
     ds = DiagvibDataset(spec, "train")
     data = batches(ds, steps, args.batch_size)
     ctx = AlgorithmContext(train_dataset=ds)
-    print(f"device {device}, batch {args.batch_size} x 3x128x128, small_cnn, {steps} steps, "
-          "median seconds per update")
+    print(
+        f"device {device}, batch {args.batch_size} x 3x128x128, small_cnn, {steps} steps, "
+        "median seconds per update"
+    )
     base = None
     for name, hp in SETTINGS:
         if name in ("stylized", "debiased") and device.type != "cpu":

@@ -33,5 +33,12 @@ def folders(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     write_folder(root / "edge", {"red": 0, "green": 1, "blue": 2}, 2, 3)
     (root / "map.csv").write_text("source,target\nn001,red\nn002,green\nn003,green\n")
     (root / "map.json").write_text('{"red": ["n001"], "green": ["n002", "n003"]}')
-    return {"root": root, "train": root / "train", "val": root / "val", "cue": root / "cue",
-            "edge": root / "edge", "map": root / "map.csv", "map_json": root / "map.json"}
+    return {
+        "root": root,
+        "train": root / "train",
+        "val": root / "val",
+        "cue": root / "cue",
+        "edge": root / "edge",
+        "map": root / "map.csv",
+        "map_json": root / "map.json",
+    }

@@ -33,8 +33,13 @@ def test_class_map_formats_agree(folders: dict[str, Path], tmp_path: Path) -> No
 
 
 def test_items_labels_and_skipped_classes(folders: dict[str, Path]) -> None:
-    exp = FolderExperiment(folders["train"], folders["val"],
-                           {"cue": folders["cue"], "edge": folders["edge"]}, folders["map"], 32)
+    exp = FolderExperiment(
+        folders["train"],
+        folders["val"],
+        {"cue": folders["cue"], "edge": folders["edge"]},
+        folders["map"],
+        32,
+    )
     assert exp.label_space() == ("green", "red")
     train, val, tests = exp.datasets()
     assert len(train) == 18 and train.num_classes == 2
@@ -51,8 +56,7 @@ def test_items_labels_and_skipped_classes(folders: dict[str, Path]) -> None:
 
 
 def test_without_map_the_training_classes_are_the_labels(folders: dict[str, Path]) -> None:
-    exp = FolderExperiment(folders["train"], folders["val"], {"v": folders["val"]},
-                           image_size=16)
+    exp = FolderExperiment(folders["train"], folders["val"], {"v": folders["val"]}, image_size=16)
     assert exp.label_space() == ("n001", "n002", "n003")
     train, _, tests = exp.datasets()
     assert train.targets.tolist() == [0] * 6 + [1] * 6 + [2] * 6

@@ -20,28 +20,40 @@ from shortcutlab.biasbed.protocol import (
     run_protocol,
     selection_table,
 )
-from shortcutlab.biasbed.report import rule_gap_frame, write_report
+from shortcutlab.biasbed.report import epoch_curves, rule_gap_frame, write_report
 from shortcutlab.errors import StatsError, TrainError
 from shortcutlab.stats import compare
 
 
 def _experiment(folders: dict[str, Path]) -> FolderExperiment:
-    return FolderExperiment(folders["train"], folders["val"],
-                            {"cue": folders["cue"], "edge": folders["edge"]}, folders["map"], 16)
+    return FolderExperiment(
+        folders["train"],
+        folders["val"],
+        {"cue": folders["cue"], "edge": folders["edge"]},
+        folders["map"],
+        16,
+    )
 
 
 @pytest.fixture(scope="module")
 def protocol_dir(folders: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("protocol")
-    planned = build_protocol_jobs(["erm", "padain"], [_experiment(folders)], runs=2, epochs=3,
-                                  batch_size=6, hparams={"padain": {"p": 0.5}})
+    planned = build_protocol_jobs(
+        ["erm", "padain"],
+        [_experiment(folders)],
+        runs=2,
+        epochs=3,
+        batch_size=6,
+        hparams={"padain": {"p": 0.5}},
+    )
     summary = run_protocol(planned, out, progress=False)
     assert len(summary.done) == 4 and not summary.failed
     return out
 
 
-def test_every_epoch_of_every_run_on_every_test_set(protocol_dir: Path,
-                                                    folders: dict[str, Path]) -> None:
+def test_every_epoch_of_every_run_on_every_test_set(
+    protocol_dir: Path, folders: dict[str, Path]
+) -> None:
     epochs = load_epochs(protocol_dir)
     allrows = epochs[epochs["tag"] == "all"]
     counts = allrows.groupby(["algorithm", "test_set"])[["run", "epoch"]].nunique()
@@ -51,8 +63,14 @@ def test_every_epoch_of_every_run_on_every_test_set(protocol_dir: Path,
     meta = json.loads((protocol_dir / "protocol.json").read_text())["jobs"]
     assert sorted(m["algorithm"] for m in meta.values()) == ["erm", "erm", "padain", "padain"]
     # resumable: running the same protocol again trains nothing
-    planned = build_protocol_jobs(["erm", "padain"], [_experiment(folders)], runs=2, epochs=3,
-                                  batch_size=6, hparams={"padain": {"p": 0.5}})
+    planned = build_protocol_jobs(
+        ["erm", "padain"],
+        [_experiment(folders)],
+        runs=2,
+        epochs=3,
+        batch_size=6,
+        hparams={"padain": {"p": 0.5}},
+    )
     again = run_protocol(planned, protocol_dir, progress=False)
     assert len(again.skipped) == 4 and not again.done
 
@@ -84,8 +102,9 @@ def test_comparison_matches_stats_compare(protocol_dir: Path) -> None:
     per_run = allrows.groupby(["test_set", "algorithm", "run"])["acc"].mean().reset_index()
     manual = compare(per_run.rename(columns={"test_set": "block", "acc": "score"}))
     assert result.chi2 == pytest.approx(manual.chi2)
-    pd.testing.assert_frame_equal(result.means.sort_index(axis=1),
-                                  manual.means.sort_index(axis=1), check_names=False)
+    pd.testing.assert_frame_equal(
+        result.means.sort_index(axis=1), manual.means.sort_index(axis=1), check_names=False
+    )
     with pytest.raises(StatsError, match="unknown selection rule 'oracle'"):
         compare_algorithms(epochs, "oracle")
 
@@ -93,17 +112,50 @@ def test_comparison_matches_stats_compare(protocol_dir: Path) -> None:
 def test_report_files(protocol_dir: Path, tmp_path: Path) -> None:
     written = write_report(protocol_dir, tmp_path / "rep", rule="last_n", n_last=2)
     names = {p.name for p in written}
-    assert {"biasbed.html", "epochs.csv", "selection.csv", "comparison.json",
-            "comparison_cd_diagram.png"} <= names
+    assert {
+        "biasbed.html",
+        "epochs.csv",
+        "selection.csv",
+        "comparison.json",
+        "comparison_cd_diagram.png",
+    } <= names
     html = (tmp_path / "rep" / "biasbed.html").read_text()
     assert "cherry-picking" in html and "Iman-Davenport" in html and "data:image/png" in html
     saved = pd.read_csv(tmp_path / "rep" / "selection.csv")
     assert len(saved) == 4
 
 
+def test_epoch_curves_show_mean_over_runs(protocol_dir: Path) -> None:
+    epochs = load_epochs(protocol_dir)
+    fig = epoch_curves(epochs)
+    panels = [ax for ax in fig.axes if ax.get_title()]
+    assert [ax.get_title() for ax in panels] == ["cue", "edge"]
+    lines = {ln.get_label(): ln for ln in panels[0].get_lines()}
+    assert set(lines) == {"erm", "padain"}
+    sub = epochs[(epochs.algorithm == "erm") & (epochs.test_set == "cue") & (epochs.tag == "all")]
+    expected = sub.groupby("epoch")["acc"].mean().to_numpy()
+    np.testing.assert_allclose(lines["erm"].get_ydata(), expected)
+    np.testing.assert_array_equal(lines["erm"].get_xdata(), [1, 2, 3])
+
+
+def test_scale_only_changes_diagvib_job_ids(folders: dict[str, Path]) -> None:
+    exp = _experiment(folders)
+    ids = {
+        scale: [p.job.job_id for p in build_protocol_jobs(["erm"], [exp], 2, 1, scale=scale)]
+        for scale in (1.0, 0.01)
+    }
+    assert ids[1.0] == ids[0.01] and len(set(ids[1.0])) == 2  # CLI and Python runs are shared
+    diag = [
+        build_protocol_jobs(["erm"], ["diagvib:ZGO/shape-texture/0"], 1, 1, scale=s)[0].job.job_id
+        for s in (0.001, 0.002)
+    ]
+    assert diag[0] != diag[1]
+
+
 def test_same_seed_same_numbers(folders: dict[str, Path], tmp_path: Path) -> None:
-    exp = FolderExperiment(folders["train"], folders["val"], {"cue": folders["cue"]},
-                           folders["map"], 16)
+    exp = FolderExperiment(
+        folders["train"], folders["val"], {"cue": folders["cue"]}, folders["map"], 16
+    )
     frames = []
     for name in ("a", "b"):
         planned = build_protocol_jobs(["sagnet"], [exp], runs=1, epochs=1, batch_size=6)
@@ -133,9 +185,28 @@ def test_cli_on_diagvib(tmp_path: Path) -> None:
     from shortcutlab.cli.main import app
 
     runner = CliRunner()
-    args = ["biasbed", "run", "--algorithm", "erm", "--algorithm", "stylized", "--dataset",
-            "diagvib:ZGO/shape-texture/0", "--scale", "0.001", "--runs", "1", "--epochs", "1",
-            "--batch-size", "16", "--device", "cpu", "--out", str(tmp_path / "runs")]
+    args = [
+        "biasbed",
+        "run",
+        "--algorithm",
+        "erm",
+        "--algorithm",
+        "stylized",
+        "--dataset",
+        "diagvib:ZGO/shape-texture/0",
+        "--scale",
+        "0.001",
+        "--runs",
+        "1",
+        "--epochs",
+        "1",
+        "--batch-size",
+        "16",
+        "--device",
+        "cpu",
+        "--out",
+        str(tmp_path / "runs"),
+    ]
     res = runner.invoke(app, args)
     assert res.exit_code == 0, res.output
     epochs = load_epochs(tmp_path / "runs")
@@ -143,12 +214,24 @@ def test_cli_on_diagvib(tmp_path: Path) -> None:
     assert set(epochs["dataset"]) == {"ZGO/shape-texture/0"}
     assert np.isfinite(epochs["acc"]).all()
     # one block only: the report says why there is no test instead of failing
-    res = runner.invoke(app, ["biasbed", "report", str(tmp_path / "runs"), "--out",
-                              str(tmp_path / "rep")])
+    res = runner.invoke(
+        app, ["biasbed", "report", str(tmp_path / "runs"), "--out", str(tmp_path / "rep")]
+    )
     assert res.exit_code == 0, res.output
     assert "No statistical comparison" in (tmp_path / "rep" / "biasbed.html").read_text()
-    res = runner.invoke(app, ["biasbed", "run", "--algorithm", "stylized", "--dataset",
-                              "diagvib:ZGO/texture-shape/0", "--out", str(tmp_path / "x")])
+    res = runner.invoke(
+        app,
+        [
+            "biasbed",
+            "run",
+            "--algorithm",
+            "stylized",
+            "--dataset",
+            "diagvib:ZGO/texture-shape/0",
+            "--out",
+            str(tmp_path / "x"),
+        ],
+    )
     assert res.exit_code == 2 and "predicts 'texture'" in res.output
 
 
@@ -173,4 +256,5 @@ def test_folder_jobs_register_their_kind_in_fresh_worker_processes(
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["biasbed-folders", "True"]
     assert json.loads(json.dumps(planned[0].job.spec))["train_dir"] == str(
-        folders["train"].resolve())
+        folders["train"].resolve()
+    )

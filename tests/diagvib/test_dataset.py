@@ -56,6 +56,14 @@ def test_items_and_tables(fake: FakeGenerator) -> None:
     selected = [FACTOR_TABLE["hue"].index(c) for c in SPEC.selected["hue"]]
     assert int(item["classes"][hue]) == selected[int(item["y"])]
     assert ds[-1]["index"] == 86
+    # every image carries its cell and cell tag: (Fi, Fj) cell, in or out of training
+    assert item["tag"] == ds.tags[5] and int(item["cell"]) == ds.cells[5]
+    shape = FACTORS.index("shape")
+    b = SPEC.selected["shape"].index(FACTOR_TABLE["shape"].classes[int(item["classes"][shape])])
+    assert int(item["cell"]) == 3 * int(item["y"]) + b
+    assert item["tag"] == f"{int(item['y'])}{b}-id"  # training images lie in training cells
+    test_item = DiagvibDataset(SPEC, "test")[0]
+    assert test_item["tag"].endswith("-ood")
     with pytest.raises(IndexError):
         ds[87]
     meta = ds.metadata()
@@ -71,10 +79,13 @@ def test_getitems_renders_batch_in_one_call(fake: FakeGenerator) -> None:
     batch = next(iter(loader))
     assert fake.calls == [16]
     assert batch["x"].shape == (16, 3, 128, 128) and batch["index"].tolist() == list(range(16))
+    assert batch["tag"] == ds.tags[:16].tolist()
+    assert batch["cell"].tolist() == ds.cells[:16].tolist()
 
 
 def _collect(ds: DiagvibDataset, **loader_kw) -> dict[str, torch.Tensor]:
-    parts: dict[str, list[torch.Tensor]] = {"x": [], "y": [], "index": [], "classes": []}
+    parts: dict[str, list[torch.Tensor]] = {"x": [], "y": [], "index": [], "classes": [],
+                                             "cell": []}
     for batch in DataLoader(ds, shuffle=False, **loader_kw):
         for key in parts:
             parts[key].append(torch.as_tensor(batch[key]))
@@ -170,13 +181,10 @@ def test_export_png_and_errors(tmp_path, fake: FakeGenerator) -> None:
 
 
 def _cli_error(res) -> str:
-    """Message of a failed CLI call. Exit code 2 with the message printed is the goal; with
-    typer's vendored click a ShortcutlabError may still surface as the raised exception."""
-    assert res.exit_code != 0
-    if res.exit_code == 2:
-        return res.output
-    assert isinstance(res.exception, SpecError), res.output
-    return str(res.exception)
+    """Message of a failed CLI call: printed as ``Error: ...``, no traceback, exit code 2."""
+    assert res.exit_code == 2, (res.output, res.exception)
+    assert "Error: " in res.output and "Traceback" not in res.output, res.output
+    return res.output
 
 
 def test_cli_studies_and_export(tmp_path, fake: FakeGenerator) -> None:
@@ -202,6 +210,23 @@ def test_cli_studies_and_export(tmp_path, fake: FakeGenerator) -> None:
     assert "CGO-4" in _cli_error(res) and "CGO-3" in _cli_error(res)
     res = runner.invoke(app, ["diagvib", "export", "ZGO/hue-hue/0", "--out", str(tmp_path / "q")])
     assert "twice" in _cli_error(res)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    for args, needles in [
+        (["--split", "dev"], ["dev", "train, val, test"]),
+        (["--format", "tiff"], ["tiff", "npz, png"]),
+        (["--limit", "0"], ["limit", "0"]),
+        (["--scale", "0"], ["scale", "0"]),
+    ]:
+        res = runner.invoke(app, ["diagvib", "export", "ZGO/hue-shape/0", "--out",
+                                  str(tmp_path / "bad.npz"), *args])
+        msg = _cli_error(res)
+        assert all(n in msg for n in needles), (args, msg)
+    res = runner.invoke(app, ["diagvib", "export", str(tmp_path / "none.yaml"), "--out",
+                              str(tmp_path / "bad.npz")])
+    assert "none.yaml" in _cli_error(res)
+    res = runner.invoke(app, ["diagvib", "studies", "--out", str(tmp_path / "d"), "--samples", "0"])
+    assert "positive" in _cli_error(res)
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing written
 
 
 def test_real_generator_deterministic_across_workers() -> None:

@@ -108,13 +108,23 @@ def test_welch_and_augmentation_strengths():
         augmentation_strength_effects(table, "crop", 3.0)
 
 
-def test_spearman_reproduces_paper_dog_correlations():
+def test_spearman_reproduces_paper_appendix_a4_correlations():
     corr, pvals = spearman_factors_meta_labels(load_annotations("multi"))
     assert corr.shape == (33, 33)
-    # Paper A.4: dog correlates positively with pose and background, negatively with pattern.
-    assert corr.loc["dog", "pose"] > 0 and corr.loc["dog", "background"] > 0
-    assert corr.loc["dog", "pattern"] < 0 and pvals.loc["dog", "pattern"] < 0.05
-    assert corr.loc["color", "pattern"] > 0
+    # Paper section 2.1 / A.4, every claimed sign, each significant at p <= 0.05:
+    # dog: negative with pattern, color, smaller, shape, subcategory; positive with pose and
+    # background. commodity: positive with pattern and color, negative with pose. Factor pairs:
+    # color-pattern, larger-partial view and subcategory-shape positively correlated.
+    claims = [("dog", f, -1) for f in ("pattern", "color", "smaller", "shape", "subcategory")]
+    claims += [("dog", "pose", 1), ("dog", "background", 1), ("commodity", "pattern", 1),
+               ("commodity", "color", 1), ("commodity", "pose", -1), ("color", "pattern", 1),
+               ("larger", "partial_view", 1), ("subcategory", "shape", 1)]
+    for a, b, sign in claims:
+        assert np.sign(corr.loc[a, b]) == sign, (a, b, corr.loc[a, b])
+        assert pvals.loc[a, b] <= 0.05, (a, b)
+    one_hot = (load_annotations("multi").meta_label == META_LABELS.index("dog")).astype(float)
+    pattern = load_annotations("multi").factors[:, FACTORS.index("pattern")]
+    assert corr.loc["dog", "pattern"] == pytest.approx(stats.spearmanr(one_hot, pattern)[0])
 
 
 def test_chi2_train_vs_val_matches_scipy(top_val):

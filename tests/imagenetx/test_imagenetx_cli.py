@@ -129,3 +129,7 @@ def test_predict_bad_input(tmp_path):
                               str(tmp_path / "nowhere"), "--out", str(tmp_path / "p.csv")])
     assert out.exit_code == 2 and "does not exist" in out.output
     assert not (tmp_path / "p.csv").exists()
+    # rn50_in is built from its ImageNet weights: without --weights, say so.
+    out = runner.invoke(app, ["imagenetx", "predict", "--model", "rn50_in", "--imagenet-val",
+                              str(tmp_path), "--out", str(tmp_path / "p.csv")])
+    assert out.exit_code == 2 and "needs its ImageNet weights: pass --weights" in out.output

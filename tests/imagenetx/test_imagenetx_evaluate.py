@@ -10,7 +10,7 @@ from imagenet_x.aggregate import compute_factor_accuracies, compute_factor_metac
 from imagenet_x.prevalence import Prevalence
 
 from shortcutlab.errors import ImagenetXError
-from shortcutlab.imagenetx.annotations import FACTORS, META_LABELS, load_annotations
+from shortcutlab.imagenetx.annotations import FACTORS, META_LABELS, load_annotations, real_labels
 from shortcutlab.imagenetx.evaluate import ERROR_TYPES, bootstrap_ci, evaluate
 from shortcutlab.imagenetx.predictions import (
     Predictions,
@@ -155,3 +155,21 @@ def test_training_partition(error_type):
             evaluate(preds, train, error_type)
     else:
         assert evaluate(preds, train, error_type).average[0] == 1.0
+
+
+@pytest.mark.parametrize("error_type", ERROR_TYPES)
+def test_missing_predictions_are_never_right(top_val, error_type):
+    """A model with predictions for three images only: counts cover exactly those images."""
+    labels = original_labels_predictions()
+    classes = np.full_like(labels.classes, -1)
+    real = real_labels(labels.file_names)
+    annotated = np.isin(labels.file_names, top_val.file_names)
+    label_in_real = (real == labels.classes[0][:, None]).any(axis=1)
+    picked = [int(np.flatnonzero(annotated & label_in_real)[0]),
+              int(np.flatnonzero(annotated & (real[:, 0] < 0))[0])]
+    classes[0, picked] = labels.classes[0, picked]
+    result = evaluate(Predictions(("few",), labels.file_names, classes), top_val, error_type)
+    assert result.evaluated.tolist() == [2]
+    expected = {"class": 1.0, "metaclass": 1.0, "real_class": 0.5}[error_type]
+    assert result.average[0] == expected  # the empty-ReaL image is wrong under real_class
+    assert (result.correct <= result.count).all() and result.count.sum() >= 2

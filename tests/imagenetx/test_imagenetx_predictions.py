@@ -131,3 +131,31 @@ def test_combine_keeps_probabilities_only_when_all_have_them(tmp_path):
     c = Predictions(("c",), np.array(NAMES[:1]), np.array([[0]]))
     assert combine([a, c]).probabilities is None
     pd.testing.assert_index_equal(pd.Index(both.file_names), pd.Index(NAMES[:3]))
+
+
+def test_matrix_duplicate_file_names_are_named(tmp_path):
+    names = np.array([NAMES[0], NAMES[1], NAMES[0]])
+    np.savez(tmp_path / "m.npz", predictions=np.array([[1, 2, 3]]), file_names=names)
+    with pytest.raises(ImagenetXError, match=r"repeat a file name.*lines 1, 3"):
+        read_prediction_matrix(tmp_path / "m.npz")
+
+
+def test_predictions_built_in_python_are_validated():
+    with pytest.raises(ImagenetXError, match=r"0–999.*models b have 1 values"):
+        Predictions(("a", "b"), np.array(NAMES[:2]), np.array([[1, 2], [3, 1000]]))
+    with pytest.raises(ImagenetXError, match="integer class ids"):
+        Predictions(("a",), np.array(NAMES[:2]), np.array([[1.0, 2.0]]))
+    with pytest.raises(ImagenetXError, match=r"shape \(1, 2\); expected \(2 models, 2 images\)"):
+        Predictions(("a", "b"), np.array(NAMES[:2]), np.array([[1, 2]]))
+
+
+def test_training_partition_names_are_checked_against_train_annotations(tmp_path):
+    from shortcutlab.imagenetx.annotations import load_annotations
+
+    train_name = load_annotations("top", "train").file_names[0]
+    path = _csv(tmp_path / "t.csv", [f"{train_name},1,0.1", f"{NAMES[0]},2,0.1"])
+    with pytest.raises(ImagenetXError, match=r"not ImageNet images of the train partition.*"
+                                             r"lines 3$"):
+        read_prediction_csv(path, partition="train")
+    path = _csv(tmp_path / "t.csv", [f"{train_name},1,0.1"])
+    assert read_prediction_csv(path, partition="train").file_names.tolist() == [train_name]

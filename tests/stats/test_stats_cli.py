@@ -2,6 +2,7 @@ import json
 
 import numpy as np
 import pandas as pd
+import pytest
 from typer.testing import CliRunner
 
 from shortcutlab.cli.stats import app
@@ -48,13 +49,44 @@ def test_compare_lower_is_better_flag(tmp_path):
     assert json.loads(res.stdout)["ranks"]["pAdaIN"] == 2.5  # 9 − 6.5
 
 
-def test_compare_bad_input_is_a_clean_error(tmp_path):
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("block,A,B\nx,1,2\ny,3,n/a?\n", "non-numeric value(s) in column 'B': y='n/a?'"),
+        ("block,A,B\nx,1,2\ny,3\n", "line 3 has 2"),  # ragged
+        ("block,A\nx,1\ny,2\n", "≥2 algorithm columns"),  # one algorithm
+        ("block,A,B\nx,1,2\n", "at least 2 blocks"),  # one block
+        ("block,A,B\nx,1,2\ny,nan,3\n", "NaN/inf value(s) in column 'A' at row(s): y"),
+        ("block,algorithm,run,score\nx,A,0,1\nx,A,0,2\nx,B,0,1\n", "duplicated run(s)"),
+    ],
+)
+def test_compare_bad_input_is_a_clean_error_and_writes_nothing(tmp_path, text, message):
     path = tmp_path / "bad.csv"
-    path.write_text("block,A,B\nx,1,2\ny,3,n/a?\n")
-    res = runner.invoke(app, ["compare", str(path)])
+    path.write_text(text)
+    out = tmp_path / "out"
+    res = runner.invoke(app, ["compare", str(path), "--json", "--out", str(out)])
     assert res.exit_code == 2
-    assert "non-numeric" in res.output and "'n/a?'" in res.output
-    assert "Traceback" not in res.output
+    assert message in res.output and "Traceback" not in res.output
+    assert res.stdout == "" and not out.exists()  # no JSON, no half-written outputs
+
+
+def test_compare_long_table_of_runs(tmp_path):
+    rows = [
+        (b, a, r, base + shift + 0.01 * r)
+        for b, base in (("edge", 20.0), ("sketch", 50.0), ("cue", 30.0))
+        for a, shift in (("ERM", 0.0), ("SagNet", 1.0))
+        for r in range(3)
+    ]
+    path = tmp_path / "runs.csv"
+    pd.DataFrame(rows, columns=["test_set", "algorithm", "seed", "acc"]).to_csv(path, index=False)
+    res = runner.invoke(app, ["compare", str(path), "--json"])
+    assert res.exit_code == 0, res.output
+    obj = json.loads(res.stdout)
+    assert obj["ranks"] == {"ERM": 2.0, "SagNet": 1.0} and obj["n_runs"]["edge"]["ERM"] == 3
+    assert obj["std"]["cue"]["SagNet"] == pytest.approx(0.01)
+    assert obj["chi2"] == pytest.approx(3.0) and obj["F"] is None  # all blocks agree
+    res = runner.invoke(app, ["compare", str(path)])
+    assert "20.01 ± 0.01" in res.stdout  # mean ± std over runs in the printed table
 
 
 def test_select_prints_rules_side_by_side(tmp_path):

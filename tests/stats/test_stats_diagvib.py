@@ -61,3 +61,15 @@ def test_report_section():
     html = report.render()
     assert "Study ZGO" in html and "Iman-Davenport" in html and "data:image/png;base64" in html
     assert "Only one model (cnn)" in html  # ZSO has a single model: said plainly
+    assert "3 models over 30 factor pairs" in html
+
+
+def test_report_section_for_single_factor_studies():
+    table = job_table()
+    zso = table[table.study == "ZSO"]
+    other = zso.assign(model="mlp", test_acc=0.5)
+    report = HtmlReport("t")
+    add_comparison_section(report, pd.concat([zso, other]))
+    html = report.render()
+    assert "2 models over 6 predicted factors" in html and "F(1, 5) = ∞" in html
+    assert "read the Friedman p-value instead" in html

@@ -39,8 +39,9 @@ def test_parquet_roundtrip(tmp_path):
 @pytest.mark.parametrize(
     ("text", "match"),
     [
-        ("dataset,A,B\nd1,1,2\nd2,3,4,5\n", "ragged table"),
-        ("dataset,A,B\nd1,1,2\nd2,3\n", r"NaN.*column 'B'.*d2"),
+        ("dataset,A,B\nd1,1,2\nd2,3,4,5\n", r"ragged table .*header has 3 .* line 3 has 4"),
+        ("dataset,A,B\nd1,1,2\nd2,3\n", r"ragged table .*line 3 has 2"),
+        ("dataset,A,B\nd1,1,2\nd2,3,\n", r"NaN.*column 'B'.*d2"),
         ("dataset,A,B\nd1,1,2\nd2,3,oops\n", r"non-numeric.*'B'.*d2='oops'"),
         ("dataset,A\nd1,1\nd2,3\n", "block-name column and ≥2 algorithm"),
         ("dataset,A,B\nd1,1,2\n", "at least 2 blocks.*d1"),
@@ -62,6 +63,15 @@ def test_parquet_roundtrip(tmp_path):
 def test_bad_tables_name_what_is_wrong(tmp_path, text, match):
     with pytest.raises(StatsError, match=match):
         load_table(write(tmp_path, text))
+
+
+def test_in_memory_tables_are_checked_too():
+    df = pd.DataFrame([["x", 1.0, 2.0], ["y", 3.0, 4.0]], columns=["block", "A", "A"])
+    with pytest.raises(StatsError, match="duplicated column name.*A"):
+        parse_table(df)
+    df = pd.DataFrame({"block": ["x", "y"], "A": [1.0, np.nan], "B": [2.0, 3.0]})
+    with pytest.raises(StatsError, match=r"NaN.*column 'A'.*y"):
+        parse_table(df)
 
 
 def test_bad_paths(tmp_path):

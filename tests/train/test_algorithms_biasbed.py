@@ -45,7 +45,8 @@ def _train(name: str, steps: int = 3, **hparams: object):
 
 def _changed(algo: nn.Module, before: dict[str, torch.Tensor], prefix: str) -> bool:
     return any(
-        not torch.equal(v, before[k]) for k, v in algo.state_dict().items()
+        not torch.equal(v, before[k])
+        for k, v in algo.state_dict().items()
         if k.startswith(prefix) and v.is_floating_point()
     )
 
@@ -122,8 +123,9 @@ def test_feature_modules_for_resnet() -> None:
 # ---------------------------------------------------------------------------------- InfoDrop
 def _half_textured(n: int = 2, size: int = 32) -> torch.Tensor:
     img = torch.full((n, 3, size, size), 0.5)
-    img[:, :, :, size // 2 :] = torch.rand(n, 3, size, size // 2, generator=torch.Generator()
-                                           .manual_seed(0))
+    img[:, :, :, size // 2 :] = torch.rand(
+        n, 3, size, size // 2, generator=torch.Generator().manual_seed(0)
+    )
     return img
 
 
@@ -150,8 +152,12 @@ def test_infodrop_drops_low_information_patches_more() -> None:
 
 @pytest.mark.parametrize(
     "device",
-    ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
-        not torch.cuda.is_available(), reason="no CUDA GPU"))],
+    [
+        "cpu",
+        pytest.param(
+            "cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")
+        ),
+    ],
 )
 def test_infodrop_algorithm_trains_on_device(device: str) -> None:
     cfg = TrainConfig(algorithm="infodrop", model="small_cnn", hparams={"layers": 2})
@@ -261,8 +267,7 @@ def _context(ds):
 
 
 def _render(ds, classes: np.ndarray, index: torch.Tensor) -> torch.Tensor:
-    images = ds.generator.render(classes, seed=ds.render_seed, split="train",
-                                 indices=index.numpy())
+    images = ds.generator.render(classes, seed=ds.render_seed, split="train", indices=index.numpy())
     return torch.as_tensor(np.asarray(images)).float() / 255
 
 
@@ -274,8 +279,9 @@ def test_stylized_changes_texture_only_and_keeps_labels(diagvib_train) -> None:
     tex = FACTORS.index("texture")
     # re-rendering with unchanged classes reproduces the dataset's images exactly
     restyler = Restyler.from_context(_context(ds), "stylized")
-    torch.testing.assert_close(restyler.render(batch["classes"].numpy(), batch["index"].numpy()),
-                               batch["x"])
+    torch.testing.assert_close(
+        restyler.render(batch["classes"].numpy(), batch["index"].numpy()), batch["x"]
+    )
     cfg = TrainConfig(algorithm="stylized", seed=2)
     torch.manual_seed(0)
     algo = create_algorithm("stylized", 3, cfg, _context(ds)).train()
@@ -380,8 +386,9 @@ def test_adain_weights_must_be_local_and_fit(tmp_path) -> None:
     bad = tmp_path / "bad.pth"
     torch.save({"decoder.0.weight": torch.zeros(1)}, bad)
     with pytest.raises(TrainError, match="do not fit the AdaIN network"):
-        create_algorithm("debiased", 3, TrainConfig(algorithm="debiased",
-                                                    hparams={"style_weights": str(bad)}))
+        create_algorithm(
+            "debiased", 3, TrainConfig(algorithm="debiased", hparams={"style_weights": str(bad)})
+        )
 
 
 def test_sagnet_with_frozen_backbone_trains_only_heads() -> None:

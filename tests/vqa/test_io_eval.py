@@ -178,3 +178,102 @@ def test_split_folder_files_and_incomplete_folder(built, tmp_path):
     assert not set(index["train"]) & set(index["test"])
     with pytest.raises(DataNotFoundError, match="not a complete VQA-VS split folder"):
         read_samples(tmp_path)
+
+
+def test_vqa_json_bad_inputs_name_the_problem(tmp_path):
+    (tmp_path / "q.json").write_text(json.dumps({"questions": QUESTIONS}))
+    (tmp_path / "a1.json").write_text(json.dumps({"annotations": ANSWERS[:1]}))
+    with pytest.raises(VQAError, match="1 question\\(s\\) have no annotation: 101"):
+        load_table([tmp_path / "q.json", tmp_path / "a1.json"])
+    (tmp_path / "dup.json").write_text(json.dumps({"annotations": ANSWERS + ANSWERS[:1]}))
+    with pytest.raises(VQAError, match="annotations: 1 duplicate question id.*100"):
+        load_table([tmp_path / "q.json", tmp_path / "dup.json"])
+    (tmp_path / "other.json").write_text(json.dumps({"images": []}))
+    with pytest.raises(VQAError, match="unrecognised JSON content; valid choices: VQA questions"):
+        load_table([tmp_path / "q.json", tmp_path / "other.json"])
+    with pytest.raises(VQAError, match="no annotations file"):
+        load_table(tmp_path / "q.json")
+    noq = [{k: v for k, v in q.items() if k != "question"} for q in QUESTIONS]
+    (tmp_path / "noq.json").write_text(json.dumps({"questions": noq}))
+    (tmp_path / "a.json").write_text(json.dumps({"annotations": ANSWERS}))
+    with pytest.raises(VQAError, match="missing field\\(s\\) question;"):
+        load_table([tmp_path / "noq.json", tmp_path / "a.json"])
+
+
+def test_easy_vqa_pixels_recover_hidden_shape_and_colour():
+    import easy_vqa
+
+    from shortcutlab.vqa.loaders import _fill_from_pixels, _mine_attributes
+
+    texts, answers, images = easy_vqa.get_train_questions()
+    mined = _mine_attributes(texts, answers, images)
+    full = sorted(k for k, v in mined.items() if len(v) == 2)[:400]
+    paths = easy_vqa.get_train_image_paths()
+    hidden = set(full[::4])
+    known = {k: ({} if k in hidden else dict(mined[k])) for k in full}
+    filled = _fill_from_pixels(known, {k: paths[k] for k in full})
+    for attr in ("shape", "color"):
+        hits = sum(filled[k][attr] == mined[k][attr] for k in hidden)
+        assert hits >= 0.97 * len(hidden), attr  # measured on all 4,000 images: >= 99.6 %
+
+
+def test_predictions_must_have_usable_answers():
+    with pytest.raises(VQAError, match="entry 1 \\(question_id 2\\) has answer None"):
+        parse_predictions([{"question_id": 1, "answer": "a"}, {"question_id": 2, "answer": None}])
+    assert parse_predictions({"5": 2}) == {"5": "2"}
+    with pytest.raises(VQAError, match="expected a JSON list"):
+        parse_predictions("yes")
+
+
+def test_ood_head_and_tail_scores_are_means_over_their_sets(built):
+    _, out = built
+    s = read_samples(out)
+    test = s[s["split"] == "test"]
+    preds = dict.fromkeys(test["question_id"], "yellow")
+    r = score_splits(s, preds)
+    for k in ("QT", "KW", "KO"):
+        for part, key in (("tail", "ood"), ("head", "head")):
+            rows = test[test[f"{part}:{k}"]]
+            if len(rows):
+                # eight of the ten human answers are the label: all or nothing per question
+                expected = 100 * np.mean([a.count("yellow") == 8 for a in rows["answers"]])
+                assert r[key][k] == pytest.approx(expected)
+                assert r["counts"][key][k] == len(rows)
+    valid = [v for v in r["ood"].values() if v is not None]
+    assert r["ood_mean"] == pytest.approx(np.mean(valid))
+    assert r["gap"] == pytest.approx(r["iid"] - r["ood_mean"])
+
+
+def test_cli_baselines_and_score_on_any_question_set(built, tmp_path):
+    table, out = built
+    runner = CliRunner()
+    res = runner.invoke(app, ["vqa", "baselines", "--splits", str(out), "--out",
+                              str(tmp_path / "b")])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    preds = json.loads((tmp_path / "b" / "predictions-question-type-prior.json").read_text())
+    scores = json.loads((tmp_path / "b" / "scores.json").read_text())
+    assert set(scores) == {"answer-prior", "question-type-prior", "keyword-prior"}
+    s = read_samples(out)
+    mine = score_splits(s, {p["question_id"]: p["answer"] for p in preds})
+    assert scores["question-type-prior"]["iid"] == pytest.approx(mine["iid"])
+    res = runner.invoke(app, ["vqa", "baselines", "--splits", str(out), "--out",
+                              str(tmp_path / "c"), "--inject", "color:shape"])  # fmt: skip
+    assert res.exit_code == 2 and "must look like ATTR_A:ATTR_B:STRENGTH" in res.output
+    res = runner.invoke(app, ["vqa", "baselines", "--splits", str(out), "--out",
+                              str(tmp_path / "c"), "--inject", "color:shape:0.9"])  # fmt: skip
+    assert res.exit_code == 2 and "add --model cnn-bow" in res.output
+    # --data: score any annotated question set (here the whole table, answered perfectly)
+    csv = tmp_path / "all.csv"
+    t = table.assign(answers=[json.dumps(a) for a in table["answers"]],
+                     objects=[json.dumps(o) for o in table["objects"]])  # fmt: skip
+    t.to_csv(csv, index=False)
+    perfect = [{"question_id": q, "answer": a}
+               for q, a in zip(table["question_id"], table["answer"], strict=True)]  # fmt: skip
+    (tmp_path / "perfect.json").write_text(json.dumps(perfect))
+    res = runner.invoke(app, ["vqa", "score", str(tmp_path / "perfect.json"), "--data", str(csv),
+                              "--json"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.output)["overall"] == pytest.approx(100.0)
+    res = runner.invoke(app, ["vqa", "score", str(tmp_path / "perfect.json"), "--splits",
+                              str(out), "--data", str(csv)])  # fmt: skip
+    assert res.exit_code == 2 and "exactly one of --splits DIR or --data" in res.output

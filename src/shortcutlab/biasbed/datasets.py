@@ -89,8 +89,9 @@ def load_class_map(path: str | os.PathLike[str]) -> dict[str, str]:
                 )
             _add(mapping, row[0].strip(), row[1].strip(), path)
     else:
-        raise BiasbedDataError(unknown_choice("class map format", suffix or path.name,
-                                              (".csv", ".json")))
+        raise BiasbedDataError(
+            unknown_choice("class map format", suffix or path.name, (".csv", ".json"))
+        )
     if not mapping:
         raise BiasbedDataError(f"class map {str(path)!r} is empty")
     return mapping
@@ -143,7 +144,8 @@ class ImageFolderDataset(Dataset):
         self.skipped: dict[str, int] = {}
         for cls in _list_classes(self.root):
             files = sorted(
-                p for p in (self.root / cls).rglob("*")
+                p
+                for p in (self.root / cls).rglob("*")
                 if p.is_file() and p.suffix.lower() in IMAGE_EXTENSIONS
             )
             target = mapping.get(cls, cls)
@@ -217,8 +219,9 @@ class FolderExperiment:
             return tuple(sorted(set(mapping.values())))
         return tuple(_list_classes(Path(self.train_dir)))
 
-    def datasets(self) -> tuple[ImageFolderDataset, ImageFolderDataset,
-                                dict[str, ImageFolderDataset]]:
+    def datasets(
+        self,
+    ) -> tuple[ImageFolderDataset, ImageFolderDataset, dict[str, ImageFolderDataset]]:
         """(train, val, {test name: dataset}) in one label space."""
         labels, mapping = self.label_space(), self.mapping()
 
@@ -230,6 +233,7 @@ class FolderExperiment:
 
     def describe(self) -> dict[str, Any]:
         """JSON-compatible description with absolute paths (hashed into the run's job id)."""
+
         def absolute(path: Path) -> str:  # workers on other machines/cwds find the same data
             return str(Path(path).expanduser().resolve())
 
@@ -272,6 +276,6 @@ def parse_dataset(text: str) -> str:
         )
     from shortcutlab.diagvib.studies import parse_experiment_name
 
-    name = text[len(DIAGVIB_PREFIX):]
+    name = text[len(DIAGVIB_PREFIX) :]
     parse_experiment_name(name)
     return name

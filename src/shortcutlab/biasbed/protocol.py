@@ -91,8 +91,15 @@ def folders_job(job: Job, device: str) -> JobOutput:
     train_ds, val_ds, tests = folder.datasets()
     torch_device = resolve_device(device)
     context = AlgorithmContext(train_dataset=train_ds, device=torch_device)
-    res = train(job.train.algorithm, train_ds, val_ds, tests, job.train, device=torch_device,
-                context=context)
+    res = train(
+        job.train.algorithm,
+        train_ds,
+        val_ds,
+        tests,
+        job.train,
+        device=torch_device,
+        context=context,
+    )
     summary = res.summary()
     summary["labels"] = len(train_ds.labels)
     return JobOutput(summary, res.epochs)
@@ -157,19 +164,31 @@ def build_protocol_jobs(
                 label = "folders" if folder_no == 1 else f"folders{folder_no}"
             dataset.datasets()  # fail now on bad folders or class maps, not in every job
             experiment, kind, spec = FOLDERS_PREFIX + label, FOLDERS_KIND, dataset.describe()
+            job_scale = 1.0  # the DiagViB-6 size factor means nothing here: keep it out of the id
         else:
             experiment, kind, spec = parse_dataset(dataset), "diagvib", None
-            label = experiment
+            label, job_scale = experiment, scale
         for algorithm in algorithms:
             for r in range(runs):
                 config = TrainConfig(
-                    model=model, algorithm=algorithm, epochs=epochs, patience=None,
-                    seed=first_seed + r, batch_size=batch_size, lr=lr,
+                    model=model,
+                    algorithm=algorithm,
+                    epochs=epochs,
+                    patience=None,
+                    seed=first_seed + r,
+                    batch_size=batch_size,
+                    lr=lr,
                     hparams=dict(hparams.get(algorithm, {})),
                 )
                 cls = BiasbedJob if kind == FOLDERS_KIND else Job
-                job = cls(experiment=experiment, scale=scale, benchmark_seed=benchmark_seed,
-                          train=config, kind=kind, spec=spec)
+                job = cls(
+                    experiment=experiment,
+                    scale=job_scale,
+                    benchmark_seed=benchmark_seed,
+                    train=config,
+                    kind=kind,
+                    spec=spec,
+                )
                 planned.append(PlannedRun(job, algorithm, label, r))
     _check_algorithms(planned)
     return planned
@@ -230,13 +249,24 @@ def run_protocol(
     jobs = read_protocol(out) if path.is_file() else {}
     for p in planned:
         jobs[p.job.job_id] = {
-            "algorithm": p.algorithm, "dataset": p.dataset, "run": p.run,
-            "seed": p.job.train.seed, "kind": p.job.kind, "experiment": p.job.experiment,
-            "model": p.job.train.model, "epochs": p.job.train.epochs,
+            "algorithm": p.algorithm,
+            "dataset": p.dataset,
+            "run": p.run,
+            "seed": p.job.train.seed,
+            "kind": p.job.kind,
+            "experiment": p.job.experiment,
+            "model": p.job.train.model,
+            "epochs": p.job.train.epochs,
         }
     write_json(path, {"version": 1, "jobs": jobs})
-    return run_jobs([p.job for p in planned], out, backend=backend, workers=workers,
-                    device=device, progress=progress)
+    return run_jobs(
+        [p.job for p in planned],
+        out,
+        backend=backend,
+        workers=workers,
+        device=device,
+        progress=progress,
+    )
 
 
 def load_epochs(out: str | Path) -> pd.DataFrame:
@@ -258,8 +288,11 @@ def load_epochs(out: str | Path) -> pd.DataFrame:
     if table["model"].nunique() > 1:  # several models in one folder: compare algorithm/model
         table["algorithm"] = table["algorithm"].astype(str) + "/" + table["model"].astype(str)
     table = table[table["test_set"].astype(str) != ""]
-    return table.sort_values(["dataset", "algorithm", "run", "epoch", "test_set", "tag"],
-                             kind="stable", ignore_index=True)
+    return table.sort_values(
+        ["dataset", "algorithm", "run", "epoch", "test_set", "tag"],
+        kind="stable",
+        ignore_index=True,
+    )
 
 
 def default_n_last(epochs: pd.DataFrame) -> int:
@@ -272,8 +305,9 @@ def selection_table(epochs: pd.DataFrame, n_last: int | None = None) -> pd.DataF
     """How the rule changes the numbers (BiasBed Table 1): per (algorithm, dataset, test set)
     mean and std over runs for each rule, and each rule's difference to the oracle."""
     n = default_n_last(epochs) if n_last is None else n_last
-    return compare_rules(epochs, RULES, n_last=n, run_col="run",
-                         group_cols=["algorithm", "dataset"])
+    return compare_rules(
+        epochs, RULES, n_last=n, run_col="run", group_cols=["algorithm", "dataset"]
+    )
 
 
 def compare_algorithms(

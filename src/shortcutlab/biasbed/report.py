@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
@@ -65,28 +65,31 @@ def epoch_curves(epochs: pd.DataFrame) -> Figure:
     shown = panels[:MAX_CURVE_PANELS]
     ncols = min(3, len(shown))
     nrows = -(-len(shown) // ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(4.2 * ncols, 3.0 * nrows), squeeze=False)
+    fig = Figure(figsize=(4.2 * ncols, 3.0 * nrows))  # no pyplot: no global figure registry
+    axes = np.asarray(fig.subplots(nrows, ncols, squeeze=False))
     for ax, (dataset, test_set) in zip(axes.flat, shown, strict=False):
         sub = data[(data["dataset"] == dataset) & (data["test_set"] == test_set)]
         for algorithm, grp in sub.groupby("algorithm", sort=True):
             stats = grp.groupby("epoch")["acc"].agg(["mean", "std"]).fillna({"std": 0.0})
             x = stats.index.to_numpy() + 1
             ax.plot(x, stats["mean"], label=str(algorithm))
-            ax.fill_between(x, stats["mean"] - stats["std"], stats["mean"] + stats["std"],
-                            alpha=0.2)
+            ax.fill_between(
+                x, stats["mean"] - stats["std"], stats["mean"] + stats["std"], alpha=0.2
+            )
         ax.set_title(f"{dataset}/{test_set}" if several else str(test_set), fontsize=9)
         ax.set_xlabel("epoch")
         ax.set_ylabel("accuracy")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    for ax in list(axes.flat)[len(shown):]:
+    for ax in list(axes.flat)[len(shown) :]:
         ax.axis("off")
     axes.flat[0].legend(fontsize=8)
     fig.tight_layout()
     return fig
 
 
-def _rank_table(epochs: pd.DataFrame, n_last: int, alpha: float) -> tuple[pd.DataFrame,
-                                                                          dict[str, str]]:
+def _rank_table(
+    epochs: pd.DataFrame, n_last: int, alpha: float
+) -> tuple[pd.DataFrame, dict[str, str]]:
     ranks, errors = {}, {}
     for rule in RULES:
         try:
@@ -134,8 +137,9 @@ def add_biasbed_section(
     report.table(rule_gap_frame(table, "last_n"))
     report.paragraph("All rules, mean and standard deviation over runs:", note=True)
     report.table(table.set_index(["algorithm", "dataset", "test_set"]), float_format="{:.4f}")
-    report.figure(epoch_curves(epochs),
-                  caption="Test accuracy per epoch: mean over runs, shaded ± one std.")
+    report.figure(
+        epoch_curves(epochs), caption="Test accuracy per epoch: mean over runs, shaded ± one std."
+    )
 
     report.heading("Statistical comparison (Friedman, Iman-Davenport, Nemenyi)", 3)
     result, error = None, ""
@@ -148,8 +152,11 @@ def add_biasbed_section(
             "test sets or datasets, or algorithms."
         )
     if result is not None:
-        verdict = ("the algorithms differ significantly" if result.significant
-                   else "no significant difference between the algorithms")
+        verdict = (
+            "the algorithms differ significantly"
+            if result.significant
+            else "no significant difference between the algorithms"
+        )
         f_text = f"{result.F:.3f}" if result.F != float("inf") else "∞"
         report.paragraph(
             f"Rule: {rule_label(rule, n)}. {len(result.algorithms)} algorithms over "
@@ -165,8 +172,13 @@ def add_biasbed_section(
         if not ranks.empty:
             report.paragraph("Mean rank of each algorithm under each selection rule:", note=True)
             report.table(ranks)
-    return {"epochs": epochs, "selection": table, "comparison": result,
-            "comparison_error": error, "n_last": n}
+    return {
+        "epochs": epochs,
+        "selection": table,
+        "comparison": result,
+        "comparison_error": error,
+        "n_last": n,
+    }
 
 
 def write_report(

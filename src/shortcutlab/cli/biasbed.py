@@ -35,22 +35,30 @@ def _clean_errors(fn: F) -> F:
 @_clean_errors
 def run(
     algorithm: list[str] = typer.Option(
-        ..., "--algorithm", help="Algorithm to run (erm, padain, sagnet, infodrop, stylized, "
-        "debiased, ...); repeat for several."
+        ...,
+        "--algorithm",
+        help="Algorithm to run (erm, padain, sagnet, infodrop, stylized, "
+        "debiased, ...); repeat for several.",
     ),
     dataset: list[str] = typer.Option(
-        None, "--dataset", help="DiagViB-6 experiment, e.g. diagvib:ZGO/shape-texture/0; "
-        "repeat for several (each test set of each dataset is one block)."
+        None,
+        "--dataset",
+        help="DiagViB-6 experiment, e.g. diagvib:ZGO/shape-texture/0; "
+        "repeat for several (each test set of each dataset is one block).",
     ),
     train_dir: Path = typer.Option(None, help="Image folder for training (<dir>/<class>/*)."),
-    val_dir: Path = typer.Option(None, help="Image folder for validation (training "
-                                 "distribution; used by the best-validation rule)."),
+    val_dir: Path = typer.Option(
+        None,
+        help="Image folder for validation (training "
+        "distribution; used by the best-validation rule).",
+    ),
     test_dir: list[str] = typer.Option(
         None, "--test-dir", help="Test image folder as NAME=DIR; repeat for several."
     ),
     class_map: Path = typer.Option(
-        None, help="CSV (source,target) or JSON mapping folder class names to labels, "
-        "e.g. 1000 ImageNet ids to 16 classes."
+        None,
+        help="CSV (source,target) or JSON mapping folder class names to labels, "
+        "e.g. 1000 ImageNet ids to 16 classes.",
     ),
     name: str = typer.Option("folders", help="Name of the image-folder dataset in tables."),
     image_size: int = typer.Option(224, help="Image-folder images are resized/cropped to this."),
@@ -95,20 +103,35 @@ def run(
                 "an image-folder dataset needs --train-dir, --val-dir and at least one "
                 "--test-dir NAME=DIR"
             )
-        datasets.append(FolderExperiment(
-            train_dir=train_dir, val_dir=val_dir, test_dirs=parse_test_dirs(test_dir),
-            class_map=class_map, image_size=image_size,
-        ))
+        datasets.append(
+            FolderExperiment(
+                train_dir=train_dir,
+                val_dir=val_dir,
+                test_dirs=parse_test_dirs(test_dir),
+                class_map=class_map,
+                image_size=image_size,
+            )
+        )
     elif class_map is not None:
         raise ProtocolError("--class-map applies to image folders; give --train-dir too")
     planned = build_protocol_jobs(
-        algorithm, datasets, runs, epochs, model=model, scale=scale, first_seed=first_seed,
-        batch_size=batch_size, lr=lr, hparams=parse_hparams(hparam or []),
+        algorithm,
+        datasets,
+        runs,
+        epochs,
+        model=model,
+        scale=scale,
+        first_seed=first_seed,
+        batch_size=batch_size,
+        lr=lr,
+        hparams=parse_hparams(hparam or []),
         dataset_names=[name],
     )
     console = Console()
-    console.print(f"{len(planned)} runs ({len(algorithm)} algorithms x {len(datasets)} datasets "
-                  f"x {runs} runs) -> {out}")
+    console.print(
+        f"{len(planned)} runs ({len(algorithm)} algorithms x {len(datasets)} datasets "
+        f"x {runs} runs) -> {out}"
+    )
     summary = run_protocol(planned, out, backend=backend, workers=workers, device=device)
     console.print(
         f"done {len(summary.done)}, skipped {len(summary.skipped)} (already done), failed "
@@ -126,8 +149,9 @@ def report(
     run_dir: Path = typer.Argument(..., help="Run folder written by `biasbed run`."),
     out: Path = typer.Option(Path("report"), "--out", help="Folder for the report files."),
     rule: str = typer.Option(
-        "best_validation", help="Selection rule for the comparison: best_validation | last_n | "
-        "best_epoch (the oracle, cherry-picking)."
+        "best_validation",
+        help="Selection rule for the comparison: best_validation | last_n | "
+        "best_epoch (the oracle, cherry-picking).",
     ),
     last_n: int = typer.Option(None, help="Epochs averaged by last_n (default: last 30%)."),
     alpha: float = typer.Option(0.05, help="Significance level."),

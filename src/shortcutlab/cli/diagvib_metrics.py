@@ -11,7 +11,6 @@ from rich.console import Console
 from rich.table import Table
 
 from shortcutlab.diagvib.factors import FACTORS
-from shortcutlab.errors import ShortcutlabError
 
 
 def _factor_table(title: str, frame: pd.DataFrame, keys: list[str], err: str = "sem",
@@ -35,16 +34,6 @@ def _factor_table(title: str, frame: pd.DataFrame, keys: list[str], err: str = "
     return table
 
 
-def fail_cleanly(exc: ShortcutlabError) -> typer.Exit:
-    """Print a ShortcutlabError like click does (no traceback) and return the exit to raise.
-
-    Needed because typer >= 0.20 vendors its own click, whose handler does not catch the
-    ``click.ClickException`` that ShortcutlabError derives from.
-    """
-    typer.echo(f"Error: {exc.message}", err=True)
-    return typer.Exit(exc.exit_code)
-
-
 def metrics(
     dirs: list[Path] = typer.Argument(
         ..., help="Run directories of `diagvib run` (or jobs.csv/jobs.parquet files)."
@@ -61,10 +50,7 @@ def metrics(
     from shortcutlab.diagvib.metrics import STUDIES, compute_metrics
     from shortcutlab.report.diagvib_report import load_job_tables
 
-    try:
-        result = compute_metrics(load_job_tables(dirs))
-    except ShortcutlabError as exc:
-        raise fail_cleanly(exc) from None
+    result = compute_metrics(load_job_tables(dirs))
     if as_json:
         typer.echo(json.dumps(result.to_dict(), sort_keys=True, allow_nan=False))
         return

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING
 import typer
 from rich.console import Console
 
+from shortcutlab.cli.errors import clean_errors
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -172,6 +174,6 @@ def traverse(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("factors")(factors)
-    app.command("render")(render)
-    app.command("traverse")(traverse)
+    app.command("factors")(clean_errors(factors))
+    app.command("render")(clean_errors(render))
+    app.command("traverse")(clean_errors(traverse))

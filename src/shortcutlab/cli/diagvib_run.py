@@ -2,33 +2,9 @@
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
 
 import typer
-
-from shortcutlab.errors import ShortcutlabError
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def _clean_errors(func: F) -> F:
-    """Print a ShortcutlabError as one line on stderr and exit with its code (no traceback);
-    needed while typer vendors its own click and does not recognise click.ClickException."""
-
-    @functools.wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return func(*args, **kwargs)
-        except ShortcutlabError as exc:
-            from rich.console import Console
-
-            Console(stderr=True).print(f"Error: {exc.message}", markup=False, highlight=False)
-            raise typer.Exit(code=exc.exit_code) from exc
-
-    return wrapper  # type: ignore[return-value]
 
 
 def run(
@@ -126,5 +102,5 @@ def collect(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("run")(_clean_errors(run))
-    app.command("collect")(_clean_errors(collect))
+    app.command("run")(run)
+    app.command("collect")(collect)

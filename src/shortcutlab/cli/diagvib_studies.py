@@ -8,6 +8,8 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from shortcutlab.cli.errors import clean_errors
+
 
 def studies(
     out: Path = typer.Option(..., "--out", help="Folder for the YAML specs and index.csv."),
@@ -70,5 +72,5 @@ def export(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("studies")(studies)
-    app.command("export")(export)
+    app.command("studies")(clean_errors(studies))
+    app.command("export")(clean_errors(export))

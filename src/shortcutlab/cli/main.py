@@ -10,6 +10,8 @@ import importlib
 
 import typer
 
+from shortcutlab.cli.errors import wrap_commands
+
 app = typer.Typer(
     name="shortcutlab",
     help="Find out whether a vision model takes shortcuts, and which ones.",
@@ -43,6 +45,8 @@ for _name in ("report", "demo"):
             raise
         continue
     _module.register(app)
+
+wrap_commands(app)
 
 
 def main() -> None:

@@ -19,14 +19,9 @@ def report(
 
     The HTML embeds its figures, so the single file reads offline in any browser.
     """
-    from shortcutlab.cli.diagvib_metrics import fail_cleanly
-    from shortcutlab.errors import ShortcutlabError
     from shortcutlab.report.diagvib_report import write_report
 
-    try:
-        path = write_report(dirs, out, title=title)
-    except ShortcutlabError as exc:
-        raise fail_cleanly(exc) from None
+    path = write_report(dirs, out, title=title)
     typer.echo(f"report written to {path} (metrics.json, metrics.csv beside it)")
 
 

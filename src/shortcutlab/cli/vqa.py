@@ -101,13 +101,21 @@ def build(
     with console.status("writing"):
         write_splits(splits, out, figures=figures)
     console.print(_stats_table(splits.statistics))
+    sizes = splits.samples["split"].value_counts()
+    console.print(
+        "questions: "
+        + ", ".join(f"{name} {int(sizes.get(name, 0)):,}" for name in ("train", "val", "test"))
+        + " (test = IID test)"
+    )
     console.print(f"wrote {out}/ (samples.parquet, splits.json, statistics.csv, ...)")
 
 
 def _stats_table(stats) -> Table:  # type: ignore[no-untyped-def]
-    t = Table(title="VQA-VS statistics (cf. paper Table 1)")
-    for col in stats.columns:
-        t.add_column(col, justify="left" if col == "shortcut" else "right")
+    from rich import box
+
+    t = Table(title="VQA-VS statistics (cf. paper Table 1)", box=box.SIMPLE_HEAD)
+    for col in stats.columns:  # two-line headers keep the table within 80 columns
+        t.add_column(col.replace("_", "\n", 1), justify="left" if col == "shortcut" else "right")
     for row in stats.itertuples(index=False):
         t.add_row(*(f"{v:,}" if isinstance(v, int) else str(v) for v in row))
     return t
@@ -160,6 +168,21 @@ def score(
     console.print(t)
 
 
+def _parse_inject(text: str) -> tuple[str, str, float]:
+    """Parse ``ATTR_A:ATTR_B:STRENGTH`` (e.g. ``color:shape:0.9``)."""
+    from shortcutlab.errors import VQAError
+
+    parts = text.split(":")
+    try:
+        if len(parts) != 3:
+            raise ValueError
+        return parts[0], parts[1], float(parts[2])
+    except ValueError:
+        raise VQAError(
+            f"--inject {text!r} must look like ATTR_A:ATTR_B:STRENGTH, e.g. 'color:shape:0.9'"
+        ) from None
+
+
 def _fmt(v: float | None) -> str:
     return "–" if v is None else f"{v:.2f}"
 
@@ -173,7 +196,7 @@ def baselines(
         None, help="answer-prior, question-type-prior, keyword-prior, cnn-bow (default: priors)."
     ),
     data: str = typer.Option("easy-vqa", help="Data with images, for cnn-bow."),
-    epochs: int = typer.Option(3, help="Epochs of cnn-bow."),
+    epochs: int = typer.Option(3, min=1, help="Epochs of cnn-bow."),
     inject: str = typer.Option(
         None, help="Inject a correlation into cnn-bow's training split, e.g. 'color:shape:0.9'."
     ),
@@ -198,6 +221,9 @@ def baselines(
     for m in models:
         if m not in choices:
             raise VQAError(unknown_choice("baseline", m, choices))
+    injection = _parse_inject(inject) if inject else None
+    if injection is not None and "cnn-bow" not in models:
+        raise VQAError("--inject changes the training split of cnn-bow only: add --model cnn-bow")
     samples = read_samples(splits)
     console = Console()
     summary = {}
@@ -209,13 +235,8 @@ def baselines(
                 table = load_table(data)
                 train_ids = samples.loc[samples["split"] == "train", "question_id"].tolist()
                 test_ids = samples.loc[samples["split"] == "test", "question_id"].tolist()
-                if inject:
-                    parts = inject.split(":")
-                    if len(parts) != 3:
-                        raise VQAError(f"--inject {inject!r} must look like 'color:shape:0.9'")
-                    train_ids = inject_correlation(
-                        table, train_ids, parts[0], parts[1], float(parts[2]), seed
-                    )
+                if injection is not None:
+                    train_ids = inject_correlation(table, train_ids, *injection, seed=seed)
                 preds = train_cnn_bow(
                     table, train_ids, test_ids, CnnBowConfig(epochs=epochs, seed=seed)
                 )

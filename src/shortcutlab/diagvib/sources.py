@@ -126,7 +126,7 @@ class ShapeSource:
 
 
 def preprocess_digits(images: np.ndarray, *, digit_size: int = DIGIT_SIZE,
-                      mask_size: int = MASK_SIZE, chunk: int = 2048) -> np.ndarray:
+                      mask_size: int = MASK_SIZE, chunk: int = 256) -> np.ndarray:
     """Threshold, crop, resize and centre grey digits ``(n, h, w)`` in [0, 1].
 
     Each digit's longer bounding-box side becomes ``digit_size`` pixels and its centre of mass

@@ -119,8 +119,12 @@ class Annotations:
         """Number of images with each factor active."""
         return pd.Series(self.factors.sum(axis=0), index=list(FACTORS), name="count")
 
+    def take(self, indices: np.ndarray) -> Annotations:
+        """The images at ``indices``, in that order."""
+        return self.subset(np.asarray(indices, dtype=np.intp))
+
     def subset(self, keep: np.ndarray) -> Annotations:
-        """The images where the boolean mask ``keep`` is true."""
+        """The images where the boolean mask ``keep`` is true (or at integer positions)."""
         return Annotations(
             self.which,
             self.partition,

@@ -1,10 +1,11 @@
 """Per-factor accuracy, error ratio and prevalence shift of many models at once.
 
-The whole evaluation is two array operations per chunk of models: a comparison giving a
-models × images boolean matrix of correct predictions, and one sparse product with an images ×
-groups design matrix whose columns are "all images", each factor, each meta-label and each
-(meta-label, factor) pair. Every statistic is a ratio of the resulting counts, so thousands of
-models take seconds.
+The whole evaluation is three array operations per chunk of models: a comparison giving a
+models × images boolean matrix of correct predictions, a segmented sum over images sorted by
+their design row (meta-label and factor set: 253 distinct rows for top factors, 2,900 for
+multi), and a small product with the signatures × groups design matrix whose columns are "all
+images", each factor, each meta-label and each (meta-label, factor) pair. Every statistic is a
+ratio of the resulting counts, so thousands of models take seconds.
 
 Conventions follow the imagenet-x package: accuracy is the fraction of correct predictions over
 images with the factor active; error ratio = (1 − acc(factor)) / (1 − acc); an image whose ReaL
@@ -85,29 +86,28 @@ def correct_matrix(
     the ReaL matrix from :func:`evaluation_images` (needed for ``real_class``).
     """
     _check_error_type(error_type)
-    classes_t = np.atleast_2d(classes).T
-    if error_type == "real_class" and real is None:
-        real = real_labels(annotations.file_names)
-    return _correct_t(classes_t, annotations, error_type, real).T
-
-
-def _correct_t(
-    classes_t: np.ndarray, annotations: Annotations, error_type: str, real: np.ndarray | None
-) -> np.ndarray:
-    """:func:`correct_matrix` in images × models layout (what the sparse product reads)."""
+    classes = np.atleast_2d(classes)
     if error_type == "class":
-        return classes_t == annotations.labels[:, None]
+        return classes == annotations.labels[None, :]
     if error_type == "metaclass":
-        predicted_meta = class_to_meta_label()[np.maximum(classes_t, 0)]
-        return (predicted_meta == annotations.meta_label[:, None]) & (classes_t >= 0)
-    assert real is not None
-    out = classes_t == real[:, 0, None]
+        # Class -1 indexes the appended sentinel -1, which equals no meta-label.
+        lookup = np.append(class_to_meta_label(), np.int8(-1))
+        return np.take(lookup, classes) == annotations.meta_label[None, :]
+    if real is None:
+        real = real_labels(annotations.file_names)
+    out = classes == real[None, :, 0]
     for k in range(1, real.shape[1]):
         idx = np.flatnonzero(real[:, k] >= 0)
         if len(idx) == 0:
             break
-        out[idx] |= classes_t[idx] == real[idx, k, None]
-    return out  # a -1 prediction never equals a label; empty ReaL rows are all -1: wrong
+        if len(idx) > real.shape[0] // 4:
+            out |= classes == real[None, :, k]
+        else:
+            out[:, idx] |= classes[:, idx] == real[None, idx, k]
+    # The -1 padding of ReaL rows equals a missing (-1) prediction: never right. Empty ReaL
+    # rows are all padding, so every prediction on them is wrong.
+    out &= classes >= 0
+    return out
 
 
 def design_matrix(annotations: Annotations) -> sp.csr_matrix:
@@ -129,10 +129,29 @@ def design_matrix(annotations: Annotations) -> sp.csr_matrix:
     return sp.csr_matrix((data, (rows, cols)), shape=(n, _NCOLS))
 
 
-def _group_counts(indicator_t: np.ndarray, design_t: sp.csr_matrix) -> np.ndarray:
-    """(models × groups) counts of true entries of an images × models indicator."""
-    x = np.ascontiguousarray(indicator_t, dtype=np.float32)
-    return np.asarray(design_t @ x).T
+@dataclass(frozen=True)
+class _Signatures:
+    """Images sorted by design row: ``order`` sorts them, segment ``k`` starts at ``starts[k]``
+    and has design row ``design[k]`` (signatures × groups)."""
+
+    order: np.ndarray
+    starts: np.ndarray
+    design: np.ndarray
+
+    @classmethod
+    def of(cls, annotations: Annotations) -> _Signatures:
+        bits = annotations.factors.astype(np.int64) @ (1 << np.arange(_NF, dtype=np.int64))
+        key = annotations.meta_label.astype(np.int64) << _NF | bits
+        _, inverse = np.unique(key, return_inverse=True)
+        order = np.argsort(inverse, kind="stable")
+        starts = np.flatnonzero(np.r_[True, np.diff(inverse[order]) != 0])
+        design = design_matrix(annotations)[order[starts]].toarray().astype(np.float64)
+        return cls(order, starts, design)
+
+    def counts(self, indicator: np.ndarray) -> np.ndarray:
+        """(models × groups) counts of true entries of a models × sorted-images indicator."""
+        sums = np.add.reduceat(indicator.view(np.uint8), self.starts, axis=1, dtype=np.int32)
+        return sums.astype(np.float64) @ self.design
 
 
 def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
@@ -324,26 +343,25 @@ def evaluate(
     images, real = evaluation_images(annotations, error_type, ignore_empty_real)
     if len(images) == 0:
         raise ImagenetXError("no annotated images left to evaluate")
+    signatures = _Signatures.of(images)
+    order = signatures.order
+    images = images.take(order)  # sorted by design row: each group sum is a segmented sum
+    real = None if real is None else real[order]
     index = predictions.column_index(images.file_names)
-    design_t = design_matrix(images).T.tocsr()
     m_total = predictions.num_models
     correct = np.empty((m_total, _NCOLS), dtype=np.float64)
     count = np.empty((m_total, _NCOLS), dtype=np.float64)
-    full = np.asarray(design_t.sum(axis=1)).ravel()
-    for start in range(0, m_total, max(1, chunk_size)):
-        rows = slice(start, start + max(1, chunk_size))
+    full = signatures.counts(np.ones((1, len(images)), dtype=bool))[0]
+    step = max(1, chunk_size)
+    for start in range(0, m_total, step):
+        rows = slice(start, start + step)
         chunk = predictions.classes[rows] if index is None else predictions.align(
             images.file_names, rows, index
         )
-        chunk_t = np.ascontiguousarray(chunk.T)  # images × models: contiguous product input
-        correct[start : start + len(chunk)] = _group_counts(
-            _correct_t(chunk_t, images, error_type, real), design_t
-        )
-        valid_t = chunk_t >= 0
-        if valid_t.all():
-            count[start : start + len(chunk)] = full
-        else:
-            count[start : start + len(chunk)] = _group_counts(valid_t, design_t)
+        stop = start + len(chunk)
+        correct[start:stop] = signatures.counts(correct_matrix(chunk, images, error_type, real))
+        valid = chunk >= 0
+        count[start:stop] = full if valid.all() else signatures.counts(valid)
     if (count[:, _AVG] == 0).any():
         empty = [predictions.models[i] for i in np.flatnonzero(count[:, _AVG] == 0)]
         raise ImagenetXError(

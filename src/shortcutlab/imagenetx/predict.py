@@ -127,7 +127,15 @@ def build_model(name: str, weights: str | os.PathLike[str] | None = None) -> nn.
     from shortcutlab.train import models as registry
 
     if name in registry.list_models():
-        model = registry.create_model(name, NUM_CLASSES)
+        try:
+            model = registry.create_model(name, NUM_CLASSES)
+        except DataNotFoundError:  # a model such as rn50_in that is built from its weights
+            if weights is None:
+                raise ImagenetXError(
+                    f"model {name!r} needs its ImageNet weights: pass --weights FILE "
+                    "(a local state-dict file)"
+                ) from None
+            model = registry.create_model(name, NUM_CLASSES, pretrained=weights)
     elif name in tvm.list_models(module=tvm):
         model = tvm.get_model(name, weights=None, num_classes=NUM_CLASSES)
     else:

@@ -60,6 +60,19 @@ class Predictions:
                 f"predictions matrix has shape {self.classes.shape}; expected "
                 f"({len(self.models)} models, {len(self.file_names)} images)"
             )
+        if not np.issubdtype(self.classes.dtype, np.integer):
+            raise ImagenetXError(
+                f"predicted classes must be integer class ids, got dtype {self.classes.dtype}"
+            )
+        if self.classes.size and (
+            self.classes.min() < MISSING or self.classes.max() >= NUM_CLASSES
+        ):
+            outside = (self.classes < MISSING) | (self.classes >= NUM_CLASSES)
+            rows = [self.models[i] for i in np.flatnonzero(outside.any(axis=1))[:_SHOWN]]
+            raise ImagenetXError(
+                f"class ids must be in 0–{NUM_CLASSES - 1} (-1 = no prediction); models "
+                f"{', '.join(rows)} have {int(outside.sum())} values outside that range"
+            )
 
     @property
     def num_models(self) -> int:
@@ -139,9 +152,15 @@ def _check_file_names(names: np.ndarray, partition: str, where: str, lines: np.n
     unknown = ids < 0
     if unknown.any():
         example = names[np.flatnonzero(unknown)[0]]
+        expected = (
+            "validation names ILSVRC2012_val_00000001.JPEG ... ILSVRC2012_val_00050000.JPEG"
+            if partition == "val"
+            else "the file names of the imagenet-x training annotations, e.g. "
+            f"{_train_index()[0]!r}"
+        )
         raise ImagenetXError(
-            f"{where}: {int(unknown.sum())} file names are not ImageNet images of this partition "
-            f"(first: {example!r}; expected names like 'ILSVRC2012_val_00000001.JPEG') on lines "
+            f"{where}: {int(unknown.sum())} file names are not ImageNet images of the {partition} "
+            f"partition (first: {example!r}; expected {expected}) on lines "
             f"{_rows(lines[unknown])}"
         )
     duplicated = np.bincount(ids)[ids] > 1

@@ -59,6 +59,16 @@ class HtmlReport:
         cls = ' class="note"' if note else ""
         self._parts.append(f"<p{cls}>{html.escape(text)}</p>")
 
+    def links(self, items: list[tuple[str, str | None]]) -> None:
+        """A bulleted list; items with a (relative) ``href`` become links."""
+        rows = []
+        for text, href in items:
+            label = html.escape(text)
+            if href:
+                label = f'<a href="{html.escape(href, quote=True)}">{label}</a>'
+            rows.append(f"<li>{label}</li>")
+        self._parts.append("<ul>" + "".join(rows) + "</ul>")
+
     def table(self, frame: pd.DataFrame, float_format: str = "{:.3f}") -> None:
         """A DataFrame as a table; floats formatted with ``float_format``, NaN as an en dash."""
 

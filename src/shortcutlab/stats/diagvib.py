@@ -146,8 +146,10 @@ def add_comparison_section(
             else "no significant difference between the models"
         )
         f_text = f"{result.F:.3f}" if result.F != float("inf") else "∞"
+        paired = all("-" in b for b in result.blocks)  # ZSO-like studies: one factor per block
+        unit = "factor pairs" if paired else "predicted factors"
         report.paragraph(
-            f"{len(result.algorithms)} models over {len(result.blocks)} factor pairs: Friedman "
+            f"{len(result.algorithms)} models over {len(result.blocks)} {unit}: Friedman "
             f"χ² = {result.chi2:.3f} (p = {result.chi2_p_value:.3g}); Iman-Davenport "
             f"F({result.df_num}, {result.df_den}) = {f_text}, p = {result.p_value:.3g} — "
             f"{verdict} at α = {alpha:g}. Critical difference CD = "
@@ -155,12 +157,12 @@ def add_comparison_section(
         )
         if result.F == float("inf"):
             report.paragraph(
-                "Every factor pair ranks the models identically, so F is infinite; with few "
-                "pairs read the Friedman p-value instead.",
+                "Every block ranks the models identically, so F is infinite; with few "
+                f"{unit} read the Friedman p-value instead.",
                 note=True,
             )
         report.table(result.ranks_frame())
         report.figure(
             result.cd_diagram(),
-            caption=f"{study}: critical-difference diagram (mean ranks over factor pairs).",
+            caption=f"{study}: critical-difference diagram (mean ranks over {unit}).",
         )

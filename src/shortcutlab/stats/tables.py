@@ -8,6 +8,7 @@ both an algorithm and a score column; otherwise it is wide.
 
 from __future__ import annotations
 
+import csv
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,6 +62,7 @@ def read_table(path: str | os.PathLike[str]) -> pd.DataFrame:
         except Exception as exc:  # pyarrow raises several unrelated types
             raise StatsError(f"cannot read Parquet table {p}: {exc}") from exc
     sep = "\t" if suffix == ".tsv" else ","
+    _check_rectangular(p, sep)
     try:
         header = pd.read_csv(p, sep=sep, header=None, nrows=1, dtype=str).iloc[0].tolist()
         df = pd.read_csv(p, sep=sep, skipinitialspace=True)
@@ -68,12 +70,35 @@ def read_table(path: str | os.PathLike[str]) -> pd.DataFrame:
         raise StatsError(f"table {p} is empty") from exc
     except pd.errors.ParserError as exc:
         raise StatsError(f"ragged table {p}: {exc}".strip()) from exc
-    names = [str(h).strip() for h in header]
-    dupes = sorted({h for h in names if names.count(h) > 1})
-    if dupes:
-        raise StatsError(f"table {p} has duplicated column name(s): {', '.join(dupes)}")
-    df.columns = names
+    _check_unique_columns([str(h) for h in header], f"table {p}")
+    df.columns = [str(h).strip() for h in header]
     return df
+
+
+def _check_rectangular(path: Path, sep: str) -> None:
+    """StatsError naming the first lines whose field count differs from the header's."""
+    try:
+        with open(path, newline="", encoding="utf-8") as fh:
+            rows = [(n, len(r)) for n, r in enumerate(csv.reader(fh, delimiter=sep), 1) if r]
+    except (UnicodeDecodeError, csv.Error) as exc:
+        raise StatsError(f"cannot read table {path}: {exc}") from exc
+    if not rows:
+        raise StatsError(f"table {path} is empty")
+    width = rows[0][1]
+    bad = [f"line {n} has {m}" for n, m in rows[1:] if m != width]
+    if bad:
+        more = f" (and {len(bad) - 3} more)" if len(bad) > 3 else ""
+        raise StatsError(
+            f"ragged table {path}: the header has {width} field(s) but "
+            f"{', '.join(bad[:3])}{more}; every row needs one value per column"
+        )
+
+
+def _check_unique_columns(names: list[str], what: str) -> None:
+    stripped = [n.strip() for n in names]
+    dupes = sorted({h for h in stripped if stripped.count(h) > 1})
+    if dupes:
+        raise StatsError(f"{what} has duplicated column name(s): {', '.join(dupes)}")
 
 
 def _find(columns: list[str], candidates: tuple[str, ...]) -> str | None:
@@ -210,6 +235,7 @@ def parse_table(df: pd.DataFrame) -> ScoreTable:
     """Parse a wide or long table (see module docstring) into a :class:`ScoreTable`."""
     if df.empty:
         raise StatsError("score table is empty")
+    _check_unique_columns([str(c) for c in df.columns], "score table")
     return parse_long(df) if is_long(df) else parse_wide(df)
 
 

@@ -186,6 +186,15 @@ def train_cnn_bow(
         raise VQAError("the CNN + bag-of-words baseline needs images: an image_path column")
     device = resolve_device(cfg.device)
     t = table.set_index("question_id")
+    unknown = sorted((set(map(str, train_ids)) | set(map(str, test_ids))) - set(t.index))
+    if unknown:
+        shown = ", ".join(repr(q) for q in unknown[:5]) + (", ..." if len(unknown) > 5 else "")
+        raise VQAError(
+            f"{len(unknown)} question id(s) of the splits are not in the data: {shown}; "
+            "pass the data the splits were built from"
+        )
+    if not len(train_ids):
+        raise VQAError("the CNN + bag-of-words baseline needs at least one training question")
     train_rows = t.loc[list(map(str, train_ids))]
     test_rows = t.loc[list(map(str, test_ids))]
     images, image_index = np.unique(t["image_path"].to_numpy(dtype=str), return_inverse=True)

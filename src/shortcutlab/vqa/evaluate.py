@@ -28,7 +28,7 @@ def _preview(ids: list[str], limit: int = 5) -> str:
 def parse_predictions(records: Any, source: str = "predictions") -> dict[str, str]:
     """Validate ``[{question_id, answer}, ...]`` (or ``{question_id: answer}``) into a dict."""
     if isinstance(records, Mapping):
-        return {str(k): str(v) for k, v in records.items()}
+        records = [{"question_id": k, "answer": v} for k, v in records.items()]
     if not isinstance(records, list):
         raise VQAError(
             f"{source}: expected a JSON list of {{question_id, answer}} objects, "
@@ -43,10 +43,16 @@ def parse_predictions(records: Any, source: str = "predictions") -> dict[str, st
                 f"{source}: entry {n} lacks question_id or answer (has: {have}); each entry "
                 "needs the fields question_id, answer"
             )
+        answer = rec["answer"]
+        if not isinstance(answer, (str, int, float)) or isinstance(answer, bool):
+            raise VQAError(
+                f"{source}: entry {n} (question_id {rec['question_id']!r}) has answer "
+                f"{answer!r}; an answer must be a string (or a number)"
+            )
         qid = str(rec["question_id"])
         if qid in out:
             dups.append(qid)
-        out[qid] = str(rec["answer"])
+        out[qid] = str(answer)
     if dups:
         raise VQAError(f"{source}: {len(dups)} duplicate question id(s): {_preview(sorted(dups))}")
     return out

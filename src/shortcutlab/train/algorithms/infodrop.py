@@ -54,9 +54,7 @@ def patch_density(
         shifted = padded[:, :, pad + di : pad + di + h, pad + dj : pad + dj + w]
         dists.append(((x - shifted) ** 2).sum(dim=1))
     dist = torch.stack(dists, dim=1)  # (B, n, H, W)
-    window = torch.ones(
-        n_offsets, 1, *conv.kernel_size, device=x.device, dtype=x.dtype
-    )
+    window = torch.ones(n_offsets, 1, *conv.kernel_size, device=x.device, dtype=x.dtype)
     patch = F.conv2d(
         dist,
         window,
@@ -85,9 +83,7 @@ class InfoDropConv2d(SeededLayer):
     ) -> None:
         super().__init__()
         if isinstance(conv.padding, str):
-            raise TrainError(
-                f"InfoDrop needs numeric conv padding, got padding={conv.padding!r}"
-            )
+            raise TrainError(f"InfoDrop needs numeric conv padding, got padding={conv.padding!r}")
         if drop_rate < 0 or temperature <= 0 or bandwidth <= 0 or radius < 1 or n_offsets < 1:
             raise TrainError(
                 "InfoDrop needs drop_rate >= 0, temperature > 0, bandwidth > 0, radius >= 1 and "

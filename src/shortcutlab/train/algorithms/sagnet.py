@@ -75,8 +75,13 @@ def split_for_sagnet(model: nn.Module) -> tuple[nn.Module, nn.Module]:
         return custom()
     if isinstance(model, tvm.ResNet):
         featurizer = nn.Sequential(
-            model.conv1, model.bn1, model.relu, model.maxpool,
-            model.layer1, model.layer2, model.layer3,
+            model.conv1,
+            model.bn1,
+            model.relu,
+            model.maxpool,
+            model.layer1,
+            model.layer2,
+            model.layer3,
         )
         head = nn.Sequential(model.layer4, model.avgpool, nn.Flatten(1), model.fc)
         return featurizer, head

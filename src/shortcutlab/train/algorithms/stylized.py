@@ -214,16 +214,16 @@ class AdaINStyleTransfer(nn.Module):
         return super().train(False)
 
     @torch.no_grad()
-    def forward(self, content: torch.Tensor, style: torch.Tensor,
-                alpha: float = 1.0) -> torch.Tensor:
+    def forward(
+        self, content: torch.Tensor, style: torch.Tensor, alpha: float = 1.0
+    ) -> torch.Tensor:
         f_c = self.encoder((content - self.mean) / self.std)
         f_s = self.encoder((style - self.mean) / self.std)
         target = adain(f_c, f_s)
         target = alpha * target + (1.0 - alpha) * f_c
         out = self.decoder(target)
         if out.shape[-2:] != content.shape[-2:]:
-            out = F.interpolate(out, size=content.shape[-2:], mode="bilinear",
-                                align_corners=False)
+            out = F.interpolate(out, size=content.shape[-2:], mode="bilinear", align_corners=False)
         return out.clamp(0.0, 1.0)
 
 
@@ -243,8 +243,13 @@ class Restyler:
         ``data_seed`` (the render seed the training images were generated with)."""
         ds = context.train_dataset
         if ds is not None and all(hasattr(ds, a) for a in ("spec", "render_seed", "generator")):
-            return cls(ds.spec, ds.generator, int(ds.render_seed), getattr(ds, "split", "train"),
-                       getattr(ds, "backend", "numpy"))
+            return cls(
+                ds.spec,
+                ds.generator,
+                int(ds.render_seed),
+                getattr(ds, "split", "train"),
+                getattr(ds, "backend", "numpy"),
+            )
         if context.spec is not None and context.data_seed is not None:
             gen = context.generator
             if gen is None:
@@ -261,8 +266,11 @@ class Restyler:
     def render(self, classes: np.ndarray, indices: np.ndarray) -> torch.Tensor:
         """float32 images (B, 3, 128, 128) in [0, 1] for these class rows and split indices."""
         images = self.generator.render(
-            np.asarray(classes, dtype=np.int64), seed=self.render_seed, split=self.split,
-            indices=np.asarray(indices, dtype=np.int64), backend=self.backend,
+            np.asarray(classes, dtype=np.int64),
+            seed=self.render_seed,
+            split=self.split,
+            indices=np.asarray(indices, dtype=np.int64),
+            backend=self.backend,
         )
         return torch.as_tensor(np.asarray(images)).to(torch.float32).div_(255.0)
 
@@ -274,8 +282,8 @@ def _check_style_target(spec: Any, hue: bool, algorithm: str) -> None:
         raise TrainError(
             f"algorithm {algorithm!r} randomises {' and '.join(changed)}, but the experiment "
             f"predicts {predicted!r}: the labels would be destroyed. Use it on experiments "
-            "predicting another factor (e.g. shape)" + (", or set hue=False" if
-                                                        predicted == "hue" else "")
+            "predicting another factor (e.g. shape)"
+            + (", or set hue=False" if predicted == "hue" else "")
         )
 
 
@@ -337,8 +345,9 @@ class _StylisingAlgorithm(Algorithm):
             np.asarray(torch.as_tensor(batch["index"]).cpu().numpy(), dtype=np.int64),
         )
 
-    def _mix(self, original: torch.Tensor, styled: torch.Tensor) -> tuple[torch.Tensor,
-                                                                          torch.Tensor]:
+    def _mix(
+        self, original: torch.Tensor, styled: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """Use the stylised image with probability p per sample; returns (x, used mask)."""
         gen = self.generator(f"{self.name}-mix")
         used = torch.rand(original.shape[0], generator=gen) < self.hparams["p"]
@@ -365,8 +374,13 @@ class Stylized(_StylisingAlgorithm):
     """
 
     name = "stylized"
-    hparams_defaults = {"p": 1.0, "hue": False, "texture_pool": "selected",
-                        "style_weights": "", "alpha": 1.0}
+    hparams_defaults = {
+        "p": 1.0,
+        "hue": False,
+        "texture_pool": "selected",
+        "style_weights": "",
+        "alpha": 1.0,
+    }
 
     def __init__(
         self, num_classes: int, config: TrainConfig, context: AlgorithmContext | None = None
@@ -384,8 +398,7 @@ class Stylized(_StylisingAlgorithm):
         if self.restyler is None:
             return self._transfer_styles(batch)[0], None
         classes, index = self._batch_arrays(batch)
-        new = random_style_classes(classes, self.pools, rng(self.config.seed, self.name,
-                                                            self.step))
+        new = random_style_classes(classes, self.pools, rng(self.config.seed, self.name, self.step))
         x, used = self._mix(batch["x"], self.restyler.render(new, index))
         used_np = used.cpu().numpy()
         return x, np.where(used_np[:, None], new, classes)
@@ -405,8 +418,7 @@ class Debiased(_StylisingAlgorithm):
     """
 
     name = "debiased"
-    hparams_defaults = {"gamma": 0.8, "p": 1.0, "hue": False, "style_weights": "",
-                        "alpha": 1.0}
+    hparams_defaults = {"gamma": 0.8, "p": 1.0, "hue": False, "style_weights": "", "alpha": 1.0}
 
     def stylize(
         self, batch: dict[str, torch.Tensor]

@@ -1,0 +1,70 @@
+"""Figures: what is drawn matches the numbers (bar heights, whiskers, transparency, cells)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from matplotlib.container import BarContainer
+
+from shortcutlab.errors import ImagenetXError
+from shortcutlab.imagenetx.annotations import FACTORS, META_LABELS
+from shortcutlab.imagenetx.evaluate import bootstrap_ci, evaluate
+from shortcutlab.imagenetx.figures import error_ratio_bars, group_comparison, meta_label_heatmap
+from shortcutlab.imagenetx.predictions import load_predictions
+
+
+@pytest.fixture(scope="module")
+def result_and_ci(model_dir, top_val):
+    preds = load_predictions([model_dir]).select(["m0", "m2"])
+    return evaluate(preds, top_val, "class"), bootstrap_ci(preds, top_val, "class", n_boot=20)
+
+
+def test_error_ratio_bars_heights_and_whiskers(result_and_ci):
+    result, ci = result_and_ci
+    fig = error_ratio_bars(result, ["m2"], ci)
+    ax = fig.axes[0]
+    order = [t.get_text().replace(" ", "_") for t in ax.get_xticklabels()]
+    assert sorted(order) == sorted(FACTORS)
+    heights = [p.get_height() for p in ax.patches]
+    expected = result.table("error_ratio").loc["m2", order].to_numpy()
+    np.testing.assert_allclose(heights, expected)
+    assert heights == sorted(heights, reverse=True)  # factors ordered by error ratio
+    # Whisker of the first bar spans the bootstrap interval of that factor.
+    bars = next(c for c in ax.containers if isinstance(c, BarContainer))
+    segments = bars.errorbar.lines[2][0].get_segments()
+    np.testing.assert_allclose(segments[0][:, 1], ci.table("m2").loc[order[0]].to_numpy())
+    with pytest.raises(ImagenetXError, match="model 'zz' not in the result"):
+        error_ratio_bars(result, ["zz"])
+
+
+def test_group_comparison_is_transparent_where_not_significant():
+    gen = np.random.default_rng(0)
+    table = pd.DataFrame(gen.normal(1, 0.05, (6, 2)), columns=["pose", "texture"],
+                         index=[f"m{i}" for i in range(6)])
+    groups = {m: "a" if i < 3 else "b" for i, m in enumerate(table.index)}
+    tests = pd.DataFrame({"pvalue": [0.5, 0.001]}, index=["pose", "texture"])
+    fig = group_comparison(table, groups, tests)
+    ax = fig.axes[0]
+    assert sorted(p.get_alpha() for p in ax.patches) == [0.3, 0.3, 1.0, 1.0]
+    order = [t.get_text() for t in ax.get_xticklabels()]
+    faint = {order[int(round(p.get_x() + p.get_width() / 2))] for p in ax.patches
+             if p.get_alpha() == 0.3}
+    assert faint == {"pose"}
+    means = table.groupby(pd.Series(groups)).mean()
+    tall = sorted(p.get_height() for p in ax.patches)
+    np.testing.assert_allclose(tall, sorted(means.to_numpy().ravel()))
+    with pytest.raises(ImagenetXError, match="no group for models"):
+        group_comparison(table, {"m0": "a"})
+
+
+def test_meta_label_heatmap_cells(result_and_ci):
+    result, _ = result_and_ci
+    fig = meta_label_heatmap(result, "m0", min_count=10)
+    data = fig.axes[0].images[0].get_array()
+    table = result.meta_table("m0", "error_ratio")
+    counts = result.meta_table("m0", "count")
+    dog, pose = META_LABELS.index("dog"), FACTORS.index("pose")
+    assert data[dog, pose] == pytest.approx(table.loc["dog", "pose"])
+    few = counts[list(FACTORS)].to_numpy() < 10
+    assert few.any() and np.ma.getmaskarray(np.ma.masked_invalid(data))[few].all()
