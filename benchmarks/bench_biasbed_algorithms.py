@@ -19,6 +19,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 import torch  # noqa: E402
+from torch.utils.data import default_collate  # noqa: E402
 
 from shortcutlab.diagvib.dataset import DiagvibDataset  # noqa: E402
 from shortcutlab.diagvib.studies import make_experiment  # noqa: E402
@@ -44,7 +45,7 @@ def batches(ds: DiagvibDataset, n_batches: int, batch_size: int) -> list[dict[st
     out = []
     for b in range(n_batches):
         items = ds.__getitems__(list(range(b * batch_size, (b + 1) * batch_size)))
-        out.append({k: torch.stack([torch.as_tensor(it[k]) for it in items]) for k in items[0]})
+        out.append(default_collate(items))  # as the trainer's DataLoader batches them
     return out
 
 
@@ -56,7 +57,7 @@ def time_steps(
     algo = create_algorithm(name, 3, cfg, ctx).to(device).train()
     times = []
     for step, batch in enumerate(data):
-        batch = {k: v.to(device) for k, v in batch.items()}
+        batch = {k: v.to(device) if torch.is_tensor(v) else v for k, v in batch.items()}
         algo.step = step
         if device.type == "cuda":
             torch.cuda.synchronize()

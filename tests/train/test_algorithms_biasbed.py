@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 from torch import nn
+from torch.utils.data import default_collate
 
 from shortcutlab.errors import TrainError
 from shortcutlab.train.algorithms import create_algorithm
@@ -256,7 +257,7 @@ def diagvib_train():
     spec = make_experiment("ZGO/shape-texture/0", scale=0.002)
     ds = DiagvibDataset(spec, "train")
     items = ds.__getitems__(list(range(10)))
-    batch = {k: torch.stack([torch.as_tensor(it[k]) for it in items]) for k in items[0]}
+    batch = default_collate(items)  # as the trainer's DataLoader batches them
     return ds, batch
 
 

@@ -2,37 +2,17 @@
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
 
 import typer
 
-from shortcutlab.errors import ShortcutlabError
+from shortcutlab.cli.errors import clean_errors
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def _clean_errors(fn: F) -> F:
-    """Print a ShortcutlabError as ``Error: ...`` (no traceback) and exit with its code; typer's
-    vendored click does not catch ``click.ClickException`` itself."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except ShortcutlabError as exc:
-            typer.echo(f"Error: {exc.message}", err=True)
-            raise typer.Exit(exc.exit_code) from None
-
-    return wrapper  # type: ignore[return-value]
-
 
 @app.command()
-@_clean_errors
+@clean_errors
 def run(
     algorithm: list[str] = typer.Option(
         ...,
@@ -144,7 +124,7 @@ def run(
 
 
 @app.command()
-@_clean_errors
+@clean_errors
 def report(
     run_dir: Path = typer.Argument(..., help="Run folder written by `biasbed run`."),
     out: Path = typer.Option(Path("report"), "--out", help="Folder for the report files."),

@@ -2,40 +2,17 @@
 
 from __future__ import annotations
 
-import functools
 import json
 import math
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from shortcutlab.errors import ShortcutlabError
+from shortcutlab.cli.errors import clean_errors
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def _clean_errors(func: F) -> F:
-    """Print a ShortcutlabError as one line on stderr and exit with its code (no traceback).
-
-    Needed because typer ≥0.26 vendors its own click, so it does not recognise the
-    ``click.ClickException`` that ShortcutlabError derives from.
-    """
-
-    @functools.wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return func(*args, **kwargs)
-        except ShortcutlabError as exc:
-            Console(stderr=True).print(f"Error: {exc.message}", markup=False, highlight=False)
-            raise typer.Exit(code=exc.exit_code) from exc
-
-    return wrapper  # type: ignore[return-value]
 
 
 def _fmt_p(p: float) -> str:
@@ -43,7 +20,7 @@ def _fmt_p(p: float) -> str:
 
 
 @app.command("compare")
-@_clean_errors
+@clean_errors
 def compare_cmd(
     table: Path = typer.Argument(
         ...,
@@ -117,7 +94,7 @@ def compare_cmd(
 
 
 @app.command("select")
-@_clean_errors
+@clean_errors
 def select_cmd(
     records: Path = typer.Argument(
         ...,

@@ -2,38 +2,16 @@
 
 from __future__ import annotations
 
-import functools
 import json
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from shortcutlab.errors import ShortcutlabError
+from shortcutlab.cli.errors import clean_errors
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def _clean_errors(func: F) -> F:
-    """Print a ShortcutlabError as one line on stderr and exit with its code (no traceback).
-
-    Needed because this typer vendors its own click and so does not treat ShortcutlabError
-    (a ``click.ClickException``) as a usage error.
-    """
-
-    @functools.wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return func(*args, **kwargs)
-        except ShortcutlabError as exc:
-            Console(stderr=True).print(f"Error: {exc.message}", markup=False, highlight=False)
-            raise typer.Exit(code=exc.exit_code) from exc
-
-    return wrapper  # type: ignore[return-value]
 
 DATA_HELP = (
     "VQA data: 'easy-vqa', VQA v2 questions + annotations JSON (+ COCO instances JSON), "
@@ -53,7 +31,7 @@ def _read_lines(path: Path | None) -> list[str] | None:
 
 
 @app.command()
-@_clean_errors
+@clean_errors
 def build(
     data: list[str] = typer.Option(..., "--data", help=DATA_HELP),
     out: Path = typer.Option(..., "--out", help="Folder for the splits, tables and figures."),
@@ -122,7 +100,7 @@ def _stats_table(stats) -> Table:  # type: ignore[no-untyped-def]
 
 
 @app.command()
-@_clean_errors
+@clean_errors
 def score(
     predictions: Path = typer.Argument(..., help="JSON list of {question_id, answer}."),
     splits: Path = typer.Option(None, "--splits", help="Folder written by `vqa build`."),
@@ -188,7 +166,7 @@ def _fmt(v: float | None) -> str:
 
 
 @app.command()
-@_clean_errors
+@clean_errors
 def baselines(
     splits: Path = typer.Option(..., "--splits", help="Folder written by `vqa build`."),
     out: Path = typer.Option(..., "--out", help="Folder for predictions and scores."),
