@@ -2,12 +2,14 @@
 
 import json
 
+import pytest
 from rich.console import Console
 
 from shortcutlab.vqa.concepts import SHORTCUTS
 from shortcutlab.vqa.demo import run_demo
 
 
+@pytest.mark.slow
 def test_demo_stage_writes_splits_scores_and_report(tmp_path):
     lines = run_demo(tmp_path, Console(quiet=True), epochs=1, max_questions=3000)
     assert len(lines) == 3 and "3,000 questions" in lines[0]

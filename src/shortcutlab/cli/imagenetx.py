@@ -2,40 +2,18 @@
 
 from __future__ import annotations
 
-import functools
 import json
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
 
 import typer
 
-from shortcutlab.errors import ShortcutlabError
-
-F = TypeVar("F", bound=Callable[..., Any])
+from shortcutlab.cli.errors import clean_errors
 
 app = typer.Typer(
     no_args_is_help=True,
     help="ImageNet-X: which factors of variation a model's mistakes are associated with.",
 )
 
-
-
-def _clean_errors(fn: F) -> F:
-    """Print a ShortcutlabError as ``Error: ...`` (no traceback) and exit with its code.
-
-    typer >= 0.20 vendors its own click, which does not catch ``click.ClickException``.
-    """
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except ShortcutlabError as exc:
-            typer.echo(f"Error: {exc.message}", err=True)
-            raise typer.Exit(exc.exit_code) from None
-
-    return wrapper  # type: ignore[return-value]
 
 
 _ERROR_TYPE_HELP = (
@@ -76,7 +54,7 @@ def _check_choices(error_type: str, which: str) -> None:
 
 
 @app.command("evaluate")
-@_clean_errors
+@clean_errors
 def evaluate_cmd(
     paths: list[Path] = typer.Argument(
         None, help="Prediction CSVs (file_name,predicted_class[,predicted_probability]), folders "
@@ -128,7 +106,7 @@ def evaluate_cmd(
 
 
 @app.command("predict")
-@_clean_errors
+@clean_errors
 def predict_cmd(
     model: str = typer.Option(..., "--model", help="Registered model or torchvision model name."),
     imagenet_val: Path = typer.Option(
@@ -157,7 +135,7 @@ def predict_cmd(
 
 
 @app.command("report")
-@_clean_errors
+@clean_errors
 def report_cmd(
     paths: list[Path] = typer.Argument(
         None, help="Prediction CSVs, folders of CSVs, or .npz/.npy matrices."
