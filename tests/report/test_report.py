@@ -176,3 +176,10 @@ def test_cli_metrics_json_and_report(table, tmp_path):
     res = runner.invoke(app, ["report", str(tmp_path / "nope"), "--out", str(tmp_path / "r2")])
     assert res.exit_code == 2 and "not found" in res.output
     assert not (tmp_path / "r2").exists()
+
+
+def test_zso_zgo_only_draws_one_aggregate_figure(table, tmp_path):
+    two = table[table["study"].isin(["ZSO", "ZGO"])]
+    html = write_report(two, tmp_path).read_text(encoding="utf-8")
+    assert html.count("<figcaption>FAAvg and FAMin from ZSO to ZGO") == 1
+    assert "figure 5b)" not in html

@@ -131,11 +131,17 @@ def _metric_sections(report: HtmlReport, metrics: DiagvibMetrics) -> None:
         report.paragraph(f"{metric}:", note=True)
         report.table(_factor_frame(sub, ["label", "study"]))
     studies = set(metrics.aggregates["study"])
+    drawn = False
     for sequence, order in figs.SEQUENCES.items():
-        if len(studies & set(order)) >= 2:
+        if studies & set(order[1:-1]):  # a study between ZSO and ZGO: its own figure
+            drawn = True
             report.figure(figs.plot_factor_aggregates(metrics, sequence),
                           f"FAAvg and FAMin from ZSO to ZGO through the {sequence} studies "
                           f"(paper figure {'4b' if sequence == 'CGO' else '5b'}).")
+    if not drawn and {"ZSO", "ZGO"} <= studies:
+        report.figure(figs.plot_factor_aggregates(metrics, "CGO"),
+                      "FAAvg and FAMin from ZSO to ZGO (run the CGO or FGO studies to see the "
+                      "steps in between, paper figures 4b and 5b).")
 
     report.heading("Accuracy per factor pair (paper figure 4a)")
     for label in metrics.labels:
