@@ -21,7 +21,8 @@ from torch import nn
 
 from shortcutlab.errors import TrainError
 from shortcutlab.train.algorithms import register_algorithm
-from shortcutlab.train.algorithms.base import Algorithm, AlgorithmContext
+from shortcutlab.train.algorithms.base import AlgorithmContext
+from shortcutlab.train.algorithms.erm import ERM
 from shortcutlab.train.algorithms.padain import SeededLayer
 from shortcutlab.train.config import TrainConfig
 
@@ -154,7 +155,7 @@ def wrap_convs(model: nn.Module, n_layers: int, **kwargs: float) -> list[InfoDro
 
 
 @register_algorithm
-class InfoDrop(Algorithm):
+class InfoDrop(ERM):
     """ERM with :class:`InfoDropConv2d` on the model's first ``layers`` convolutions.
 
     Hyper-parameters (paper defaults): ``drop_rate`` 1.5, ``temperature`` 0.03, ``bandwidth``
@@ -174,8 +175,7 @@ class InfoDrop(Algorithm):
     def __init__(
         self, num_classes: int, config: TrainConfig, context: AlgorithmContext | None = None
     ) -> None:
-        super().__init__(num_classes, config, context)
-        self.network = self.build_network()
+        super().__init__(num_classes, config, context)  # ERM: network and optimizer
         h = self.hparams
         self.drop_layers = wrap_convs(
             self.network,
@@ -191,11 +191,5 @@ class InfoDrop(Algorithm):
     def update(self, batch: dict[str, torch.Tensor]) -> dict[str, float]:
         for layer in self.drop_layers:
             layer.reseed(self.config.seed, self.step)
-        loss = F.cross_entropy(self.network(batch["x"]), batch["y"])
-        self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        self.optimizer.step()
-        return {"loss": float(loss.detach())}
+        return super().update(batch)
 
-    def predict(self, x: torch.Tensor) -> torch.Tensor:
-        return self.network(x)
