@@ -38,13 +38,15 @@ def test_demo_index_links_reports(tmp_path, monkeypatch) -> None:
     def fake_stage(out_dir, console):
         out_dir.mkdir(parents=True)
         (out_dir / "report.html").write_text("<html></html>")
-        return [f"report: {out_dir / 'report.html'}"]
+        return [f"report: {out_dir / 'report.html'}", f"figure: {out_dir / 'fig.png'}",
+                f"table: {out_dir / 'table.csv'}"]
 
     monkeypatch.setattr(benchmark_demo, "run_demo", fake_stage)
     res = CliRunner().invoke(app, ["demo", "--only", "benchmark", "--out", str(tmp_path)])
     assert res.exit_code == 0, res.output
     index = (tmp_path / "index.html").read_text()
-    assert 'href="benchmark/report.html"' in index
+    assert 'href="benchmark/report.html"' in index and 'href="benchmark/fig.png"' in index
+    assert "table.csv" in index and 'href="benchmark/table.csv"' not in index
     bad = CliRunner().invoke(app, ["demo", "--only", "nope", "--out", str(tmp_path)])
     assert bad.exit_code == 2 and "unknown demo stage 'nope'" in bad.output
     assert "benchmark" in bad.output

@@ -24,7 +24,7 @@ STAGES: dict[str, str] = {
 
 
 def write_index(out: Path, summary: list[tuple[str, str]]) -> Path:
-    """A page linking each HTML report the stages wrote, with every summary line."""
+    """A page linking each HTML report and picture the stages wrote, with every summary line."""
     from shortcutlab.report.html import HtmlReport
 
     page = HtmlReport("shortcutlab demo")
@@ -34,7 +34,7 @@ def write_index(out: Path, summary: list[tuple[str, str]]) -> Path:
         for s, line in summary:
             if s != stage:
                 continue
-            match = re.search(r"(\S+\.html)$", line)
+            match = re.search(r"(\S+\.(?:html|png))$", line)
             href = os.path.relpath(match.group(1), out) if match else None
             items.append((line, href))
         page.links(items)
