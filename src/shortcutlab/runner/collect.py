@@ -20,6 +20,7 @@ from shortcutlab.runner.jobs import (
     ERROR_FILE,
     JOB_FILE,
     RESULT_FILE,
+    describe_experiment,
 )
 from shortcutlab.utils.io import atomic_path
 
@@ -46,21 +47,11 @@ def _job_dirs(root: Path) -> list[Path]:
 def _row(path: Path) -> dict[str, Any]:
     job = json.loads((path / JOB_FILE).read_text(encoding="utf-8"))
     train = job.get("train", {})
-    parts = str(job.get("experiment", "")).split("/")
-    middle = parts[1] if len(parts) > 1 else ""
-    predicted, _, correlated = middle.partition("-")
-    try:
-        sample = int(parts[2]) if len(parts) > 2 else 0
-    except ValueError:
-        sample = 0
     row: dict[str, Any] = {
         "job_id": path.name,
         "model": train.get("model", ""),
         "algorithm": train.get("algorithm", ""),
-        "study": parts[0],
-        "predicted": predicted,
-        "correlated": correlated,
-        "sample": sample,
+        **describe_experiment(str(job.get("experiment", ""))),
         "seed": train.get("seed", 0),
         "experiment": job.get("experiment", ""),
         "scale": job.get("scale", 1.0),

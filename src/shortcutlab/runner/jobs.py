@@ -70,16 +70,21 @@ class Job(BaseModel):
 
     def describe(self) -> dict[str, Any]:
         """study, predicted, correlated ('' if none), sample parsed from the experiment name."""
-        parts = self.experiment.split("/")
-        study = parts[0] if parts else ""
-        middle = parts[1] if len(parts) > 1 else ""
-        predicted, _, correlated = middle.partition("-")
-        try:
-            sample = int(parts[2]) if len(parts) > 2 else 0
-        except ValueError:
-            sample = 0
-        return {"study": study, "predicted": predicted, "correlated": correlated,
-                "sample": sample}
+        return describe_experiment(self.experiment)
+
+
+def describe_experiment(name: str) -> dict[str, Any]:
+    """Parse ``STUDY/PREDICTED[-CORRELATED]/SAMPLE`` into study, predicted, correlated ('' if
+    none) and sample (0 when missing or not a number)."""
+    parts = name.split("/")
+    middle = parts[1] if len(parts) > 1 else ""
+    predicted, _, correlated = middle.partition("-")
+    try:
+        sample = int(parts[2]) if len(parts) > 2 else 0
+    except ValueError:
+        sample = 0
+    return {"study": parts[0], "predicted": predicted, "correlated": correlated,
+            "sample": sample}
 
 
 @dataclass
