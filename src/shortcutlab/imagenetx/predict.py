@@ -94,22 +94,9 @@ def available_models() -> list[str]:
 
 
 def _load_weights(model: nn.Module, path: Path) -> None:
-    if not path.is_file():
-        raise DataNotFoundError(f"weights file not found: {path} (give a local state-dict file)")
-    try:
-        obj = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as exc:
-        raise ImagenetXError(
-            f"cannot read {path} with torch.load(weights_only=True): {exc}"
-        ) from None
-    if isinstance(obj, dict):
-        for key in ("state_dict", "model", "model_state_dict"):
-            if isinstance(obj.get(key), dict):
-                obj = obj[key]
-                break
-    if not isinstance(obj, dict):
-        raise ImagenetXError(f"{path} does not hold a state dict")
-    state = {str(k).removeprefix("module."): v for k, v in obj.items()}
+    from shortcutlab.train.models import read_state_dict
+
+    state = read_state_dict(path)
     try:
         model.load_state_dict(state, strict=True)
     except RuntimeError as exc:

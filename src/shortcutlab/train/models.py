@@ -219,6 +219,24 @@ def _state_dict_from(obj: Any, path: Path) -> dict[str, torch.Tensor]:
     return {k.removeprefix("module."): v for k, v in obj.items()}
 
 
+def read_state_dict(path: str | Path) -> dict[str, torch.Tensor]:
+    """A local state dict, read with ``torch.load(weights_only=True)``; a dict nested under
+    ``state_dict``/``model``/... and ``module.`` prefixes are accepted. Nothing is downloaded."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataNotFoundError(
+            f"pretrained weights file not found: {path} (give a local state-dict file saved with "
+            "torch.save; nothing is downloaded)"
+        )
+    try:
+        obj = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:
+        raise TrainError(
+            f"cannot read weights {path} with torch.load(weights_only=True): {exc}"
+        ) from None
+    return _state_dict_from(obj, path)
+
+
 def _shapes(model: nn.Module) -> dict[str, tuple[int, ...]]:
     return {k: tuple(v.shape) for k, v in model.state_dict().items()}
 
@@ -249,18 +267,7 @@ def load_pretrained(model: nn.Module, path: str | Path, *, name: str = "model") 
     Weights of another architecture raise TrainError naming the architectures they fit.
     """
     path = Path(path)
-    if not path.is_file():
-        raise DataNotFoundError(
-            f"pretrained weights file not found: {path} (give a local state-dict file saved with "
-            "torch.save; nothing is downloaded)"
-        )
-    try:
-        obj = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as exc:
-        raise TrainError(
-            f"cannot read weights {path} with torch.load(weights_only=True): {exc}"
-        ) from None
-    state = _state_dict_from(obj, path)
+    state = read_state_dict(path)
     head = head_name(model)
     expected = _shapes(model)
     if not _fits(expected, state, head):
