@@ -1,24 +1,16 @@
 """One exception hierarchy for the whole toolkit.
 
-Every error a user can cause derives from :class:`ShortcutlabError`. It subclasses
-``click.ClickException`` so the command-line program prints the message without a traceback
-and exits non-zero, while library users can catch it like any other exception.
+Every error a user can cause derives from :class:`ShortcutlabError`, a plain exception; the
+command line (and only it) turns one into a one-line message and exit code 2.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-import click
 
-
-class ShortcutlabError(click.ClickException):
+class ShortcutlabError(Exception):
     """Base class of all errors raised by shortcutlab on bad input or missing data."""
-
-    exit_code = 2
-
-    def __str__(self) -> str:
-        return self.message
 
 
 class DataNotFoundError(ShortcutlabError):

@@ -115,7 +115,7 @@ def test_traverse_draws_the_figure(tmp_path: Path) -> None:
 
 
 def test_gallery(tmp_path: Path) -> None:
-    from shortcutlab.diagvib.demo import render_gallery, traversal_classes
+    from shortcutlab.diagvib.gallery import render_gallery, traversal_classes
 
     classes, filled = traversal_classes()
     assert filled.sum() == 9 + 6 + 4 + 5 + 10 + 5

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 
 import pandas as pd
 import pytest
 
-from shortcutlab.errors import RunnerError, SpecError
+from shortcutlab.errors import RunnerError
 from shortcutlab.runner import jobs as jobs_mod
 from shortcutlab.runner.backends import run_jobs
 from shortcutlab.runner.collect import (
@@ -18,31 +17,33 @@ from shortcutlab.runner.collect import (
     collect_epochs,
     write_table,
 )
-from shortcutlab.runner.jobs import Job, JobOutput, build_jobs, job_status
-from shortcutlab.train.config import TrainConfig
+from shortcutlab.runner.jobs import Job, JobOutput, job_kinds, job_status, register_job_kind
+from tests.runner import fake_jobs
 
 
 def noop_jobs(n: int, prefix: str = "noop/a-b") -> list[Job]:
     return [Job(experiment=f"{prefix}/{i}", kind="noop") for i in range(n)]
 
 
-def test_job_id_is_the_hash_of_canonical_json() -> None:
-    job = Job(experiment="ZGO/hue-shape/0", scale=0.01, train=TrainConfig(seed=1))
-    assert job.job_id == hashlib.sha256(job.canonical_json().encode()).hexdigest()[:16]
-    same = Job(experiment="ZGO/hue-shape/0", scale=0.01, train=TrainConfig(seed=1, lr=1e-3))
-    assert same.job_id == job.job_id
-    assert Job(experiment="ZGO/hue-shape/0", scale=0.01).job_id != job.job_id
-    assert json.loads(job.canonical_json())["train"]["seed"] == 1
-    assert job.describe() == {"study": "ZGO", "predicted": "hue", "correlated": "shape",
-                              "sample": 0}
-
-
 def test_bad_job_fields_are_named() -> None:
-    # other areas (e.g. BiasBed) register more kinds when imported
-    with pytest.raises(RunnerError, match=r"unknown job kind 'gpu'; valid choices: .*diagvib"):
-        Job(experiment="x", kind="gpu")
     with pytest.raises(RunnerError, match=r"scale: .*'big'"):
-        Job(experiment="x", scale="big")
+        Job(experiment="x", kind="noop", scale="big")
+    with pytest.raises(RunnerError, match=r"kind: Field required"):
+        Job(experiment="x")
+
+
+def test_an_unregistered_kind_fails_before_anything_runs(tmp_path) -> None:
+    jobs = noop_jobs(1) + [Job(experiment="x", kind="gpu")]
+    with pytest.raises(RunnerError, match=r"unknown job kind 'gpu'; valid choices: .*noop"):
+        run_jobs(jobs, tmp_path, backend="serial", progress=False)
+    assert not any(tmp_path.iterdir())
+
+
+def test_register_job_kind_refuses_a_taken_name() -> None:
+    fake_jobs.register()  # the same function again: fine
+    with pytest.raises(RunnerError, match="'noop' is already registered"):
+        register_job_kind("noop", lambda job, device: JobOutput({}))
+    assert "noop" in job_kinds()
 
 
 def test_run_writes_done_last_and_rerun_skips(tmp_path) -> None:
@@ -78,7 +79,8 @@ def test_failed_job_is_reported_and_retried(tmp_path, monkeypatch: pytest.Monkey
         return JobOutput({"best_epoch": 0, "epochs_run": 1, "val_loss": 0.5, "val_acc": 0.5,
                           "test_acc": 0.25, "train_seconds": 0.0})
 
-    monkeypatch.setitem(jobs_mod.JOB_KINDS, "noop", succeed)
+    monkeypatch.setattr(fake_jobs, "noop_job", succeed)
+    monkeypatch.setitem(jobs_mod._JOB_KINDS, "noop", jobs_mod.JobKind(succeed))
     retry = run_jobs(jobs, tmp_path, backend="serial", progress=False)
     assert ran == ["noop/fail/0"] and len(retry.done) == 1 and len(retry.skipped) == 2
     assert job_status(bad) == "done" and not (bad / "error.txt").exists()
@@ -106,7 +108,9 @@ def test_a_killed_job_leaves_nothing_that_counts_as_done(
 def test_collect_schema_and_epochs(tmp_path) -> None:
     run_jobs(noop_jobs(2), tmp_path, backend="serial", progress=False, collect_table=False)
     table = collect(tmp_path)
-    assert list(table.columns[: len(JOB_COLUMNS)]) == list(JOB_COLUMNS)
+    described = ["study", "predicted", "correlated", "sample"]  # the kind's describer's columns
+    assert list(table.columns[: len(JOB_COLUMNS) + 4]) == [
+        *JOB_COLUMNS[:3], *described, *JOB_COLUMNS[3:]]
     row = table.iloc[0]
     assert (row["study"], row["predicted"], row["correlated"], row["status"]) == (
         "noop", "a", "b", "done"
@@ -124,29 +128,3 @@ def test_collect_schema_and_epochs(tmp_path) -> None:
 def test_collect_of_missing_folder_is_an_error(tmp_path) -> None:
     with pytest.raises(RunnerError, match="run folder not found"):
         collect(tmp_path / "nope")
-
-
-def test_build_jobs_counts_and_bad_input(tmp_path) -> None:
-    jobs = build_jobs("small_cnn", ["ZSO", "ZGO"], ["hue-shape", "shape-hue"], [0, 1], [0, 1],
-                      0.01, TrainConfig(epochs=2))
-    assert len(jobs) == (2 + 2) * 2 * 2
-    assert len({j.job_id for j in jobs}) == len(jobs)
-    assert {j.train.model for j in jobs} == {"small_cnn"} and {j.seed for j in jobs} == {0, 1}
-    with pytest.raises(SpecError, match=r"unknown study 'CGO-4'; valid choices: ZSO"):
-        build_jobs("small_cnn", ["CGO-4"])
-    with pytest.raises(RunnerError, match=r"unknown backend 'mpi'; valid choices: serial"):
-        run_jobs(jobs, tmp_path, backend="mpi")
-
-
-def test_study_not_generated_is_named(tmp_path) -> None:
-    from shortcutlab.diagvib.studies import write_benchmark
-
-    write_benchmark(tmp_path / "specs", scale=0.001, studies=["ZSO"], pairs=["hue-shape"],
-                    samples=[0])
-    jobs = build_jobs("small_cnn", ["ZSO"], ["hue-shape"], [0], specs_dir=tmp_path / "specs")
-    assert jobs[0].spec is not None and jobs[0].spec["name"] == "ZSO/hue/0"
-    with pytest.raises(RunnerError, match=r"study ZGO was not generated .*generated studies: ZSO"):
-        build_jobs("small_cnn", ["ZSO", "ZGO"], ["hue-shape"], [0],
-                   specs_dir=tmp_path / "specs")
-    with pytest.raises(RunnerError, match="no generated benchmark"):
-        build_jobs("small_cnn", ["ZSO"], specs_dir=tmp_path)

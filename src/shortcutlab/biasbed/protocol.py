@@ -10,8 +10,8 @@ the last n epochs, best training-distribution validation); the statistical compa
 
 DiagViB-6 datasets (``diagvib:<STUDY>/<pred>-<corr>/<sample>``) are the runner's own ``diagvib``
 job kind (validation: the training distribution; test set ``test``: the study's test cells).
-Image-folder datasets add the job kind ``biasbed-folders``, registered when this module is
-imported; :class:`BiasbedJob` makes worker processes import it (they unpickle the job's class).
+Image-folder datasets add the job kind ``biasbed-folders``; :func:`register` registers both kinds
+with the runner and :func:`build_protocol_jobs` calls it.
 
 ``protocol.json`` in the output folder lists the protocol's jobs with their algorithm, dataset and
 run number; results of several invocations on the same folder accumulate there.
@@ -33,10 +33,11 @@ from shortcutlab.biasbed.datasets import (
     FolderExperiment,
     parse_dataset,
 )
+from shortcutlab.diagvib import jobs as diagvib_jobs
 from shortcutlab.errors import ShortcutlabError, StatsError, unknown_choice
 from shortcutlab.runner.backends import RunSummary, run_jobs
 from shortcutlab.runner.collect import collect_epochs
-from shortcutlab.runner.jobs import JOB_KINDS, Job, JobOutput
+from shortcutlab.runner.jobs import Job, JobOutput, register_job_kind
 from shortcutlab.stats.compare import ComparisonResult, compare
 from shortcutlab.stats.selection import RULES, compare_rules, runs_for_comparison, select
 from shortcutlab.train.config import TrainConfig
@@ -45,13 +46,13 @@ from shortcutlab.utils.io import write_json
 __all__ = [
     "FOLDERS_KIND",
     "PROTOCOL_FILE",
-    "BiasbedJob",
     "ProtocolError",
     "build_protocol_jobs",
     "compare_algorithms",
     "default_n_last",
     "load_epochs",
     "read_protocol",
+    "register",
     "run_protocol",
     "selection_table",
 ]
@@ -63,10 +64,6 @@ FOLDERS_PREFIX = "folders:"
 
 class ProtocolError(ShortcutlabError):
     """Bad protocol settings or an output folder without protocol results."""
-
-
-class BiasbedJob(Job):
-    """A runner Job whose class lives here, so unpickling it in a worker registers our kind."""
 
 
 def _folder_from_spec(spec: Mapping[str, Any]) -> FolderExperiment:
@@ -105,7 +102,10 @@ def folders_job(job: Job, device: str) -> JobOutput:
     return JobOutput(summary, res.epochs)
 
 
-JOB_KINDS.setdefault(FOLDERS_KIND, folders_job)
+def register() -> None:
+    """Register the job kinds the protocol runs: DiagViB-6's and ``biasbed-folders``."""
+    diagvib_jobs.register()
+    register_job_kind(FOLDERS_KIND, folders_job, describe=diagvib_jobs.describe_experiment)
 
 
 @dataclass(frozen=True)
@@ -149,6 +149,7 @@ def build_protocol_jobs(
         raise ProtocolError("give a --dataset diagvib:... or --train-dir/--val-dir/--test-dir")
     if runs < 1 or epochs < 1:
         raise ProtocolError(f"--runs and --epochs must be >= 1 (got {runs} and {epochs})")
+    register()
     hparams = dict(hparams or {})
     for name in hparams:
         if name not in algorithms:
@@ -166,7 +167,7 @@ def build_protocol_jobs(
             experiment, kind, spec = FOLDERS_PREFIX + label, FOLDERS_KIND, dataset.describe()
             job_scale = 1.0  # the DiagViB-6 size factor means nothing here: keep it out of the id
         else:
-            experiment, kind, spec = parse_dataset(dataset), "diagvib", None
+            experiment, kind, spec = parse_dataset(dataset), diagvib_jobs.KIND, None
             label, job_scale = experiment, scale
         for algorithm in algorithms:
             for r in range(runs):
@@ -180,8 +181,7 @@ def build_protocol_jobs(
                     lr=lr,
                     hparams=dict(hparams.get(algorithm, {})),
                 )
-                cls = BiasbedJob if kind == FOLDERS_KIND else Job
-                job = cls(
+                job = Job(
                     experiment=experiment,
                     scale=job_scale,
                     benchmark_seed=benchmark_seed,
@@ -209,7 +209,7 @@ def _check_algorithms(planned: Sequence[PlannedRun]) -> None:
             continue
         seen.add(key)
         job = p.job
-        if job.kind == "diagvib":
+        if job.kind == diagvib_jobs.KIND:
             spec = make_experiment(job.experiment, scale=job.scale, seed=job.benchmark_seed)
             context = AlgorithmContext(train_dataset=DiagvibDataset(spec, "train"))
             n_classes = DiagvibDataset.num_classes
@@ -244,6 +244,7 @@ def run_protocol(
     progress: bool = True,
 ) -> RunSummary:
     """Record the protocol in ``out/protocol.json``, then run every job not yet done."""
+    register()
     out = Path(out)
     path = out / PROTOCOL_FILE
     jobs = read_protocol(out) if path.is_file() else {}

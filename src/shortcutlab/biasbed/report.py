@@ -24,8 +24,8 @@ from shortcutlab.biasbed.protocol import (
     selection_table,
 )
 from shortcutlab.errors import StatsError
-from shortcutlab.report.html import HtmlReport
 from shortcutlab.stats.selection import RULES, rule_label
+from shortcutlab.utils.html import HtmlReport
 from shortcutlab.utils.io import atomic_path
 
 __all__ = ["add_biasbed_section", "epoch_curves", "rule_gap_frame", "write_report"]

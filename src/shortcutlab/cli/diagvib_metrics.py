@@ -16,7 +16,7 @@ from shortcutlab.diagvib.factors import FACTORS
 def _factor_table(title: str, frame: pd.DataFrame, keys: list[str], err: str = "sem",
                   scale: float = 1.0, digits: int = 2) -> Table:
     """A rich table: one row per ``keys`` tuple, one column per factor, cells "mean ± err"."""
-    from shortcutlab.report.diagvib_report import format_mean_err
+    from shortcutlab.diagvib.report import format_mean_err
 
     table = Table(title=title, title_justify="left")
     for key in keys:
@@ -48,7 +48,7 @@ def metrics(
     Accuracies are averaged over training seeds, then mean ± standard error over dataset samples.
     """
     from shortcutlab.diagvib.metrics import STUDIES, compute_metrics
-    from shortcutlab.report.diagvib_report import load_job_tables
+    from shortcutlab.diagvib.report import load_job_tables
 
     result = compute_metrics(load_job_tables(dirs))
     if as_json:

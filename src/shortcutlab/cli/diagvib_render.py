@@ -114,8 +114,8 @@ def render(
     """Render N images with some factors fixed; write them and their classes to an .npz."""
     import numpy as np
 
-    from shortcutlab.diagvib.demo import image_grid, save_image
     from shortcutlab.diagvib.factors import FACTORS
+    from shortcutlab.diagvib.gallery import image_grid, save_image
     from shortcutlab.diagvib.render import class_names, parse_assignments, random_classes
     from shortcutlab.diagvib.sources import check_split
     from shortcutlab.errors import DiagvibError
@@ -167,7 +167,7 @@ def traverse(
     textures: Path = typer.Option(None, help="Texture folder (default: built-in)."),
 ) -> None:
     """Draw the figure-2 traversal: one column per factor, its classes varying down the column."""
-    from shortcutlab.diagvib.demo import save_traversal
+    from shortcutlab.diagvib.gallery import save_traversal
 
     save_traversal(out, _generator(mnist, textures, 0), seed=seed)
     Console().print(f"wrote the factor traversal to {out}")

@@ -46,9 +46,9 @@ def run(
     """
     from rich.console import Console
 
+    from shortcutlab.diagvib.jobs import build_jobs
     from shortcutlab.errors import RunnerError
     from shortcutlab.runner.backends import SlurmOptions, describe_failures, run_jobs
-    from shortcutlab.runner.jobs import build_jobs
     from shortcutlab.train.config import TrainConfig
     from shortcutlab.utils.device import resolve_device
 
@@ -89,11 +89,12 @@ def collect(
     """Write one tidy table of all jobs in RUN_DIR (CSV and Parquet) and print a summary."""
     from rich.console import Console
 
-    from shortcutlab.runner.collect import collect as collect_table
+    from shortcutlab.diagvib.jobs import collect_jobs, register
     from shortcutlab.runner.collect import write_table
 
+    register()
     csv_path, parquet_path = write_table(run_dir, out)
-    table = collect_table(run_dir)
+    table = collect_jobs(run_dir)
     counts = table["status"].value_counts().to_dict()
     Console().print(
         f"{len(table)} jobs ({', '.join(f'{k} {v}' for k, v in sorted(counts.items()))}); "

@@ -1,9 +1,8 @@
 """One place that turns a :class:`~shortcutlab.errors.ShortcutlabError` into a clean exit.
 
-typer >= 0.20 vendors its own click, whose handler does not recognise the
-``click.ClickException`` that ShortcutlabError derives from; without this a user's mistake
-would print a traceback. :func:`wrap_commands` applies :func:`clean_errors` to every command of
-an app and its sub-groups, so command modules need nothing of their own.
+The library's errors are plain exceptions; :func:`wrap_commands` applies :func:`clean_errors`
+to every command of an app and its sub-groups, so a user's mistake prints one line and exits
+with :data:`EXIT_BAD_INPUT`, and command modules need nothing of their own.
 """
 
 from __future__ import annotations
@@ -17,6 +16,7 @@ import typer
 from shortcutlab.errors import ShortcutlabError
 
 F = TypeVar("F", bound=Callable[..., Any])
+EXIT_BAD_INPUT = 2
 
 
 def clean_errors(func: F) -> F:
@@ -29,8 +29,8 @@ def clean_errors(func: F) -> F:
         try:
             return func(*args, **kwargs)
         except ShortcutlabError as exc:
-            typer.echo(f"Error: {exc.message}", err=True)
-            raise typer.Exit(code=exc.exit_code) from None
+            typer.echo(f"Error: {exc}", err=True)
+            raise typer.Exit(code=EXIT_BAD_INPUT) from None
 
     wrapper._clean_errors = True  # type: ignore[attr-defined]
     return wrapper  # type: ignore[return-value]

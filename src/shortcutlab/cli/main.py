@@ -1,7 +1,8 @@
 """Entry point: ``shortcutlab <group> <command>``.
 
-Each command group lives in its own module and exposes a Typer ``app``; groups are imported
-lazily-by-module here so a broken optional area cannot break ``--help`` of the others.
+Each command group lives in its own module and exposes a Typer ``app``; the top-level commands
+``report`` and ``demo`` have a ``register(app)``. Command modules import the library inside
+their functions, so ``--help`` stays fast.
 """
 
 from __future__ import annotations
@@ -29,22 +30,10 @@ _GROUPS = {
 }
 
 for _name, _help in _GROUPS.items():
-    try:
-        _module = importlib.import_module(f"shortcutlab.cli.{_name}")
-    except ModuleNotFoundError as exc:  # the group's module is not written yet
-        if exc.name != f"shortcutlab.cli.{_name}":
-            raise
-        continue
-    app.add_typer(_module.app, name=_name, help=_help)
+    app.add_typer(importlib.import_module(f"shortcutlab.cli.{_name}").app, name=_name, help=_help)
 
 for _name in ("report", "demo"):
-    try:
-        _module = importlib.import_module(f"shortcutlab.cli.{_name}")
-    except ModuleNotFoundError as exc:
-        if exc.name != f"shortcutlab.cli.{_name}":
-            raise
-        continue
-    _module.register(app)
+    importlib.import_module(f"shortcutlab.cli.{_name}").register(app)
 
 wrap_commands(app)
 

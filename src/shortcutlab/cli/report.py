@@ -19,7 +19,7 @@ def report(
 
     The HTML embeds its figures, so the single file reads offline in any browser.
     """
-    from shortcutlab.report.diagvib_report import write_report
+    from shortcutlab.diagvib.report import write_report
 
     path = write_report(dirs, out, title=title)
     typer.echo(f"report written to {path} (metrics.json, metrics.csv beside it)")

@@ -28,6 +28,7 @@ import pandas as pd
 
 from shortcutlab.diagvib.factors import FACTORS
 from shortcutlab.errors import DiagvibError, unknown_choice
+from shortcutlab.utils.sanitize import json_safe
 
 STUDIES: tuple[str, ...] = (
     "ZSO", "ZGO", "CGO-1", "CGO-2", "CGO-3", "CHGO", "FGO-5", "FGO-10", "FGO-20",
@@ -304,15 +305,6 @@ def chgo_over_zgo(table: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns)
 
 
-def _clean(value: Any) -> Any:
-    """JSON-ready scalar: NaN -> None, numpy -> Python."""
-    if isinstance(value, (np.integer,)):
-        return int(value)
-    if isinstance(value, (float, np.floating)):
-        return None if math.isnan(value) else float(value)
-    return value
-
-
 def _order(values: Iterable[str], order: Iterable[str]) -> list[str]:
     rank = {v: i for i, v in enumerate(order)}
     return sorted(set(values), key=lambda v: (rank.get(v, len(rank)), v))
@@ -353,7 +345,7 @@ class DiagvibMetrics:
             z = self.zso[self.zso["label"] == label]
             if len(z):
                 entry["ZSO"] = {"P": {
-                    r.factor: {"mean": _clean(r.mean), "sem": _clean(r.sem), "n": int(r.n)}
+                    r.factor: {"mean": json_safe(r.mean), "sem": json_safe(r.sem), "n": int(r.n)}
                     for r in z.itertuples()
                 }}
             p = self.pairs[self.pairs["label"] == label]
@@ -361,19 +353,20 @@ class DiagvibMetrics:
                 ps = p[p["study"] == study]
                 entry[study] = {"P": {
                     f"{r.predicted}-{r.correlated}":
-                        {"mean": _clean(r.mean), "sem": _clean(r.sem), "n": int(r.n)}
+                        {"mean": json_safe(r.mean), "sem": json_safe(r.sem), "n": int(r.n)}
                     for r in ps.itertuples()
                 }}
             a = self.aggregates[self.aggregates["label"] == label]
             for r in a.itertuples():
                 block = entry.setdefault(r.study, {}).setdefault(r.metric, {})
-                block[r.factor] = {"mean": _clean(r.mean), "sem": _clean(r.sem), "n": int(r.n)}
+                block[r.factor] = {"mean": json_safe(r.mean), "sem": json_safe(r.sem),
+                                   "n": int(r.n)}
                 if r.study != "ZSO":
                     block[r.factor]["n_pairs"] = int(r.n_pairs)
             c = self.chgo[self.chgo["label"] == label]
             if len(c):
                 entry["CHGO_over_ZGO"] = {
-                    r.factor: {k: _clean(getattr(r, k)) for k in
+                    r.factor: {k: json_safe(getattr(r, k)) for k in
                                ("mean", "std", "sem", "n", "std_cells", "n_cells", "source")}
                     for r in c.itertuples()
                 }

@@ -2,7 +2,7 @@
 
 :func:`analyse` runs everything a report shows (evaluation, bootstrap intervals for the models
 drawn, group tests, dataset statistics); :func:`add_imagenetx_section` renders it into a shared
-:class:`~shortcutlab.report.html.HtmlReport`; :func:`write_report` writes ``index.html`` with
+:class:`~shortcutlab.utils.html.HtmlReport`; :func:`write_report` writes ``index.html`` with
 ``imagenetx.json``, ``summary.csv`` (the package's table) and ``meta_labels.csv`` beside it.
 """
 
@@ -20,7 +20,7 @@ import pandas as pd
 from shortcutlab.imagenetx.annotations import Annotations, load_annotations
 from shortcutlab.imagenetx.evaluate import BootstrapCI, EvaluationResult, bootstrap_ci, evaluate
 from shortcutlab.imagenetx.predictions import Predictions
-from shortcutlab.report.html import HtmlReport
+from shortcutlab.utils.html import HtmlReport
 from shortcutlab.utils.io import write_json, write_text
 
 MAX_TABLE_MODELS = 30

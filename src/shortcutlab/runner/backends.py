@@ -18,7 +18,16 @@ from pathlib import Path
 from typing import Any
 
 from shortcutlab.errors import RunnerError, unknown_choice
-from shortcutlab.runner.jobs import Job, Outcome, is_done, job_dir, run_one, write_job_file
+from shortcutlab.runner.jobs import (
+    Job,
+    JobFunction,
+    Outcome,
+    is_done,
+    job_dir,
+    job_kind,
+    run_one,
+    write_job_file,
+)
 from shortcutlab.utils.progress import progress_bar
 
 BACKENDS = ("serial", "processes", "ray", "slurm")
@@ -69,9 +78,14 @@ class RunSummary:
 Runner = Callable[[list[Job], Path, str, int], Iterator[Outcome]]
 
 
+def _function(job: Job) -> JobFunction:
+    """The job's function, resolved here so that workers receive it with the job."""
+    return job_kind(job.kind).run
+
+
 def _serial(jobs: list[Job], out: Path, device: str, workers: int, **_: Any) -> Iterator[Outcome]:
     for job in jobs:
-        yield run_one(job, out, device)
+        yield run_one(job, out, device, _function(job))
 
 
 def _init_worker(threads: int) -> None:
@@ -87,7 +101,7 @@ def _processes(
     ctx = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker,
                              initargs=(threads,)) as pool:
-        futures = {pool.submit(run_one, job, out, device): job for job in jobs}
+        futures = {pool.submit(run_one, job, out, device, _function(job)): job for job in jobs}
         try:
             for fut in as_completed(futures):
                 try:
@@ -119,7 +133,7 @@ def _ray(
     try:
         gpus = 1 if ray.cluster_resources().get("GPU", 0) >= 1 else 0
         remote = ray.remote(num_cpus=1, num_gpus=gpus, max_retries=0)(run_one)
-        refs = {remote.remote(job, str(out), device): job for job in jobs}
+        refs = {remote.remote(job, str(out), device, _function(job)): job for job in jobs}
         pending = list(refs)
         while pending:
             ready, pending = ray.wait(pending, num_returns=1)
@@ -159,7 +173,8 @@ def _slurm(
     if opts.mem_gb:
         params["mem_gb"] = opts.mem_gb
     executor.update_parameters(**params)
-    submitted = executor.map_array(run_one, jobs, [str(out)] * len(jobs), [device] * len(jobs))
+    submitted = executor.map_array(run_one, jobs, [str(out)] * len(jobs), [device] * len(jobs),
+                                   [_function(job) for job in jobs])
     pending = dict(zip(submitted, jobs, strict=True))
     while pending:
         for sjob in [s for s in pending if s.done()]:
@@ -204,6 +219,8 @@ def run_jobs(
     unique: dict[str, Job] = {}
     for job in jobs:
         unique.setdefault(job.job_id, job)
+    for kind in sorted({job.kind for job in unique.values()}):
+        job_kind(kind)  # an unregistered kind fails here, before anything runs
     outcomes: list[Outcome] = []
     todo: list[Job] = []
     for job in unique.values():

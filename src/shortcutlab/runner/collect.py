@@ -20,14 +20,15 @@ from shortcutlab.runner.jobs import (
     ERROR_FILE,
     JOB_FILE,
     RESULT_FILE,
-    describe_experiment,
+    describe_job,
 )
 from shortcutlab.utils.io import atomic_path
 
+# The job kind's describer (see register_job_kind) adds its columns after "algorithm", e.g.
+# study, predicted, correlated and sample for DiagViB-6 jobs.
 JOB_COLUMNS = (
-    "job_id", "model", "algorithm", "study", "predicted", "correlated", "sample", "seed",
-    "experiment", "scale", "status", "best_epoch", "epochs_run", "val_loss", "val_acc", "test_acc",
-    "train_seconds",
+    "job_id", "model", "algorithm", "seed", "experiment", "scale", "status", "best_epoch",
+    "epochs_run", "val_loss", "val_acc", "test_acc", "train_seconds",
 )
 EXTRA_COLUMNS = ("benchmark_seed", "error")
 EPOCH_TABLE_COLUMNS = (
@@ -51,7 +52,7 @@ def _row(path: Path) -> dict[str, Any]:
         "job_id": path.name,
         "model": train.get("model", ""),
         "algorithm": train.get("algorithm", ""),
-        **describe_experiment(str(job.get("experiment", ""))),
+        **describe_job(str(job.get("kind", "")), str(job.get("experiment", ""))),
         "seed": train.get("seed", 0),
         "experiment": job.get("experiment", ""),
         "scale": job.get("scale", 1.0),
@@ -75,8 +76,9 @@ def _row(path: Path) -> dict[str, Any]:
 
 
 def collect(root: str | Path) -> pd.DataFrame:
-    """One row per job directory under ``root``: the job table (columns :data:`JOB_COLUMNS`,
-    then ``benchmark_seed``, ``error`` and any ``test_acc@<tag>`` columns, sorted by name).
+    """One row per job directory under ``root``: the job table (columns :data:`JOB_COLUMNS`
+    with the job kinds' descriptive columns after ``algorithm``, then ``benchmark_seed``,
+    ``error`` and any ``test_acc@<tag>`` columns, sorted by name).
 
     ``status`` is ``done`` (done marker present), ``failed`` (error.txt) or ``pending``; result
     columns are empty unless done.
@@ -84,16 +86,20 @@ def collect(root: str | Path) -> pd.DataFrame:
     root = Path(root)
     rows = [_row(p) for p in _job_dirs(root)]
     tag_cols = sorted({k for r in rows for k in r if k.startswith("test_acc@")})
-    columns = [*JOB_COLUMNS, *EXTRA_COLUMNS, *tag_cols]
+    known = {*JOB_COLUMNS, *EXTRA_COLUMNS, *tag_cols}
+    described = list(dict.fromkeys(k for r in rows for k in r if k not in known))
+    at = JOB_COLUMNS.index("algorithm") + 1
+    columns = [*JOB_COLUMNS[:at], *described, *JOB_COLUMNS[at:], *EXTRA_COLUMNS, *tag_cols]
     table = pd.DataFrame(rows, columns=columns)
     for col in _INT_COLUMNS:
-        table[col] = table[col].astype("int64")
+        if col in table.columns and table[col].notna().all():
+            table[col] = table[col].astype("int64")
     for col in _NULLABLE_INT:
         table[col] = pd.array(table[col], dtype="Int64")
     for col in (*_FLOAT_COLUMNS, *tag_cols):
         table[col] = pd.to_numeric(table[col], errors="coerce").astype("float64")
-    for col in ("job_id", "model", "algorithm", "study", "predicted", "correlated", "experiment",
-                "status", "error"):
+    text = [c for c in described if table[c].map(lambda v: v is None or isinstance(v, str)).all()]
+    for col in ("job_id", "model", "algorithm", *text, "experiment", "status", "error"):
         table[col] = table[col].fillna("").astype(str)
     return table.sort_values(["model", "algorithm", "experiment", "seed", "job_id"],
                              ignore_index=True)

@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import time
 import traceback
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from shortcutlab.errors import RunnerError, ShortcutlabError, unknown_choice
 from shortcutlab.train.config import TrainConfig, format_validation_error
 from shortcutlab.utils.io import atomic_path, write_json, write_text
+from shortcutlab.utils.sanitize import json_safe
 
 JOB_FILE, RESULT_FILE, EPOCHS_FILE, DONE_FILE, ERROR_FILE = (
     "job.json", "result.json", "epochs.parquet", "done", "error.txt",
@@ -34,18 +34,17 @@ ID_LENGTH = 16
 
 
 class Job(BaseModel):
-    """One training run. ``kind`` selects the job function (``diagvib``: train on the DiagViB-6
-    experiment; ``noop``: do nothing, for overhead benchmarks and tests). ``spec``: an exact
-    experiment specification (from a generated benchmark folder) used instead of
-    ``make_experiment(experiment, scale, benchmark_seed)``."""
+    """One training run: ``kind`` names the registered job function that runs it (see
+    :func:`register_job_kind`); ``experiment``, ``scale``, ``benchmark_seed`` and ``spec`` say
+    what to train on, in the kind's own terms; ``train`` how."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     experiment: str
+    kind: str
     scale: float = Field(1.0, gt=0)
     benchmark_seed: int = Field(0, ge=0)
     train: TrainConfig = Field(default_factory=TrainConfig)
-    kind: str = "diagvib"
     spec: dict[str, Any] | None = None
 
     def __init__(self, **data: Any) -> None:
@@ -53,8 +52,6 @@ class Job(BaseModel):
             super().__init__(**data)
         except ValidationError as exc:
             raise RunnerError(format_validation_error(exc, "job")) from None
-        if self.kind not in JOB_KINDS:
-            raise RunnerError(unknown_choice("job kind", self.kind, sorted(JOB_KINDS)))
 
     def canonical_json(self) -> str:
         """Sorted keys, no spaces: equal jobs give equal bytes, hence equal ids."""
@@ -69,22 +66,8 @@ class Job(BaseModel):
         return self.train.seed
 
     def describe(self) -> dict[str, Any]:
-        """study, predicted, correlated ('' if none), sample parsed from the experiment name."""
-        return describe_experiment(self.experiment)
-
-
-def describe_experiment(name: str) -> dict[str, Any]:
-    """Parse ``STUDY/PREDICTED[-CORRELATED]/SAMPLE`` into study, predicted, correlated ('' if
-    none) and sample (0 when missing or not a number)."""
-    parts = name.split("/")
-    middle = parts[1] if len(parts) > 1 else ""
-    predicted, _, correlated = middle.partition("-")
-    try:
-        sample = int(parts[2]) if len(parts) > 2 else 0
-    except ValueError:
-        sample = 0
-    return {"study": parts[0], "predicted": predicted, "correlated": correlated,
-            "sample": sample}
+        """The columns the job's kind derives from its experiment name ({} if none)."""
+        return describe_job(self.kind, self.experiment)
 
 
 @dataclass
@@ -141,85 +124,73 @@ def read_job(path: Path) -> Job:
         raise RunnerError(f"cannot read {path / JOB_FILE}: {exc}") from None
 
 
-# ----------------------------------------------------------------------------- job functions
+# ----------------------------------------------------------------------------- job kinds
 
 
-def noop_job(job: Job, device: str) -> JobOutput:
-    """A job that trains nothing (runner-overhead benchmark, tests); an experiment name
-    containing ``fail`` raises, one containing ``sleep`` waits 0.2 s."""
-    if "fail" in job.experiment:
-        raise RuntimeError(f"noop job {job.experiment} failed on purpose")
-    if "sleep" in job.experiment:
-        time.sleep(0.2)
-    epochs = pd.DataFrame(
-        {"epoch": [0], "train_loss": [0.0], "val_loss": [0.0], "val_acc": [1.0],
-         "test_set": ["test"], "tag": ["all"], "acc": [1.0], "n": [1]}
-    )
-    result = {"best_epoch": 0, "epochs_run": 1, "val_loss": 0.0, "val_acc": 1.0,
-              "test_acc": 1.0, "train_seconds": 0.0}
-    return JobOutput(result, epochs)
+JobFunction = Callable[[Job, str], JobOutput]
+Describer = Callable[[str], dict[str, Any]]
 
 
-def diagvib_job(job: Job, device: str) -> JobOutput:
-    """Train ``job.train`` on the DiagViB-6 experiment; test set ``test`` with per-tag accuracy."""
-    from shortcutlab.diagvib.dataset import DiagvibDataset
-    from shortcutlab.diagvib.spec import ExperimentSpec
-    from shortcutlab.diagvib.studies import make_experiment
-    from shortcutlab.train.algorithms.base import AlgorithmContext
-    from shortcutlab.train.trainer import train
-    from shortcutlab.utils.device import resolve_device
+@dataclass(frozen=True)
+class JobKind:
+    """What the runner needs of a kind of job: the function that runs one (a module-level
+    function, so that worker processes can import it by name) and, optionally, a function that
+    turns an experiment name into extra job-table columns (e.g. study and factors)."""
 
-    if job.spec is not None:
-        spec = ExperimentSpec(**job.spec)
-    else:
-        spec = make_experiment(job.experiment, scale=job.scale, seed=job.benchmark_seed)
-    train_ds = DiagvibDataset(spec, "train")
-    val_ds = DiagvibDataset(spec, "val", generator=train_ds.generator)
-    test_ds = DiagvibDataset(spec, "test", generator=train_ds.generator)
-    torch_device = resolve_device(device)
-    context = AlgorithmContext(
-        spec=spec, generator=train_ds.generator, data_seed=getattr(train_ds, "render_seed", None),
-        train_dataset=train_ds, device=torch_device,
-    )
-    res = train(job.train.algorithm, train_ds, val_ds, {"test": test_ds}, job.train,
-                device=torch_device, context=context)
-    summary = res.summary()
-    summary["spec_hash"] = spec.content_hash()
-    summary["device"] = str(torch_device)
-    return JobOutput(summary, res.epochs)
+    run: JobFunction
+    describe: Describer | None = None
 
 
-JOB_KINDS: dict[str, Callable[[Job, str], JobOutput]] = {
-    "diagvib": diagvib_job,
-    "noop": noop_job,
-}
+_JOB_KINDS: dict[str, JobKind] = {}
 
 
-def _clean(obj: Any) -> Any:
-    """JSON-safe: NaN/inf become None."""
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    if isinstance(obj, dict):
-        return {k: _clean(v) for k, v in obj.items()}
-    return obj
+def register_job_kind(name: str, run: JobFunction, describe: Describer | None = None) -> None:
+    """Make ``Job(kind=name)`` runnable by ``run(job, device) -> JobOutput``. Re-registering
+    the same functions is a no-op; another function under a taken name is an error."""
+    kind = JobKind(run, describe)
+    if _JOB_KINDS.get(name, kind) != kind:
+        raise RunnerError(f"job kind {name!r} is already registered with another function")
+    _JOB_KINDS[name] = kind
 
 
-def run_one(job: Job, out: str | Path, device: str = "auto") -> Outcome:
+def job_kinds() -> list[str]:
+    """The names of the registered job kinds."""
+    return sorted(_JOB_KINDS)
+
+
+def job_kind(name: str) -> JobKind:
+    """The registered kind ``name``; an error naming the registered ones otherwise."""
+    if name not in _JOB_KINDS:
+        raise RunnerError(unknown_choice("job kind", name, job_kinds() or ["(none registered)"]))
+    return _JOB_KINDS[name]
+
+
+def describe_job(kind: str, experiment: str) -> dict[str, Any]:
+    """The extra table columns the kind's describer derives from ``experiment`` ({} if none)."""
+    found = _JOB_KINDS.get(kind)
+    return found.describe(experiment) if found is not None and found.describe else {}
+
+
+def run_one(job: Job, out: str | Path, device: str = "auto",
+            run: JobFunction | None = None) -> Outcome:
     """Run ``job`` unless its directory is done; write results atomically, ``done`` last.
 
+    ``run``: the job function (default: the one registered for ``job.kind``; backends resolve
+    it in the parent and pass it on, so worker processes need no registration of their own).
     Any exception is caught, its traceback written to ``error.txt`` and reported as ``failed``.
     """
+    run = run if run is not None else job_kind(job.kind).run
     path = write_job_file(out, job)
     if is_done(path):
         return Outcome(job.job_id, "skipped")
     (path / ERROR_FILE).unlink(missing_ok=True)
     start = time.perf_counter()
     try:
-        output = JOB_KINDS[job.kind](job, device)
+        output = run(job, device)
         if output.epochs is not None:
             with atomic_path(path / EPOCHS_FILE, suffix=".parquet") as tmp:
                 output.epochs.to_parquet(tmp, index=False)
-        result = {"device": device, **_clean(output.result), "job_id": job.job_id}
+        result = {"device": device, **json_safe(output.result), "job_id": job.job_id}
         write_json(path / RESULT_FILE, result)
         write_text(path / DONE_FILE, "")
     except Exception as exc:
@@ -228,69 +199,3 @@ def run_one(job: Job, out: str | Path, device: str = "auto") -> Outcome:
         return Outcome(job.job_id, "failed", message.splitlines()[-1] if message else "",
                        time.perf_counter() - start)
     return Outcome(job.job_id, "done", "", time.perf_counter() - start)
-
-
-# ----------------------------------------------------------------------------- building jobs
-
-
-def _load_generated(specs_dir: Path) -> dict[str, dict[str, Any]]:
-    """name -> spec dict from a folder written by ``shortcutlab diagvib studies --out``."""
-    import yaml
-
-    index = specs_dir / "index.csv"
-    if not index.is_file():
-        raise RunnerError(
-            f"{specs_dir} holds no generated benchmark (no index.csv); write one with "
-            f"`shortcutlab diagvib studies --out {specs_dir}`"
-        )
-    table = pd.read_csv(index, keep_default_na=False)
-    return {
-        row["name"]: yaml.safe_load((specs_dir / row["path"]).read_text(encoding="utf-8"))
-        for _, row in table.iterrows()
-    }
-
-
-def build_jobs(
-    model: str,
-    studies: Sequence[str],
-    pairs: Sequence[str] | None = None,
-    samples: Sequence[int] | int | None = None,
-    seeds: Iterable[int] = (0,),
-    scale: float = 1.0,
-    train_config: TrainConfig | None = None,
-    *,
-    benchmark_seed: int = 0,
-    specs_dir: str | Path | None = None,
-) -> list[Job]:
-    """One job per (experiment, training seed) for ``model``.
-
-    ``pairs``: "predicted-correlated" strings (default all 30; ZSO uses their predicted factors);
-    ``samples``: dataset sample ids (default 0..4). ``specs_dir``: use the exact specs of a
-    generated benchmark folder; an experiment it lacks is an error naming the missing studies.
-    """
-    from shortcutlab.diagvib.studies import experiment_names
-
-    base = (train_config or TrainConfig()).replace(model=model)
-    if not studies:
-        raise RunnerError("no study given; choose from the DiagViB-6 studies (e.g. --study ZSO)")
-    names = experiment_names(list(studies), list(pairs) if pairs else None, samples)
-    generated: dict[str, dict[str, Any]] | None = None
-    if specs_dir is not None:
-        generated = _load_generated(Path(specs_dir))
-        missing = [n for n in names if n not in generated]
-        if missing:
-            have = sorted({n.split("/")[0] for n in generated})
-            lacking = sorted({n.split("/")[0] for n in missing})
-            raise RunnerError(
-                f"study {', '.join(lacking)} was not generated in {specs_dir} (e.g. {missing[0]} "
-                f"is missing); generated studies: {', '.join(have) or 'none'}"
-            )
-    jobs = []
-    for name in names:
-        for seed in seeds:
-            jobs.append(Job(
-                experiment=name, scale=scale, benchmark_seed=benchmark_seed,
-                train=base.replace(seed=int(seed)),
-                spec=generated[name] if generated is not None else None,
-            ))
-    return jobs

@@ -19,8 +19,7 @@ from matplotlib.figure import Figure
 from scipy.stats import rankdata
 
 from shortcutlab.errors import StatsError
-from shortcutlab.report.html import figure_to_png
-from shortcutlab.stats.friedman import friedman_test
+from shortcutlab.stats.friedman import FriedmanResult, friedman_test
 from shortcutlab.stats.posthoc import (
     cd_cliques,
     cd_diagram,
@@ -29,16 +28,15 @@ from shortcutlab.stats.posthoc import (
     nemenyi_p_values,
 )
 from shortcutlab.stats.tables import ScoreTable, load_table, parse_table
+from shortcutlab.utils.html import figure_to_png
 from shortcutlab.utils.io import write_bytes, write_json, write_text
-
-
-def _finite_or_none(value: float) -> float | None:
-    return float(value) if math.isfinite(value) else None
+from shortcutlab.utils.sanitize import finite_or_none
 
 
 @dataclass(frozen=True)
-class ComparisonResult:
-    """Everything the comparison computed; pure data plus writers.
+class ComparisonResult(FriedmanResult):
+    """The omnibus tests (the :class:`FriedmanResult` fields) plus the post-hoc analysis;
+    pure data plus writers.
 
     ``ranks``: mean rank per algorithm (1 = best); ``nemenyi``: algorithm × algorithm p-values;
     ``block_ranks``: the within-block ranks; ``std``/``n_runs`` are None for a wide table.
@@ -50,12 +48,6 @@ class ComparisonResult:
     block_ranks: pd.DataFrame
     ranks: pd.Series
     nemenyi: pd.DataFrame
-    chi2: float
-    chi2_p_value: float
-    F: float
-    p_value: float
-    df_num: int
-    df_den: int
     critical_difference: float
     alpha: float
     lower_is_better: bool
@@ -95,17 +87,17 @@ class ComparisonResult:
 
         def frame(df: pd.DataFrame) -> dict[str, dict[str, float | None]]:
             return {
-                str(b): {str(a): _finite_or_none(float(v)) for a, v in row.items()}
+                str(b): {str(a): finite_or_none(float(v)) for a, v in row.items()}
                 for b, row in df.iterrows()
             }
 
         out: dict[str, Any] = {
-            "chi2": _finite_or_none(self.chi2),
-            "chi2_p_value": _finite_or_none(self.chi2_p_value),
-            "F": _finite_or_none(self.F),
-            "p_value": _finite_or_none(self.p_value),
+            "chi2": finite_or_none(self.chi2),
+            "chi2_p_value": finite_or_none(self.chi2_p_value),
+            "F": finite_or_none(self.F),
+            "p_value": finite_or_none(self.p_value),
             "df": [self.df_num, self.df_den],
-            "critical_difference": _finite_or_none(self.critical_difference),
+            "critical_difference": finite_or_none(self.critical_difference),
             "alpha": self.alpha,
             "lower_is_better": self.lower_is_better,
             "n_blocks": len(self.blocks),
@@ -300,18 +292,13 @@ def compare(
         columns=pd.Index(algos, name="algorithm"),
     )
     return ComparisonResult(
+        **omnibus.to_dict(),
         means=means,
         std=parsed.std,
         n_runs=parsed.n_runs,
         block_ranks=block_ranks,
         ranks=pd.Series(ranks_arr, index=pd.Index(algos, name="algorithm"), name="mean_rank"),
         nemenyi=nemenyi,
-        chi2=omnibus.chi2,
-        chi2_p_value=omnibus.chi2_p_value,
-        F=omnibus.F,
-        p_value=omnibus.p_value,
-        df_num=omnibus.df_num,
-        df_den=omnibus.df_den,
         critical_difference=critical_difference(len(algos), scores.shape[0], float(alpha)),
         alpha=float(alpha),
         lower_is_better=lower_is_better,

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from shortcutlab.errors import DataNotFoundError, VQAError
+from shortcutlab.utils.sanitize import json_safe
 from shortcutlab.vqa.accuracy import vqa_accuracies
 from shortcutlab.vqa.concepts import SHORTCUTS
 
@@ -106,14 +107,6 @@ def _pct(acc: np.ndarray, mask: np.ndarray) -> float:
     return float(100.0 * acc[mask].mean()) if mask.any() else float("nan")
 
 
-def _json_safe(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _json_safe(v) for k, v in value.items()}
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    return value
-
-
 def score_splits(
     samples: pd.DataFrame, predictions: Mapping[str, str], count_missing_wrong: bool = False
 ) -> dict[str, Any]:
@@ -149,7 +142,7 @@ def score_splits(
         },
         "missing": n_missing,
     }
-    return _json_safe(result)
+    return json_safe(result)
 
 
 def score_table(
@@ -166,7 +159,7 @@ def score_table(
         for t in sorted(set(qt)):
             per_type[t] = _pct(acc, qt == t)
     overall = _pct(acc, np.ones(len(qids), dtype=bool))
-    return _json_safe(
+    return json_safe(
         {"overall": overall, "count": int(len(qids)), "missing": n_missing,
          "per_question_type": per_type}
     )  # fmt: skip

@@ -13,11 +13,10 @@ from pathlib import Path
 from rich.console import Console
 
 from shortcutlab.diagvib.factors import FACTORS
+from shortcutlab.diagvib.jobs import build_jobs, collect_jobs
 from shortcutlab.diagvib.metrics import CHANCE, compute_metrics
-from shortcutlab.report.diagvib_report import write_report
+from shortcutlab.diagvib.report import write_report
 from shortcutlab.runner.backends import run_jobs
-from shortcutlab.runner.collect import collect
-from shortcutlab.runner.jobs import build_jobs
 from shortcutlab.train.config import TrainConfig
 
 DEMO_STUDIES: tuple[str, ...] = ("ZSO", "ZGO")
@@ -50,7 +49,7 @@ def run_benchmark_demo(
     console.print(f"{len(summary.done)} trained, {len(summary.skipped)} already done, "
                   f"{len(summary.failed)} failed in {summary.seconds:.0f} s")
     index = write_report([runs], out / "report", title="DiagViB-6 demo: small CNN, ZSO and ZGO")
-    metrics = compute_metrics(collect(runs))
+    metrics = compute_metrics(collect_jobs(runs))
     lines = [f"benchmark runs ({len(jobs)} jobs): {runs}",
              f"DiagViB-6 report: {index}"]
     if summary.failed:

@@ -1,62 +1,37 @@
-"""Demo stage for VQA-VS: build the splits on easy-VQA, score the baselines, write a report."""
+"""The VQA-VS report: split statistics, baseline accuracies IID and per OOD set, relations
+between the shortcuts (cf. the paper's Tables 1-2 and Figures 3-4)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
-from rich.console import Console
 
-from shortcutlab.report.html import HtmlReport
-from shortcutlab.utils.io import write_json
-from shortcutlab.vqa.baselines import (
-    PRIORS,
-    CnnBowConfig,
-    inject_correlation,
-    prior_predictions,
-    train_cnn_bow,
-)
+from shortcutlab.utils.html import HtmlReport
 from shortcutlab.vqa.concepts import SHORTCUTS
-from shortcutlab.vqa.evaluate import score_splits
 from shortcutlab.vqa.figures import accuracy_bars, heatmap, imbalance_bars
-from shortcutlab.vqa.loaders import load_easy_vqa
-from shortcutlab.vqa.splits import build_splits
-from shortcutlab.vqa.store import write_splits
+from shortcutlab.vqa.splits import VQASplits
 
-__all__ = ["run_demo"]
+__all__ = ["baseline_table", "write_baseline_report"]
 
 
-def run_demo(
-    out_dir: Path, console: Console, epochs: int = 2, max_questions: int | None = None
-) -> list[str]:
-    """Build VQA-VS splits for easy-VQA and score the priors and a small CNN + bag of words,
-    once on the natural training split and once with colour <-> shape correlated (p = 0.9).
-
-    ``max_questions`` keeps a prefix of easy-VQA (for quick checks)."""
-    out_dir = Path(out_dir)
-    console.print("loading easy-VQA and building VQA-VS splits")
-    table = load_easy_vqa(max_questions)
-    splits = build_splits(table)
-    write_splits(splits, out_dir / "splits")
-    samples = splits.samples
-    train_ids, test_ids = splits.ids("train"), splits.ids("test")
-    runs: dict[str, dict[str, str]] = {}
-    for name in PRIORS:
-        runs[name] = prior_predictions(samples, name)
-    console.print(f"training cnn-bow ({epochs} epoch(s)) on {len(train_ids):,} questions")
-    runs["cnn-bow"] = train_cnn_bow(table, train_ids, test_ids, CnnBowConfig(epochs=epochs))
-    console.print("training cnn-bow with an injected colour <-> shape correlation (p = 0.9)")
-    biased = inject_correlation(table, train_ids, "color", "shape", 0.9, seed=0)
-    runs["cnn-bow+color~shape"] = train_cnn_bow(
-        table, biased, test_ids, CnnBowConfig(epochs=epochs)
-    )
-    scores = {name: score_splits(samples, preds) for name, preds in runs.items()}
-    write_json(out_dir / "scores.json", scores)
+def baseline_table(scores: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
+    """One row per model: IID, each OOD set, the OOD mean and the gap (from ``score_splits``)."""
     rows = []
     for name, r in scores.items():
         rows.append({"model": name, "IID": r["iid"], **r["ood"], "OOD mean": r["ood_mean"],
                      "gap": r["gap"]})  # fmt: skip
-    table_df = pd.DataFrame(rows).set_index("model")
+    return pd.DataFrame(rows).set_index("model")
+
+
+def write_baseline_report(
+    splits: VQASplits, scores: Mapping[str, Mapping[str, Any]], path: str | Path
+) -> Path:
+    """The HTML report of the easy-VQA baselines ``cnn-bow`` and ``cnn-bow+color~shape`` (plus
+    any priors) on ``splits``; returns its path."""
+    table_df = baseline_table(scores)
     report = HtmlReport("VQA-VS on easy-VQA")
     report.paragraph(
         "Nine shortcut-specific OOD test sets built with the VQA-VS procedure (concepts by "
@@ -104,13 +79,4 @@ def run_demo(
     report.figure(heatmap(splits.coincidence, "Coincidence of OOD sets", "ratio"),
                   "Row A, column B: |A ∩ B| / |A|")  # fmt: skip
     report.figure(imbalance_bars(splits.imbalance), "Imbalance degree E per shortcut")
-    report.write(out_dir / "report.html")
-    best = max(scores, key=lambda m: scores[m]["iid"])
-    console.print(table_df.round(2).to_string())
-    return [
-        f"VQA-VS splits for easy-VQA ({len(samples):,} questions, "
-        f"{len(SHORTCUTS)} OOD sets) in {out_dir / 'splits'}",
-        f"baseline scores in {out_dir / 'scores.json'}; best IID: {best} "
-        f"{scores[best]['iid']:.1f} % (OOD mean {scores[best]['ood_mean']:.1f} %)",
-        f"report: {out_dir / 'report.html'}",
-    ]
+    return report.write(path)

@@ -4,10 +4,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from shortcutlab.diagvib.comparison import add_comparison_section, compare_study, study_runs
 from shortcutlab.diagvib.factors import FACTORS
 from shortcutlab.errors import StatsError
-from shortcutlab.report.html import HtmlReport
-from shortcutlab.stats.diagvib import add_comparison_section, compare_study, study_runs
+from shortcutlab.utils.html import HtmlReport
 
 PAIRS = list(itertools.permutations(FACTORS, 2))  # the 30 ordered factor pairs
 

@@ -19,7 +19,9 @@ def test_run_resume_and_collect_on_a_tiny_experiment(tmp_path) -> None:
     first = runner.invoke(app, [*RUN, "--out", str(out)])
     assert first.exit_code == 0, first.output
     table = pd.read_parquet(out / "jobs.parquet")
-    assert list(table.columns[: len(JOB_COLUMNS)]) == list(JOB_COLUMNS)
+    described = ["study", "predicted", "correlated", "sample"]  # the kind's describer's columns
+    assert list(table.columns[: len(JOB_COLUMNS) + 4]) == [
+        *JOB_COLUMNS[:3], *described, *JOB_COLUMNS[3:]]
     assert sorted(table["experiment"]) == ["ZGO/hue-shape/0", "ZSO/hue/0"]
     assert (table["status"] == "done").all()
     assert table["test_acc"].between(0, 1).all() and (table["epochs_run"] >= 1).all()

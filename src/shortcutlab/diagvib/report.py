@@ -18,7 +18,7 @@ import pandas as pd
 from shortcutlab.diagvib.factors import FACTORS
 from shortcutlab.diagvib.metrics import STUDIES, DiagvibMetrics, compute_metrics
 from shortcutlab.errors import DiagvibError
-from shortcutlab.report.html import HtmlReport
+from shortcutlab.utils.html import HtmlReport
 from shortcutlab.utils.io import write_json, write_text
 
 Section = Callable[[HtmlReport, pd.DataFrame], None]
@@ -44,7 +44,7 @@ def load_job_table(source: str | os.PathLike[str]) -> pd.DataFrame:
     """One job table from a run directory (collected from its job folders, so never stale;
     a folder holding only ``jobs.parquet``/``jobs.csv`` is read from that file) or from a
     ``.csv``/``.parquet`` file."""
-    from shortcutlab.runner.collect import collect
+    from shortcutlab.diagvib.jobs import collect_jobs
     from shortcutlab.runner.jobs import JOB_FILE
 
     path = Path(source)
@@ -56,7 +56,7 @@ def load_job_table(source: str | os.PathLike[str]) -> pd.DataFrame:
     if not path.is_dir():
         raise DiagvibError(f"run directory or job table not found: {path}")
     if any(path.glob(f"*/{JOB_FILE}")):
-        return collect(path)
+        return collect_jobs(path)
     for name in _TABLE_FILES:
         if (path / name).is_file():
             return _read_table_file(path / name)
@@ -106,7 +106,7 @@ def _status_section(report: HtmlReport, metrics: DiagvibMetrics) -> None:
 
 
 def _metric_sections(report: HtmlReport, metrics: DiagvibMetrics) -> None:
-    from shortcutlab.report import diagvib_figures as figs
+    from shortcutlab.diagvib import figures as figs
 
     report.heading("Accuracy without shortcut opportunities (ZSO)")
     report.paragraph("P_i: mean per-class test accuracy on the training distribution, mean ± "
@@ -167,7 +167,7 @@ def _metric_sections(report: HtmlReport, metrics: DiagvibMetrics) -> None:
 def build_report(table: pd.DataFrame, title: str = "DiagViB-6 shortcut report",
                  extra_sections: Sequence[Section] = ()) -> tuple[HtmlReport, DiagvibMetrics]:
     """The report page and the metrics it shows, computed in memory (nothing written)."""
-    from shortcutlab.stats.diagvib import add_comparison_section
+    from shortcutlab.diagvib.comparison import add_comparison_section
 
     metrics = compute_metrics(table)
     report = HtmlReport(title)

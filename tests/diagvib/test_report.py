@@ -14,20 +14,20 @@ from typer.testing import CliRunner
 
 from shortcutlab.cli.main import app
 from shortcutlab.diagvib.factors import FACTORS
-from shortcutlab.diagvib.metrics import compute_metrics, synthetic_table
-from shortcutlab.errors import DiagvibError
-from shortcutlab.report.diagvib_figures import (
+from shortcutlab.diagvib.figures import (
     plot_accuracy_matrices,
     plot_chgo_improvement,
     plot_factor_aggregates,
 )
-from shortcutlab.report.diagvib_report import (
+from shortcutlab.diagvib.metrics import compute_metrics, synthetic_table
+from shortcutlab.diagvib.report import (
     format_mean_err,
     load_job_table,
     load_job_tables,
     write_report,
 )
-from shortcutlab.report.html import HtmlReport, figure_to_png
+from shortcutlab.errors import DiagvibError
+from shortcutlab.utils.html import HtmlReport, figure_to_png
 
 
 @pytest.fixture(scope="module")

@@ -13,9 +13,9 @@ from collections.abc import Sequence
 import pandas as pd
 
 from shortcutlab.errors import StatsError, unknown_choice
-from shortcutlab.report.html import HtmlReport
 from shortcutlab.stats.compare import ComparisonResult, compare
 from shortcutlab.stats.tables import parse_long
+from shortcutlab.utils.html import HtmlReport
 
 REQUIRED = ("model", "study", "predicted", "correlated", "sample", "seed")
 

@@ -1,8 +1,7 @@
-"""Pictures of the DiagViB-6 generator: the figure-2 factor traversal, image grids, the demo stage.
+"""Pictures of the DiagViB-6 generator: the figure-2 factor traversal and image grids.
 
-``render_gallery`` writes the image part of the demo; ``run_demo`` is the demo stage that
-``shortcutlab demo`` calls.
-"""
+``render_gallery`` writes the traversal, a sample of images and their grid (the demo's first
+stage)."""
 
 from __future__ import annotations
 
@@ -10,7 +9,6 @@ from pathlib import Path
 
 import numpy as np
 from matplotlib.figure import Figure
-from rich.console import Console
 
 from shortcutlab.diagvib.factors import FACTORS, get_factor
 from shortcutlab.diagvib.render import ImageGenerator, class_names, random_classes
@@ -120,12 +118,3 @@ def render_gallery(out_dir: str | Path, *, n: int = 64, seed: int = 0,
         f"{n} random images with their classes: {npz}",
         f"grid of those images: {grid}",
     ]
-
-
-def run_demo(out_dir: Path, console: Console) -> list[str]:
-    """Demo stage for DiagViB-6: the generator gallery."""
-    console.print("rendering the DiagViB-6 traversal and sample images ...")
-    lines = render_gallery(out_dir)
-    for line in lines:
-        console.print(line)
-    return lines

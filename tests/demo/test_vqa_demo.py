@@ -5,8 +5,8 @@ import json
 import pytest
 from rich.console import Console
 
+from shortcutlab.demo.vqa import run_demo
 from shortcutlab.vqa.concepts import SHORTCUTS
-from shortcutlab.vqa.demo import run_demo
 
 
 @pytest.mark.slow

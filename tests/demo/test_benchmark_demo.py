@@ -8,7 +8,7 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from shortcutlab.cli.main import app
-from shortcutlab.runner import demo as benchmark_demo
+from shortcutlab.demo import benchmark as benchmark_demo
 from shortcutlab.runner.collect import collect
 
 TINY = {"pairs": ["hue-shape", "shape-hue"], "scale": 0.002, "backend": "serial",

@@ -1,0 +1,139 @@
+"""The DiagViB-6 job kind: train a model on one experiment of a study.
+
+:func:`build_jobs` plans one runner :class:`~shortcutlab.runner.jobs.Job` per (experiment,
+training seed); :func:`register` makes the runner able to run and describe them (every function
+here that builds or reads DiagViB-6 jobs calls it, so users rarely need to).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from shortcutlab.diagvib.studies import experiment_names
+from shortcutlab.errors import RunnerError
+from shortcutlab.runner.collect import collect
+from shortcutlab.runner.jobs import Job, JobOutput, register_job_kind
+from shortcutlab.train.config import TrainConfig
+
+KIND = "diagvib"
+
+
+def describe_experiment(name: str) -> dict[str, Any]:
+    """Parse ``STUDY/PREDICTED[-CORRELATED]/SAMPLE`` into the job-table columns study,
+    predicted, correlated ('' if none) and sample (0 when missing or not a number)."""
+    parts = name.split("/")
+    middle = parts[1] if len(parts) > 1 else ""
+    predicted, _, correlated = middle.partition("-")
+    try:
+        sample = int(parts[2]) if len(parts) > 2 else 0
+    except ValueError:
+        sample = 0
+    return {"study": parts[0], "predicted": predicted, "correlated": correlated,
+            "sample": sample}
+
+
+def run_diagvib_job(job: Job, device: str) -> JobOutput:
+    """Train ``job.train`` on the DiagViB-6 experiment; test set ``test`` with per-tag accuracy."""
+    from shortcutlab.diagvib.dataset import DiagvibDataset  # torch: only where jobs run
+    from shortcutlab.diagvib.spec import ExperimentSpec
+    from shortcutlab.diagvib.studies import make_experiment
+    from shortcutlab.train.algorithms.base import AlgorithmContext
+    from shortcutlab.train.trainer import train
+    from shortcutlab.utils.device import resolve_device
+
+    if job.spec is not None:
+        spec = ExperimentSpec(**job.spec)
+    else:
+        spec = make_experiment(job.experiment, scale=job.scale, seed=job.benchmark_seed)
+    train_ds = DiagvibDataset(spec, "train")
+    val_ds = DiagvibDataset(spec, "val", generator=train_ds.generator)
+    test_ds = DiagvibDataset(spec, "test", generator=train_ds.generator)
+    torch_device = resolve_device(device)
+    context = AlgorithmContext(
+        spec=spec, generator=train_ds.generator, data_seed=getattr(train_ds, "render_seed", None),
+        train_dataset=train_ds, device=torch_device,
+    )
+    res = train(job.train.algorithm, train_ds, val_ds, {"test": test_ds}, job.train,
+                device=torch_device, context=context)
+    summary = res.summary()
+    summary["spec_hash"] = spec.content_hash()
+    summary["device"] = str(torch_device)
+    return JobOutput(summary, res.epochs)
+
+
+def register() -> None:
+    """Register the ``diagvib`` job kind with the runner (idempotent)."""
+    register_job_kind(KIND, run_diagvib_job, describe=describe_experiment)
+
+
+def collect_jobs(root: str | Path) -> pd.DataFrame:
+    """The job table of a DiagViB-6 run folder (:func:`shortcutlab.runner.collect` with the
+    study, predicted, correlated and sample columns)."""
+    register()
+    return collect(root)
+
+
+def _load_generated(specs_dir: Path) -> dict[str, dict[str, Any]]:
+    """name -> spec dict from a folder written by ``shortcutlab diagvib studies --out``."""
+    import yaml
+
+    index = specs_dir / "index.csv"
+    if not index.is_file():
+        raise RunnerError(
+            f"{specs_dir} holds no generated benchmark (no index.csv); write one with "
+            f"`shortcutlab diagvib studies --out {specs_dir}`"
+        )
+    table = pd.read_csv(index, keep_default_na=False)
+    return {
+        row["name"]: yaml.safe_load((specs_dir / row["path"]).read_text(encoding="utf-8"))
+        for _, row in table.iterrows()
+    }
+
+
+def build_jobs(
+    model: str,
+    studies: Sequence[str],
+    pairs: Sequence[str] | None = None,
+    samples: Sequence[int] | int | None = None,
+    seeds: Iterable[int] = (0,),
+    scale: float = 1.0,
+    train_config: TrainConfig | None = None,
+    *,
+    benchmark_seed: int = 0,
+    specs_dir: str | Path | None = None,
+) -> list[Job]:
+    """One job per (experiment, training seed) for ``model``.
+
+    ``pairs``: "predicted-correlated" strings (default all 30; ZSO uses their predicted factors);
+    ``samples``: dataset sample ids (default 0..4). ``specs_dir``: use the exact specs of a
+    generated benchmark folder; an experiment it lacks is an error naming the missing studies.
+    """
+    register()
+    base = (train_config or TrainConfig()).replace(model=model)
+    if not studies:
+        raise RunnerError("no study given; choose from the DiagViB-6 studies (e.g. --study ZSO)")
+    names = experiment_names(list(studies), list(pairs) if pairs else None, samples)
+    generated: dict[str, dict[str, Any]] | None = None
+    if specs_dir is not None:
+        generated = _load_generated(Path(specs_dir))
+        missing = [n for n in names if n not in generated]
+        if missing:
+            have = sorted({n.split("/")[0] for n in generated})
+            lacking = sorted({n.split("/")[0] for n in missing})
+            raise RunnerError(
+                f"study {', '.join(lacking)} was not generated in {specs_dir} (e.g. {missing[0]} "
+                f"is missing); generated studies: {', '.join(have) or 'none'}"
+            )
+    jobs = []
+    for name in names:
+        for seed in seeds:
+            jobs.append(Job(
+                experiment=name, kind=KIND, scale=scale, benchmark_seed=benchmark_seed,
+                train=base.replace(seed=int(seed)),
+                spec=generated[name] if generated is not None else None,
+            ))
+    return jobs

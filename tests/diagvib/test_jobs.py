@@ -1,0 +1,60 @@
+"""The DiagViB-6 job kind: ids, experiment names, planning jobs from studies or a specs folder."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pytest
+
+from shortcutlab.diagvib.jobs import KIND, build_jobs, describe_experiment
+from shortcutlab.errors import RunnerError, SpecError
+from shortcutlab.runner.backends import run_jobs
+from shortcutlab.runner.jobs import Job, job_kinds
+from shortcutlab.train.config import TrainConfig
+
+
+def test_job_id_is_the_hash_of_canonical_json() -> None:
+    job = Job(experiment="ZGO/hue-shape/0", kind=KIND, scale=0.01, train=TrainConfig(seed=1))
+    assert job.job_id == hashlib.sha256(job.canonical_json().encode()).hexdigest()[:16]
+    same = Job(experiment="ZGO/hue-shape/0", kind=KIND, scale=0.01,
+               train=TrainConfig(seed=1, lr=1e-3))
+    assert same.job_id == job.job_id
+    assert Job(experiment="ZGO/hue-shape/0", kind=KIND, scale=0.01).job_id != job.job_id
+    assert json.loads(job.canonical_json())["train"]["seed"] == 1
+    build_jobs("small_cnn", ["ZSO"], ["hue-shape"], [0])  # registers the kind
+    assert job.describe() == {"study": "ZGO", "predicted": "hue", "correlated": "shape",
+                              "sample": 0}
+    assert KIND in job_kinds()
+
+
+def test_experiment_names_become_table_columns() -> None:
+    assert describe_experiment("ZSO/texture/3") == {
+        "study": "ZSO", "predicted": "texture", "correlated": "", "sample": 3}
+    assert describe_experiment("odd")["study"] == "odd"
+
+
+def test_build_jobs_counts_and_bad_input(tmp_path) -> None:
+    jobs = build_jobs("small_cnn", ["ZSO", "ZGO"], ["hue-shape", "shape-hue"], [0, 1], [0, 1],
+                      0.01, TrainConfig(epochs=2))
+    assert len(jobs) == (2 + 2) * 2 * 2
+    assert len({j.job_id for j in jobs}) == len(jobs)
+    assert {j.train.model for j in jobs} == {"small_cnn"} and {j.seed for j in jobs} == {0, 1}
+    with pytest.raises(SpecError, match=r"unknown study 'CGO-4'; valid choices: ZSO"):
+        build_jobs("small_cnn", ["CGO-4"])
+    with pytest.raises(RunnerError, match=r"unknown backend 'mpi'; valid choices: serial"):
+        run_jobs(jobs, tmp_path, backend="mpi")
+
+
+def test_study_not_generated_is_named(tmp_path) -> None:
+    from shortcutlab.diagvib.studies import write_benchmark
+
+    write_benchmark(tmp_path / "specs", scale=0.001, studies=["ZSO"], pairs=["hue-shape"],
+                    samples=[0])
+    jobs = build_jobs("small_cnn", ["ZSO"], ["hue-shape"], [0], specs_dir=tmp_path / "specs")
+    assert jobs[0].spec is not None and jobs[0].spec["name"] == "ZSO/hue/0"
+    with pytest.raises(RunnerError, match=r"study ZGO was not generated .*generated studies: ZSO"):
+        build_jobs("small_cnn", ["ZSO", "ZGO"], ["hue-shape"], [0],
+                   specs_dir=tmp_path / "specs")
+    with pytest.raises(RunnerError, match="no generated benchmark"):
+        build_jobs("small_cnn", ["ZSO"], specs_dir=tmp_path)
