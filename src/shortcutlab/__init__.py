@@ -1,13 +1,11 @@
 """shortcutlab: find out whether a vision model takes shortcuts, and which ones.
 
-Areas:
-    diagvib    DiagViB-6 synthetic images, studies, metrics (the core)
-    train      model registry, training algorithms
-    runner     resumable job execution on local and distributed backends
-    stats      BiasBed's rigorous multi-run comparison
-    vqa        VQA-VS shortcut-specific OOD splits and VQA accuracy
-    imagenetx  ImageNet-X factor-of-variation error analysis
-    report     figures and self-contained HTML reports
+Layers, top-down (a module imports only from its own layer's package or from layers below;
+see docs/architecture.md):
+    cli, demo                          the command line and the demo
+    diagvib, biasbed, vqa, imagenetx   one area per method, each with its metrics and report
+    train, runner, stats               shared engines: training, resumable jobs, statistics
+    utils, errors                      helpers: HTML/figures, atomic I/O, JSON, RNG, devices
 """
 
 __version__ = "0.1.0"

@@ -14,11 +14,13 @@ import re
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from rich.console import Console
 
 from shortcutlab.errors import ShortcutlabError, unknown_choice
-from shortcutlab.utils.html import HtmlReport
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 STAGES: dict[str, str] = {
     "diagvib": "shortcutlab.demo.generator",      # traversal figure, sample images
@@ -32,6 +34,8 @@ __all__ = ["STAGES", "run_demo", "write_index"]
 
 def write_index(out: Path, summary: list[tuple[str, str]]) -> Path:
     """A page linking each HTML report and picture the stages wrote, with every summary line."""
+    from shortcutlab.utils.html import HtmlReport  # matplotlib: not for `shortcutlab --help`
+
     page = HtmlReport("shortcutlab demo")
     for stage in dict.fromkeys(s for s, _ in summary):
         page.heading(stage)

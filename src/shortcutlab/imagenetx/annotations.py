@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
-from typing import Literal
+from typing import Literal, get_args
 
 import numpy as np
 import pandas as pd
@@ -57,7 +57,8 @@ META_LABELS: tuple[str, ...] = (
     "natural_object",
     "other",
 )
-WHICH_CHOICES = ("top", "multi")
+Which = Literal["top", "multi"]
+WHICH_CHOICES: tuple[Which, ...] = get_args(Which)
 PARTITION_CHOICES = ("val", "train")
 NUM_CLASSES = 1000
 NUM_VAL_IMAGES = 50_000
@@ -96,7 +97,7 @@ class Annotations:
     :data:`META_LABELS`. With ``which="top"`` each image has (at most) one active factor.
     """
 
-    which: str
+    which: Which
     partition: str
     filtered: bool
     file_names: np.ndarray

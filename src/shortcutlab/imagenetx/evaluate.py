@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, get_args
 
 import numpy as np
 import pandas as pd
@@ -29,13 +29,15 @@ from shortcutlab.imagenetx.annotations import (
     FACTORS,
     META_LABELS,
     Annotations,
+    Which,
     class_to_meta_label,
     real_labels,
 )
 from shortcutlab.imagenetx.predictions import Predictions
 from shortcutlab.utils.rng import rng
 
-ERROR_TYPES = ("class", "metaclass", "real_class")
+ErrorType = Literal["class", "metaclass", "real_class"]
+ERROR_TYPES: tuple[ErrorType, ...] = get_args(ErrorType)
 CHUNK = 256
 _NF = len(FACTORS)
 _NM = len(META_LABELS)
@@ -53,7 +55,7 @@ def _check_error_type(error_type: str) -> None:
 
 
 def evaluation_images(
-    annotations: Annotations, error_type: str = "class", ignore_empty_real: bool = False
+    annotations: Annotations, error_type: ErrorType = "class", ignore_empty_real: bool = False
 ) -> tuple[Annotations, np.ndarray | None]:
     """The annotations to score on and, for ``real_class``, their ReaL label matrix.
 
@@ -77,7 +79,7 @@ def evaluation_images(
 def correct_matrix(
     classes: np.ndarray,
     annotations: Annotations,
-    error_type: str = "class",
+    error_type: ErrorType = "class",
     real: np.ndarray | None = None,
 ) -> np.ndarray:
     """Boolean models × images matrix: is each prediction right under ``error_type``?
@@ -176,8 +178,8 @@ class EvaluationResult:
     """
 
     models: tuple[str, ...]
-    error_type: str
-    which: str
+    error_type: ErrorType
+    which: Which
     n_images: int
     average: np.ndarray
     correct: np.ndarray
@@ -331,7 +333,7 @@ class EvaluationResult:
 def evaluate(
     predictions: Predictions,
     annotations: Annotations,
-    error_type: str = "class",
+    error_type: ErrorType = "class",
     ignore_empty_real: bool = False,
     chunk_size: int = CHUNK,
 ) -> EvaluationResult:
@@ -419,7 +421,7 @@ def bootstrap_weights(n_images: int, replicates: range, seed: int) -> np.ndarray
 def bootstrap_ci(
     predictions: Predictions,
     annotations: Annotations,
-    error_type: str = "class",
+    error_type: ErrorType = "class",
     ignore_empty_real: bool = False,
     n_boot: int = 1000,
     level: float = 0.95,

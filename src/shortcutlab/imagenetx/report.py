@@ -17,8 +17,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from shortcutlab.imagenetx.annotations import Annotations, load_annotations
-from shortcutlab.imagenetx.evaluate import BootstrapCI, EvaluationResult, bootstrap_ci, evaluate
+from shortcutlab.imagenetx.annotations import Annotations, Which, load_annotations
+from shortcutlab.imagenetx.evaluate import (
+    BootstrapCI,
+    ErrorType,
+    EvaluationResult,
+    bootstrap_ci,
+    evaluate,
+)
 from shortcutlab.imagenetx.predictions import Predictions
 from shortcutlab.utils.html import HtmlReport
 from shortcutlab.utils.io import write_json, write_text
@@ -60,8 +66,8 @@ class ImagenetXAnalysis:
 
 def analyse(
     predictions: Predictions,
-    which: str = "top",
-    error_type: str = "class",
+    which: Which = "top",
+    error_type: ErrorType = "class",
     ignore_empty_real: bool = False,
     groups: Mapping[str, str] | None = None,
     n_boot: int = 1000,

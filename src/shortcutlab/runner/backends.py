@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 from shortcutlab.errors import RunnerError, unknown_choice
 from shortcutlab.runner.jobs import (
@@ -30,7 +30,8 @@ from shortcutlab.runner.jobs import (
 )
 from shortcutlab.utils.progress import progress_bar
 
-BACKENDS = ("serial", "processes", "ray", "slurm")
+Backend = Literal["serial", "processes", "ray", "slurm"]
+BACKENDS: tuple[Backend, ...] = get_args(Backend)
 
 
 @dataclass
@@ -196,7 +197,7 @@ def run_jobs(
     jobs: Iterable[Job],
     out: str | Path,
     *,
-    backend: str = "processes",
+    backend: Backend = "processes",
     workers: int | None = None,
     device: str = "auto",
     progress: bool = True,

@@ -17,19 +17,21 @@ are used — the runner's ``collect_epochs`` layout), or *wide* with one column 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal, get_args
 
 import numpy as np
 import pandas as pd
 
 from shortcutlab.errors import StatsError, unknown_choice
 
-RULES = ("best_epoch", "last_n", "best_validation")
+Rule = Literal["best_epoch", "last_n", "best_validation"]
+RULES: tuple[Rule, ...] = get_args(Rule)
 RUN_COLUMNS = ("run", "job_id")
 GROUP_COLUMNS = ("algorithm", "model", "dataset")
 LONG_SCORE_COLUMNS = ("acc", "score", "test_acc")
 
 
-def rule_label(rule: str, n_last: int = 5) -> str:
+def rule_label(rule: Rule, n_last: int = 5) -> str:
     """Human-readable name of a rule; the oracle is labelled as cherry-picking."""
     labels = {
         "best_epoch": "best epoch (oracle: cherry-picking)",
@@ -197,7 +199,7 @@ def best_validation(norm: pd.DataFrame, val_lower_is_better: bool = False) -> pd
 
 def select(
     records: pd.DataFrame,
-    rule: str,
+    rule: Rule,
     *,
     n_last: int = 5,
     lower_is_better: bool = False,

@@ -15,7 +15,8 @@ a per-word score, so the concept depends on the question (or image) alone.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import Literal, get_args
 
 import numpy as np
 import pandas as pd
@@ -38,7 +39,8 @@ __all__ = [
 SHORTCUTS: tuple[str, ...] = (
     "QT", "KW", "KWP", "QT+KW", "KO", "KOP", "QT+KO", "KW+KO", "QT+KW+KO",
 )  # fmt: skip
-MODES: tuple[str, ...] = ("pmi", "agnostic")
+Mode = Literal["pmi", "agnostic"]
+MODES: tuple[Mode, ...] = get_args(Mode)
 NONE = "<none>"
 SEP = " + "
 
@@ -76,10 +78,9 @@ DEFAULT_QUESTION_TYPES: tuple[str, ...] = tuple(
 class ConceptConfig:
     """How concepts are chosen: scoring mode, stop words and question-type prefixes."""
 
-    mode: str = "pmi"
+    mode: Mode = "pmi"
     stop_words: frozenset[str] = DEFAULT_STOP_WORDS
     question_types: tuple[str, ...] = DEFAULT_QUESTION_TYPES
-    extra: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -130,7 +131,7 @@ def _pairs(items: Sequence[Sequence[str]]) -> tuple[np.ndarray, np.ndarray, np.n
 
 
 def _scores(
-    sample: np.ndarray, item: np.ndarray, answer: np.ndarray, n_items: int, mode: str
+    sample: np.ndarray, item: np.ndarray, answer: np.ndarray, n_items: int, mode: Mode
 ) -> np.ndarray:
     """Score each (sample, item) pair: PMI with the sample's answer, or the item's MI."""
     k = float(len(answer))
@@ -160,7 +161,7 @@ def _scores(
 
 
 def top_two(
-    items: Sequence[Sequence[str]], answer_codes: np.ndarray, mode: str = "pmi"
+    items: Sequence[Sequence[str]], answer_codes: np.ndarray, mode: Mode = "pmi"
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per sample, the best and second-best item (``NONE`` where missing) by score.
 

@@ -1,0 +1,98 @@
+"""The package's layering (docs/architecture.md): no module imports a higher layer, and within a
+layer only the declared dependencies exist. Imports inside functions count too."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+import shortcutlab
+
+# Layer of each top-level package of shortcutlab (higher number = higher layer).
+LAYERS: dict[str, int] = {
+    "errors": 0, "utils": 0,
+    "train": 1, "runner": 1, "stats": 1,
+    "diagvib": 2, "biasbed": 2, "vqa": 2, "imagenetx": 2,
+    "cli": 3, "demo": 3,
+}
+# Imports allowed between different packages of the same layer.
+SAME_LAYER: set[tuple[str, str]] = {
+    ("runner", "train"),     # a job carries its TrainConfig
+    ("biasbed", "diagvib"),  # DiagViB-6 experiments are BiasBed datasets
+    ("cli", "demo"),         # `shortcutlab demo` runs the demo package
+    ("utils", "errors"),     # helpers raise the one error hierarchy
+}
+PACKAGE_ROOT = Path(shortcutlab.__file__).parent
+
+
+def _package_of(module: str) -> str | None:
+    parts = module.split(".")
+    if parts[0] != "shortcutlab":
+        return None
+    return parts[1] if len(parts) > 1 else ""
+
+
+def violations(root: Path) -> list[str]:
+    """Every import under ``root`` (a shortcutlab source tree) that breaks the layering."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root)
+        source = rel.parts[0].removesuffix(".py") if len(rel.parts) > 1 else rel.stem
+        if source == "__init__":
+            source = ""
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                targets = [node.module]
+            elif isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            else:
+                continue
+            for module in targets:
+                target = _package_of(module)
+                if target is None or target == source or source == "":
+                    continue
+                if target == "" or target not in LAYERS or source not in LAYERS:
+                    found.append(f"{rel}:{node.lineno} imports {module} (package not layered)")
+                elif LAYERS[target] > LAYERS[source]:
+                    found.append(f"{rel}:{node.lineno} imports {module}: upward "
+                                 f"({source} is layer {LAYERS[source]}, {target} "
+                                 f"layer {LAYERS[target]})")
+                elif LAYERS[target] == LAYERS[source] and (source, target) not in SAME_LAYER:
+                    found.append(f"{rel}:{node.lineno} imports {module}: same layer, "
+                                 f"undeclared ({source} -> {target})")
+    return found
+
+
+def test_every_package_has_a_layer() -> None:
+    packages = {p.name for p in PACKAGE_ROOT.iterdir() if p.is_dir() and p.name != "__pycache__"}
+    modules = {p.stem for p in PACKAGE_ROOT.glob("*.py") if p.stem != "__init__"}
+    assert packages | modules == set(LAYERS)
+
+
+def test_no_module_imports_a_higher_layer() -> None:
+    assert violations(PACKAGE_ROOT) == []
+
+
+@pytest.mark.parametrize(
+    ("where", "line", "expected"),
+    [
+        ("stats/compare.py", "from shortcutlab.diagvib import report", "upward"),
+        ("utils/io.py", "    import shortcutlab.runner.jobs", "upward"),  # inside a function
+        ("train/trainer.py", "from shortcutlab.stats import compare", "same layer"),
+        ("diagvib/metrics.py", "from shortcutlab.cli import main", "upward"),
+    ],
+)
+def test_the_checker_catches_a_planted_violation(
+    tmp_path: Path, where: str, line: str, expected: str
+) -> None:
+    tree = tmp_path / "shortcutlab"
+    target = tree / where
+    target.parent.mkdir(parents=True)
+    body = f"def f():\n{line}\n" if line.startswith(" ") else f"{line}\n"
+    target.write_text(body, encoding="utf-8")
+    (tree / "cli").mkdir()
+    (tree / "cli" / "main.py").write_text("from shortcutlab.diagvib import report\n")
+    found = violations(tree)
+    assert len(found) == 1 and expected in found[0] and where in found[0]
