@@ -23,7 +23,7 @@ def test_benchmark_stage_trains_and_reports(tmp_path) -> None:
                                            "ZSO/hue/0", "ZSO/shape/0"]
     assert (table["status"] == "done").all() and (table["model"] == "small_cnn").all()
     metrics = json.loads((tmp_path / "report" / "metrics.json").read_text())
-    assert set(metrics["models"]["small_cnn"]) == {"ZSO", "ZGO"}
+    assert {"ZSO", "ZGO"} <= set(metrics["models"]["small_cnn"])
     assert any(line.endswith("report/index.html") for line in lines)
     zso = next(line for line in lines if line.startswith("ZSO accuracy"))
     hue = metrics["models"]["small_cnn"]["ZSO"]["P"]["hue"]["mean"]

@@ -266,3 +266,46 @@ def test_mean_sem_and_constants() -> None:
     assert mean_sem([0.2, 0.4])[1] == pytest.approx(0.1)
     assert math.isnan(mean_sem([0.5])[1]) and mean_sem([])[2] == 0
     assert STUDIES[0] == "ZSO" and len(STUDIES) == 9
+
+
+# --- runs that did not fit, and the P_ij ≈ 1 - P_ji check ---------------------------------------
+
+
+def test_runs_near_chance_on_validation_are_flagged() -> None:
+    from shortcutlab.diagvib.metrics import CHANCE, FIT_MARGIN, unfit_runs
+
+    table = synthetic_table(studies=("ZSO", "ZGO"), samples=(0,))
+    table["val_acc"] = 0.95
+    zgo = table.index[(table["study"] == "ZGO") & (table["predicted"] == "hue")
+                      & (table["correlated"] == "shape")][0]
+    zso = table.index[(table["study"] == "ZSO") & (table["predicted"] == "texture")][0]
+    table.loc[zgo, "val_acc"] = CHANCE + FIT_MARGIN - 0.001
+    table.loc[zso, "val_acc"] = CHANCE + FIT_MARGIN + 0.01  # just outside the margin: fitted
+    unfit = unfit_runs(table)
+    assert list(zip(unfit["study"], unfit["predicted"], unfit["correlated"], strict=True)) == [
+        ("ZGO", "hue", "shape")]
+    metrics = compute_metrics(table)
+    assert len(metrics.unfit) == 1
+    assert metrics.to_dict()["models"]["small_cnn"]["did_not_fit"] == ["ZGO/hue-shape/0"]
+
+
+def test_pair_symmetry_is_p_ij_plus_p_ji_minus_one() -> None:
+    from shortcutlab.diagvib.metrics import pair_symmetry
+
+    pairs = pd.DataFrame({
+        "label": ["m"] * 3, "study": ["ZGO"] * 3,
+        "predicted": ["hue", "shape", "position"], "correlated": ["shape", "hue", "hue"],
+        "mean": [0.9, 0.2, 0.5], "sem": [np.nan] * 3, "n": [1] * 3,
+    })
+    sym = pair_symmetry(pairs)
+    assert len(sym) == 1  # position-hue has no reverse direction
+    row = sym.iloc[0]
+    assert (row["factor_i"], row["factor_j"]) == ("hue", "shape")
+    assert row["P_ij"] == 0.9 and row["P_ji"] == 0.2
+    assert row["deviation"] == pytest.approx(0.1)
+
+
+def test_planted_dominance_follows_the_papers_symmetry() -> None:
+    m = compute_metrics(synthetic_table(studies=("ZGO",), samples=(0, 1)))
+    assert len(m.symmetry) == 15  # every unordered pair once
+    assert m.symmetry["deviation"].abs().max() < 0.15

@@ -183,3 +183,32 @@ def test_zso_zgo_only_draws_one_aggregate_figure(table, tmp_path):
     html = write_report(two, tmp_path).read_text(encoding="utf-8")
     assert html.count("<figcaption>FAAvg and FAMin from ZSO to ZGO") == 1
     assert "figure 5b)" not in html
+
+
+def test_report_states_the_setup_and_flags_runs_that_did_not_fit(tmp_path):
+    from shortcutlab.diagvib.figures import plot_pair_symmetry, unfit_cells
+    from shortcutlab.diagvib.report import setup_table, write_report
+
+    table = synthetic_table(studies=("ZSO", "ZGO"), samples=(0,), seeds=(0, 1))
+    table["val_acc"] = 0.9
+    table["protocol"] = "paper"
+    bad = table.index[(table["study"] == "ZGO") & (table["predicted"] == "hue")
+                      & (table["correlated"] == "shape") & (table["seed"] == 1)][0]
+    table.loc[bad, "val_acc"] = 0.34
+    metrics = compute_metrics(table)
+    setup = setup_table(metrics.table)
+    assert setup.loc["small_cnn"].to_dict() == {
+        "scale": "0.01", "protocol": "paper", "dataset samples": 1, "training seeds": 2,
+        "finished jobs": len(table)}
+    assert unfit_cells(metrics, "small_cnn", "ZGO") == {("hue", "shape")}
+    assert unfit_cells(metrics, "small_cnn", "ZSO") == set()
+    fig = plot_accuracy_matrices(metrics, "small_cnn")
+    marked = [t.get_text() for ax in fig.axes for t in ax.texts if t.get_text().endswith("!")]
+    assert len(marked) == 1
+    assert isinstance(plot_pair_symmetry(metrics), Figure)
+    html = write_report(table, tmp_path / "r").read_text()
+    assert "did not fit their training data" in html and "ZGO/hue-shape/0" in html
+    assert "P_ij vs 1 − P_ji" in html and "mean |deviation|" in html
+    # one dataset sample: no standard errors anywhere
+    zso = html.split("(ZSO)</h2>")[1].split("<table")[1].split("</table>")[0]
+    assert "±" not in zso

@@ -16,7 +16,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-
 from shortcutlab.errors import ShortcutlabError, unknown_choice
 
 if TYPE_CHECKING:

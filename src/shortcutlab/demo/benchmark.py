@@ -54,6 +54,9 @@ def run_benchmark_demo(
              f"DiagViB-6 report: {index}"]
     if summary.failed:
         lines.append(f"{len(summary.failed)} job(s) failed: see the report's Jobs section")
+    if len(metrics.unfit):
+        lines.append(f"{len(metrics.unfit)} of {len(jobs)} run(s) did not fit their training data "
+                     "(validation accuracy near chance): flagged with '!' in the report")
     zso = metrics.zso.set_index("factor")["mean"]
     if len(zso):
         accs = ", ".join(f"{f} {zso[f]:.2f}" for f in FACTORS if f in zso.index)

@@ -4,7 +4,10 @@
   study (rows predicted, columns correlated), coloured around chance;
 * :func:`plot_factor_aggregates` — Fig. 4b / 5b: FAAvg and FAMin per predicted factor across
   the generalisation-opportunity sequence, one line per model;
-* :func:`plot_chgo_improvement` — Table 2 as bars: CHGO − ZGO per factor and model.
+* :func:`plot_chgo_improvement` — Table 2 as bars: CHGO − ZGO per factor and model;
+* :func:`plot_pair_symmetry` — the section-5 check ``P_ij`` against ``1 − P_ji``.
+
+Matrix cells that include a run which did not fit its training data are marked with a "!".
 
 Figures are built without pyplot, so they are safe in worker processes and leave no global state.
 """
@@ -29,6 +32,14 @@ MATRIX_STUDIES: tuple[str, ...] = ("ZGO", "CGO-1", "CGO-2", "CGO-3", "FGO-5", "F
                                    "CHGO")
 _CMAP = "RdBu"
 _NORM = TwoSlopeNorm(vmin=0.0, vcenter=CHANCE, vmax=1.0)
+
+
+def unfit_cells(metrics: DiagvibMetrics, label: str, study: str) -> set[tuple[str, str]]:
+    """(predicted, correlated) cells of one model and study with a run that did not fit
+    (correlated is "" for ZSO)."""
+    u = metrics.unfit[(metrics.unfit["label"] == label) & (metrics.unfit["study"] == study)]
+    return {(str(p), str(c) if isinstance(c, str) else "") for p, c in
+            zip(u["predicted"], u["correlated"], strict=True)}
 
 
 def _check_label(metrics: DiagvibMetrics, label: str) -> None:
@@ -60,21 +71,26 @@ def plot_accuracy_matrices(
     axes = list(grid.flat[: len(panels)])
     image = None
     for ax, panel in zip(axes, panels, strict=True):
+        flagged = unfit_cells(metrics, label, panel)
         if panel == "ZSO":
             zso = metrics.zso[metrics.zso["label"] == label].set_index("factor")["mean"]
             values = zso.reindex(FACTORS).to_numpy(dtype=float)[:, None]
             columns: list[str] = ["P_i"]
+            cell_keys = [[(f, "")] for f in FACTORS]
         else:
             values = metrics.matrix(label, panel).reindex(index=FACTORS, columns=FACTORS)
             values = values.to_numpy(dtype=float)
             columns = list(FACTORS)
+            cell_keys = [[(f, g) for g in FACTORS] for f in FACTORS]
         masked = np.ma.masked_invalid(values)
         image = ax.imshow(masked, cmap=_CMAP, norm=_NORM, aspect="equal")
         ax.set_facecolor("#d9d9d9")
         for (r, c), v in np.ndenumerate(values):
             if np.isfinite(v):
-                ax.text(c, r, f"{v:.2f}", ha="center", va="center", fontsize=7,
-                        color="white" if abs(v - CHANCE) > 0.4 else "black")
+                mark = "!" if cell_keys[r][c] in flagged else ""
+                ax.text(c, r, f"{v:.2f}{mark}", ha="center", va="center", fontsize=7,
+                        color="white" if abs(v - CHANCE) > 0.4 else "black",
+                        fontweight="bold" if mark else "normal")
         ax.set_title(panel, fontsize=10)
         ax.set_xticks(range(len(columns)), columns, rotation=90, fontsize=8)
         ax.set_yticks(range(len(FACTORS)), FACTORS, fontsize=8)
@@ -84,7 +100,10 @@ def plot_accuracy_matrices(
     if image is not None:
         bar = fig.colorbar(image, ax=list(grid.flat), shrink=0.6, pad=0.01)
         bar.set_label("test accuracy (chance 1/3)", fontsize=8)
-    fig.suptitle(f"{label}: accuracy per predicted and correlated factor", fontsize=11)
+    title = f"{label}: accuracy per predicted and correlated factor"
+    if len(metrics.unfit[metrics.unfit["label"] == label]):
+        title += "  (!: includes a run that did not fit its training data)"
+    fig.suptitle(title, fontsize=11)
     return fig
 
 
@@ -162,3 +181,28 @@ __all__ = [
     "CGO_SEQUENCE", "FGO_SEQUENCE", "MATRIX_STUDIES", "STUDIES", "plot_accuracy_matrices",
     "plot_chgo_improvement", "plot_factor_aggregates",
 ]
+
+
+def plot_pair_symmetry(metrics: DiagvibMetrics, study: str = "ZGO") -> Figure:
+    """``P_ij`` against ``1 − P_ji`` for every unordered pair of ``study``, one marker colour
+    per model: points on the diagonal follow the paper's observation that one factor of a pair
+    dominates; points above it mean both factors were learnt."""
+    sym = metrics.symmetry[metrics.symmetry["study"] == study]
+    if not len(sym):
+        raise DiagvibError(f"no pair of {study} has results in both directions")
+    fig = Figure(figsize=(4.6, 4.2), layout="constrained")
+    ax = fig.subplots()
+    ax.plot([0, 1], [0, 1], color="grey", lw=0.8, ls="--")
+    for label, group in sym.groupby("label", sort=True):
+        ax.scatter(1.0 - group["P_ji"], group["P_ij"], s=22, label=label)
+        for r in group.itertuples():
+            if abs(r.deviation) > 0.25:
+                ax.annotate(f"{r.factor_i}/{r.factor_j}", (1.0 - r.P_ji, r.P_ij), fontsize=6,
+                            xytext=(3, 3), textcoords="offset points")
+    ax.set_xlim(-0.03, 1.03)
+    ax.set_ylim(-0.03, 1.03)
+    ax.set_xlabel("1 − P_ji")
+    ax.set_ylabel("P_ij")
+    ax.set_title(f"{study}: P_ij vs 1 − P_ji (paper section 5)", fontsize=10)
+    ax.legend(fontsize=7)
+    return fig

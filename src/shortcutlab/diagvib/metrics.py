@@ -39,6 +39,7 @@ REQUIRED_COLUMNS: tuple[str, ...] = (
 )
 STATUSES: tuple[str, ...] = ("done", "failed", "pending")
 CHANCE: float = 1.0 / 3.0
+FIT_MARGIN: float = 0.05  # a run whose validation accuracy stays this close to chance did not fit
 TAG_PREFIX = "test_acc@"
 _TAG_RE = re.compile(r"^test_acc@([0-2])([0-2])-(id|ood)$")
 _DEFAULT_ALGORITHMS = ("", "erm")
@@ -242,6 +243,40 @@ def factor_aggregates(samples: pd.DataFrame) -> pd.DataFrame:
     return out[columns].astype({"n": np.int64, "n_pairs": np.int64}).reset_index(drop=True)
 
 
+def unfit_runs(table: pd.DataFrame) -> pd.DataFrame:
+    """Finished runs that did not fit their training data: in-distribution validation accuracy
+    (of the selected checkpoint) within :data:`FIT_MARGIN` of chance. Their test accuracies say
+    nothing about shortcuts. Columns: label, study, predicted, correlated, sample, seed,
+    experiment, val_acc."""
+    df = validate_table(table)
+    cols = ["label", "study", "predicted", "correlated", "sample", "seed", "experiment",
+            "val_acc"]
+    if "val_acc" not in df.columns:
+        return pd.DataFrame(columns=cols)
+    done = df[df["status"] == "done"]
+    val = pd.to_numeric(done["val_acc"], errors="coerce")
+    bad = done[val <= CHANCE + FIT_MARGIN]
+    return bad.reindex(columns=cols).reset_index(drop=True)
+
+
+def pair_symmetry(pairs: pd.DataFrame) -> pd.DataFrame:
+    """The paper's ``P_ij ≈ 1 - P_ji`` check (section 5) per model, study and unordered pair:
+    if F_j is the shortcut for F_i, F_i is not the shortcut for F_j. ``deviation`` =
+    ``P_ij + P_ji - 1``: near 0 when one factor dominates the representation, clearly positive
+    when both are learnt side by side (the paper's lightness/position). Columns: label, study,
+    factor_i, factor_j, P_ij, P_ji, deviation."""
+    cols = ["label", "study", "factor_i", "factor_j", "P_ij", "P_ji", "deviation"]
+    rank = {f: k for k, f in enumerate(FACTORS)}
+    mean = pairs.set_index(["label", "study", "predicted", "correlated"])["mean"]
+    rows = []
+    for (label, study, i, j), p_ij in mean.items():
+        if rank.get(i, 99) >= rank.get(j, 99) or (label, study, j, i) not in mean.index:
+            continue
+        p_ji = float(mean[(label, study, j, i)])
+        rows.append((label, study, i, j, float(p_ij), p_ji, float(p_ij) + p_ji - 1.0))
+    return pd.DataFrame(rows, columns=cols)
+
+
 def shortcut_class_accuracy(row: pd.Series, tags: list[str]) -> float:
     """CHGO: accuracy on the OOD test cells of the class with only a shortcut opportunity.
 
@@ -321,6 +356,8 @@ class DiagvibMetrics:
     pairs: pd.DataFrame
     aggregates: pd.DataFrame
     chgo: pd.DataFrame
+    unfit: pd.DataFrame
+    symmetry: pd.DataFrame
 
     @property
     def labels(self) -> list[str]:
@@ -371,6 +408,14 @@ class DiagvibMetrics:
                     for r in c.itertuples()
                 }
             models[label] = entry
+        for label, group in self.unfit.groupby("label", sort=True):
+            models.setdefault(label, {})["did_not_fit"] = sorted(group["experiment"].astype(str))
+        for label, group in self.symmetry.groupby("label", sort=True):
+            for study, sub in group.groupby("study", sort=True):
+                models.setdefault(label, {}).setdefault(study, {})["symmetry"] = {
+                    f"{r.factor_i}-{r.factor_j}": json_safe(r.deviation)
+                    for r in sub.itertuples()
+                }
         jobs = {
             label: {s: int(g[s].sum()) for s in STATUSES}
             for label, g in self.status.groupby("label", sort=True)
@@ -414,14 +459,17 @@ def compute_metrics(table: pd.DataFrame) -> DiagvibMetrics:
         detail = ", ".join(f"{counts.get(s, 0)} {s}" for s in STATUSES)
         raise _fail(f"no finished jobs to compute metrics from ({detail})")
     samples = sample_accuracies(df)
+    pairs = pair_accuracy(samples)
     return DiagvibMetrics(
         table=df,
         status=status,
         samples=samples,
         zso=zso_accuracy(samples),
-        pairs=pair_accuracy(samples),
+        pairs=pairs,
         aggregates=factor_aggregates(samples),
         chgo=chgo_over_zgo(df),
+        unfit=unfit_runs(df),
+        symmetry=pair_symmetry(pairs),
     )
 
 

@@ -16,13 +16,12 @@ from pathlib import Path
 import pandas as pd
 
 from shortcutlab.diagvib.factors import FACTORS
-from shortcutlab.diagvib.metrics import STUDIES, DiagvibMetrics, compute_metrics
+from shortcutlab.diagvib.metrics import FIT_MARGIN, STUDIES, DiagvibMetrics, compute_metrics
 from shortcutlab.errors import DiagvibError
 from shortcutlab.utils.html import HtmlReport
 from shortcutlab.utils.io import write_json, write_text
 
 Section = Callable[[HtmlReport, pd.DataFrame], None]
-EXTRA_SECTIONS: list[Section] = []
 _TABLE_FILES = ("jobs.parquet", "jobs.csv")
 
 
@@ -89,10 +88,43 @@ def _factor_frame(frame: pd.DataFrame, keys: Sequence[str], err: str = "sem",
     return out
 
 
+def setup_table(table: pd.DataFrame) -> pd.DataFrame:
+    """Per reported model: the dataset scale(s), training protocol(s), and the numbers of
+    dataset samples and training seeds among finished jobs."""
+    done = table[table["status"] == "done"]
+    rows = {}
+    for label, group in done.groupby("label", sort=True):
+        protocol = (", ".join(sorted(group["protocol"].dropna().astype(str).unique()))
+                    if "protocol" in group.columns else "")
+        rows[label] = {
+            "scale": ", ".join(f"{float(s):g}" for s in sorted(group["scale"].unique())),
+            "protocol": protocol or "–",
+            "dataset samples": int(group["sample"].nunique()),
+            "training seeds": int(group["seed"].nunique()),
+            "finished jobs": len(group),
+        }
+    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("model")
+
+
 def _status_section(report: HtmlReport, metrics: DiagvibMetrics) -> None:
+    report.heading("Setup")
+    report.paragraph(
+        "Scale 1 is the paper's dataset size (43,740 training, 8,748 validation, 10,000 test "
+        "images per experiment). Standard errors (±) are shown only where at least two dataset "
+        "samples finished; the paper used five."
+    )
+    report.table(setup_table(metrics.table))
     report.heading("Jobs")
     status = metrics.status.rename(columns={"label": "model"}).set_index(["model", "study"])
     report.table(status)
+    if len(metrics.unfit):
+        report.paragraph(
+            f"{len(metrics.unfit)} run(s) did not fit their training data: their validation "
+            f"accuracy on the training distribution stayed within {FIT_MARGIN:.2f} of chance, so "
+            "their test accuracies say nothing about shortcuts. They are marked with \"!\" in "
+            "the tables and figures below; train longer, or check the protocol.", note=True)
+        report.table(metrics.unfit.rename(columns={"label": "model"})
+                     .set_index(["model", "experiment"]), float_format="{:.3f}")
     failed = metrics.table[metrics.table["status"] == "failed"]
     if len(failed):
         cols = [c for c in ("job_id", "label", "experiment", "seed", "error") if c in failed]
@@ -112,7 +144,11 @@ def _metric_sections(report: HtmlReport, metrics: DiagvibMetrics) -> None:
     report.paragraph("P_i: mean per-class test accuracy on the training distribution, mean ± "
                      "standard error over dataset samples; chance is 0.33.")
     if len(metrics.zso):
-        report.table(_factor_frame(metrics.zso, ["label"]))
+        zso = _factor_frame(metrics.zso, ["label"])
+        for label, factor, _ in _flagged(metrics, "ZSO"):
+            if (label,) in zso.index and zso.at[(label,), factor] != "–":
+                zso.at[(label,), factor] += " !"
+        report.table(zso)
     else:
         report.paragraph("No ZSO job has finished.", note=True)
 
@@ -129,7 +165,13 @@ def _metric_sections(report: HtmlReport, metrics: DiagvibMetrics) -> None:
         sub = sub.sort_values(["label", "study"], kind="stable",
                               key=lambda c: c.map(rank) if c.name == "study" else c)
         report.paragraph(f"{metric}:", note=True)
-        report.table(_factor_frame(sub, ["label", "study"]))
+        frame = _factor_frame(sub, ["label", "study"])
+        for r in metrics.unfit.itertuples():
+            key = (r.label, r.study)
+            if key in frame.index and frame.at[key, r.predicted] != "–" and not str(
+                    frame.at[key, r.predicted]).endswith("!"):
+                frame.at[key, r.predicted] += " !"
+        report.table(frame)
     studies = set(metrics.aggregates["study"])
     drawn = False
     for sequence, order in figs.SEQUENCES.items():
@@ -153,6 +195,26 @@ def _metric_sections(report: HtmlReport, metrics: DiagvibMetrics) -> None:
         report.figure(fig, f"{label}: rows the predicted factor, columns the correlated factor; "
                            "red below chance (shortcut taken), blue above.")
 
+    if len(metrics.symmetry):
+        report.heading("Is one factor of a pair the shortcut for the other? (P_ij vs 1 − P_ji)")
+        report.paragraph(
+            "The paper (section 5) finds P_ij ≈ 1 − P_ji for almost every pair: if F_j is the "
+            "shortcut for predicting F_i, F_i is not the shortcut for predicting F_j. deviation "
+            "= P_ij + P_ji − 1; clearly positive means both factors were learnt side by side "
+            "(the paper's lightness/position)."
+        )
+        for study in _study_order(metrics.symmetry["study"]):
+            sub = metrics.symmetry[metrics.symmetry["study"] == study]
+            mean_dev = sub.groupby("label")["deviation"].apply(lambda d: d.abs().mean())
+            report.paragraph(f"{study}: mean |deviation| " + ", ".join(
+                f"{label} {v:.2f}" for label, v in mean_dev.items()), note=True)
+            report.table(sub.rename(columns={"label": "model"})
+                         .set_index(["model", "factor_i", "factor_j"]).drop(columns="study"),
+                         float_format="{:.2f}")
+            report.figure(figs.plot_pair_symmetry(metrics, study),
+                          f"{study}: each unordered pair once; the dashed line is P_ij = "
+                          "1 − P_ji.")
+
     if len(metrics.chgo):
         report.heading("CHGO over ZGO (paper Table 2)")
         report.paragraph(
@@ -162,6 +224,17 @@ def _metric_sections(report: HtmlReport, metrics: DiagvibMetrics) -> None:
         )
         report.table(_factor_frame(metrics.chgo, ["label"], err="std", scale=100, digits=1))
         report.figure(figs.plot_chgo_improvement(metrics), "CHGO − ZGO per factor.")
+
+
+def _flagged(metrics: DiagvibMetrics, study: str) -> list[tuple[str, str, str]]:
+    u = metrics.unfit[metrics.unfit["study"] == study]
+    return sorted({(str(r.label), str(r.predicted), str(r.correlated or ""))
+                   for r in u.itertuples()})
+
+
+def _study_order(studies: Iterable[str]) -> list[str]:
+    rank = {s: i for i, s in enumerate(STUDIES)}
+    return sorted(set(studies), key=lambda s: rank.get(s, len(rank)))
 
 
 def build_report(table: pd.DataFrame, title: str = "DiagViB-6 shortcut report",
@@ -181,7 +254,7 @@ def build_report(table: pd.DataFrame, title: str = "DiagViB-6 shortcut report",
     # compare under the reported names (model, model+algorithm, model@scale=...)
     named = done.drop(columns=["model", "algorithm"], errors="ignore")
     add_comparison_section(report, named.rename(columns={"label": "model"}))
-    for section in (*EXTRA_SECTIONS, *extra_sections):
+    for section in extra_sections:
         section(report, metrics.table)
     return report, metrics
 
@@ -204,5 +277,5 @@ def write_report(
     return report.write(out / "index.html")
 
 
-__all__ = ["EXTRA_SECTIONS", "build_report", "format_mean_err", "load_job_table",
+__all__ = ["build_report", "setup_table", "format_mean_err", "load_job_table",
            "load_job_tables", "write_report"]

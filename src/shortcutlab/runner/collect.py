@@ -30,7 +30,7 @@ JOB_COLUMNS = (
     "job_id", "model", "algorithm", "seed", "experiment", "scale", "status", "best_epoch",
     "epochs_run", "val_loss", "val_acc", "test_acc", "train_seconds",
 )
-EXTRA_COLUMNS = ("benchmark_seed", "error")
+EXTRA_COLUMNS = ("benchmark_seed", "protocol", "error")
 EPOCH_TABLE_COLUMNS = (
     "job_id", "epoch", "train_loss", "val_loss", "val_acc", "test_set", "tag", "acc", "n",
 )
@@ -57,6 +57,7 @@ def _row(path: Path) -> dict[str, Any]:
         "experiment": job.get("experiment", ""),
         "scale": job.get("scale", 1.0),
         "benchmark_seed": job.get("benchmark_seed", 0),
+        "protocol": train.get("protocol", ""),
         "error": "",
     }
     if (path / DONE_FILE).is_file():
@@ -99,7 +100,8 @@ def collect(root: str | Path) -> pd.DataFrame:
     for col in (*_FLOAT_COLUMNS, *tag_cols):
         table[col] = pd.to_numeric(table[col], errors="coerce").astype("float64")
     text = [c for c in described if table[c].map(lambda v: v is None or isinstance(v, str)).all()]
-    for col in ("job_id", "model", "algorithm", *text, "experiment", "status", "error"):
+    for col in ("job_id", "model", "algorithm", *text, "experiment", "status", "protocol",
+                "error"):
         table[col] = table[col].fillna("").astype(str)
     return table.sort_values(["model", "algorithm", "experiment", "seed", "job_id"],
                              ignore_index=True)
