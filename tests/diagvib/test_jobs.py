@@ -5,10 +5,11 @@ from __future__ import annotations
 import hashlib
 import json
 
+import numpy as np
 import pytest
 
 from shortcutlab.diagvib.jobs import KIND, build_jobs, describe_experiment
-from shortcutlab.errors import RunnerError, SpecError
+from shortcutlab.errors import DataNotFoundError, RunnerError, SpecError
 from shortcutlab.runner.backends import run_jobs
 from shortcutlab.runner.jobs import Job, job_kinds
 from shortcutlab.train.config import TrainConfig
@@ -58,3 +59,53 @@ def test_study_not_generated_is_named(tmp_path) -> None:
                    specs_dir=tmp_path / "specs")
     with pytest.raises(RunnerError, match="no generated benchmark"):
         build_jobs("small_cnn", ["ZSO"], specs_dir=tmp_path)
+
+
+def _texture_folder(path, seed: int = 0):  # noqa: ANN001, ANN202
+    from PIL import Image
+
+    from shortcutlab.diagvib.factors import get_factor
+
+    path.mkdir(parents=True)
+    gen = np.random.default_rng(seed)
+    for name in get_factor("texture").classes:
+        Image.fromarray(gen.integers(0, 256, (64, 64), dtype=np.uint8)).save(path / f"{name}.png")
+    return path
+
+
+def test_user_sources_are_part_of_the_job_id_by_content(tmp_path) -> None:
+    import shutil
+
+    folder = _texture_folder(tmp_path / "tex")
+    plain = build_jobs("small_cnn", ["ZSO"], ["texture-shape"], [0])[0]
+    own = build_jobs("small_cnn", ["ZSO"], ["texture-shape"], [0], textures=folder)[0]
+    assert own.job_id != plain.job_id and set(own.input_digests) == {"textures"}
+    moved = shutil.copytree(folder, tmp_path / "elsewhere")
+    again = build_jobs("small_cnn", ["ZSO"], ["texture-shape"], [0], textures=moved)[0]
+    assert again.job_id == own.job_id  # same content, other place: same job
+    edited = _texture_folder(tmp_path / "edited", seed=1)
+    other = build_jobs("small_cnn", ["ZSO"], ["texture-shape"], [0], textures=edited)[0]
+    assert other.job_id != own.job_id
+    # a source edited after planning fails that job clearly instead of mixing results
+    shutil.copy(edited / "wood.png", moved / "wood.png")
+    summary = run_jobs([again], tmp_path / "runs", backend="serial", progress=False)
+    assert "changed since the job was planned" in summary.failed[0].error
+    with pytest.raises(DataNotFoundError, match="texture folder .* does not exist"):
+        build_jobs("small_cnn", ["ZSO"], ["texture-shape"], [0], textures=tmp_path / "nope")
+
+
+def test_run_renders_from_the_given_textures(tmp_path) -> None:
+    from typer.testing import CliRunner
+
+    from shortcutlab.cli.main import app
+
+    folder = _texture_folder(tmp_path / "tex")
+    args = ["diagvib", "run", "--model", "small_cnn", "--study", "ZSO", "--pairs",
+            "texture-shape", "--scale", "0.002", "--epochs", "1", "--batch-size", "16",
+            "--backend", "serial", "--device", "cpu", "--out", str(tmp_path / "runs")]
+    res = CliRunner().invoke(app, [*args, "--textures", str(folder)])
+    assert res.exit_code == 0, res.output
+    job = json.loads(next((tmp_path / "runs").glob("*/job.json")).read_text())
+    assert job["inputs"] == {"textures": str(folder.resolve())}
+    bad = CliRunner().invoke(app, [*args, "--textures", str(tmp_path / "missing")])
+    assert bad.exit_code == 2 and "does not exist" in bad.output

@@ -41,6 +41,7 @@ from shortcutlab.runner.jobs import Job, JobOutput, register_job_kind
 from shortcutlab.stats.compare import ComparisonResult, compare
 from shortcutlab.stats.selection import RULES, compare_rules, runs_for_comparison, select
 from shortcutlab.train.config import TrainConfig
+from shortcutlab.utils.digest import content_digest
 from shortcutlab.utils.io import write_json
 
 __all__ = [
@@ -132,13 +133,16 @@ def build_protocol_jobs(
     lr: float = 1e-3,
     hparams: Mapping[str, Mapping[str, Any]] | None = None,
     dataset_names: Sequence[str] | None = None,
+    mnist: str | Path | None = None,
+    textures: str | Path | None = None,
 ) -> list[PlannedRun]:
     """One job per (algorithm, dataset, run); run r trains with seed ``first_seed + r``.
 
     ``datasets``: ``diagvib:...`` names and/or :class:`FolderExperiment` objects;
     ``dataset_names``: display names of the folder experiments (default ``folders``,
-    ``folders2``...). ``hparams``: per-algorithm hyper-parameters. Every setting is validated
-    before anything runs.
+    ``folders2``...). ``mnist``/``textures``: sources of the DiagViB-6 datasets (their content
+    is part of the job ids; see :func:`shortcutlab.diagvib.jobs.build_jobs`). ``hparams``:
+    per-algorithm hyper-parameters. Every setting is validated before anything runs.
     """
     if not algorithms:
         raise ProtocolError("give at least one --algorithm")
@@ -150,6 +154,10 @@ def build_protocol_jobs(
     if runs < 1 or epochs < 1:
         raise ProtocolError(f"--runs and --epochs must be >= 1 (got {runs} and {epochs})")
     register()
+    inputs = diagvib_jobs.source_inputs(mnist, textures)
+    if inputs:
+        diagvib_jobs.source_generator(mnist, textures)  # fail now on bad sources
+    digests = {k: content_digest(v) for k, v in inputs.items()}
     hparams = dict(hparams or {})
     for name in hparams:
         if name not in algorithms:
@@ -165,9 +173,11 @@ def build_protocol_jobs(
                 label = "folders" if folder_no == 1 else f"folders{folder_no}"
             dataset.datasets()  # fail now on bad folders or class maps, not in every job
             experiment, kind, spec = FOLDERS_PREFIX + label, FOLDERS_KIND, dataset.describe()
+            job_inputs: dict[str, str] = {}
             job_scale = 1.0  # the DiagViB-6 size factor means nothing here: keep it out of the id
         else:
             experiment, kind, spec = parse_dataset(dataset), diagvib_jobs.KIND, None
+            job_inputs = inputs
             label, job_scale = experiment, scale
         for algorithm in algorithms:
             for r in range(runs):
@@ -188,6 +198,8 @@ def build_protocol_jobs(
                     train=config,
                     kind=kind,
                     spec=spec,
+                    inputs=job_inputs,
+                    input_digests={k: digests[k] for k in job_inputs},
                 )
                 planned.append(PlannedRun(job, algorithm, label, r))
     _check_algorithms(planned)

