@@ -1,9 +1,10 @@
 """Image sources for the DiagViB-6 generator: digit shapes (MNIST) and grey textures.
 
-Shapes are preprocessed as in the paper: each MNIST digit is thresholded to a binary mask,
-cropped to its bounding box, resized so that its longer side is :data:`DIGIT_SIZE` working pixels
-and centred (by its centre of mass) on a :data:`MASK_SIZE` square canvas. The digits of each class
-are split into disjoint train/val/test pools so that test images never reuse a training digit.
+Shapes are preprocessed as in the authors' code (see docs/diagvib-generator.md): each grey MNIST
+digit is cropped to the bounding box of its pixels brighter than 100 (of 255), resized so that the
+box's longer side is :data:`DIGIT_SIZE` working pixels, centred by that box on a :data:`MASK_SIZE`
+square canvas and thresholded at 150 (of 255) to a binary mask. The digits of each class are split
+into disjoint train/val/test pools so that test images never reuse a training digit.
 
 Textures are grey images, histogram-equalised so that their values are uniform on [0, 1]; a crop
 of one serves as the per-pixel mixing coefficient between the object's two colours.
@@ -18,6 +19,7 @@ import gzip
 import re
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal, get_args
 
 import numpy as np
 
@@ -25,13 +27,20 @@ from shortcutlab.diagvib.factors import get_factor
 from shortcutlab.errors import DataNotFoundError, DiagvibError, unknown_choice
 from shortcutlab.utils.rng import rng
 
-SPLITS: tuple[str, ...] = ("train", "val", "test")
+Split = Literal["train", "val", "test"]
+SPLITS: tuple[Split, ...] = get_args(Split)
 SPLIT_FRACTIONS: tuple[float, float, float] = (0.7, 0.15, 0.15)
 
-DIGIT_SIZE = 32
-"""Longer side of a preprocessed digit, in working pixels (= output pixels at scale 1, 128 px)."""
-MASK_SIZE = 48
-"""Side of the square working canvas holding one digit mask (room for off-centre mass)."""
+DIGIT_SIZE = 28
+"""Longer side of a preprocessed digit's bounding box, in working pixels (= output pixels at
+scale 1 in a 128-pixel image). The authors' value (``40 // sqrt(2)``)."""
+MASK_SIZE = 40
+"""Side of the square working canvas holding one digit mask (the authors' 40 x 40 canvas); it is
+also the side of the texture crop that colours the object."""
+BBOX_LEVEL = 100.5 / 255
+"""Grey level above which an MNIST pixel counts for the digit's bounding box (authors: > 100)."""
+MASK_LEVEL = 150.5 / 255
+"""Grey level above which a resized digit pixel belongs to the binary mask (authors: > 150)."""
 TEXTURE_SIZE = 256
 """Side of the built-in texture images, in working pixels."""
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".gif", ".webp")
@@ -39,11 +48,12 @@ IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".gif", ".we
 _PAD = 1  # zero border kept around every mask so bilinear lookups never leave the array
 
 
-def check_split(split: str) -> str:
+def check_split(split: str) -> Split:
     """Return ``split`` if it is one of :data:`SPLITS`, else raise a clear error."""
-    if split not in SPLITS:
-        raise DiagvibError(unknown_choice("split", split, SPLITS))
-    return split
+    for known in SPLITS:
+        if split == known:
+            return known
+    raise DiagvibError(unknown_choice("split", split, SPLITS))
 
 
 # --------------------------------------------------------------------------------------------
@@ -127,38 +137,38 @@ class ShapeSource:
 
 def preprocess_digits(images: np.ndarray, *, digit_size: int = DIGIT_SIZE,
                       mask_size: int = MASK_SIZE, chunk: int = 256) -> np.ndarray:
-    """Threshold, crop, resize and centre grey digits ``(n, h, w)`` in [0, 1].
+    """Crop, resize, centre and threshold grey digits ``(n, h, w)`` in [0, 1].
 
-    Each digit's longer bounding-box side becomes ``digit_size`` pixels and its centre of mass
-    lands on the canvas centre. Resizing interpolates the grey digit bilinearly and thresholds it
-    at 0.5, which gives smooth binary contours. Returns uint8 masks in {0, 1}.
+    The bounding box of each digit's pixels above :data:`BBOX_LEVEL` is resized (bilinearly, on
+    the grey digit) so that its longer side spans ``digit_size`` pixels, and the box's centre
+    lands on the canvas centre; the resized grey digit is then thresholded at
+    :data:`MASK_LEVEL`, which gives smooth binary contours. Returns uint8 masks in {0, 1}.
     """
     images = np.asarray(images, dtype=np.float32)
     n, h, w = images.shape
-    binary = images >= 0.5
-    empty = ~binary.reshape(n, -1).any(axis=1)
+    inked = images >= BBOX_LEVEL
+    empty = ~inked.reshape(n, -1).any(axis=1)
     if empty.any():
         raise DiagvibError(f"{int(empty.sum())} digit image(s) are blank after thresholding")
-    rows = binary.any(axis=2)
-    cols = binary.any(axis=1)
+    rows = inked.any(axis=2)
+    cols = inked.any(axis=1)
     r0 = rows.argmax(axis=1)
     r1 = h - 1 - rows[:, ::-1].argmax(axis=1)
     c0 = cols.argmax(axis=1)
     c1 = w - 1 - cols[:, ::-1].argmax(axis=1)
     extent = np.maximum(r1 - r0 + 1, c1 - c0 + 1).astype(np.float32)
-    mass = binary.sum(axis=(1, 2)).astype(np.float32)
-    com_r = (binary.sum(axis=2) * np.arange(h)).sum(axis=1) / mass
-    com_c = (binary.sum(axis=1) * np.arange(w)).sum(axis=1) / mass
+    mid_r = (r0 + r1).astype(np.float32) / 2  # bounding-box centre (pixel centres at integers)
+    mid_c = (c0 + c1).astype(np.float32) / 2
     step = extent / digit_size  # source pixels per working pixel
     grid = np.arange(mask_size, dtype=np.float32) - (mask_size - 1) / 2
     padded = np.pad(images, ((0, 0), (1, 1), (1, 1)))
     out = np.empty((n, mask_size, mask_size), dtype=np.uint8)
     for a in range(0, n, chunk):
         b = min(n, a + chunk)
-        ys = com_r[a:b, None] + grid[None, :] * step[a:b, None]
-        xs = com_c[a:b, None] + grid[None, :] * step[a:b, None]
+        ys = mid_r[a:b, None] + grid[None, :] * step[a:b, None]
+        xs = mid_c[a:b, None] + grid[None, :] * step[a:b, None]
         vals = _bilinear_separable(padded[a:b], ys, xs)
-        out[a:b] = vals >= 0.5
+        out[a:b] = vals >= MASK_LEVEL
     return out
 
 
