@@ -206,6 +206,36 @@ def test_builtin_textures_equalised_and_distinct() -> None:
         tex.texture(5)
 
 
+# Measured on the authors' five textures (their files are not shipped): share of spectral power
+# at periods over 32 px, 8-32 px, under 8 px; mean |vertical| + |horizontal| neighbour difference.
+AUTHORS_TEXTURE_STRUCTURE = {
+    "tiles": (0.59, 0.31, 0.10, 0.13),
+    "wood": (0.12, 0.25, 0.64, 0.31),
+    "carpet": (0.00, 0.42, 0.58, 0.41),
+    "bricks": (0.20, 0.34, 0.46, 0.26),
+    "lava": (0.59, 0.33, 0.07, 0.13),
+}
+
+
+def _structure(im: np.ndarray) -> np.ndarray:
+    power = np.abs(np.fft.fft2(im - im.mean())) ** 2
+    freq = np.hypot(*np.meshgrid(np.fft.fftfreq(im.shape[0]), np.fft.fftfreq(im.shape[1]),
+                                 indexing="ij"))
+    bands = [freq < 1 / 32, (freq >= 1 / 32) & (freq < 1 / 8), freq >= 1 / 8]
+    shares = [power[b].sum() / power.sum() for b in bands]
+    grad = np.abs(np.diff(im, axis=0)).mean() + np.abs(np.diff(im, axis=1)).mean()
+    return np.array([*shares, grad])
+
+
+def test_builtin_textures_have_the_authors_spatial_structure() -> None:
+    """Texture difficulty comes from spatial structure (all are equalised): each built-in keeps
+    the frequency content and local contrast of the authors' texture of the same name."""
+    tex = load_textures()
+    for c, name in enumerate(("tiles", "wood", "carpet", "bricks", "lava")):
+        got = _structure(tex.texture(c))
+        assert np.abs(got - np.array(AUTHORS_TEXTURE_STRUCTURE[name])).max() < 0.12, (name, got)
+
+
 def test_equalise_is_uniform_and_keeps_order() -> None:
     im = np.random.default_rng(0).gamma(2.0, size=(64, 64))
     eq = equalise(im)

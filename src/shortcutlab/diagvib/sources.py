@@ -453,13 +453,15 @@ def _builtin_textures(size: int = TEXTURE_SIZE) -> list[np.ndarray]:
     bright_square = ((yy // period + xx // period) % 2) > 0
     veins = np.abs(_smooth_noise(gen, size, 2.5) + 0.5 * _smooth_noise(gen, size, 1.0))
     blotches = _smooth_noise(gen, size, 4.0) + 0.5 * _smooth_noise(gen, size, 1.5)
-    marble = 0.5 * np.tanh(blotches) - 0.35 * np.exp(-veins)
+    marble = (0.5 * np.tanh(blotches) - 0.35 * np.exp(-veins)
+              + 0.12 * _smooth_noise(gen, size, 0.7))
     tiles = np.where(bright_square, 1.0 + marble, -1.0 - marble)
     # wood: fine horizontal grain (period 6 px) on slow waves, with long thin streaks
     waves = 6.0 * _smooth_noise(gen, size, 24.0) + _smooth_noise(gen, size, 6.0)
-    wood = np.sin(2 * np.pi * (yy + waves) / 6.0) + 0.8 * streaks((0.7, 10.0))
-    # carpet: basket weave of 8-px cells, threads alternating horizontal and vertical
-    cell = 8
+    wood = (np.sin(2 * np.pi * (yy + waves) / 6.0) + 0.8 * streaks((0.7, 10.0))
+            + 0.35 * streaks((6.0, 30.0)))
+    # carpet: basket weave of 10-px cells, threads alternating horizontal and vertical
+    cell = 10
     across = ((yy // cell + xx // cell) % 2) == 0
     phase = np.where(across, yy % cell, xx % cell) / cell
     along = np.where(across, xx, yy)
@@ -472,7 +474,7 @@ def _builtin_textures(size: int = TEXTURE_SIZE) -> list[np.ndarray]:
     shifted = xx + (course % 2) * wide / 2
     mortar = ((yy % high) < joint) | ((shifted % wide) < joint)
     shade = gen.uniform(-0.2, 0.2, (size // high + 2, size // wide + 3))
-    grime = 0.35 * _smooth_noise(gen, size, 1.0) + 4.0 * gaussian_filter(
+    grime = 0.6 * _smooth_noise(gen, size, 0.7) + 4.0 * gaussian_filter(
         gen.standard_normal((size, size)), (8.0, 1.2), mode="wrap")
     brick = -0.5 + shade[course.astype(int), (shifted // wide).astype(int)] + 0.5 * (
         grime / np.abs(grime).max())
