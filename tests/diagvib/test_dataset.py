@@ -240,3 +240,44 @@ def test_real_generator_deterministic_across_workers() -> None:
     assert ref["x"].shape == (10, 3, 128, 128) and float(ref["x"].std()) > 0
     hue = FACTORS.index("hue")
     assert ref["classes"][:, hue].tolist() == ds.classes[:10, hue].tolist()
+
+
+def test_zgo_twins_render_identical_images_with_their_own_labels() -> None:
+    gen = FakeGenerator()
+    for split in ("train", "test"):
+        a = DiagvibDataset(make_experiment("ZGO/hue-shape/2", scale=0.002), split, generator=gen)
+        b = DiagvibDataset(make_experiment("ZGO/shape-hue/2", scale=0.002), split, generator=gen)
+        assert a.render_seed == b.render_seed and a.spec_hash != b.spec_hash
+        assert torch.equal(a.render(np.arange(len(a))), b.render(np.arange(len(b))))
+        hue, shape = FACTORS.index("hue"), FACTORS.index("shape")
+        ya = [a.spec.selected["hue"].index(FACTOR_TABLE["hue"].classes[c]) for c in
+              a.classes[:, hue]]
+        yb = [b.spec.selected["shape"].index(FACTOR_TABLE["shape"].classes[c]) for c in
+              b.classes[:, shape]]
+        assert a.labels.tolist() == ya and b.labels.tolist() == yb
+        if split == "train":  # the diagonal: class a of hue always with class a of shape
+            assert np.array_equal(a.labels, b.labels)
+        else:  # off-diagonal test cells: the labellings never agree
+            assert not np.any(a.labels == b.labels)
+    # Not paired: CGO twins have different cells, hence images of their own.
+    c1 = DiagvibDataset(make_experiment("CGO-1/hue-shape/2", scale=0.002), "train", generator=gen)
+    c2 = DiagvibDataset(make_experiment("CGO-1/shape-hue/2", scale=0.002), "train", generator=gen)
+    assert c1.render_seed != c2.render_seed
+
+
+def test_streamed_npz_writer_is_atomic_and_matches_savez(tmp_path) -> None:
+    from shortcutlab.utils.io import write_npz_streaming
+
+    data = np.arange(5 * 3 * 4 * 4, dtype=np.uint8).reshape(5, 3, 4, 4)
+    out = write_npz_streaming(tmp_path / "s.npz", "images", data.shape, [data[:2], data[2:]],
+                              {"hue": np.array(["red"] * 5), "label": np.arange(5)})
+    np.savez(tmp_path / "ref.npz", images=data, hue=np.array(["red"] * 5), label=np.arange(5))
+    with np.load(out) as z, np.load(tmp_path / "ref.npz") as ref:
+        assert sorted(z.files) == sorted(ref.files)
+        for key in ref.files:
+            assert np.array_equal(z[key], ref[key]) and z[key].dtype == ref[key].dtype
+    bad = {"rows": [data[:4]], "dtype": [data.astype(np.int16)], "shape": [data[:, :2]]}
+    for kind, chunks in bad.items():
+        with pytest.raises(ValueError, match="rows written" if kind == "rows" else "chunk of"):
+            write_npz_streaming(tmp_path / f"{kind}.npz", "images", data.shape, chunks)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ref.npz", "s.npz"]  # no leftovers

@@ -32,8 +32,20 @@ def test_table_a1_counts_and_regions() -> None:
     scale = get_factor("scale")
     assert scale.regions[0] == ((1 / 1.45, 1 / 1.35),)
     assert scale.regions[4] == ((1.35, 1.45),)
+    # the middle classes too (the authors' config: 1/1.25..1/1.15, 1/1.05..1.05, 1.15..1.25)
+    assert scale.regions[1:4] == (((1 / 1.25, 1 / 1.15),), ((1 / 1.05, 1.05),), ((1.15, 1.25),))
+    assert list(scale.classes) == ["small", "smaller", "normal", "larger", "large"]
     assert get_factor("texture").classes == ("tiles", "wood", "carpet", "bricks", "lava")
     assert get_factor("shape").classes == tuple("0123456789")
+
+
+def test_factor_names_are_a_closed_literal_type() -> None:
+    from typing import get_args
+
+    from shortcutlab.diagvib.factors import FactorName
+
+    assert get_args(FactorName) == FACTORS
+    assert all(FACTOR_TABLE[f].name == f for f in FACTORS)
 
 
 def test_unknown_names_list_valid_choices() -> None:

@@ -53,14 +53,17 @@ def test_default_digits_pools_are_disjoint_and_preprocessed() -> None:
     pool = shapes.pool("test", 7)
     assert pool.shape == (75, MASK_SIZE, MASK_SIZE) and pool.dtype == np.float32
     assert set(np.unique(pool).tolist()) == {0.0, 1.0}  # thresholded: a binary mask
-    # cropped and resized: longer side of the bounding box is DIGIT_SIZE (+-1 px of rounding)
+    assert (DIGIT_SIZE, MASK_SIZE) == (28, 40)  # the authors' digit side and canvas
+    # cropped and resized: the longer side of the box above grey 100 becomes 28 px; the mask
+    # keeps pixels above 150, so it is at most that long and mostly exactly that long
     rows, cols = pool.any(axis=2), pool.any(axis=1)
     extent = np.maximum(rows.sum(1), cols.sum(1))
-    assert np.abs(extent - DIGIT_SIZE).max() <= 1
-    # centred by mass on the canvas centre
-    yy = np.arange(MASK_SIZE)
-    com = (pool.sum(2) * yy).sum(1) / pool.sum((1, 2))
-    assert np.abs(com - (MASK_SIZE - 1) / 2).max() < 1.0
+    assert extent.max() <= DIGIT_SIZE + 1 and np.median(extent) >= DIGIT_SIZE - 1
+    # centred by bounding box (not by mass) on the canvas centre
+    idx = np.arange(MASK_SIZE)
+    mid = np.array([(idx[r].min() + idx[r].max()) / 2 for r in rows])
+    assert np.abs(mid - (MASK_SIZE - 1) / 2).max() <= 2.0 and np.abs(
+        mid - (MASK_SIZE - 1) / 2).mean() < 0.5
     # the pool split is a function of the seed
     other = load_shapes(seed=1)
     assert set(other.pool_ids("test", 3).tolist()) != set(shapes.pool_ids("test", 3).tolist())
@@ -76,6 +79,33 @@ def test_preprocess_centres_and_resizes_an_off_centre_square() -> None:
     assert (rows[0] + rows[-1]) / 2 == pytest.approx((MASK_SIZE - 1) / 2, abs=1)
     with pytest.raises(DiagvibError, match="blank"):
         preprocess_digits(np.zeros((2, 28, 28)))
+
+
+def test_preprocess_centres_the_bounding_box_not_the_mass() -> None:
+    """An 'L': most of its mass is in the long bar, but its bounding box is centred."""
+    im = np.zeros((1, 28, 28), dtype=np.float32)
+    im[0, 4:24, 4:8] = 1.0  # 20 x 4 vertical bar
+    im[0, 20:24, 8:14] = 1.0  # short foot to the right
+    mask = preprocess_digits(im)[0]
+    rows, cols = np.flatnonzero(mask.any(1)), np.flatnonzero(mask.any(0))
+    centre = (MASK_SIZE - 1) / 2
+    assert (cols[0] + cols[-1]) / 2 == pytest.approx(centre, abs=0.5)
+    assert (rows[0] + rows[-1]) / 2 == pytest.approx(centre, abs=0.5)
+    com = (mask.sum(0) * np.arange(MASK_SIZE)).sum() / mask.sum()
+    assert com < centre - 2  # the centre of mass is left of the centre
+
+
+def test_preprocess_thresholds_are_the_authors() -> None:
+    """Grey above 100 (of 255) counts for the bounding box, only grey above 150 for the mask."""
+    im = np.zeros((1, 28, 28), dtype=np.float32)
+    im[0, 4:18, 10:14] = 1.0  # bright bar, 14 px
+    im[0, 18:25, 10:14] = 120 / 255  # faint tail: in the box, not in the mask
+    im[0, 2:4, 10:14] = 90 / 255  # fainter still: not even in the box
+    mask = preprocess_digits(im)[0]
+    rows = np.flatnonzero(mask.any(1))
+    # the box spans 21 source rows (4..24) -> 28 px; the mask shows the 14 bright rows only
+    assert rows[-1] - rows[0] + 1 == pytest.approx(14 * DIGIT_SIZE / 21, abs=1)
+    assert rows[0] == pytest.approx((MASK_SIZE - DIGIT_SIZE) / 2, abs=1)
 
 
 @pytest.mark.parametrize("gz", [False, True])
@@ -174,6 +204,36 @@ def test_builtin_textures_equalised_and_distinct() -> None:
             assert np.abs(sig[i] - sig[j]).max() > 0.02, (i, j)
     with pytest.raises(DiagvibError, match="unknown texture class index 5"):
         tex.texture(5)
+
+
+# Measured on the authors' five textures (their files are not shipped): share of spectral power
+# at periods over 32 px, 8-32 px, under 8 px; mean |vertical| + |horizontal| neighbour difference.
+AUTHORS_TEXTURE_STRUCTURE = {
+    "tiles": (0.59, 0.31, 0.10, 0.13),
+    "wood": (0.12, 0.25, 0.64, 0.31),
+    "carpet": (0.00, 0.42, 0.58, 0.41),
+    "bricks": (0.20, 0.34, 0.46, 0.26),
+    "lava": (0.59, 0.33, 0.07, 0.13),
+}
+
+
+def _structure(im: np.ndarray) -> np.ndarray:
+    power = np.abs(np.fft.fft2(im - im.mean())) ** 2
+    freq = np.hypot(*np.meshgrid(np.fft.fftfreq(im.shape[0]), np.fft.fftfreq(im.shape[1]),
+                                 indexing="ij"))
+    bands = [freq < 1 / 32, (freq >= 1 / 32) & (freq < 1 / 8), freq >= 1 / 8]
+    shares = [power[b].sum() / power.sum() for b in bands]
+    grad = np.abs(np.diff(im, axis=0)).mean() + np.abs(np.diff(im, axis=1)).mean()
+    return np.array([*shares, grad])
+
+
+def test_builtin_textures_have_the_authors_spatial_structure() -> None:
+    """Texture difficulty comes from spatial structure (all are equalised): each built-in keeps
+    the frequency content and local contrast of the authors' texture of the same name."""
+    tex = load_textures()
+    for c, name in enumerate(("tiles", "wood", "carpet", "bricks", "lava")):
+        got = _structure(tex.texture(c))
+        assert np.abs(got - np.array(AUTHORS_TEXTURE_STRUCTURE[name])).max() < 0.12, (name, got)
 
 
 def test_equalise_is_uniform_and_keeps_order() -> None:

@@ -181,3 +181,46 @@ def test_unquoted_digit_classes_are_read_as_shape_names() -> None:
     text = make().to_yaml().replace('shape: ["2", "4", "3"]', "shape: [2, 4, 3]")
     assert "shape: [2, 4, 3]" in text
     assert ExperimentSpec.from_yaml(text) == make()
+
+
+def test_selection_is_part_of_the_identity() -> None:
+    paper = make(selection="paper")
+    assert paper.selection == "paper" and make().selection == "seeded"
+    assert paper.content_hash() != make().content_hash()
+    assert ExperimentSpec.from_json(paper.to_json()) == paper
+    assert '"selection": "paper"' in paper.to_json()
+    with pytest.raises(SpecError) as err:
+        make(selection="authors")
+    assert "selection" in str(err.value) and "'seeded'" in str(err.value)
+    assert "'paper'" in str(err.value)
+
+
+def test_zgo_twin_shares_class_table_and_differs_in_labels() -> None:
+    spec = make(sizes={"train": 90, "val": 30, "test": 60})  # ZGO hue-shape
+    twin = make(name="ZGO/shape-hue/0", predicted="shape", correlated="hue",
+                sizes={"train": 90, "val": 30, "test": 60})
+    assert spec.is_paired() and twin.is_paired()
+    assert spec.image_source() is spec  # hue comes before shape in FACTORS
+    source = twin.image_source()
+    assert (source.name, source.predicted, source.correlated) == ("ZGO/hue-shape/0", "hue", "shape")
+    assert twin.image_hash() == spec.image_hash() != spec.content_hash()
+    hue, shape = FACTORS.index("hue"), FACTORS.index("shape")
+    for split in ("train", "val", "test"):
+        a, b = assign_classes(spec, split), assign_classes(twin, split)
+        assert np.array_equal(a.classes, b.classes)
+        assert np.array_equal(a.labels, a.local[:, hue])
+        assert np.array_equal(b.labels, b.local[:, shape])
+        assert np.array_equal(b.cells, 3 * b.local[:, shape] + b.local[:, hue])
+        counts = twin.cell_counts(split).ravel().tolist()
+        assert np.bincount(b.cells, minlength=9).tolist() == counts
+    assert set(assign_classes(twin, "test").tags) == {f"{a}{b}-ood" for a in range(3)
+                                                      for b in range(3) if a != b}
+
+
+def test_only_symmetric_zgo_specs_are_paired() -> None:
+    lopsided = [[0, 0.2, 0.2], [0.1, 0, 0.1], [0.2, 0.1, 0.1]]
+    assert not make(weights={"train": DIAG, "test": lopsided}).is_paired()
+    custom = make(study="custom")  # same weights, but only the ZGO study pairs
+    assert not custom.is_paired() and custom.image_hash() == custom.content_hash()
+    assert not make(study="custom", correlated=None,
+                    weights={"train": [1 / 3] * 3, "test": [1 / 3] * 3}).is_paired()

@@ -1,4 +1,5 @@
-"""The nine studies: names, invariants of every study and pair, the benchmark writer."""
+"""The nine studies: names, invariants of every study and pair, CGO cell weighting, the paper's
+selection, the benchmark writer."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ from shortcutlab.diagvib.studies import (
     experiment_names,
     factor_pairs,
     make_experiment,
+    paper_sample,
+    paper_samples,
     parse_experiment_name,
     scaled_sizes,
     select_classes,
@@ -88,7 +91,11 @@ def test_study_invariants_for_every_pair(study: str) -> None:
         spec = make_experiment(f"{study}/{pred}-{corr}/{sample}")
         train, val, test = _cells(spec, "train"), _cells(spec, "val"), _cells(spec, "test")
         assert train.sum() == 43740 and val.sum() == 8748 and test.sum() == 10000
-        assert train.sum(axis=1).tolist() == [ROW] * 3  # every class of Fi gets a third
+        if study in ("CGO-1", "CGO-2"):  # every training cell equally often, not every class
+            c = int(study[-1])
+            assert train[train > 0].tolist() == [43740 // (3 + c)] * (3 + c)
+        else:
+            assert train.sum(axis=1).tolist() == [ROW] * 3  # every class of Fi gets a third
         assert np.array_equal(spec.weights_of("val"), spec.weights_of("train"))
         seen, tested = train > 0, test > 0
         if study == "ZGO":
@@ -163,6 +170,128 @@ def test_full_size_assignment_other_factors_uniform(name: str) -> None:
     assert np.bincount(a.cells, minlength=expected.size).tolist() == expected.tolist()
 
 
+# Training images per class of Fi (sorted) when every training cell counts the same: the class
+# with an added cell has two cells, the others one (CGO-1: 2:1:1, CGO-2: 2:2:1, CGO-3: 1:1:1).
+CGO_CLASS_COUNTS = {
+    1: [10935, 10935, 21870],  # 43,740 / 4 cells
+    2: [8748, 17496, 17496],  # 43,740 / 5 cells
+    3: [14580, 14580, 14580],  # 43,740 / 6 cells
+}
+
+
+@pytest.mark.parametrize("selection", ["seeded", "paper"])
+@pytest.mark.parametrize("c", [1, 2, 3])
+def test_cgo_weights_every_training_cell_equally(c: int, selection: str) -> None:
+    for sample in range(3):
+        spec = make_experiment(f"CGO-{c}/shape-hue/{sample}", selection=selection)
+        train, val, test = (spec.cell_counts(s) for s in ("train", "val", "test"))
+        assert sorted(train.sum(axis=1).tolist()) == CGO_CLASS_COUNTS[c]
+        assert np.unique(train[train > 0]).tolist() == [43740 // (3 + c)]
+        # validation: the training distribution (8,748 images; 2,187 per cell for CGO-1)
+        assert (train > 0).tolist() == (val > 0).tolist() and val.sum() == 8748
+        assert val[val > 0].max() - val[val > 0].min() <= 1
+        # test: the authors' "violate" half: 10,000 images uniform over the 6 - c unseen cells
+        assert (test > 0).tolist() == (train == 0).tolist() and test.sum() == 10000
+        assert test[test > 0].max() - test[test > 0].min() <= 1
+        assert test[test > 0].min() == 10000 // (6 - c)
+        # the labels of an assigned split follow the cell counts: 2:1:1 in CGO-1
+        if c == 1:
+            labels = assign_classes(make_experiment(spec.name, scale=0.1, selection=selection),
+                                    "train").labels
+            assert sorted(np.bincount(labels).tolist()) == [1093, 1094, 2187]
+
+
+# The authors' five samples, written out independently of the packaged table: labels in order,
+# and the cells CGO-1/2/3 add, [row = class of the predicted factor, column].
+PAPER_SAMPLE_0 = {
+    "position": ["bottom-center", "center-left", "top-left"],  # theirs: center right,
+    "hue": ["magenta", "green", "yellow"],  # upper center, upper left (transposed names)
+    "lightness": ["brighter", "darker", "dark"],
+    "scale": ["larger", "smaller", "small"],
+    "shape": ["5", "2", "0"],
+    "texture": ["tiles", "lava", "bricks"],
+}
+PAPER_CGO_CELLS = [
+    [(0, 1), (1, 2), (2, 1)],
+    [(0, 1), (1, 0), (2, 1)],
+    [(0, 2), (1, 2), (2, 1)],
+    [(0, 1), (1, 2), (2, 0)],
+    [(0, 1), (1, 0), (2, 1)],
+]
+
+
+def test_paper_selection_classes() -> None:
+    assert paper_samples() == (0, 1, 2, 3, 4)
+    assert select_classes(0, 0, "paper") == PAPER_SAMPLE_0
+    assert select_classes(7, 0, "paper") == PAPER_SAMPLE_0  # the benchmark seed plays no part
+    spec = make_experiment("ZGO/hue-shape/0", selection="paper")
+    assert spec.selected == PAPER_SAMPLE_0 and spec.selection == "paper"
+    # the paper's figure 1 example: shapes {2, 4, 3} come from the authors' sample 2
+    assert select_classes(0, 2, "paper")["shape"] == ["2", "4", "3"]
+    assert select_classes(0, 1, "paper")["position"] == ["bottom-right", "top-center",
+                                                         "bottom-left"]
+    for s in paper_samples():  # every sample is a valid selection, shared by all studies
+        chosen = make_experiment(f"CHGO/texture-scale/{s}", selection="paper").selected
+        assert chosen == make_experiment(f"ZSO/hue/{s}", selection="paper").selected
+        assert chosen != select_classes(0, s)  # not the seeded selection
+
+
+@pytest.mark.parametrize("sample", range(5))
+def test_paper_cgo_cells_match_the_table(sample: int) -> None:
+    cells = PAPER_CGO_CELLS[sample]
+    assert list(paper_sample(sample).cgo_cells) == cells
+    pairs = [("hue", "shape"), ("texture", "position")]
+    for (pred, corr), c in itertools.product(pairs, [1, 2, 3]):
+        spec = make_experiment(f"CGO-{c}/{pred}-{corr}/{sample}", selection="paper")
+        train = spec.cell_counts("train")
+        added = sorted(zip(*np.nonzero((train > 0) & ~EYE), strict=True))
+        assert [tuple(map(int, cell)) for cell in added] == sorted(cells[:c])
+    chgo = make_experiment(f"CHGO/hue-shape/{sample}", selection="paper").cell_counts("train")
+    assert (chgo > 0).sum(axis=1).tolist() == [1, 2, 2] and chgo[0, 0] > 0  # class 0 shortcut
+
+
+def test_selection_errors_and_identity(tmp_path) -> None:
+    with pytest.raises(SpecError) as err:
+        make_experiment("CGO-1/hue-shape/5", selection="paper")
+    assert "0, 1, 2, 3, 4" in str(err.value) and "seeded" in str(err.value)
+    with pytest.raises(SpecError, match="papr.*seeded, paper"):
+        make_experiment("CGO-1/hue-shape/0", selection="papr")
+    with pytest.raises(SpecError, match="0, 1, 2, 3, 4"):
+        write_benchmark(tmp_path / "b", studies=["ZGO"], pairs=["hue-shape"], samples=6,
+                        selection="paper")
+    assert not (tmp_path / "b").exists()  # rejected before writing anything
+    seeded = make_experiment("ZGO/hue-shape/0")
+    paper = make_experiment("ZGO/hue-shape/0", selection="paper")
+    assert seeded.content_hash() != paper.content_hash()
+    assert "selection" not in seeded.to_dict()  # the default keeps older specs' hashes
+    assert ExperimentSpec.from_yaml(paper.to_yaml()) == paper
+    index = write_benchmark(tmp_path / "p", studies=["CGO-1"], pairs=["hue-shape"], samples=2,
+                            selection="paper")
+    spec = ExperimentSpec.from_yaml((index.parent / "CGO-1/hue-shape/1.yaml").read_text())
+    assert spec == make_experiment("CGO-1/hue-shape/1", selection="paper")
+
+
+def test_zgo_twins_share_the_class_table() -> None:
+    for (pred, corr), sample in itertools.product(factor_pairs()[:8], range(2)):
+        a = make_experiment(f"ZGO/{pred}-{corr}/{sample}", scale=0.05)
+        b = make_experiment(f"ZGO/{corr}-{pred}/{sample}", scale=0.05)
+        assert a.image_hash() == b.image_hash() and a.content_hash() != b.content_hash()
+        for split in ("train", "val", "test"):
+            ta, tb = assign_classes(a, split), assign_classes(b, split)
+            assert np.array_equal(ta.classes, tb.classes)  # image by image
+            assert np.array_equal(ta.labels, tb.local[:, FACTORS.index(pred)])
+            assert np.array_equal(tb.labels, tb.local[:, FACTORS.index(corr)])
+            assert np.array_equal(np.bincount(tb.cells, minlength=9),
+                                  b.cell_counts(split).ravel())
+            if split == "test":  # off-diagonal: the two labellings never agree
+                assert not np.any(ta.labels == tb.labels)
+    # Only ZGO pairs: the CGO and FGO twins keep images of their own.
+    for study in ("CGO-2", "FGO-5", "CHGO"):
+        a = make_experiment(f"{study}/hue-shape/0", scale=0.05)
+        b = make_experiment(f"{study}/shape-hue/0", scale=0.05)
+        assert a.image_hash() != b.image_hash()
+
+
 def test_scale_keeps_proportions() -> None:
     assert scaled_sizes(0.01) == {"train": 437, "val": 87, "test": 100}
     spec = make_experiment("FGO-20/hue-shape/0", scale=0.1)
@@ -189,9 +318,13 @@ def test_write_benchmark_rejects_before_writing(tmp_path) -> None:
     assert not (tmp_path / "b").exists()
 
 
+PINNED_CELLS = [8, 8, 1, 1, 1, 4, 1, 0, 0, 1, 4, 5]
+PINNED_LOCAL = [[2, 2, 1, 0, 2, 1], [1, 2, 2, 1, 2, 1], [1, 0, 1, 0, 1, 2], [2, 0, 2, 1, 1, 2]]
+
+
 def test_pinned_assignment_reproducible_across_processes_and_versions() -> None:
     # Pinned values: the class table is a pure function of (benchmark seed, name, split).
+    # (Re-pinned when CGO-2 moved from equal classes to equal training cells.)
     a = assign_classes(make_experiment("CGO-2/hue-shape/1", scale=0.01), "train")
-    assert a.cells[:12].tolist() == [5, 4, 4, 8, 4, 0, 5, 8, 4, 5, 1, 4]
-    assert a.local[:4].tolist() == [[0, 1, 2, 2, 2, 1], [0, 1, 2, 2, 1, 1],
-                                    [2, 1, 0, 1, 1, 2], [2, 2, 2, 0, 2, 0]]
+    assert a.cells[:12].tolist() == PINNED_CELLS
+    assert a.local[:4].tolist() == PINNED_LOCAL

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -57,34 +57,6 @@ def _generator(mnist: Path | None, textures: Path | None, shape_seed: int,
                           image_size=image_size)
 
 
-def write_npz_streaming(path: Path, name: str, shape: tuple[int, ...],
-                        chunks: Iterable[np.ndarray], arrays: dict[str, np.ndarray]) -> None:
-    """Write an uncompressed .npz whose array ``name`` (uint8, ``shape``) arrives in chunks along
-    its first axis, so memory stays bounded; ``arrays`` are written whole. Same format as
-    ``np.savez`` (readable by ``np.load``)."""
-    import zipfile
-
-    import numpy as np
-
-    header = {"descr": np.lib.format.dtype_to_descr(np.dtype(np.uint8)),
-              "fortran_order": False, "shape": tuple(shape)}
-    written = 0
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED, allowZip64=True) as zf:
-        with zf.open(f"{name}.npy", "w", force_zip64=True) as fh:
-            np.lib.format.write_array_header_2_0(fh, header)
-            for chunk in chunks:
-                chunk = np.ascontiguousarray(chunk, dtype=np.uint8)
-                if chunk.shape[1:] != tuple(shape[1:]):
-                    raise ValueError(f"chunk of shape {chunk.shape} for an array {shape}")
-                fh.write(chunk.tobytes())
-                written += len(chunk)
-        if written != shape[0]:
-            raise ValueError(f"{written} rows written for an array of {shape[0]}")
-        for key, value in arrays.items():
-            with zf.open(f"{key}.npy", "w", force_zip64=True) as fh:
-                np.lib.format.write_array(fh, np.asanyarray(value), allow_pickle=False)
-
-
 def _backend(device: str) -> tuple[str, str]:
     from shortcutlab.utils.device import resolve_device
 
@@ -119,7 +91,7 @@ def render(
     from shortcutlab.diagvib.render import class_names, parse_assignments, random_classes
     from shortcutlab.diagvib.sources import check_split
     from shortcutlab.errors import DiagvibError
-    from shortcutlab.utils.io import atomic_path
+    from shortcutlab.utils.io import write_npz_streaming
     from shortcutlab.utils.progress import progress_bar
 
     if n <= 0:
@@ -149,10 +121,9 @@ def render(
                 bar.advance(task, len(idx))
                 yield batch
 
-    with atomic_path(out, suffix=".npz") as tmp_npz:
-        write_npz_streaming(tmp_npz, "images", (n, 3, size, size), chunks(), arrays)
-        if png is not None:
-            save_image(png, image_grid(first[0]))
+    write_npz_streaming(out, "images", (n, 3, size, size), chunks(), arrays)
+    if png is not None:
+        save_image(png, image_grid(first[0]))
     lines = [f"wrote {n} images ({size}×{size}) and their classes ({', '.join(FACTORS)}) "
              f"to {out}"]
     if png is not None:
@@ -177,3 +148,13 @@ def register(app: typer.Typer) -> None:
     app.command("factors")(clean_errors(factors))
     app.command("render")(clean_errors(render))
     app.command("traverse")(clean_errors(traverse))
+
+
+def __getattr__(name: str) -> object:
+    # ``write_npz_streaming`` moved to shortcutlab.utils.io; imported lazily here so that older
+    # imports keep working without loading numpy when the CLI starts.
+    if name == "write_npz_streaming":
+        from shortcutlab.utils.io import write_npz_streaming
+
+        return write_npz_streaming
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

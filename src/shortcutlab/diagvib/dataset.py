@@ -3,20 +3,22 @@
 Nothing is held in memory but the per-image class table (a few MB for 43,740 images): every
 image is rendered when asked for, as a pure function of (spec hash, seed, split, index, classes),
 so results do not depend on batch size, worker count or iteration order. ``__getitems__``
-renders a whole DataLoader batch in one vectorised generator call.
+renders a whole DataLoader batch in one vectorised generator call. The class table and the render
+seed are keyed by :meth:`ExperimentSpec.image_hash`, so paired experiments (ZGO (i, j) and
+(j, i)) get identical images and differ only in their labels.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import itertools
 import os
 import shutil
 import tempfile
-import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol, get_args
 
 import numpy as np
 import pandas as pd
@@ -26,12 +28,15 @@ from torch.utils.data import Dataset
 from shortcutlab.diagvib.factors import FACTOR_TABLE, FACTORS
 from shortcutlab.diagvib.spec import N_SELECTED, SPLITS, ExperimentSpec, assign_classes
 from shortcutlab.errors import DiagvibError, SpecError, unknown_choice
-from shortcutlab.utils.io import atomic_path
+from shortcutlab.utils.io import write_npz_streaming
 from shortcutlab.utils.rng import torch_seed
 
-BACKENDS = ("numpy", "torch")
-DTYPES = ("float32", "uint8")
-EXPORT_FORMATS = ("npz", "png")
+Backend = Literal["numpy", "torch"]
+BACKENDS: tuple[Backend, ...] = get_args(Backend)
+ItemDtype = Literal["float32", "uint8"]
+DTYPES: tuple[ItemDtype, ...] = get_args(ItemDtype)
+ExportFormat = Literal["npz", "png"]
+EXPORT_FORMATS: tuple[ExportFormat, ...] = get_args(ExportFormat)
 
 
 class _Renderer(Protocol):
@@ -52,6 +57,8 @@ class DiagvibDataset(Dataset):
     predicted factor's class among its 3 selected classes), ``classes`` int64 (6,) global class
     indices in FACTORS order, ``cell`` int64 flat index of the joint (Fi, Fj) cell, ``tag`` its
     cell tag (e.g. ``"01-ood"``), ``index`` int. ``seed`` varies the pixels (not the class table).
+    Pixels depend on ``(seed, spec.image_hash(), split, index, classes)``: a ZGO experiment and
+    its swapped twin render the same images.
     ``dtype="uint8"`` keeps ``x`` as uint8 0..255: a quarter of the bytes through DataLoader
     workers, for consumers that convert on the accelerator.
     """
@@ -64,9 +71,9 @@ class DiagvibDataset(Dataset):
         split: str,
         *,
         generator: _Renderer | None = None,
-        backend: str = "numpy",
+        backend: Backend = "numpy",
         seed: int | None = None,
-        dtype: str = "float32",
+        dtype: ItemDtype = "float32",
     ) -> None:
         if split not in SPLITS:
             raise SpecError(unknown_choice("split", split, SPLITS))
@@ -82,7 +89,8 @@ class DiagvibDataset(Dataset):
         self.dtype = dtype
         self.seed = 0 if seed is None else int(seed)
         self.spec_hash = spec.content_hash()
-        self.render_seed = torch_seed(self.seed, "diagvib-render", self.spec_hash)
+        self.image_hash = spec.image_hash()
+        self.render_seed = torch_seed(self.seed, "diagvib-render", self.image_hash)
         self._assignment = assign_classes(spec, split)
         # Built now, not lazily: DataLoader workers then inherit it instead of each loading the
         # image sources again. For the class table alone use ``assign_classes``
@@ -207,33 +215,25 @@ Progress = Callable[[int], None] | None
 
 def _batches(
     ds: DiagvibDataset, n: int, batch_size: int, progress: Progress
-) -> Iterator[tuple[int, np.ndarray]]:
-    """Yield (start, uint8 numpy batch) over the first ``n`` images, reporting progress."""
+) -> Iterator[np.ndarray]:
+    """Yield uint8 numpy batches over the first ``n`` images, reporting progress."""
     for start in range(0, n, batch_size):
         batch = ds.render(np.arange(start, min(start + batch_size, n))).numpy()
         if batch.ndim != 4 or batch.shape[1] != 3 or batch.dtype != np.uint8:
             raise DiagvibError(
                 f"generator returned {batch.dtype} {batch.shape}, expected uint8 (B, 3, H, W)"
             )
-        yield start, batch
+        yield batch
         if progress is not None:
             progress(batch.shape[0])
 
 
 def _write_npz(ds: DiagvibDataset, n: int, out: Path, batch_size: int, progress: Progress) -> None:
     """Stream an uncompressed .npz (loadable by ``numpy.load``) batch by batch."""
-    with atomic_path(out, suffix=".npz") as tmp:
-        with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
-            with zf.open("images.npy", "w", force_zip64=True) as fh:
-                for start, batch in _batches(ds, n, batch_size, progress):
-                    if start == 0:  # the header needs the image size: take it from batch one
-                        header = {"descr": np.lib.format.dtype_to_descr(np.dtype(np.uint8)),
-                                  "fortran_order": False, "shape": (n, *batch.shape[1:])}
-                        np.lib.format.write_array_header_2_0(fh, header)
-                    fh.write(np.ascontiguousarray(batch).tobytes())
-            for key, arr in _metadata_arrays(ds, n).items():
-                with zf.open(f"{key}.npy", "w") as fh:
-                    np.lib.format.write_array(fh, np.ascontiguousarray(arr), allow_pickle=False)
+    batches = _batches(ds, n, batch_size, progress)
+    first = next(batches)  # the array header needs the image size: take it from batch one
+    write_npz_streaming(out, "images", (n, *first.shape[1:]), itertools.chain([first], batches),
+                        _metadata_arrays(ds, n))
 
 
 def _check_png_target(out: Path) -> None:
@@ -253,11 +253,9 @@ def _write_png(ds: DiagvibDataset, n: int, out: Path, batch_size: int, progress:
         (tmp / "images").mkdir()
         width = max(6, len(str(n - 1)))
         files = [f"images/{i:0{width}d}.png" for i in range(n)]
-        for start, batch in _batches(ds, n, batch_size, progress):
-            for j, img in enumerate(batch):
-                Image.fromarray(np.ascontiguousarray(img.transpose(1, 2, 0))).save(
-                    tmp / files[start + j]
-                )
+        images = itertools.chain.from_iterable(_batches(ds, n, batch_size, progress))
+        for file, img in zip(files, images, strict=True):
+            Image.fromarray(np.ascontiguousarray(img.transpose(1, 2, 0))).save(tmp / file)
         arrays = _metadata_arrays(ds, n)
         buf = io.StringIO()
         writer = csv.writer(buf, lineterminator="\n")
@@ -277,7 +275,7 @@ def export_split(
     split: str,
     out: str | os.PathLike[str],
     *,
-    fmt: str = "npz",
+    fmt: ExportFormat = "npz",
     limit: int | None = None,
     generator: _Renderer | None = None,
     seed: int | None = None,

@@ -8,10 +8,13 @@ red wraps around 0 (345..375 means 345..15). Lightness is a pair (dark value, br
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 from shortcutlab.errors import DiagvibError, unknown_choice
 
-FACTORS: tuple[str, ...] = ("position", "hue", "lightness", "scale", "shape", "texture")
+FactorName = Literal["position", "hue", "lightness", "scale", "shape", "texture"]
+FACTORS: tuple[FactorName, ...] = get_args(FactorName)
+"""The six factors in canonical order (the column order of every class table)."""
 
 Interval = tuple[float, float]
 
@@ -21,7 +24,7 @@ class Factor:
     """A factor: its class names in canonical order and each class's region (one interval per
     dimension; empty for shape and texture, whose classes are image pools)."""
 
-    name: str
+    name: FactorName
     classes: tuple[str, ...]
     regions: tuple[tuple[Interval, ...], ...]
 

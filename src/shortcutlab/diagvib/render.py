@@ -5,18 +5,21 @@ uniformly from the class regions of Table A1), digit instance and texture crop c
 counter-based random stream (SplitMix64 over ``(seed, split)`` and the image index), so the same
 bytes come out whatever the batch size, order, worker count or process.
 
-Rendering (paper Sec. 3.1): the digit's binary mask (see :mod:`.sources`) and a texture crop live
-in working coordinates; two colours of the object's hue at its two HLS lightness values are mixed
-per pixel with the texture value as coefficient; the object is scaled by the scale realisation
-(``DIGIT_SIZE`` = 32 output pixels at scale 1 in a 128-pixel image) and its centre of mass placed
-at the position realisation on a grey background. Every output pixel is found by inverse mapping
-with bilinear lookups, so edges are anti-aliased; only a window around the object is computed.
+Rendering (paper Sec. 3.1, details from the authors' code, see docs/diagvib-generator.md): the
+digit's binary mask (see :mod:`.sources`) and a texture crop live in working coordinates; two
+colours of the object's hue at its two HLS lightness values are mixed per pixel with the texture
+value as coefficient (a bright texture pixel takes the dark colour, as in the authors' painter);
+the object is scaled by the scale realisation (``DIGIT_SIZE`` = 28 output pixels at scale 1 in a
+128-pixel image) and the centre of its canvas, which is the centre of the digit's bounding box,
+placed at the position realisation, at continuous pixel coordinate ``(size - 1) * p + 0.5``, on a
+grey background of level 127. Every output pixel is found by inverse mapping with bilinear
+lookups, so edges are anti-aliased; only a window around the object is computed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal, overload
 
 import numpy as np
 import torch
@@ -34,11 +37,16 @@ from shortcutlab.diagvib.sources import (
 from shortcutlab.errors import DiagvibError, unknown_choice
 from shortcutlab.utils.rng import seed_sequence
 
-BACKENDS: tuple[str, ...] = ("numpy", "torch")
+Backend = Literal["numpy", "torch"]
+BACKENDS: tuple[Backend, ...] = ("numpy", "torch")
 DEFAULT_IMAGE_SIZE = 128
 MIN_IMAGE_SIZE, MAX_IMAGE_SIZE = 32, 1024
-BACKGROUND = 128  # grey background intensity (uint8)
+BACKGROUND = 127  # grey background intensity (uint8), the authors' canvas value
 OBJECT_FRACTION = DIGIT_SIZE / DEFAULT_IMAGE_SIZE  # digit size / image size at scale 1
+
+# Render windows are rounded up to a multiple of this many pixels so that images fall into few
+# groups of equal window size (the bytes never depend on it).
+_WINDOW_MULTIPLE = 8
 
 _N_DRAWS = 16  # random numbers reserved per image (only the first few are used)
 _DRAW = {"row": 0, "col": 1, "hue": 2, "light_dark": 3, "light_bright": 4, "scale": 5,
@@ -52,6 +60,13 @@ def _region_bounds(name: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 _BOUNDS = {name: _region_bounds(name) for name in ("position", "hue", "lightness", "scale")}
+
+
+def position_to_pixels(position: np.ndarray, image_size: int) -> np.ndarray:
+    """Continuous pixel coordinates (pixel ``p`` covers ``[p, p + 1)``) of the object centre for
+    position realisations in [0, 1]: ``(size - 1) * p + 0.5``, i.e. the centre of pixel
+    ``(size - 1) * p`` as in the authors' painter (without its rounding to whole pixels)."""
+    return (image_size - 1) * np.asarray(position, dtype=np.float64) + 0.5
 
 
 def _splitmix64(z: np.ndarray) -> np.ndarray:
@@ -192,7 +207,7 @@ def hls_to_rgb(hue_deg: np.ndarray, lightness: np.ndarray, saturation: float = 1
 class _Ops:
     """The handful of array functions the renderer needs, for numpy or torch."""
 
-    def __init__(self, backend: str, device: torch.device | None = None) -> None:
+    def __init__(self, backend: Backend, device: torch.device | None = None) -> None:
         self.torch = backend == "torch"
         self.device = device
         self.np_index: type[np.integer] = np.int32
@@ -280,7 +295,6 @@ class ImageGenerator:
         # output pixels per working pixel at scale 1
         self.zoom = self.image_size * OBJECT_FRACTION / DIGIT_SIZE
         self._device_cache: dict[str, tuple[Any, Any]] = {}
-        self.window_multiple = 8
 
     # -- sampling -----------------------------------------------------------------------------
 
@@ -322,16 +336,33 @@ class ImageGenerator:
 
     # -- rendering ----------------------------------------------------------------------------
 
+    @overload
     def render(self, classes: Any, *, seed: int, split: str, indices: Any,
-               backend: str = "numpy", device: str | torch.device = "cpu") -> Any:
-        """Render images ``(B, 3, H, W)`` uint8 (numpy array, or torch tensor on ``device`` for
-        ``backend="torch"``). Image ``i`` depends only on ``(seed, split, indices[i],
-        classes[i])``."""
+               backend: Literal["numpy"] = ..., device: str | torch.device = ...) -> np.ndarray:
+        ...
+
+    @overload
+    def render(self, classes: Any, *, seed: int, split: str, indices: Any,
+               backend: Literal["torch"], device: str | torch.device = ...) -> torch.Tensor:
+        ...
+
+    @overload
+    def render(self, classes: Any, *, seed: int, split: str, indices: Any,
+               backend: str, device: str | torch.device = ...) -> np.ndarray | torch.Tensor:
+        ...
+
+    def render(self, classes: Any, *, seed: int, split: str, indices: Any,
+               backend: str = "numpy",
+               device: str | torch.device = "cpu") -> np.ndarray | torch.Tensor:
+        """Render images ``(B, 3, H, W)`` uint8: a numpy array for ``backend="numpy"``, a torch
+        tensor on ``device`` for ``backend="torch"``. Image ``i`` depends only on ``(seed, split,
+        indices[i], classes[i])``."""
         if backend not in BACKENDS:
             raise DiagvibError(unknown_choice("backend", backend, BACKENDS))
         classes = check_classes(classes)
         real = self.realisations(classes, seed=seed, split=split, indices=indices)
-        ops = _Ops(backend, torch.device(device) if backend == "torch" else None)
+        ops = _Ops("torch" if backend == "torch" else "numpy",
+                   torch.device(device) if backend == "torch" else None)
         if max(self.shapes.padded.size, self.textures.padded.size) >= 2**31 - 1:
             ops.np_index = np.int64
         n, size = len(classes), self.image_size
@@ -340,15 +371,15 @@ class ImageGenerator:
             return canvas
         # Each image is computed on a window covering its digit's bounding box (+1 working px
         # for the bilinear spread), sized from the image's own parameters and rounded up to a
-        # multiple of 8 so that images fall into few groups; the bytes never depend on grouping
-        # (a huge ``window_multiple`` computes whole frames: tests use it to check coverage).
+        # multiple of ``_WINDOW_MULTIPLE`` so that images fall into few groups; the bytes never
+        # depend on grouping.
         step = real["scale"] * self.zoom  # output px per working px
-        centre = real["position"] * size
+        centre = position_to_pixels(real["position"], size)
         box = self.shapes.bbox[real["shape_id"]].astype(np.float64)
         c0 = (self.mask_size - 1) / 2
         lo = centre + (box[:, [0, 2]] - 1.0 - c0) * step[:, None] - 0.5
         extent = (box[:, [1, 3]] - box[:, [0, 2]] + 2.0) * step[:, None] + 2.0
-        m = self.window_multiple
+        m = _WINDOW_MULTIPLE
         win = np.minimum(np.ceil(extent / m).astype(np.int64) * m, size)
         origin = np.clip(np.floor(lo).astype(np.int64), 0, size - win)
         key = win[:, 0] * (size + 1) + win[:, 1]
@@ -372,13 +403,14 @@ class ImageGenerator:
         masks_flat, tex_flat = self._device_arrays(ops)
         sp = self.shapes.padded.shape[1]
         _, th, tw = self.textures.padded.shape
-        centre = real["position"] * size  # (B, 2) continuous pixel coordinates (row, col)
+        centre = position_to_pixels(real["position"], size)  # (B, 2) pixels (row, col)
         inv = (1.0 / (real["scale"] * self.zoom)).astype(np.float32)
-        # Colours in uint8 units: pixel = bg + mask * (a + texture * b)
+        # Colours in uint8 units: pixel = bg + mask * (a + texture * b). As in the authors'
+        # painter, texture value 1 gives the dark colour and 0 the bright one.
         dark = hls_to_rgb(real["hue"], real["lightness"][:, 0]) * 255.0
         bright = hls_to_rgb(real["hue"], real["lightness"][:, 1]) * 255.0
-        col_a = (dark - BACKGROUND).astype(np.float32)[:, :, None, None]
-        col_b = (bright - dark).astype(np.float32)[:, :, None, None]
+        col_a = (bright - BACKGROUND).astype(np.float32)[:, :, None, None]
+        col_b = (dark - bright).astype(np.float32)[:, :, None, None]
         # working coordinate of canvas pixel p: (p + shift) * inv + c0, computed from the
         # absolute pixel index so that it never depends on where the window starts
         shift = (0.5 - centre).astype(np.float32)
@@ -407,9 +439,27 @@ class ImageGenerator:
         ops.paste(canvas, sel, origin[:, 0], origin[:, 1], ops.to_uint8(pixels))
 
 
+@overload
+def render_classes(classes: Any, *, seed: int = ..., split: str = ..., indices: Any = ...,
+                   generator: ImageGenerator | None = ..., backend: Literal["numpy"] = ...,
+                   device: str | torch.device = ...) -> np.ndarray: ...
+
+
+@overload
+def render_classes(classes: Any, *, seed: int = ..., split: str = ..., indices: Any = ...,
+                   generator: ImageGenerator | None = ..., backend: Literal["torch"],
+                   device: str | torch.device = ...) -> torch.Tensor: ...
+
+
+@overload
+def render_classes(classes: Any, *, seed: int = ..., split: str = ..., indices: Any = ...,
+                   generator: ImageGenerator | None = ..., backend: str,
+                   device: str | torch.device = ...) -> np.ndarray | torch.Tensor: ...
+
+
 def render_classes(classes: Any, *, seed: int = 0, split: str = "train", indices: Any = None,
                    generator: ImageGenerator | None = None, backend: str = "numpy",
-                   device: str | torch.device = "cpu") -> Any:
+                   device: str | torch.device = "cpu") -> np.ndarray | torch.Tensor:
     """Convenience wrapper: render ``classes`` with a default generator (indices 0..B-1)."""
     gen = generator if generator is not None else ImageGenerator()
     classes = check_classes(classes)

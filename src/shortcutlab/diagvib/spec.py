@@ -12,6 +12,16 @@ counts per cell are apportioned hierarchically (predicted factor first, then eac
 factor given the previous ones), so label counts and "f% of each class" are exact, and the
 other factors are balanced within every cell. It is a pure, vectorised function of
 ``(spec, split)``.
+
+``selection`` records where the selected classes (and a study's cells) came from: ``"seeded"``
+(drawn from the benchmark seed; the default, and then omitted from the serialised spec so that
+older specs keep their hashes) or ``"paper"`` (the DiagViB-6 authors' five dataset samples).
+
+**Paired images.** A ZGO experiment (i, j) and its twin (j, i) have the same image distribution
+in every split (diagonal training cells, off-diagonal test cells), so they share one class table
+and one set of pixels: :meth:`ExperimentSpec.image_source` is the twin whose predicted factor
+comes first in FACTORS order, and :meth:`ExperimentSpec.image_hash` keys the randomness of both.
+Only the labels (and cell indices) differ, as in the authors' code; see docs/diagvib-studies.md.
 """
 
 from __future__ import annotations
@@ -20,7 +30,7 @@ import hashlib
 import json
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, get_args
 
 import numpy as np
 import yaml
@@ -30,10 +40,16 @@ from shortcutlab.diagvib.factors import FACTOR_TABLE, FACTORS
 from shortcutlab.errors import SpecError, unknown_choice
 from shortcutlab.utils.rng import rng
 
-STUDIES: tuple[str, ...] = ("ZSO", "ZGO", "CGO-1", "CGO-2", "CGO-3", "CHGO", "FGO-5", "FGO-10",
-                            "FGO-20")
+StudyName = Literal["ZSO", "ZGO", "CGO-1", "CGO-2", "CGO-3", "CHGO", "FGO-5", "FGO-10", "FGO-20"]
+STUDIES: tuple[StudyName, ...] = get_args(StudyName)
 CUSTOM_STUDY = "custom"
-SPLITS: tuple[str, ...] = ("train", "val", "test")
+Split = Literal["train", "val", "test"]
+SPLITS: tuple[Split, ...] = get_args(Split)
+Selection = Literal["seeded", "paper"]
+SELECTIONS: tuple[Selection, ...] = get_args(Selection)
+DEFAULT_SELECTION: Selection = "seeded"
+PAIRED_STUDIES: tuple[StudyName, ...] = ("ZGO",)
+"""Studies whose (i, j) and (j, i) experiments share images (when their weights are symmetric)."""
 N_SELECTED = 3
 WEIGHT_TOLERANCE = 1e-6
 
@@ -67,6 +83,7 @@ class ExperimentSpec(BaseModel):
     more_correlated: tuple[str, ...] = ()
     sample: int = 0
     seed: int = 0
+    selection: Selection = DEFAULT_SELECTION
     selected: dict[str, list[str]]
     sizes: dict[str, int]
     weights: dict[str, list[Any]]
@@ -199,8 +216,48 @@ class ExperimentSpec(BaseModel):
         return np.asarray(self.weights[key], dtype=np.float64)
 
     def cell_counts(self, split: str) -> np.ndarray:
-        """Exact number of images per joint cell in ``split`` (hierarchical apportionment)."""
+        """Exact number of images per joint cell in ``split`` (hierarchical apportionment; for a
+        paired experiment, that of its :meth:`image_source` seen from this orientation)."""
+        source = self.image_source()
+        if source is not self:
+            return source.cell_counts(split).T
         return apportion_cells(self.weights_of(split), self.sizes[split])
+
+    # ----------------------------------------------------------------------------- pairing
+    def is_paired(self) -> bool:
+        """True when this experiment shares its images with its (correlated, predicted) twin:
+        a study in PAIRED_STUDIES on two factors whose cell weights are symmetric in every split
+        (then both orientations describe the same image distribution)."""
+        if self.study not in PAIRED_STUDIES or self.correlated is None or self.more_correlated:
+            return False
+        return all(np.array_equal(w, w.T) for w in map(self.weights_of, SPLITS))
+
+    def image_source(self) -> ExperimentSpec:
+        """The spec whose class table and pixels this experiment uses: itself, or for a paired
+        experiment whose predicted factor comes after its correlated factor in FACTORS order, the
+        twin with the two factors swapped (weights transposed)."""
+        if not self.is_paired() or FACTORS.index(self.predicted) < FACTORS.index(self.correlated):
+            return self
+        data = self.model_dump()
+        data.update(predicted=self.correlated, correlated=self.predicted,
+                    weights={k: np.asarray(v, dtype=np.float64).T.tolist()
+                             for k, v in self.weights.items()})
+        own = f"{self.study}/{self.predicted}-{self.correlated}/{self.sample}"
+        if self.name == own:
+            data["name"] = f"{self.study}/{self.correlated}-{self.predicted}/{self.sample}"
+        return ExperimentSpec(**data)
+
+    def image_hash(self) -> str:
+        """Identity of this experiment's images (keys its class table and render seed):
+        :meth:`content_hash` for an unpaired experiment; for a paired one the hash of its
+        :meth:`image_source` without the name, equal for (i, j) and (j, i)."""
+        if not self.is_paired():
+            return self.content_hash()
+        data = self.image_source().to_dict()
+        del data["name"]
+        data["weights"] = {k: np.asarray(v, dtype=np.float64).tolist()  # 0 and 0.0 alike
+                           for k, v in data["weights"].items()}
+        return _hash_dict(data)
 
     def cell_tag(self, cell: tuple[int, ...]) -> str:
         """Tag of a joint cell: ``"ab-id"`` if training weights include it, else ``"ab-ood"``."""
@@ -220,15 +277,18 @@ class ExperimentSpec(BaseModel):
 
     # ----------------------------------------------------------------------------- serialising
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-compatible dict (fields in declaration order)."""
+        """Plain JSON-compatible dict (fields in declaration order). ``selection`` is left out
+        when it is the default ``"seeded"``, so specs written before the field existed keep
+        their content hash."""
         data = self.model_dump(mode="json")
         data["more_correlated"] = list(self.more_correlated)
+        if data["selection"] == DEFAULT_SELECTION:
+            del data["selection"]
         return data
 
     def content_hash(self) -> str:
         """SHA-256 hex digest of the canonical JSON (sorted keys, no spaces): stable identity."""
-        canon = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(canon.encode()).hexdigest()
+        return _hash_dict(self.to_dict())
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
@@ -258,6 +318,11 @@ class ExperimentSpec(BaseModel):
         except yaml.YAMLError as exc:
             raise SpecError(f"invalid YAML experiment spec: {exc}") from None
         return cls.from_dict(data)
+
+
+def _hash_dict(data: dict[str, Any]) -> str:
+    canon = json.dumps(data, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canon.encode()).hexdigest()
 
 
 def _yaml_scalar(value: Any) -> str:
@@ -341,13 +406,36 @@ class Assignment:
     tags: np.ndarray
 
 
+def _tags_of(spec: ExperimentSpec, cells: np.ndarray) -> np.ndarray:
+    k = len(spec.joint_factors)
+    table = np.array(
+        [spec.cell_tag(np.unravel_index(c, (N_SELECTED,) * k)) for c in range(N_SELECTED**k)]
+    )
+    return table[cells]
+
+
 def assign_classes(spec: ExperimentSpec, split: str) -> Assignment:
-    """The exact, shuffled per-image class assignment of ``split``; pure in ``(spec, split)``."""
+    """The exact, shuffled per-image class assignment of ``split``; pure in ``(spec, split)``.
+
+    A paired experiment gets the classes of its :meth:`~ExperimentSpec.image_source`, image by
+    image, with labels, cells and tags of its own orientation.
+    """
     _check_split(split)
+    source = spec.image_source()
+    if source is not spec:
+        base = assign_classes(source, split)
+        joint = [FACTORS.index(f) for f in spec.joint_factors]
+        cells = np.ravel_multi_index(tuple(base.local[:, joint].T), (N_SELECTED,) * len(joint))
+        return Assignment(
+            local=base.local,
+            classes=base.classes,
+            labels=base.local[:, joint[0]].copy(),
+            cells=cells.astype(np.int64),
+            tags=_tags_of(spec, cells),
+        )
     counts = spec.cell_counts(split)
     n = int(counts.sum())
-    k = counts.ndim
-    gen = rng(0, "diagvib-assign", spec.content_hash(), split)
+    gen = rng(0, "diagvib-assign", spec.image_hash(), split)
     cells = np.repeat(np.arange(counts.size, dtype=np.int64), counts.ravel())  # sorted by cell
     local = np.empty((n, len(FACTORS)), dtype=np.int64)
     digits = np.unravel_index(cells, counts.shape)
@@ -368,15 +456,12 @@ def assign_classes(spec: ExperimentSpec, split: str) -> Assignment:
     cells = cells[perm]
     table = spec.class_indices()
     classes = table[np.arange(len(FACTORS))[None, :], local]
-    tag_table = np.array(
-        [spec.cell_tag(np.unravel_index(c, (N_SELECTED,) * k)) for c in range(N_SELECTED**k)]
-    )
     return Assignment(
         local=local,
         classes=classes,
         labels=local[:, FACTORS.index(spec.predicted)].copy(),
         cells=cells,
-        tags=tag_table[cells],
+        tags=_tags_of(spec, cells),
     )
 
 

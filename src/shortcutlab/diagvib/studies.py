@@ -1,20 +1,27 @@
 """The nine DiagViB-6 studies (paper sec. 3.2-3.3, fig. 3) as exact experiment specifications.
 
 An experiment is named ``<STUDY>/<predicted>-<correlated>/<sample>`` (``ZSO/<factor>/<sample>``
-for ZSO). Per dataset sample the benchmark seed selects 3 classes of every factor (the same
-selection for every study and pair of that sample). Training cells of the (Fi, Fj) 3x3 matrix,
-rows = classes of the predicted factor Fi:
+for ZSO). Per dataset sample, 3 classes of every factor are selected (the same selection for
+every study and pair of that sample): drawn from the benchmark seed (``selection="seeded"``), or
+the DiagViB-6 authors' own five samples (``selection="paper"``, from ``data/paper_selection.yaml``,
+which also fixes the CGO cells and the CHGO shortcut class). Training cells of the (Fi, Fj) 3x3
+matrix, rows = classes of the predicted factor Fi:
 
 - ZSO: all 9 cells (predicted factor alone, uniform); test the same distribution.
 - ZGO: the diagonal; test the 6 off-diagonal cells.
 - CGO-c: diagonal + c random off-diagonal cells (nested: CGO-1 in CGO-2 in CGO-3), at most one
   per row so every class of Fi keeps an unseen cell; test the unseen cells.
-- CHGO: one random class of Fi only with its diagonal class of Fj; the other two classes of Fi
-  uniform over the other two classes of Fj; test the 4 cells outside training.
+- CHGO: one random class of Fi (class 0 for the paper selection) only with its diagonal class
+  of Fj; the other two classes of Fi uniform over the other two classes of Fj; test the 4 cells
+  outside training.
 - FGO-f: the diagonal with f% of every class of Fi spread evenly over its off-diagonal cells;
   test the off-diagonal (under-represented) cells.
 
-Every class of Fi gets a third of the training images; test images are uniform over test cells.
+CGO-c weights every training *cell* equally, as the paper's figure 1 ("all five ... uniformly
+shown") and the authors' code do: 1/(3+c) per cell, so the classes of Fi get 2:1:1 (CGO-1),
+2:2:1 (CGO-2) and 1:1:1 (CGO-3). Every other study gives every class of Fi a third of the
+training images. Validation follows training. Test images are uniform over the test cells: the
+authors' "violate" half of their test split, on which the paper's accuracies are measured.
 """
 
 from __future__ import annotations
@@ -25,12 +32,23 @@ import io
 import itertools
 import os
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 
 import numpy as np
+import yaml
 
 from shortcutlab.diagvib.factors import FACTOR_TABLE, FACTORS
-from shortcutlab.diagvib.spec import N_SELECTED, SPLITS, STUDIES, ExperimentSpec
+from shortcutlab.diagvib.spec import (
+    DEFAULT_SELECTION,
+    N_SELECTED,
+    SELECTIONS,
+    SPLITS,
+    STUDIES,
+    ExperimentSpec,
+    Selection,
+)
 from shortcutlab.errors import SpecError, unknown_choice
 from shortcutlab.utils.io import write_text
 from shortcutlab.utils.rng import rng
@@ -38,10 +56,15 @@ from shortcutlab.utils.rng import rng
 __all__ = [
     "DEFAULT_SAMPLES",
     "DEFAULT_SIZES",
+    "SELECTIONS",
     "STUDIES",
+    "PaperSample",
+    "Selection",
     "experiment_names",
     "factor_pairs",
     "make_experiment",
+    "paper_sample",
+    "paper_samples",
     "parse_experiment_name",
     "scaled_sizes",
     "select_classes",
@@ -161,8 +184,80 @@ def parse_experiment_name(name: str) -> tuple[str, str, str | None, int]:
     return study, predicted, correlated, sample
 
 
-def select_classes(seed: int, sample: int) -> dict[str, list[str]]:
-    """The 3 classes of every factor for dataset sample ``sample`` (random order = label order)."""
+# --------------------------------------------------------------------------- the paper's samples
+PAPER_SELECTION_FILE = "paper_selection.yaml"
+
+
+@dataclass(frozen=True)
+class PaperSample:
+    """One of the DiagViB-6 authors' dataset samples: the 3 classes of every factor (label
+    order), the off-diagonal (row, column) cells that CGO-1/2/3 add in that order (row = class of
+    the predicted factor), and the class of the predicted factor that CHGO gives only a shortcut."""
+
+    sample: int
+    classes: dict[str, tuple[str, ...]]
+    cgo_cells: tuple[tuple[int, int], ...]
+    chgo_shortcut_class: int
+
+
+def _bad_table(message: str) -> SpecError:
+    return SpecError(f"corrupt {PAPER_SELECTION_FILE}: {message}")
+
+
+@functools.lru_cache(maxsize=1)
+def _paper_table() -> tuple[PaperSample, ...]:
+    text = resources.files("shortcutlab.diagvib").joinpath("data", PAPER_SELECTION_FILE)
+    doc = yaml.safe_load(text.read_text(encoding="utf-8"))
+    chgo = int(doc["chgo_shortcut_class"])
+    out = []
+    for i, entry in enumerate(doc["samples"]):
+        if entry["sample"] != i:
+            raise _bad_table(f"entry {i} is numbered {entry['sample']}")
+        classes = {f: tuple(str(c) for c in entry["classes"][f]) for f in FACTORS}
+        for f, chosen in classes.items():
+            if len(set(chosen)) != N_SELECTED or not set(chosen) <= set(FACTOR_TABLE[f].classes):
+                raise _bad_table(f"sample {i}: {f} classes {list(chosen)}")
+        cells = tuple((int(a), int(b)) for a, b in entry["cgo_cells"])
+        if [a for a, _ in cells] != list(range(N_SELECTED)) or any(a == b for a, b in cells):
+            raise _bad_table(f"sample {i}: CGO cells {cells} need one off-diagonal cell per row")
+        out.append(PaperSample(i, classes, cells, chgo))
+    return tuple(out)
+
+
+def paper_samples() -> tuple[int, ...]:
+    """The dataset samples the paper selection has (0..4)."""
+    return tuple(p.sample for p in _paper_table())
+
+
+def paper_sample(sample: int) -> PaperSample:
+    """The authors' dataset sample ``sample``; a clear error for samples they do not have."""
+    table = _paper_table()
+    if not 0 <= sample < len(table):
+        raise SpecError(
+            f"selection 'paper' has the authors' dataset samples "
+            f"{', '.join(map(str, paper_samples()))} only (got sample {sample}); "
+            f"use selection 'seeded' for other samples"
+        )
+    return table[sample]
+
+
+def _check_selection(selection: str, samples: Iterable[int] = ()) -> Selection:
+    if selection not in SELECTIONS:
+        raise SpecError(unknown_choice("selection", selection, SELECTIONS))
+    if selection == "paper":
+        for s in samples:
+            paper_sample(s)
+    return selection  # type: ignore[return-value]
+
+
+# --------------------------------------------------------------------------- selections and cells
+def select_classes(
+    seed: int, sample: int, selection: Selection = DEFAULT_SELECTION
+) -> dict[str, list[str]]:
+    """The 3 classes of every factor for dataset sample ``sample`` (list order = label order):
+    drawn from the benchmark ``seed``, or the authors' for ``selection="paper"``."""
+    if _check_selection(selection, [sample]) == "paper":
+        return {f: list(c) for f, c in paper_sample(sample).classes.items()}
     return {name: list(chosen) for name, chosen in _select_classes(seed, sample)}
 
 
@@ -192,6 +287,22 @@ def _cgo_added_cells(seed: int, sample: int, predicted: str, correlated: str) ->
     return added
 
 
+def _cgo_cells(
+    seed: int, sample: int, predicted: str, correlated: str, selection: Selection
+) -> list[Pair]:
+    if selection == "paper":
+        return list(paper_sample(sample).cgo_cells)  # type: ignore[arg-type]
+    return _cgo_added_cells(seed, sample, predicted, correlated)
+
+
+def _chgo_shortcut_class(
+    seed: int, sample: int, predicted: str, correlated: str, selection: Selection
+) -> int:
+    if selection == "paper":
+        return paper_sample(sample).chgo_shortcut_class
+    return int(rng(seed, "diagvib-chgo", sample, predicted, correlated).integers(N_SELECTED))
+
+
 def _rows_uniform(mask: np.ndarray) -> np.ndarray:
     """Weights giving every row a third, spread evenly over that row's cells in ``mask``."""
     m = mask.astype(np.float64)
@@ -204,10 +315,20 @@ def _uniform(mask: np.ndarray) -> np.ndarray:
 
 
 def study_weights(
-    study: str, *, seed: int = 0, sample: int = 0, predicted: str = "", correlated: str = ""
+    study: str,
+    *,
+    seed: int = 0,
+    sample: int = 0,
+    predicted: str = "",
+    correlated: str = "",
+    selection: Selection = DEFAULT_SELECTION,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(train, test) cell weights of ``study``: a (3,) vector for ZSO, else (3, 3) matrices."""
+    """(train, test) cell weights of ``study``: a (3,) vector for ZSO, else (3, 3) matrices.
+
+    ``selection`` picks where the CGO cells and the CHGO shortcut class come from (the
+    benchmark ``seed``, or the authors' table for ``"paper"``)."""
     _check_study(study)
+    _check_selection(selection, [sample])
     eye = np.eye(N_SELECTED, dtype=bool)
     if study == "ZSO":
         w = np.full(N_SELECTED, 1.0 / N_SELECTED)
@@ -217,11 +338,11 @@ def study_weights(
     if study.startswith("CGO-"):
         c = int(study.split("-")[1])
         train = eye.copy()
-        for a, b in _cgo_added_cells(seed, sample, predicted, correlated)[:c]:
+        for a, b in _cgo_cells(seed, sample, predicted, correlated, selection)[:c]:
             train[a, b] = True
-        return _rows_uniform(train), _uniform(~train)
+        return _uniform(train), _uniform(~train)  # every training cell equally often
     if study == "CHGO":
-        a = int(rng(seed, "diagvib-chgo", sample, predicted, correlated).integers(N_SELECTED))
+        a = _chgo_shortcut_class(seed, sample, predicted, correlated, selection)
         train = np.zeros((N_SELECTED, N_SELECTED), dtype=bool)
         train[a, a] = True
         others = [i for i in range(N_SELECTED) if i != a]
@@ -241,13 +362,18 @@ def scaled_sizes(scale: float = 1.0, sizes: dict[str, int] | None = None) -> dic
     return {s: max(1, int(round(base[s] * scale))) for s in SPLITS}
 
 
-def make_experiment(name: str, *, scale: float = 1.0, seed: int = 0) -> ExperimentSpec:
-    """The exact specification of experiment ``name`` for benchmark ``seed`` at ``scale``."""
+def make_experiment(
+    name: str, *, scale: float = 1.0, seed: int = 0, selection: Selection = DEFAULT_SELECTION
+) -> ExperimentSpec:
+    """The exact specification of experiment ``name`` for benchmark ``seed`` at ``scale``;
+    ``selection="paper"`` uses the authors' classes and cells (samples 0..4 only)."""
     study, predicted, correlated, sample = parse_experiment_name(name)
     if seed < 0:
         raise SpecError(f"benchmark seed must be >= 0 (got {seed})")
+    _check_selection(selection, [sample])
     train, test = study_weights(
-        study, seed=seed, sample=sample, predicted=predicted, correlated=correlated or ""
+        study, seed=seed, sample=sample, predicted=predicted, correlated=correlated or "",
+        selection=selection,
     )
     return ExperimentSpec(
         name=name,
@@ -256,7 +382,8 @@ def make_experiment(name: str, *, scale: float = 1.0, seed: int = 0) -> Experime
         correlated=correlated,
         sample=sample,
         seed=seed,
-        selected=select_classes(seed, sample),
+        selection=selection,
+        selected=select_classes(seed, sample, selection),
         sizes=scaled_sizes(scale),
         weights={"train": train.tolist(), "test": test.tolist()},
     )
@@ -273,6 +400,7 @@ def write_benchmark(
     studies: Iterable[str] | None = None,
     pairs: Iterable[str | Sequence[str]] | None = None,
     samples: int | Iterable[int] | None = None,
+    selection: Selection = DEFAULT_SELECTION,
 ) -> Path:
     """Write one YAML spec per experiment (``<out>/<name>.yaml``) and ``<out>/index.csv``
     (name, study, predicted, correlated, sample, content hash, relative path); returns the index.
@@ -282,12 +410,13 @@ def write_benchmark(
     """
     names = experiment_names(studies, pairs, samples)
     scaled_sizes(scale)
+    _check_selection(selection, _samples(samples))
     out = Path(out_dir)
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(INDEX_COLUMNS)
     for name in names:
-        spec = make_experiment(name, scale=scale, seed=seed)
+        spec = make_experiment(name, scale=scale, seed=seed, selection=selection)
         rel = f"{name}.yaml"
         write_text(out / rel, spec.to_yaml())
         writer.writerow([name, spec.study, spec.predicted, spec.correlated or "", spec.sample,

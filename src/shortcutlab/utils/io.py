@@ -8,7 +8,8 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Iterator
+import zipfile
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -67,4 +68,42 @@ def write_npz(target: str | os.PathLike[str], **arrays: np.ndarray) -> Path:
     with atomic_path(target, suffix=".npz") as tmp:
         with open(tmp, "wb") as fh:
             np.savez(fh, **arrays)
+    return Path(target)
+
+
+def write_npz_streaming(
+    target: str | os.PathLike[str],
+    name: str,
+    shape: tuple[int, ...],
+    chunks: Iterable[np.ndarray],
+    arrays: Mapping[str, np.ndarray] | None = None,
+    dtype: np.dtype | type = np.uint8,
+) -> Path:
+    """Atomically write an uncompressed .npz whose array ``name`` (``dtype``, ``shape``) arrives
+    in ``chunks`` along its first axis, so it never has to be in memory at once; ``arrays`` are
+    written whole after it. Same format as ``np.savez`` (``np.load`` reads it).
+
+    Raises ``ValueError`` for a chunk of the wrong dtype or trailing shape, or when the chunks do
+    not add up to ``shape[0]`` rows; nothing is left at ``target`` then.
+    """
+    want = np.dtype(dtype)
+    header = {"descr": np.lib.format.dtype_to_descr(want), "fortran_order": False,
+              "shape": tuple(int(d) for d in shape)}
+    written = 0
+    with atomic_path(target, suffix=".npz") as tmp:
+        with zipfile.ZipFile(tmp, "w", zipfile.ZIP_STORED, allowZip64=True) as zf:
+            with zf.open(f"{name}.npy", "w", force_zip64=True) as fh:
+                np.lib.format.write_array_header_2_0(fh, header)
+                for chunk in chunks:
+                    chunk = np.asarray(chunk)
+                    if chunk.dtype != want or chunk.shape[1:] != header["shape"][1:]:
+                        raise ValueError(f"chunk of {chunk.dtype} {chunk.shape} for an array "
+                                         f"of {want} {header['shape']}")
+                    fh.write(np.ascontiguousarray(chunk).tobytes())
+                    written += len(chunk)
+            if written != header["shape"][0]:
+                raise ValueError(f"{written} rows written for an array of {header['shape'][0]}")
+            for key, value in (arrays or {}).items():
+                with zf.open(f"{key}.npy", "w", force_zip64=True) as fh:
+                    np.lib.format.write_array(fh, np.asanyarray(value), allow_pickle=False)
     return Path(target)
