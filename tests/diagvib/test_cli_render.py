@@ -147,7 +147,7 @@ def test_set_values_are_validated_before_rendering(item: str) -> None:
 
 
 def test_streaming_npz_matches_savez(tmp_path: Path) -> None:
-    from shortcutlab.cli.diagvib_render import write_npz_streaming
+    from shortcutlab.utils.io import write_npz_streaming
 
     data = np.arange(5 * 3 * 4 * 4, dtype=np.uint8).reshape(5, 3, 4, 4)
     write_npz_streaming(tmp_path / "s.npz", "images", data.shape, [data[:2], data[2:]],

@@ -34,6 +34,7 @@ from shortcutlab.biasbed.datasets import (
     parse_dataset,
 )
 from shortcutlab.diagvib import jobs as diagvib_jobs
+from shortcutlab.diagvib.studies import make_experiment
 from shortcutlab.errors import ShortcutlabError, StatsError, unknown_choice
 from shortcutlab.runner.backends import RunSummary, run_jobs
 from shortcutlab.runner.collect import collect_epochs
@@ -176,7 +177,8 @@ def build_protocol_jobs(
             job_inputs: dict[str, str] = {}
             job_scale = 1.0  # the DiagViB-6 size factor means nothing here: keep it out of the id
         else:
-            experiment, kind, spec = parse_dataset(dataset), diagvib_jobs.KIND, None
+            experiment, kind = parse_dataset(dataset), diagvib_jobs.KIND
+            spec = make_experiment(experiment, scale=scale, seed=benchmark_seed).to_dict()
             job_inputs = inputs
             label, job_scale = experiment, scale
         for algorithm in algorithms:
@@ -210,7 +212,7 @@ def _check_algorithms(planned: Sequence[PlannedRun]) -> None:
     """Instantiate each (algorithm, dataset) once on the CPU so bad hyper-parameters, models or
     algorithm/dataset mismatches (Stylized on a texture task) fail before any training."""
     from shortcutlab.diagvib.dataset import DiagvibDataset
-    from shortcutlab.diagvib.studies import make_experiment
+    from shortcutlab.diagvib.spec import ExperimentSpec
     from shortcutlab.train.algorithms import create_algorithm
     from shortcutlab.train.algorithms.base import AlgorithmContext
 
@@ -222,7 +224,7 @@ def _check_algorithms(planned: Sequence[PlannedRun]) -> None:
         seen.add(key)
         job = p.job
         if job.kind == diagvib_jobs.KIND:
-            spec = make_experiment(job.experiment, scale=job.scale, seed=job.benchmark_seed)
+            spec = ExperimentSpec(**(job.spec or {}))
             context = AlgorithmContext(train_dataset=DiagvibDataset(spec, "train"))
             n_classes = DiagvibDataset.num_classes
         else:

@@ -148,13 +148,3 @@ def register(app: typer.Typer) -> None:
     app.command("factors")(clean_errors(factors))
     app.command("render")(clean_errors(render))
     app.command("traverse")(clean_errors(traverse))
-
-
-def __getattr__(name: str) -> object:
-    # ``write_npz_streaming`` moved to shortcutlab.utils.io; imported lazily here so that older
-    # imports keep working without loading numpy when the CLI starts.
-    if name == "write_npz_streaming":
-        from shortcutlab.utils.io import write_npz_streaming
-
-        return write_npz_streaming
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

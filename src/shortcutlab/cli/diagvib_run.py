@@ -17,6 +17,10 @@ def run(
     seeds: list[int] = typer.Option([0], "--seeds", help="Training seeds."),
     scale: float = typer.Option(0.01, help="Dataset size relative to the paper's (1.0 = full)."),
     benchmark_seed: int = typer.Option(0, help="Seed selecting the classes of each sample."),
+    selection: str = typer.Option(
+        "seeded", help="Classes and CGO cells: seeded (from --benchmark-seed) or paper (the "
+        "authors' five samples, ids 0-4)."
+    ),
     specs: Path = typer.Option(
         None, help="Use the exact specs of a folder written by `diagvib studies --out`."
     ),
@@ -25,6 +29,10 @@ def run(
     ),
     textures: Path = typer.Option(
         None, help="Folder of texture images (default: the built-in textures)."
+    ),
+    protocol: str = typer.Option(
+        None, help="Training protocol preset: paper (the authors' ResNet-18 recipe, the default) "
+        "or demo (fast CPU settings); options below override single fields."
     ),
     config: Path = typer.Option(None, help="YAML/JSON training config; options below override."),
     algorithm: str = typer.Option(None, help="Training algorithm (default erm)."),
@@ -60,6 +68,8 @@ def run(
 
     resolve_device(device)
     base = TrainConfig.from_file(config) if config is not None else TrainConfig()
+    if protocol is not None:
+        base = base.replace(protocol=protocol)
     overrides = {
         "algorithm": algorithm, "epochs": epochs, "lr": lr, "batch_size": batch_size,
         "patience": patience, "freeze_backbone": freeze_backbone,
@@ -67,10 +77,11 @@ def run(
     }
     base = base.replace(model=model, **{k: v for k, v in overrides.items() if v is not None})
     jobs = build_jobs(model, study, pairs or None, samples, seeds, scale, base,
-                      benchmark_seed=benchmark_seed, specs_dir=specs, mnist=mnist,
-                      textures=textures)
+                      benchmark_seed=benchmark_seed, selection=selection, specs_dir=specs,
+                      mnist=mnist, textures=textures)
     console = Console(stderr=True)
-    console.print(f"{len(jobs)} jobs of {model} in {out} (backend {backend})")
+    console.print(f"{len(jobs)} jobs of {model} in {out} (protocol "
+                  f"{base.describe_protocol()}, scale {scale:g}, backend {backend})")
     slurm = SlurmOptions(partition=slurm_partition, timeout_min=slurm_time,
                          gpus_per_node=slurm_gpus, cpus_per_task=slurm_cpus)
     summary = run_jobs(jobs, out, backend=backend, workers=workers, device=device,

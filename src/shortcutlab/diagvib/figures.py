@@ -186,7 +186,7 @@ __all__ = [
 def plot_pair_symmetry(metrics: DiagvibMetrics, study: str = "ZGO") -> Figure:
     """``P_ij`` against ``1 − P_ji`` for every unordered pair of ``study``, one marker colour
     per model: points on the diagonal follow the paper's observation that one factor of a pair
-    dominates; points above it mean both factors were learnt."""
+    dominates; points below it mean answers that follow neither factor."""
     sym = metrics.symmetry[metrics.symmetry["study"] == study]
     if not len(sym):
         raise DiagvibError(f"no pair of {study} has results in both directions")

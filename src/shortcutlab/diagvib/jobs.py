@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from shortcutlab.diagvib.studies import experiment_names
+from shortcutlab.diagvib.spec import Selection
+from shortcutlab.diagvib.studies import experiment_names, make_experiment
 from shortcutlab.errors import RunnerError
 from shortcutlab.runner.collect import collect
 from shortcutlab.runner.jobs import Job, JobOutput, register_job_kind
@@ -126,6 +127,7 @@ def build_jobs(
     train_config: TrainConfig | None = None,
     *,
     benchmark_seed: int = 0,
+    selection: Selection = "seeded",
     specs_dir: str | Path | None = None,
     mnist: str | Path | None = None,
     textures: str | Path | None = None,
@@ -133,8 +135,11 @@ def build_jobs(
     """One job per (experiment, training seed) for ``model``.
 
     ``pairs``: "predicted-correlated" strings (default all 30; ZSO uses their predicted factors);
-    ``samples``: dataset sample ids (default 0..4). ``specs_dir``: use the exact specs of a
-    generated benchmark folder; an experiment it lacks is an error naming the missing studies.
+    ``samples``: dataset sample ids (default 0..4). ``selection``: ``seeded`` draws the classes
+    and CGO cells from ``benchmark_seed``, ``paper`` uses the authors' five samples.
+    ``specs_dir``: use the exact specs of a generated benchmark folder; an experiment it lacks is
+    an error naming the missing studies. Each job carries its full experiment spec, so a change
+    of what an experiment contains (e.g. a new cell weighting) changes the job id.
     ``mnist``/``textures``: the sources to render from (see :func:`source_generator`); they are
     loaded once here, so a bad path fails before anything runs, and their content is part of
     every job id.
@@ -161,11 +166,15 @@ def build_jobs(
             )
     jobs = []
     for name in names:
+        if generated is not None:
+            spec = generated[name]
+        else:
+            spec = make_experiment(name, scale=scale, seed=benchmark_seed,
+                                   selection=selection).to_dict()
         for seed in seeds:
             jobs.append(Job(
                 experiment=name, kind=KIND, scale=scale, benchmark_seed=benchmark_seed,
-                train=base.replace(seed=int(seed)),
-                spec=generated[name] if generated is not None else None,
+                train=base.replace(seed=int(seed)), spec=spec,
                 inputs=inputs, input_digests=digests,
             ))
     return jobs

@@ -262,9 +262,10 @@ def unfit_runs(table: pd.DataFrame) -> pd.DataFrame:
 def pair_symmetry(pairs: pd.DataFrame) -> pd.DataFrame:
     """The paper's ``P_ij ≈ 1 - P_ji`` check (section 5) per model, study and unordered pair:
     if F_j is the shortcut for F_i, F_i is not the shortcut for F_j. ``deviation`` =
-    ``P_ij + P_ji - 1``: near 0 when one factor dominates the representation, clearly positive
-    when both are learnt side by side (the paper's lightness/position). Columns: label, study,
-    factor_i, factor_j, P_ij, P_ji, deviation."""
+    ``P_ij + P_ji - 1``. With ZGO's paired images (same images, two labellings) and one training
+    seed it is minus the share of OOD answers that follow neither factor: near 0 when one factor
+    dominates, negative when both share the representation (the paper's lightness/position).
+    Columns: label, study, factor_i, factor_j, P_ij, P_ji, deviation."""
     cols = ["label", "study", "factor_i", "factor_j", "P_ij", "P_ji", "deviation"]
     rank = {f: k for k, f in enumerate(FACTORS)}
     mean = pairs.set_index(["label", "study", "predicted", "correlated"])["mean"]

@@ -200,8 +200,11 @@ def _metric_sections(report: HtmlReport, metrics: DiagvibMetrics) -> None:
         report.paragraph(
             "The paper (section 5) finds P_ij ≈ 1 − P_ji for almost every pair: if F_j is the "
             "shortcut for predicting F_i, F_i is not the shortcut for predicting F_j. deviation "
-            "= P_ij + P_ji − 1; clearly positive means both factors were learnt side by side "
-            "(the paper's lightness/position)."
+            "= P_ij + P_ji − 1. ZGO (i, j) and (j, i) share their images (as in the authors' "
+            "code), so with the same training seed they are one learning problem and deviation "
+            "is minus the share of out-of-distribution answers that follow neither factor: near "
+            "0 when the model follows one of the two (the paper's case a), clearly negative when "
+            "it mixes them (case b, the paper's lightness/position)."
         )
         for study in _study_order(metrics.symmetry["study"]):
             sub = metrics.symmetry[metrics.symmetry["study"] == study]
