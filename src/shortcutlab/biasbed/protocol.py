@@ -91,15 +91,7 @@ def folders_job(job: Job, device: str) -> JobOutput:
     train_ds, val_ds, tests = folder.datasets()
     torch_device = resolve_device(device)
     context = AlgorithmContext(train_dataset=train_ds, device=torch_device)
-    res = train(
-        job.train.algorithm,
-        train_ds,
-        val_ds,
-        tests,
-        job.train,
-        device=torch_device,
-        context=context,
-    )
+    res = train(job.train, train_ds, val_ds, tests, device=torch_device, context=context)
     summary = res.summary()
     summary["labels"] = len(train_ds.labels)
     return JobOutput(summary, res.epochs)
