@@ -19,7 +19,7 @@ def test_job_id_is_the_hash_of_canonical_json() -> None:
     job = Job(experiment="ZGO/hue-shape/0", kind=KIND, scale=0.01, train=TrainConfig(seed=1))
     assert job.job_id == hashlib.sha256(job.canonical_json().encode()).hexdigest()[:16]
     same = Job(experiment="ZGO/hue-shape/0", kind=KIND, scale=0.01,
-               train=TrainConfig(seed=1, lr=1e-3))
+               train=TrainConfig(seed=1, lr=2e-4))
     assert same.job_id == job.job_id
     assert Job(experiment="ZGO/hue-shape/0", kind=KIND, scale=0.01).job_id != job.job_id
     assert json.loads(job.canonical_json())["train"]["seed"] == 1

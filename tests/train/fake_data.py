@@ -40,3 +40,36 @@ class FakeDiagvib(Dataset):
         classes[1], classes[4] = self.labels[i], self.correlated[i]
         return {"x": torch.from_numpy(x), "y": torch.tensor(self.labels[i], dtype=torch.int64),
                 "classes": torch.from_numpy(classes), "index": int(i)}
+
+
+class GreyObjects(Dataset):
+    """DiagViB-like images: a small square on a uniform grey (0.5) background, ``size`` pixels.
+
+    The label is the square's lightness (three levels with jitter); one random channel is a bit
+    brighter (a nuisance "hue"); positions are random. Almost every pixel is background, so the
+    raw inputs are far from centred: the setting of the BatchNorm validation collapse.
+    """
+
+    num_classes = 3
+
+    def __init__(self, n: int = 240, size: int = 32, obj: int = 6, split: str = "train",
+                 seed: int = 0) -> None:
+        g = rng(seed, "grey-objects", split)
+        self.labels = np.arange(n) % 3
+        self.size, self.obj = size, obj
+        self.pos = g.integers(0, size - obj, (n, 2))
+        self.bright = g.integers(0, 3, n)
+        self.jitter = g.random(n) * 0.1
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def __getitem__(self, i: int) -> dict:
+        x = np.full((3, self.size, self.size), 0.5, dtype=np.float32)
+        r, c = self.pos[i]
+        light = 0.2 + 0.3 * self.labels[i] + self.jitter[i]
+        colour = np.full(3, light, dtype=np.float32)
+        colour[self.bright[i]] = min(1.0, light + 0.2)
+        x[:, r : r + self.obj, c : c + self.obj] = colour[:, None, None]
+        return {"x": torch.from_numpy(x), "y": torch.tensor(self.labels[i], dtype=torch.int64),
+                "index": int(i)}

@@ -262,9 +262,11 @@ def diagvib_train():
 
 
 def _context(ds):
+    from shortcutlab.diagvib.factors import FACTOR_TABLE, FACTORS
     from shortcutlab.train.algorithms.base import AlgorithmContext
 
-    return AlgorithmContext(train_dataset=ds)
+    layout = {f: FACTOR_TABLE[f].classes for f in FACTORS}
+    return AlgorithmContext(train_dataset=ds, factor_classes=layout)
 
 
 def _render(ds, classes: np.ndarray, index: torch.Tensor) -> torch.Tensor:
@@ -297,6 +299,13 @@ def test_stylized_changes_texture_only_and_keeps_labels(diagvib_train) -> None:
     torch.testing.assert_close(x, _render(ds, classes, batch["index"]))
     differs = (x - batch["x"]).flatten(1).abs().amax(1) > 0
     assert torch.equal(differs, torch.from_numpy(changed))
+    # with input normalisation, re-rendered images are normalised like the batch they join
+    from shortcutlab.train.normalization import ChannelStats
+
+    algo.input_norm.set_stats(ChannelStats((0.4, 0.5, 0.6), (0.2, 0.3, 0.4), "train"))
+    x_n, classes_n = algo.stylize({**batch, "x": algo.input_norm(batch["x"])})
+    torch.testing.assert_close(x_n, algo.input_norm(_render(ds, classes_n, batch["index"])))
+    algo.input_norm.set_stats(ChannelStats.identity())
     # the loss is the cross entropy of the stylised images with the ORIGINAL labels
     expected = torch.nn.functional.cross_entropy(algo.network(x), batch["y"])
     out = algo.update(batch)

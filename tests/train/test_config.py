@@ -1,8 +1,11 @@
-"""TrainConfig validation: wrong types and unknown names give errors naming them."""
+"""TrainConfig: protocol presets, overrides, validation (errors name the field)."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
+import torch
 
 from shortcutlab.errors import TrainError
 from shortcutlab.train.algorithms import create_algorithm, list_algorithms
@@ -12,8 +15,40 @@ from shortcutlab.train.config import TrainConfig
 def test_defaults_and_canonical_json() -> None:
     cfg = TrainConfig()
     assert (cfg.model, cfg.algorithm) == ("small_cnn", "erm")
-    assert TrainConfig(lr=1e-3).to_json() == cfg.to_json()
+    assert TrainConfig(lr=2e-4, protocol="paper").to_json() == cfg.to_json()
+    assert TrainConfig(lr=1e-3).to_json() != cfg.to_json()
     assert cfg.replace(seed=3).seed == 3 and cfg.seed == 0
+    assert TrainConfig.from_mapping(json.loads(cfg.to_json())) == cfg
+
+
+def test_paper_protocol_is_the_authors_resnet18_config() -> None:
+    # trainer/resnet18config.yml and base_trainer.py of the DiagViB-6 authors: Adam lr 2e-4,
+    # betas (0.9, 0.999), mini-batch 64 (drop_last), 30 epochs, no early stopping, z-scoring
+    cfg = TrainConfig()
+    assert cfg.protocol == "paper"
+    assert (cfg.lr, cfg.adam_betas, cfg.batch_size, cfg.epochs) == (2e-4, (0.9, 0.999), 64, 30)
+    assert (cfg.patience, cfg.weight_decay, cfg.drop_last) == (None, 0.0, True)
+    assert cfg.normalization == "auto" and cfg.overrides() == {}
+    algo = create_algorithm("erm", 3, cfg)
+    group = algo.optimizer.param_groups[0]
+    assert isinstance(algo.optimizer, torch.optim.Adam)
+    assert (group["lr"], group["betas"], group["weight_decay"]) == (2e-4, (0.9, 0.999), 0.0)
+
+
+def test_demo_protocol_keeps_the_fast_settings_and_overrides_are_recorded() -> None:
+    demo = TrainConfig(protocol="demo")
+    assert (demo.lr, demo.batch_size, demo.epochs, demo.patience) == (3e-3, 32, 10, 4)
+    assert demo.normalization == "auto" and demo.describe_protocol() == "demo"
+    custom = TrainConfig(protocol="demo", lr=1e-3, patience=None)
+    assert (custom.lr, custom.patience, custom.batch_size) == (1e-3, None, 32)
+    assert custom.overrides() == {"lr": 1e-3, "patience": None}
+    assert custom.describe_protocol() == "demo (lr=0.001, patience=None)"
+    # moving to another protocol keeps the overrides and takes the rest from the new preset
+    moved = custom.replace(protocol="paper")
+    assert (moved.protocol, moved.lr, moved.patience, moved.batch_size) == ("paper", 1e-3, None, 64)
+    assert moved.epochs == 30
+    with pytest.raises(TrainError, match=r"protocol: Input should be 'paper' or 'demo'"):
+        TrainConfig(protocol="fast")
 
 
 @pytest.mark.parametrize(
@@ -24,6 +59,8 @@ def test_defaults_and_canonical_json() -> None:
         ("epochs", 0, r"epochs: .*greater than or equal to 1"),
         ("lr_rate", 0.1, r"lr_rate: Extra inputs are not permitted"),
         ("freeze_backbone", "maybe", r"freeze_backbone: .*'maybe'"),
+        ("normalization", "minmax", r"normalization: Input should be 'auto', 'train'"),
+        ("adam_betas", (0.9, 1.0), r"adam_betas: .*in \[0, 1\)"),
     ],
 )
 def test_wrong_values_name_the_field(field: str, value: object, pattern: str) -> None:

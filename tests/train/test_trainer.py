@@ -49,7 +49,7 @@ CFG = TrainConfig(model="small_cnn", model_kwargs={"width": 8}, epochs=3, batch_
 
 
 def test_training_learns_and_records_every_epoch_and_tag() -> None:
-    res = train("erm", **DATA, config=CFG)
+    res = train(CFG, **DATA)
     assert res.test_acc["test"] > 0.9 and res.val_acc > 0.9
     frame = res.epochs
     assert list(frame.columns) == list(EPOCH_COLUMNS)
@@ -70,10 +70,10 @@ def test_training_learns_and_records_every_epoch_and_tag() -> None:
 
 def test_same_config_same_numbers_whatever_the_runtime_options() -> None:
     cfg = CFG.replace(epochs=2)
-    first = train("erm", **DATA, config=cfg)
+    first = train(cfg, **DATA)
     again = train(cfg, **DATA, num_workers=1, eval_batch_size=7)
     assert first.epochs.equals(again.epochs)
-    other_seed = train("erm", **DATA, config=cfg.replace(seed=1))
+    other_seed = train(cfg.replace(seed=1), **DATA)
     assert not first.epochs["train_loss"].equals(other_seed.epochs["train_loss"])
 
 
@@ -101,6 +101,6 @@ def test_early_stopping_on_validation_loss() -> None:
 
 
 def test_keep_best_state_returns_the_best_weights() -> None:
-    res = train("erm", **DATA, config=CFG, keep_best_state=True)
+    res = train(CFG, **DATA, keep_best_state=True)
     assert res.best_state is not None
     assert any(k.endswith("head.weight") for k in res.best_state)

@@ -90,15 +90,7 @@ def folders_job(job: Job, device: str) -> JobOutput:
     train_ds, val_ds, tests = folder.datasets()
     torch_device = resolve_device(device)
     context = AlgorithmContext(train_dataset=train_ds, device=torch_device)
-    res = train(
-        job.train.algorithm,
-        train_ds,
-        val_ds,
-        tests,
-        job.train,
-        device=torch_device,
-        context=context,
-    )
+    res = train(job.train, train_ds, val_ds, tests, device=torch_device, context=context)
     summary = res.summary()
     summary["labels"] = len(train_ds.labels)
     return JobOutput(summary, res.epochs)
@@ -212,6 +204,7 @@ def _check_algorithms(planned: Sequence[PlannedRun]) -> None:
     """Instantiate each (algorithm, dataset) once on the CPU so bad hyper-parameters, models or
     algorithm/dataset mismatches (Stylized on a texture task) fail before any training."""
     from shortcutlab.diagvib.dataset import DiagvibDataset
+    from shortcutlab.diagvib.factors import FACTOR_TABLE, FACTORS
     from shortcutlab.diagvib.spec import ExperimentSpec
     from shortcutlab.train.algorithms import create_algorithm
     from shortcutlab.train.algorithms.base import AlgorithmContext
@@ -225,7 +218,10 @@ def _check_algorithms(planned: Sequence[PlannedRun]) -> None:
         job = p.job
         if job.kind == diagvib_jobs.KIND:
             spec = ExperimentSpec(**(job.spec or {}))
-            context = AlgorithmContext(train_dataset=DiagvibDataset(spec, "train"))
+            context = AlgorithmContext(
+                train_dataset=DiagvibDataset(spec, "train"),
+                factor_classes={f: FACTOR_TABLE[f].classes for f in FACTORS},
+            )
             n_classes = DiagvibDataset.num_classes
         else:
             context = AlgorithmContext()

@@ -44,6 +44,7 @@ def describe_experiment(name: str) -> dict[str, Any]:
 def run_diagvib_job(job: Job, device: str) -> JobOutput:
     """Train ``job.train`` on the DiagViB-6 experiment; test set ``test`` with per-tag accuracy."""
     from shortcutlab.diagvib.dataset import DiagvibDataset  # torch: only where jobs run
+    from shortcutlab.diagvib.factors import FACTOR_TABLE, FACTORS
     from shortcutlab.diagvib.spec import ExperimentSpec
     from shortcutlab.diagvib.studies import make_experiment
     from shortcutlab.train.algorithms.base import AlgorithmContext
@@ -60,10 +61,11 @@ def run_diagvib_job(job: Job, device: str) -> JobOutput:
     torch_device = resolve_device(device)
     context = AlgorithmContext(
         spec=spec, generator=train_ds.generator, data_seed=getattr(train_ds, "render_seed", None),
+        factor_classes={f: FACTOR_TABLE[f].classes for f in FACTORS},
         train_dataset=train_ds, device=torch_device,
     )
-    res = train(job.train.algorithm, train_ds, val_ds, {"test": test_ds}, job.train,
-                device=torch_device, context=context)
+    res = train(job.train, train_ds, val_ds, {"test": test_ds}, device=torch_device,
+                context=context)
     summary = res.summary()
     summary["spec_hash"] = spec.content_hash()
     summary["device"] = str(torch_device)

@@ -1,20 +1,63 @@
 """The training configuration: everything that changes a trained model's numbers.
 
-Runtime-only choices that do not change results (device, DataLoader workers, evaluation batch
-size) are arguments of :func:`shortcutlab.train.trainer.train` instead, so they never change a
-job's hash. Values of the wrong type or unknown fields raise :class:`TrainError` naming them.
+A config starts from a named **protocol** preset (``paper``: the DiagViB-6 authors' ResNet-18
+recipe; ``demo``: fast settings for CPU demos) and records that name; any field given explicitly
+overrides the preset. Runtime-only choices that do not change results (device, DataLoader
+workers, evaluation batch size) are arguments of :func:`shortcutlab.train.trainer.train` instead,
+so they never change a job's hash. Values of the wrong type or unknown fields raise
+:class:`TrainError` naming them.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from shortcutlab.errors import TrainError
+
+Protocol = Literal["paper", "demo"]
+Normalization = Literal["auto", "train", "imagenet", "none"]
+
+#: Per-protocol values of the optimisation fields. ``paper`` follows the authors' ResNet-18
+#: config (trainer/resnet18config.yml, trainer/base_trainer.py): Adam lr 2e-4, betas (0.9,
+#: 0.999), mini-batches of 64 with the last incomplete one dropped, 30 epochs without early
+#: stopping, the checkpoint of lowest validation loss. ``demo`` keeps the fast CPU settings of
+#: ``make demo``. Both z-score inputs (``normalization="auto"``).
+PROTOCOLS: dict[str, dict[str, Any]] = {
+    "paper": {
+        "lr": 2e-4,
+        "adam_betas": (0.9, 0.999),
+        "batch_size": 64,
+        "epochs": 30,
+        "patience": None,
+        "weight_decay": 0.0,
+        "drop_last": True,
+        "normalization": "auto",
+    },
+    "demo": {
+        "lr": 3e-3,
+        "adam_betas": (0.9, 0.999),
+        "batch_size": 32,
+        "epochs": 10,
+        "patience": 4,
+        "weight_decay": 0.0,
+        "drop_last": False,
+        "normalization": "auto",
+    },
+}
+assert set(PROTOCOLS) == set(get_args(Protocol))
+_PAPER = PROTOCOLS["paper"]
 
 
 def format_validation_error(exc: ValidationError, what: str = "training config") -> str:
@@ -30,20 +73,30 @@ def format_validation_error(exc: ValidationError, what: str = "training config")
 class TrainConfig(BaseModel):
     """Model, algorithm and optimisation settings of one training run (paper appendix A.2).
 
-    Cross entropy and Adam with ``lr``; at most ``epochs`` epochs with early stopping once the
-    validation loss has not improved for ``patience`` epochs; ``seed`` is the training seed
-    (weight initialisation, shuffling, dropout, algorithm randomness).
+    ``protocol`` names the preset the optimisation fields start from (see :data:`PROTOCOLS`);
+    fields given explicitly override it, and :meth:`overrides` lists those that differ.
+    Cross entropy and Adam with ``lr`` and ``adam_betas``; at most ``epochs`` epochs, early
+    stopping once the validation loss has not improved for ``patience`` epochs (None: never);
+    ``drop_last`` drops an incomplete last training batch; ``normalization`` z-scores inputs per
+    channel with the training split's statistics (``train``), ImageNet's (``imagenet``), or not at
+    all (``none``; inputs stay in [0, 1]); ``auto`` picks ``imagenet`` for models registered as
+    ImageNet-pretrained (rn50_in) and ``train`` otherwise. ``seed`` is the training seed (weight
+    initialisation, shuffling, dropout, algorithm randomness).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    protocol: Protocol = "paper"
     model: str = "small_cnn"
     algorithm: str = "erm"
-    lr: float = Field(1e-3, gt=0)
-    batch_size: int = Field(64, ge=1)
-    epochs: int = Field(20, ge=1)
-    patience: int | None = Field(5, ge=1)
-    weight_decay: float = Field(0.0, ge=0)
+    lr: float = Field(_PAPER["lr"], gt=0)
+    adam_betas: tuple[float, float] = _PAPER["adam_betas"]
+    batch_size: int = Field(_PAPER["batch_size"], ge=1)
+    epochs: int = Field(_PAPER["epochs"], ge=1)
+    patience: int | None = Field(_PAPER["patience"], ge=1)
+    weight_decay: float = Field(_PAPER["weight_decay"], ge=0)
+    drop_last: bool = _PAPER["drop_last"]
+    normalization: Normalization = _PAPER["normalization"]
     seed: int = Field(0, ge=0)
     pretrained: str | None = None
     freeze_backbone: bool = False
@@ -55,6 +108,16 @@ class TrainConfig(BaseModel):
             super().__init__(**data)
         except ValidationError as exc:
             raise TrainError(format_validation_error(exc)) from None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _fill_from_protocol(cls, data: Any) -> Any:
+        """Fields not given take the protocol's value (an unknown protocol fails on its field)."""
+        if isinstance(data, dict):
+            preset = PROTOCOLS.get(data.get("protocol", "paper"))
+            if preset is not None:
+                return {**preset, **data}
+        return data
 
     @field_validator("model")
     @classmethod
@@ -70,14 +133,40 @@ class TrainConfig(BaseModel):
 
         return check_algorithm_name(value)
 
+    @field_validator("adam_betas")
+    @classmethod
+    def _betas_in_range(cls, value: tuple[float, float]) -> tuple[float, float]:
+        if not all(0.0 <= b < 1.0 for b in value):
+            raise ValueError("both Adam betas must be in [0, 1)")
+        return value
+
     @field_validator("pretrained", mode="before")
     @classmethod
     def _path_to_str(cls, value: Any) -> Any:
         return str(value) if isinstance(value, Path) else value
 
+    def overrides(self) -> dict[str, Any]:
+        """Optimisation fields whose value differs from the protocol's preset."""
+        preset = PROTOCOLS[self.protocol]
+        return {k: getattr(self, k) for k, v in preset.items() if getattr(self, k) != v}
+
+    def describe_protocol(self) -> str:
+        """``"paper"``, or ``"paper (lr=0.001, epochs=6)"`` when fields override the preset."""
+        changed = ", ".join(f"{k}={v!r}" for k, v in self.overrides().items())
+        return f"{self.protocol} ({changed})" if changed else self.protocol
+
     def replace(self, **changes: Any) -> TrainConfig:
-        """A copy with some fields changed, validated like a new config."""
-        return TrainConfig(**{**self.model_dump(), **changes})
+        """A copy with some fields changed, validated like a new config.
+
+        Changing ``protocol`` moves the copy onto the new preset but keeps this config's
+        overrides (fields that differed from the old preset) unless ``changes`` sets them.
+        """
+        data = self.model_dump()
+        if changes.get("protocol", self.protocol) != self.protocol:
+            kept = self.overrides()
+            data = {k: v for k, v in data.items() if k not in PROTOCOLS[self.protocol]}
+            data.update(kept)
+        return TrainConfig(**{**data, **changes})
 
     @classmethod
     def from_mapping(cls, data: Any) -> TrainConfig:

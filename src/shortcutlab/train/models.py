@@ -202,7 +202,17 @@ def rn50_in(num_classes: int) -> nn.Module:
     return tvm.resnet50(weights=None, num_classes=num_classes)
 
 
-_DEFAULTS["rn50_in"] = {"requires_pretrained": True, "freeze_backbone": True}
+_DEFAULTS["rn50_in"] = {
+    "requires_pretrained": True,
+    "freeze_backbone": True,
+    "imagenet_inputs": True,
+}
+
+
+def expects_imagenet_inputs(name: str) -> bool:
+    """True for models registered as ImageNet-pretrained (rn50_in): ``normalization="auto"``
+    gives them ImageNet's channel statistics instead of the training split's."""
+    return bool(_DEFAULTS.get(check_model_name(name), {}).get("imagenet_inputs"))
 
 
 # --------------------------------------------------------------------------- creation

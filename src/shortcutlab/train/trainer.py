@@ -1,10 +1,13 @@
 """Training loop of paper appendix A.2, with per-epoch records for later model selection.
 
 Cross entropy and Adam (inside the algorithm), at most ``config.epochs`` epochs, early stopping
-once the validation loss has not improved for ``config.patience`` epochs. Every epoch records the
-train loss, validation loss and accuracy, and the accuracy on every test set, overall and per
-cell tag. The reported numbers are those of the epoch with the lowest validation loss.
-Accuracy is the MEAN PER-CLASS accuracy (recall averaged over the classes present).
+once the validation loss has not improved for ``config.patience`` epochs (the ``paper`` protocol
+never stops early). Inputs are normalised on the device by the algorithm's ``input_norm``
+(training-split statistics, computed once per run by streaming, or ImageNet's; see
+:mod:`shortcutlab.train.normalization`). Every epoch records the train loss, validation loss and
+accuracy, and the accuracy on every test set, overall and per cell tag. The reported numbers are
+those of the epoch with the lowest validation loss. Accuracy is the MEAN PER-CLASS accuracy
+(recall averaged over the classes present).
 
 Determinism: given (config, datasets) the result is the same in every process and for any
 number of DataLoader workers: shuffling comes from ``rng(seed, "shuffle", epoch)``, weight
@@ -30,6 +33,14 @@ from shortcutlab.errors import TrainError
 from shortcutlab.train.algorithms import create_algorithm
 from shortcutlab.train.algorithms.base import Algorithm, AlgorithmContext
 from shortcutlab.train.config import TrainConfig
+from shortcutlab.train.models import expects_imagenet_inputs
+from shortcutlab.train.normalization import (
+    STATS_BATCH_SIZE,
+    ChannelStats,
+    Source,
+    channel_stats,
+    to_unit_float,
+)
 from shortcutlab.utils.rng import rng, torch_seed
 
 EPOCH_COLUMNS = ("epoch", "train_loss", "val_loss", "val_acc", "test_set", "tag", "acc", "n")
@@ -50,11 +61,14 @@ def mean_per_class_accuracy(y_true: np.ndarray, y_pred: np.ndarray, num_classes:
 class EpochBatches(Sampler[list[int]]):
     """Shuffled batches of indices, a pure function of (seed, epoch).
 
-    A last batch of a single sample is dropped (BatchNorm cannot train on it).
+    A last batch of a single sample is dropped (BatchNorm cannot train on it); with
+    ``drop_last`` any incomplete last batch is (as the DiagViB-6 authors' loader does), unless it
+    is the only batch.
     """
 
-    def __init__(self, n: int, batch_size: int, seed: int) -> None:
+    def __init__(self, n: int, batch_size: int, seed: int, drop_last: bool = False) -> None:
         self.n, self.batch_size, self.seed, self.epoch = n, batch_size, seed, 0
+        self.drop_last = drop_last
 
     def set_epoch(self, epoch: int) -> None:
         self.epoch = epoch
@@ -62,7 +76,8 @@ class EpochBatches(Sampler[list[int]]):
     def _batches(self) -> list[np.ndarray]:
         order = rng(self.seed, "shuffle", self.epoch).permutation(self.n)
         chunks = [order[i : i + self.batch_size] for i in range(0, self.n, self.batch_size)]
-        if len(chunks) > 1 and len(chunks[-1]) == 1:
+        short = len(chunks[-1]) < self.batch_size if self.drop_last else len(chunks[-1]) == 1
+        if len(chunks) > 1 and short:
             chunks.pop()
         return chunks
 
@@ -97,6 +112,7 @@ class TrainResult:
     epochs: pd.DataFrame
     train_seconds: float
     stopped_early: bool
+    input_stats: ChannelStats
     best_state: dict[str, torch.Tensor] | None = None
 
     def summary(self) -> dict[str, Any]:
@@ -110,6 +126,7 @@ class TrainResult:
             "test_acc": self.test_acc[first] if first is not None else math.nan,
             "train_seconds": self.train_seconds,
             "stopped_early": self.stopped_early,
+            "normalization": self.input_stats.source,
         }
         for name, acc in self.test_acc.items():
             out[f"test_acc[{name}]"] = acc
@@ -149,7 +166,8 @@ def evaluate(
     loader: DataLoader | None = None,
 ) -> EvalResult:
     """Cross-entropy loss, mean per-class accuracy, and per-tag accuracy (if the dataset has
-    ``tags``, one string per index) of ``algorithm`` on ``dataset``."""
+    ``tags``, one string per index) of ``algorithm`` on ``dataset``; images are normalised by
+    ``algorithm.input_norm`` first."""
     was_training = algorithm.training
     algorithm.eval()
     loader = loader or _loader(dataset, None, batch_size, num_workers, device.type == "cuda")
@@ -157,7 +175,7 @@ def evaluate(
     position = 0
     for batch in loader:
         batch = _to_device(batch, device)
-        logits = algorithm.predict(batch["x"])
+        logits = algorithm.predict(algorithm.input_norm(to_unit_float(batch["x"])))
         y = batch["y"]
         losses.append(F.cross_entropy(logits.double(), y, reduction="none").cpu().numpy())
         labels.append(y.cpu().numpy())
@@ -198,47 +216,65 @@ def _num_classes(ds: Dataset) -> int:
     return int(n)
 
 
+def resolve_normalization(config: TrainConfig) -> Source:
+    """The normalisation a config asks for; ``auto`` is ``imagenet`` for models registered as
+    ImageNet-pretrained (rn50_in) and ``train`` (training-split statistics) otherwise."""
+    if config.normalization != "auto":
+        return config.normalization
+    return "imagenet" if expects_imagenet_inputs(config.model) else "train"
+
+
+def input_stats(config: TrainConfig, train_ds: Dataset, num_workers: int = 0) -> ChannelStats:
+    """The channel statistics ``config`` normalises inputs with (streams ``train_ds`` once for
+    ``train``; :data:`STATS_BATCH_SIZE` items at a time, whatever the runtime options)."""
+    source = resolve_normalization(config)
+    if source == "train":
+        return channel_stats(train_ds, batch_size=STATS_BATCH_SIZE, num_workers=num_workers)
+    if source == "imagenet":
+        return ChannelStats.imagenet()
+    return ChannelStats.identity()
+
+
 def train(
-    algorithm: str | TrainConfig | Algorithm,
+    config: TrainConfig,
     train_ds: Dataset,
     val_ds: Dataset,
     test_sets: Mapping[str, Dataset],
-    config: TrainConfig | None = None,
     *,
-    device: torch.device | str = "cpu",
     context: AlgorithmContext | None = None,
+    device: torch.device | str = "cpu",
     num_workers: int = 0,
     eval_batch_size: int = 256,
     keep_best_state: bool = False,
     progress: Callable[[dict[str, Any]], None] | None = None,
 ) -> TrainResult:
-    """Train with early stopping on validation loss; evaluate every test set every epoch.
+    """Train ``config.algorithm`` on ``train_ds``; evaluate ``val_ds`` and every test set each
+    epoch; report the epoch with the lowest validation loss.
 
-    ``algorithm``: a registered algorithm name, a TrainConfig (its ``algorithm`` field is used and
-    it is the config), or a ready Algorithm. ``progress`` is called after every epoch with that
-    epoch's summary. Runtime options (device, workers, eval batch size) do not change results.
+    ``context`` carries what some algorithms need besides batches (Stylized: the generator).
+    ``progress`` is called after every epoch with that epoch's summary. Runtime options (device,
+    workers, eval batch size) do not change results.
     """
-    if isinstance(algorithm, TrainConfig):
-        config = config or algorithm
-        algorithm = config.algorithm
-    if config is None:
-        config = algorithm.config if isinstance(algorithm, Algorithm) else TrainConfig()
+    if not isinstance(config, TrainConfig):
+        raise TrainError(
+            f"train() takes a TrainConfig first (got {type(config).__name__}); the algorithm is "
+            "its `algorithm` field"
+        )
     device = torch.device(device)
     if len(train_ds) == 0 or len(val_ds) == 0:  # type: ignore[arg-type]
         raise TrainError("training and validation sets must not be empty")
     num_classes = _num_classes(train_ds)
-    fork_devices = [device] if device.type == "cuda" else []
     start = time.perf_counter()
+    stats = input_stats(config, train_ds, num_workers)
+    fork_devices = [device] if device.type == "cuda" else []
     with torch.random.fork_rng(devices=fork_devices):
         torch.manual_seed(torch_seed(config.seed, "torch"))
-        if isinstance(algorithm, str):
-            algo = create_algorithm(algorithm, num_classes, config, context)
-        else:
-            algo = algorithm
+        algo = create_algorithm(config.algorithm, num_classes, config, context)
+        algo.input_norm.set_stats(stats)
         algo.to(device)
         return _fit(
             algo, train_ds, val_ds, test_sets, config, device, num_workers, eval_batch_size,
-            keep_best_state, progress, start,
+            keep_best_state, progress, start, stats,
         )
 
 
@@ -254,9 +290,12 @@ def _fit(
     keep_best_state: bool,
     progress: Callable[[dict[str, Any]], None] | None,
     start: float,
+    stats: ChannelStats,
 ) -> TrainResult:
     pin = device.type == "cuda"
-    sampler = EpochBatches(len(train_ds), config.batch_size, config.seed)  # type: ignore[arg-type]
+    sampler = EpochBatches(
+        len(train_ds), config.batch_size, config.seed, config.drop_last  # type: ignore[arg-type]
+    )
     train_loader = _loader(train_ds, sampler, config.batch_size, num_workers, pin)
     eval_loaders = {
         name: _loader(ds, None, eval_batch_size, num_workers, pin)
@@ -274,6 +313,7 @@ def _fit(
         loss_sum, seen = 0.0, 0
         for batch in train_loader:
             batch = _to_device(batch, device)
+            batch["x"] = algo.input_norm(to_unit_float(batch["x"]))
             algo.step = step
             out = algo.update(batch)
             if "loss" not in out or not math.isfinite(out["loss"]):
@@ -327,5 +367,6 @@ def _fit(
         epochs=frame,
         train_seconds=time.perf_counter() - start,
         stopped_early=stopped_early,
+        input_stats=stats,
         best_state=best_state,
     )

@@ -2,9 +2,10 @@
 ``predict(x)`` returns logits.
 
 A batch is the collated dict of dataset items, already on the algorithm's device:
-``x`` float (B, 3, H, W) in [0, 1], ``y`` int64 (B,), and for DiagViB-6 data ``classes`` int64
-(B, 6) and ``index`` int64 (B,). ``update`` must return a dict of floats containing ``loss``
-(the training objective the trainer reports per epoch).
+``x`` float (B, 3, H, W), normalised by ``algorithm.input_norm`` (the trainer applies it;
+``input_norm.inverse(x)`` gives pixels in [0, 1] back), ``y`` int64 (B,), and for DiagViB-6
+data ``classes`` int64 (B, 6) and ``index`` int64 (B,). ``update`` must return a dict of floats
+containing ``loss`` (the training objective the trainer reports per epoch).
 
 Randomness: the trainer seeds torch from ``config.seed`` before building the algorithm and sets
 ``algorithm.step`` (0, 1, 2, ...) before every ``update``; algorithms with their own random draws
@@ -13,7 +14,7 @@ derive them from ``(config.seed, purpose, step)`` (see :meth:`Algorithm.generato
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -23,6 +24,7 @@ from torch import nn
 from shortcutlab.errors import TrainError, unknown_choice
 from shortcutlab.train.config import TrainConfig
 from shortcutlab.train.models import create_model
+from shortcutlab.train.normalization import InputNormalization
 from shortcutlab.utils.rng import torch_seed
 
 
@@ -30,14 +32,18 @@ from shortcutlab.utils.rng import torch_seed
 class AlgorithmContext:
     """What some algorithms need besides the batch, all optional.
 
-    ``spec``/``generator``/``data_seed``: the DiagViB-6 experiment spec, its ImageGenerator and the
-    seed images are rendered with, for algorithms that re-render training images (Stylized);
-    ``train_dataset``: the training set itself; ``extra``: anything else.
+    ``spec``/``generator``/``data_seed``: the experiment spec of a rendered dataset (DiagViB-6),
+    its image generator and the seed images are rendered with, for algorithms that re-render
+    training images (Stylized); ``factor_classes``: the rendered dataset's factors in the column
+    order of its class table, each with all its class names in class-index order (for DiagViB-6
+    ``{f: FACTOR_TABLE[f].classes for f in FACTORS}``); ``train_dataset``: the training set
+    itself; ``extra``: anything else.
     """
 
     spec: Any | None = None
     generator: Any | None = None
     data_seed: int | None = None
+    factor_classes: Mapping[str, Sequence[str]] | None = None
     train_dataset: Any | None = None
     device: torch.device | None = None
     extra: dict[str, Any] = field(default_factory=dict)
@@ -48,7 +54,8 @@ class Algorithm(nn.Module):
 
     ``hparams_defaults`` lists the algorithm's own hyper-parameters; ``config.hparams`` overrides
     them (unknown keys or values of the wrong type raise TrainError). Subclasses read
-    ``self.hparams``.
+    ``self.hparams``. ``input_norm`` holds the input normalisation the trainer applies to every
+    batch (identity until the trainer loads statistics into it).
     """
 
     name: ClassVar[str] = ""
@@ -62,6 +69,7 @@ class Algorithm(nn.Module):
         self.config = config
         self.context = context or AlgorithmContext()
         self.hparams = self._resolve_hparams(config.hparams)
+        self.input_norm = InputNormalization()
         self.step = 0
 
     @classmethod
@@ -97,13 +105,14 @@ class Algorithm(nn.Module):
     def make_optimizer(
         self, params: Iterable[nn.Parameter], lr: float | None = None
     ) -> torch.optim.Optimizer:
-        """Adam with the configured learning rate and weight decay (paper appendix A.2);
+        """Adam with the configured learning rate, betas and weight decay (paper appendix A.2);
         frozen parameters are left out."""
         trainable = [p for p in params if p.requires_grad]
         if not trainable:
             raise TrainError("the model has no trainable parameters")
+        cfg = self.config
         return torch.optim.Adam(
-            trainable, lr=lr or self.config.lr, weight_decay=self.config.weight_decay
+            trainable, lr=lr or cfg.lr, betas=cfg.adam_betas, weight_decay=cfg.weight_decay
         )
 
     def generator(self, purpose: str, device: torch.device | str = "cpu") -> torch.Generator:

@@ -24,17 +24,21 @@ the label itself, so both algorithms refuse the experiment with a TrainError. Wh
 factor is **shape**, this is exactly the intended setting (shape is kept, texture randomised).
 Other predicted factors work the same way: texture (and hue) are randomised, the rest is kept.
 
-Both algorithms need the DiagViB-6 generator and the training split's render seed from the
-AlgorithmContext and the batch's ``classes`` and ``index``. On image-folder datasets they stylise
-in image space instead, as the papers do: each image takes the style of another image of the
-batch through an AdaIN style-transfer network (:class:`AdaINStyleTransfer`, strength ``alpha``),
-which must be given as a local pretrained weights file (hparam ``style_weights``; read with
-``torch.load(weights_only=True)``, never downloaded); without it they raise a clear error.
+Both algorithms need, from the AlgorithmContext, the DiagViB-6 generator, the training split's
+render seed and the factor layout of the class table (``factor_classes``; the training set may
+provide it as an attribute of the same name), and the batch's ``classes`` and ``index``. Nothing
+here imports the DiagViB-6 package: the generator and the layout are handed in. On image-folder
+datasets they stylise in image space instead, as the papers do: each image takes the style of
+another image of the batch through an AdaIN style-transfer network (:class:`AdaINStyleTransfer`,
+strength ``alpha``), which must be given as a local pretrained weights file (hparam
+``style_weights``; read with ``torch.load(weights_only=True)``, never downloaded); without it they
+raise a clear error. Batches arrive normalised; stylised images are normalised the same way.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,7 +48,6 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from shortcutlab.diagvib.factors import FACTOR_TABLE, FACTORS
 from shortcutlab.errors import DataNotFoundError, TrainError, unknown_choice
 from shortcutlab.train.algorithms import register_algorithm
 from shortcutlab.train.algorithms.base import Algorithm, AlgorithmContext
@@ -55,24 +58,20 @@ from shortcutlab.utils.rng import rng
 __all__ = [
     "AdaINStyleTransfer",
     "Debiased",
-    "HUE_COLUMN",
     "Restyler",
     "Stylized",
-    "TEXTURE_COLUMN",
     "debiased_targets",
     "donor_style_classes",
     "load_local_weights",
     "random_style_classes",
 ]
 
-TEXTURE_COLUMN = FACTORS.index("texture")
-HUE_COLUMN = FACTORS.index("hue")
 TEXTURE_POOLS = ("selected", "all")
 
 
-def style_columns(hue: bool) -> tuple[int, ...]:
-    """Columns of the (B, 6) class table that stylisation changes."""
-    return (TEXTURE_COLUMN, HUE_COLUMN) if hue else (TEXTURE_COLUMN,)
+def style_factors(hue: bool) -> tuple[str, ...]:
+    """The factors stylisation changes."""
+    return ("texture", "hue") if hue else ("texture",)
 
 
 def random_style_classes(
@@ -105,20 +104,6 @@ def debiased_targets(
         raise TrainError(f"debiased gamma must be in [0, 1], got {gamma}")
     eye = torch.eye(num_classes, dtype=torch.float32, device=y.device)
     return gamma * eye[y] + (1.0 - gamma) * eye[y_donor.to(y.device)]
-
-
-def texture_pool(selected: dict[str, list[str]] | None, pool: str) -> np.ndarray:
-    """Global texture class indices to draw from: the experiment's selected ones, or all."""
-    return _pool("texture", selected, pool)
-
-
-def _pool(factor: str, selected: dict[str, list[str]] | None, pool: str) -> np.ndarray:
-    if pool not in TEXTURE_POOLS:
-        raise TrainError(unknown_choice("texture pool", pool, TEXTURE_POOLS))
-    table = FACTOR_TABLE[factor]
-    if pool == "all" or selected is None:
-        return np.arange(table.n_classes, dtype=np.int64)
-    return np.array([table.index(c) for c in selected[factor]], dtype=np.int64)
 
 
 def load_local_weights(path: str | os.PathLike[str] | None, what: str) -> dict[str, torch.Tensor]:
@@ -229,39 +214,72 @@ class AdaINStyleTransfer(nn.Module):
 
 @dataclass
 class Restyler:
-    """Re-renders training images of a DiagViB-6 split with changed factor classes."""
+    """Re-renders training images of a DiagViB-6 split with changed factor classes.
+
+    ``factor_classes``: the class table's factors in column order, each with all its class
+    names in class-index order.
+    """
 
     spec: Any
     generator: Any
     render_seed: int
+    factor_classes: Mapping[str, Sequence[str]]
     split: str = "train"
     backend: str = "numpy"
 
     @classmethod
     def from_context(cls, context: AlgorithmContext, algorithm: str) -> Restyler:
         """From ``context.train_dataset`` (a DiagvibDataset), else ``spec``/``generator``/
-        ``data_seed`` (the render seed the training images were generated with)."""
+        ``data_seed`` (the render seed the training images were generated with); the factor
+        layout from ``context.factor_classes``, else the dataset's ``factor_classes``."""
         ds = context.train_dataset
+        layout = context.factor_classes or getattr(ds, "factor_classes", None)
+        if layout is None:
+            raise TrainError(
+                f"algorithm {algorithm!r} re-renders DiagViB-6 training images and needs the "
+                "factor layout of the class table: AlgorithmContext(factor_classes={factor: "
+                "class names}) in class-table column order"
+            )
         if ds is not None and all(hasattr(ds, a) for a in ("spec", "render_seed", "generator")):
             return cls(
                 ds.spec,
                 ds.generator,
                 int(ds.render_seed),
+                layout,
                 getattr(ds, "split", "train"),
                 getattr(ds, "backend", "numpy"),
             )
         if context.spec is not None and context.data_seed is not None:
-            gen = context.generator
-            if gen is None:
-                from shortcutlab.diagvib.render import ImageGenerator
-
-                gen = ImageGenerator()
-            return cls(context.spec, gen, int(context.data_seed))
+            if context.generator is None:
+                raise TrainError(
+                    f"algorithm {algorithm!r} needs the image generator "
+                    "(AlgorithmContext.generator) to re-render training images"
+                )
+            return cls(context.spec, context.generator, int(context.data_seed), layout)
         raise TrainError(
             f"algorithm {algorithm!r} re-renders DiagViB-6 training images and needs a DiagViB-6 "
             "training set (AlgorithmContext.train_dataset, or spec + data_seed); on image-folder "
             "datasets use erm, padain, sagnet or infodrop"
         )
+
+    def column(self, factor: str) -> int:
+        """Column of ``factor`` in the (B, K) class table."""
+        return list(self.factor_classes).index(factor)
+
+    def columns(self, factors: Sequence[str]) -> tuple[int, ...]:
+        """Columns of several factors."""
+        return tuple(self.column(f) for f in factors)
+
+    def pool(self, factor: str, pool: str) -> np.ndarray:
+        """Global class indices of ``factor`` to draw from: the experiment's selected classes
+        (``selected``) or every class of the factor (``all``)."""
+        if pool not in TEXTURE_POOLS:
+            raise TrainError(unknown_choice("texture pool", pool, TEXTURE_POOLS))
+        names = list(self.factor_classes[factor])
+        selected = getattr(self.spec, "selected", None)
+        if pool == "all" or selected is None:
+            return np.arange(len(names), dtype=np.int64)
+        return np.array([names.index(c) for c in selected[factor]], dtype=np.int64)
 
     def render(self, classes: np.ndarray, indices: np.ndarray) -> torch.Tensor:
         """float32 images (B, 3, 128, 128) in [0, 1] for these class rows and split indices."""
@@ -329,8 +347,9 @@ class _StylisingAlgorithm(Algorithm):
         x = batch["x"]
         perm = torch.randperm(x.shape[0], generator=self.generator(f"{self.name}-donor"))
         perm = perm.to(x.device)
-        styled = self.transfer(x, x[perm], self.hparams["alpha"])
-        mixed, used = self._mix(x, styled)
+        pixels = self.input_norm.inverse(x)  # the transfer network works on [0, 1] images
+        styled = self.transfer(pixels, pixels[perm], self.hparams["alpha"])
+        mixed, used = self._mix(x, self.input_norm(styled))
         return mixed, perm, used
 
     def _batch_arrays(self, batch: dict[str, torch.Tensor]) -> tuple[np.ndarray, np.ndarray]:
@@ -354,6 +373,11 @@ class _StylisingAlgorithm(Algorithm):
         used = used.to(original.device)
         x = torch.where(used.view(-1, 1, 1, 1), styled.to(original.device), original)
         return x, used
+
+    def _restyled(self, classes: np.ndarray, index: np.ndarray, like: torch.Tensor) -> torch.Tensor:
+        """Re-rendered images of these class rows, normalised like the batch ``like``."""
+        assert self.restyler is not None
+        return self.input_norm(self.restyler.render(classes, index).to(like.device))
 
     def _step(self, loss: torch.Tensor) -> dict[str, float]:
         self.optimizer.zero_grad(set_to_none=True)
@@ -388,10 +412,8 @@ class Stylized(_StylisingAlgorithm):
         super().__init__(num_classes, config, context)
         if self.restyler is None:
             return
-        selected = getattr(self.restyler.spec, "selected", None)
-        self.pools = {TEXTURE_COLUMN: _pool("texture", selected, self.hparams["texture_pool"])}
-        if self.hparams["hue"]:
-            self.pools[HUE_COLUMN] = _pool("hue", selected, self.hparams["texture_pool"])
+        r, pool = self.restyler, self.hparams["texture_pool"]
+        self.pools = {r.column(f): r.pool(f, pool) for f in style_factors(self.hparams["hue"])}
 
     def stylize(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, np.ndarray | None]:
         """(images to train on, their class table; None for image folders) for one batch."""
@@ -399,7 +421,7 @@ class Stylized(_StylisingAlgorithm):
             return self._transfer_styles(batch)[0], None
         classes, index = self._batch_arrays(batch)
         new = random_style_classes(classes, self.pools, rng(self.config.seed, self.name, self.step))
-        x, used = self._mix(batch["x"], self.restyler.render(new, index))
+        x, used = self._mix(batch["x"], self._restyled(new, index, batch["x"]))
         used_np = used.cpu().numpy()
         return x, np.where(used_np[:, None], new, classes)
 
@@ -429,8 +451,10 @@ class Debiased(_StylisingAlgorithm):
             return x, self._targets(batch["y"], perm, used), None
         classes, index = self._batch_arrays(batch)
         perm = torch.randperm(classes.shape[0], generator=self.generator("debiased-donor"))
-        new = donor_style_classes(classes, perm.numpy(), style_columns(self.hparams["hue"]))
-        x, used = self._mix(batch["x"], self.restyler.render(new, index))
+        assert self.restyler is not None
+        columns = self.restyler.columns(style_factors(self.hparams["hue"]))
+        new = donor_style_classes(classes, perm.numpy(), columns)
+        x, used = self._mix(batch["x"], self._restyled(new, index, batch["x"]))
         targets = self._targets(batch["y"], perm, used)
         return x, targets, np.where(used.cpu().numpy()[:, None], new, classes)
 
