@@ -91,3 +91,14 @@ def test_from_file(tmp_path) -> None:
 def test_unknown_or_mistyped_hparams_of_an_algorithm() -> None:
     with pytest.raises(TrainError, match=r"unknown hyper-parameter of algorithm erm 'alpha'"):
         create_algorithm("erm", 3, TrainConfig(hparams={"alpha": 1.0}))
+
+
+def test_describe_protocol_of_a_stored_config_matches_the_method() -> None:
+    from shortcutlab.train.config import describe_protocol
+
+    for config in (TrainConfig(), TrainConfig(lr=1e-3, epochs=6), TrainConfig(protocol="demo"),
+                   TrainConfig(adam_betas=(0.5, 0.9))):
+        stored = json.loads(json.dumps(config.model_dump(mode="json")))
+        assert describe_protocol(stored) == config.describe_protocol()
+    assert TrainConfig(lr=1e-3, epochs=6).describe_protocol() == "paper (lr=0.001, epochs=6)"
+    assert describe_protocol({"protocol": "old"}) == "old"

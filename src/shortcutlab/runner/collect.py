@@ -22,6 +22,7 @@ from shortcutlab.runner.jobs import (
     RESULT_FILE,
     describe_job,
 )
+from shortcutlab.train.config import describe_protocol
 from shortcutlab.utils.io import atomic_path
 
 # The job kind's describer (see register_job_kind) adds its columns after "algorithm", e.g.
@@ -57,7 +58,7 @@ def _row(path: Path) -> dict[str, Any]:
         "experiment": job.get("experiment", ""),
         "scale": job.get("scale", 1.0),
         "benchmark_seed": job.get("benchmark_seed", 0),
-        "protocol": train.get("protocol", ""),
+        "protocol": describe_protocol(train),
         "error": "",
     }
     if (path / DONE_FILE).is_file():

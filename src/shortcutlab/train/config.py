@@ -152,8 +152,23 @@ class TrainConfig(BaseModel):
 
     def describe_protocol(self) -> str:
         """``"paper"``, or ``"paper (lr=0.001, epochs=6)"`` when fields override the preset."""
-        changed = ", ".join(f"{k}={v!r}" for k, v in self.overrides().items())
-        return f"{self.protocol} ({changed})" if changed else self.protocol
+        return describe_protocol(self.model_dump(mode="json"))
+
+
+def describe_protocol(config: dict[str, Any]) -> str:
+    """:meth:`TrainConfig.describe_protocol` of a config stored as JSON (e.g. a job file's
+    ``train``); a config without a known protocol is described by its ``protocol`` field."""
+    name = str(config.get("protocol", ""))
+    preset = PROTOCOLS.get(name)
+    if preset is None:
+        return name
+
+    def plain(value: Any) -> Any:
+        return list(value) if isinstance(value, tuple) else value
+
+    changed = ", ".join(f"{k}={plain(config[k])!r}" for k, v in preset.items()
+                        if k in config and plain(config[k]) != plain(v))
+    return f"{name} ({changed})" if changed else name
 
     def replace(self, **changes: Any) -> TrainConfig:
         """A copy with some fields changed, validated like a new config.
