@@ -155,21 +155,6 @@ class TrainConfig(BaseModel):
         return describe_protocol(self.model_dump(mode="json"))
 
 
-def describe_protocol(config: dict[str, Any]) -> str:
-    """:meth:`TrainConfig.describe_protocol` of a config stored as JSON (e.g. a job file's
-    ``train``); a config without a known protocol is described by its ``protocol`` field."""
-    name = str(config.get("protocol", ""))
-    preset = PROTOCOLS.get(name)
-    if preset is None:
-        return name
-
-    def plain(value: Any) -> Any:
-        return list(value) if isinstance(value, tuple) else value
-
-    changed = ", ".join(f"{k}={plain(config[k])!r}" for k, v in preset.items()
-                        if k in config and plain(config[k]) != plain(v))
-    return f"{name} ({changed})" if changed else name
-
     def replace(self, **changes: Any) -> TrainConfig:
         """A copy with some fields changed, validated like a new config.
 
@@ -205,3 +190,19 @@ def describe_protocol(config: dict[str, Any]) -> str:
     def to_json(self) -> str:
         """Canonical JSON (sorted keys, no spaces): equal configs give equal bytes."""
         return json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+
+
+def describe_protocol(config: dict[str, Any]) -> str:
+    """:meth:`TrainConfig.describe_protocol` of a config stored as JSON (e.g. a job file's
+    ``train``); a config without a known protocol is described by its ``protocol`` field."""
+    name = str(config.get("protocol", ""))
+    preset = PROTOCOLS.get(name)
+    if preset is None:
+        return name
+
+    def plain(value: Any) -> Any:
+        return list(value) if isinstance(value, tuple) else value
+
+    changed = ", ".join(f"{k}={plain(config[k])!r}" for k, v in preset.items()
+                        if k in config and plain(config[k]) != plain(v))
+    return f"{name} ({changed})" if changed else name
