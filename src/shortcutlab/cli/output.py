@@ -1,0 +1,28 @@
+"""How every command prints machine-readable results: ``--json`` gives one JSON object on
+stdout, keys sorted, indented by 2, strict JSON (NaN/inf as null, numpy scalars as numbers),
+accuracies as fractions in [0, 1]."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import typer
+
+from shortcutlab.utils.sanitize import json_safe
+
+JSON_HELP = "Print the result as one JSON object on stdout (fractions, not percent)."
+
+
+def json_option(help: str = JSON_HELP) -> Any:  # noqa: A002 - typer's own keyword
+    """The ``--json`` flag, the same on every command that computes numbers."""
+    return typer.Option(False, "--json", help=help)
+
+
+def to_json(obj: Any) -> str:
+    """The one JSON rendering of command results (see the module docstring)."""
+    return json.dumps(json_safe(obj), indent=2, sort_keys=True, allow_nan=False)
+
+
+def print_json(obj: Any) -> None:
+    typer.echo(to_json(obj))
