@@ -37,11 +37,63 @@ def compare_cmd(
     as_json: bool = typer.Option(
         False, "--json", help="Print one JSON object (chi2, chi2_p_value, F, p_value, ...)."
     ),
+    df: str = typer.Option(
+        "textbook",
+        "--df",
+        help="Iman-Davenport degrees of freedom: textbook (k-1, (k-1)(N-1)) or pingouin "
+        "(k-1-2/N, (N-1)(k-1-2/N)), the convention of BiasBed's published p-values.",
+    ),
+    nemenyi_clip: bool = typer.Option(
+        False,
+        "--nemenyi-clip",
+        help="Bound Nemenyi p-values to [0.001, 0.9] like old scikit-posthocs (for comparison "
+        "with published tables).",
+    ),
+    exclude_block: list[str] = typer.Option(
+        None, "--exclude-block", help="Leave this block out; repeat for several."
+    ),
+    trained_on: list[str] = typer.Option(
+        None,
+        "--trained-on",
+        help="ALGORITHM=BLOCK: BLOCK is in-distribution for ALGORITHM (made like its training "
+        "data); repeat. Used by --strict.",
+    ),
+    strict: bool = typer.Option(
+        False,
+        "--strict",
+        help="BiasBed's strict setting: drop every block named by --trained-on.",
+    ),
 ) -> None:
     """Compare algorithms over blocks: Friedman, Iman-Davenport, Nemenyi, critical difference."""
-    from shortcutlab.stats.compare import compare
+    from shortcutlab.errors import StatsError
+    from shortcutlab.stats.compare import compare, strict_blocks
+    from shortcutlab.stats.friedman import DF_CONVENTIONS
+    from shortcutlab.stats.tables import load_table
 
-    result = compare(table, alpha=alpha, lower_is_better=lower_is_better)
+    if df not in DF_CONVENTIONS:
+        from shortcutlab.errors import unknown_choice
+
+        raise StatsError(unknown_choice("--df convention", df, DF_CONVENTIONS))
+    pairs = []
+    for item in trained_on or []:
+        algo, sep, block = item.partition("=")
+        if not sep or not algo.strip() or not block.strip():
+            raise StatsError(f"--trained-on expects ALGORITHM=BLOCK, got {item!r}")
+        pairs.append((algo.strip(), block.strip()))
+    if strict and not pairs:
+        raise StatsError("--strict needs --trained-on ALGORITHM=BLOCK for the blocks to drop")
+    parsed = load_table(table)
+    excluded = list(exclude_block or [])
+    if strict:
+        excluded += [b for b in strict_blocks(pairs, parsed.blocks) if b not in excluded]
+    result = compare(
+        parsed,
+        alpha=alpha,
+        lower_is_better=lower_is_better,
+        df=df,
+        nemenyi_clip=nemenyi_clip,
+        exclude_blocks=excluded,
+    )
     written = result.write(out) if out is not None else []
     if as_json:
         typer.echo(result.to_json())
@@ -67,11 +119,14 @@ def compare_cmd(
         ranks.add_row(str(name), f"{row['mean_rank']:.3f}", _fmt_p(row["p_vs_best"]))
     console.print(ranks)
     f_text = f"{result.F:.3f}" if math.isfinite(result.F) else "inf"
+    dropped = (
+        f" (left out: {', '.join(result.excluded_blocks)})" if result.excluded_blocks else ""
+    )
     console.print(
-        f"N = {len(result.blocks)} blocks, k = {len(result.algorithms)} algorithms\n"
+        f"N = {len(result.blocks)} blocks{dropped}, k = {len(result.algorithms)} algorithms\n"
         f"Friedman χ² = {result.chi2:.3f} (p = {_fmt_p(result.chi2_p_value)})\n"
-        f"Iman-Davenport F({result.df_num}, {result.df_den}) = {f_text} "
-        f"(p = {_fmt_p(result.p_value)})\n"
+        f"Iman-Davenport F({result.df_num:.4g}, {result.df_den:.4g}) = {f_text} "
+        f"(p = {_fmt_p(result.p_value)}, {result.df_convention} df)\n"
         f"Critical difference (Nemenyi, α = {alpha:g}) = {result.critical_difference:.3f}"
     )
     if not math.isfinite(result.F):

@@ -3,6 +3,10 @@
 ``compare(table)`` ranks the algorithms within each block, runs the omnibus tests, computes
 pairwise Nemenyi p-values and the critical difference, and keeps mean ± std over runs when the
 table lists individual runs. :class:`ComparisonResult` writes JSON, CSV, LaTeX and a CD diagram.
+
+Conventions (textbook by default): ``df="pingouin"`` for pingouin's Iman-Davenport degrees of
+freedom, ``nemenyi_clip=True`` for old scikit-posthocs' [0.001, 0.9] p-value range, and
+``exclude_blocks`` for BiasBed's *strict* setting (see :func:`strict_blocks`).
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from scipy.stats import rankdata
 
-from shortcutlab.errors import StatsError
+from shortcutlab.errors import StatsError, unknown_choice
 from shortcutlab.stats.friedman import FriedmanResult, friedman_test
 from shortcutlab.stats.posthoc import (
     cd_cliques,
@@ -51,6 +55,8 @@ class ComparisonResult(FriedmanResult):
     critical_difference: float
     alpha: float
     lower_is_better: bool
+    nemenyi_clipped: bool = False
+    excluded_blocks: tuple[str, ...] = ()
 
     @property
     def algorithms(self) -> list[str]:
@@ -97,6 +103,9 @@ class ComparisonResult(FriedmanResult):
             "F": finite_or_none(self.F),
             "p_value": finite_or_none(self.p_value),
             "df": [self.df_num, self.df_den],
+            "df_convention": self.df_convention,
+            "nemenyi_clipped": self.nemenyi_clipped,
+            "excluded_blocks": list(self.excluded_blocks),
             "critical_difference": finite_or_none(self.critical_difference),
             "alpha": self.alpha,
             "lower_is_better": self.lower_is_better,
@@ -258,15 +267,56 @@ def _num(x: float) -> str:
     return f"{x:.3f}" if math.isfinite(x) else "\\infty"
 
 
+def strict_blocks(
+    trained_on: dict[str, str | list[str]] | list[tuple[str, str]], blocks: list[str]
+) -> list[str]:
+    """The blocks BiasBed's *strict* setting drops: test sets made with the same method as the
+    training data of any competitor (Stylized ImageNet when "ERM on Stylized ImageNet" competes).
+
+    ``trained_on``: competitor → the block(s) that are in-distribution for it (or a list of
+    (competitor, block) pairs). A named block that is not in ``blocks`` is an error naming
+    the valid choices.
+    """
+    pairs = trained_on.items() if isinstance(trained_on, dict) else trained_on
+    out: list[str] = []
+    for _competitor, names in pairs:
+        for name in [names] if isinstance(names, str) else names:
+            if name not in blocks:
+                raise StatsError(unknown_choice("in-distribution block", name, blocks))
+            if name not in out:
+                out.append(name)
+    return out
+
+
+def _drop_blocks(parsed: ScoreTable, exclude: list[str]) -> ScoreTable:
+    blocks = parsed.blocks
+    for name in exclude:
+        if name not in blocks:
+            raise StatsError(unknown_choice("block to exclude", name, blocks))
+    keep = [b for b in parsed.means.index if str(b) not in exclude]
+
+    def sub(frame: pd.DataFrame | None) -> pd.DataFrame | None:
+        return None if frame is None else frame.loc[keep]
+
+    return ScoreTable(sub(parsed.means), sub(parsed.std), sub(parsed.n_runs), None)  # type: ignore[arg-type]
+
+
 def compare(
     table: pd.DataFrame | ScoreTable | str | os.PathLike[str],
     alpha: float = 0.05,
     lower_is_better: bool = False,
+    *,
+    df: str = "textbook",
+    nemenyi_clip: bool = False,
+    exclude_blocks: list[str] | tuple[str, ...] = (),
 ) -> ComparisonResult:
     """Compare algorithms over blocks with Friedman, Iman-Davenport and Nemenyi at level α.
 
     ``table``: a wide or long DataFrame (see :mod:`shortcutlab.stats.tables`), a parsed
-    :class:`ScoreTable`, or a path to a CSV/TSV/Parquet file.
+    :class:`ScoreTable`, or a path to a CSV/TSV/Parquet file. ``df``: ``textbook`` (default) or
+    ``pingouin`` degrees of freedom of the F test; ``nemenyi_clip``: bound Nemenyi p-values to
+    [0.001, 0.9] as old scikit-posthocs did; ``exclude_blocks``: blocks left out (BiasBed's
+    strict setting, :func:`strict_blocks`).
     """
     if not isinstance(alpha, int | float) or not 0.0 < float(alpha) < 1.0:
         raise StatsError(f"alpha must lie strictly between 0 and 1, got {alpha!r}")
@@ -276,9 +326,12 @@ def compare(
         parsed = parse_table(table)
     else:
         parsed = load_table(table)
+    excluded = [str(b) for b in exclude_blocks]
+    if excluded:
+        parsed = _drop_blocks(parsed, excluded)
     means = parsed.means
     scores = means.to_numpy(dtype=float)
-    omnibus = friedman_test(scores)
+    omnibus = friedman_test(scores, df=df)
     ranks_arr = mean_ranks(scores, lower_is_better=lower_is_better)
     algos = list(means.columns)
     block_ranks = pd.DataFrame(
@@ -287,7 +340,7 @@ def compare(
         columns=means.columns,
     )
     nemenyi = pd.DataFrame(
-        nemenyi_p_values(ranks_arr, scores.shape[0]),
+        nemenyi_p_values(ranks_arr, scores.shape[0], clip=nemenyi_clip),
         index=pd.Index(algos, name="algorithm"),
         columns=pd.Index(algos, name="algorithm"),
     )
@@ -302,4 +355,6 @@ def compare(
         critical_difference=critical_difference(len(algos), scores.shape[0], float(alpha)),
         alpha=float(alpha),
         lower_is_better=lower_is_better,
+        nemenyi_clipped=bool(nemenyi_clip),
+        excluded_blocks=tuple(excluded),
     )

@@ -3,7 +3,10 @@
 The score matrix has one row per block (data set, test set, factor pair) and one column per
 algorithm. Both statistics only depend on within-block ranks, so the direction of "better" does
 not change them. The Friedman statistic is tie-corrected (scipy's ``friedmanchisquare``); the
-Iman-Davenport F uses the textbook degrees of freedom (k−1, (k−1)(N−1)) (Demšar 2006, eq. 3-4).
+Iman-Davenport F uses the textbook degrees of freedom (k−1, (k−1)(N−1)) (Demšar 2006, eq. 3-4)
+by default. ``df="pingouin"`` reproduces pingouin's ``friedman(method="f")``, with which
+BiasBed's published p-values were computed: the same F, but degrees of freedom
+(k − 1 − 2/N, (N − 1)(k − 1 − 2/N)), which give slightly larger p-values.
 """
 
 from __future__ import annotations
@@ -13,7 +16,10 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from scipy import stats
 
-from shortcutlab.errors import StatsError
+from shortcutlab.errors import StatsError, unknown_choice
+
+#: Degrees-of-freedom conventions of the Iman-Davenport F test.
+DF_CONVENTIONS = ("textbook", "pingouin")
 
 
 @dataclass(frozen=True)
@@ -24,10 +30,11 @@ class FriedmanResult:
     chi2_p_value: float
     F: float
     p_value: float
-    df_num: int
-    df_den: int
+    df_num: int | float
+    df_den: int | float
     n_blocks: int
     n_algorithms: int
+    df_convention: str
 
     def to_dict(self) -> dict[str, float | int]:
         return asdict(self)
@@ -73,32 +80,56 @@ def friedman_chi2(scores: np.ndarray) -> tuple[float, float]:
     return chi2, float(stats.chi2.sf(chi2, k - 1))
 
 
-def iman_davenport(chi2: float, n_blocks: int, n_algorithms: int) -> tuple[float, float]:
-    """Iman-Davenport F = (N−1)χ² / (N(k−1) − χ²) and its p-value under F(k−1, (k−1)(N−1)).
+def degrees_of_freedom(
+    n_blocks: int, n_algorithms: int, df: str = "textbook"
+) -> tuple[int | float, int | float]:
+    """(numerator, denominator) degrees of freedom of the Iman-Davenport F.
+
+    ``textbook``: (k−1, (k−1)(N−1)); ``pingouin``: (k−1−2/N, (N−1)(k−1−2/N)), pingouin's
+    ``friedman(method="f")`` (the convention of BiasBed's published p-values).
+    """
+    n, k = n_blocks, n_algorithms
+    if df == "textbook":
+        return k - 1, (k - 1) * (n - 1)
+    if df == "pingouin":
+        num = k - 1 - 2.0 / n
+        return num, (n - 1) * num
+    raise StatsError(unknown_choice("degrees-of-freedom convention", df, DF_CONVENTIONS))
+
+
+def iman_davenport(
+    chi2: float, n_blocks: int, n_algorithms: int, df: str = "textbook"
+) -> tuple[float, float]:
+    """Iman-Davenport F = (N−1)χ² / (N(k−1) − χ²) and its p-value under F(k−1, (k−1)(N−1))
+    (or pingouin's degrees of freedom with ``df="pingouin"``, see :func:`degrees_of_freedom`).
 
     F is infinite (p = 0) when every block ranks the algorithms identically (χ² = N(k−1)).
     """
     n, k = n_blocks, n_algorithms
+    df_num, df_den = degrees_of_freedom(n, k, df)
     denom = n * (k - 1) - chi2
     if denom <= 1e-12 * max(1.0, n * (k - 1)):
         return float("inf"), 0.0
     f = (n - 1) * chi2 / denom
-    return float(f), float(stats.f.sf(f, k - 1, (k - 1) * (n - 1)))
+    return float(f), float(stats.f.sf(f, df_num, df_den))
 
 
-def friedman_test(scores: np.ndarray) -> FriedmanResult:
-    """Friedman χ² (tie-corrected) and Iman-Davenport F for an (N blocks, k algorithms) matrix."""
+def friedman_test(scores: np.ndarray, df: str = "textbook") -> FriedmanResult:
+    """Friedman χ² (tie-corrected) and Iman-Davenport F for an (N blocks, k algorithms) matrix;
+    ``df``: the degrees-of-freedom convention of the F test (``textbook`` or ``pingouin``)."""
     arr = check_score_matrix(scores)
     n, k = arr.shape
+    df_num, df_den = degrees_of_freedom(n, k, df)
     chi2, chi2_p = friedman_chi2(arr)
-    f, p = iman_davenport(chi2, n, k)
+    f, p = iman_davenport(chi2, n, k, df)
     return FriedmanResult(
         chi2=chi2,
         chi2_p_value=chi2_p,
         F=f,
         p_value=p,
-        df_num=k - 1,
-        df_den=(k - 1) * (n - 1),
+        df_num=df_num,
+        df_den=df_den,
         n_blocks=n,
         n_algorithms=k,
+        df_convention=df,
     )

@@ -5,7 +5,9 @@ Nemenyi: two algorithms differ when their mean ranks differ by at least
 CD = q_α/√2 · √(k(k+1)/(6N)), with q_α the upper-α quantile of the studentized range with k groups
 and infinite degrees of freedom. Pairwise p-values come from the same distribution
 (``scipy.stats.studentized_range``, the computation scikit-posthocs' ``posthoc_nemenyi_friedman``
-performs); they are reported as computed, never clipped to a table's range.
+performs); they are reported as computed by default. ``clip=True`` reproduces older
+scikit-posthocs releases, whose p-values came from statsmodels' ``psturng`` table and were
+therefore bounded to [0.001, 0.9] (BiasBed's Tables 4 and 5 show such 0.9 entries).
 """
 
 from __future__ import annotations
@@ -32,10 +34,17 @@ def _rank_scale(n_algorithms: int, n_blocks: int) -> float:
     return float(np.sqrt(n_algorithms * (n_algorithms + 1) / (6.0 * n_blocks)))
 
 
-def nemenyi_p_values(ranks: Sequence[float] | np.ndarray, n_blocks: int) -> np.ndarray:
+#: Range of the p-values of old scikit-posthocs (statsmodels ``psturng``): ``clip=True``.
+PSTURNG_RANGE = (0.001, 0.9)
+
+
+def nemenyi_p_values(
+    ranks: Sequence[float] | np.ndarray, n_blocks: int, clip: bool = False
+) -> np.ndarray:
     """Symmetric (k, k) matrix of Nemenyi p-values from mean ranks over ``n_blocks`` blocks.
 
     p_ij = P(Q > √2·|R_i − R_j| / √(k(k+1)/(6N))) with Q studentized-range(k, ∞); diagonal is 1.
+    ``clip``: bound off-diagonal values to :data:`PSTURNG_RANGE` as old scikit-posthocs did.
     """
     r = np.asarray(ranks, dtype=float)
     k = r.size
@@ -43,6 +52,8 @@ def nemenyi_p_values(ranks: Sequence[float] | np.ndarray, n_blocks: int) -> np.n
         raise StatsError(f"Nemenyi needs ≥2 algorithms and ≥1 block, got k={k}, N={n_blocks}")
     z = np.abs(r[:, None] - r[None, :]) / _rank_scale(k, n_blocks)
     p = stats.studentized_range.sf(z * np.sqrt(2.0), k, np.inf)
+    if clip:
+        p = np.clip(p, *PSTURNG_RANGE)
     np.fill_diagonal(p, 1.0)
     return np.asarray(p, dtype=float)
 
