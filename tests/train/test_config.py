@@ -47,7 +47,7 @@ def test_demo_protocol_keeps_the_fast_settings_and_overrides_are_recorded() -> N
     moved = custom.replace(protocol="paper")
     assert (moved.protocol, moved.lr, moved.patience, moved.batch_size) == ("paper", 1e-3, None, 64)
     assert moved.epochs == 30
-    with pytest.raises(TrainError, match=r"protocol: Input should be 'paper' or 'demo'"):
+    with pytest.raises(TrainError, match=r"protocol: Input should be 'paper', 'demo' or 'biasbed'"):
         TrainConfig(protocol="fast")
 
 

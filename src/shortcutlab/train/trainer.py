@@ -310,6 +310,7 @@ def _fit(
     for epoch in range(config.epochs):
         algo.train()
         sampler.set_epoch(epoch)
+        algo.start_epoch(epoch)  # step learning-rate schedule (BiasBed recipe)
         loss_sum, seen = 0.0, 0
         for batch in train_loader:
             batch = _to_device(batch, device)

@@ -111,9 +111,27 @@ class Algorithm(nn.Module):
         if not trainable:
             raise TrainError("the model has no trainable parameters")
         cfg = self.config
-        return torch.optim.Adam(
-            trainable, lr=lr or cfg.lr, betas=cfg.adam_betas, weight_decay=cfg.weight_decay
-        )
+        if cfg.optimizer == "sgd":  # the BiasBed recipe
+            opt: torch.optim.Optimizer = torch.optim.SGD(
+                trainable, lr=lr or cfg.lr, momentum=cfg.momentum, weight_decay=cfg.weight_decay
+            )
+        else:
+            opt = torch.optim.Adam(
+                trainable, lr=lr or cfg.lr, betas=cfg.adam_betas, weight_decay=cfg.weight_decay
+            )
+        for group in opt.param_groups:
+            group["base_lr"] = group["lr"]
+        return opt
+
+    def start_epoch(self, epoch: int) -> None:
+        """Set every optimiser's learning rate for ``epoch`` by the config's step schedule
+        (``lr_milestones``/``lr_gamma``); no-op without milestones. The trainer calls it."""
+        if not self.config.lr_milestones:
+            return
+        for opt in _optimizers(self):
+            for group in opt.param_groups:
+                base = group.setdefault("base_lr", group["lr"])
+                group["lr"] = self.config.learning_rate(epoch, base)
 
     def generator(self, purpose: str, device: torch.device | str = "cpu") -> torch.Generator:
         """A torch Generator seeded from (config.seed, purpose, current step)."""
@@ -144,6 +162,11 @@ class Algorithm(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.predict(x)
+
+
+def _optimizers(module: nn.Module) -> list[torch.optim.Optimizer]:
+    """The optimisers held as attributes of ``module`` (``optimizer``, ``opt_f``, ...)."""
+    return [v for v in vars(module).values() if isinstance(v, torch.optim.Optimizer)]
 
 
 def _compatible(value: Any, default: Any) -> bool:
