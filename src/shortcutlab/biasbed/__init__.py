@@ -3,31 +3,21 @@
 Datasets (:mod:`.datasets`): DiagViB-6 experiments and any image folders with a class map.
 Protocol (:mod:`.protocol`): runs through the runner, per-epoch records, selection rules and the
 Friedman / Iman-Davenport / Nemenyi comparison. Report (:mod:`.report`): the HTML section.
-The algorithms themselves live in :mod:`shortcutlab.train.algorithms`.
+The algorithms themselves live in :mod:`shortcutlab.train.algorithms`. Public names load on
+first use (the image-folder dataset needs torch; reading a finished run does not).
 """
 
-from shortcutlab.biasbed.datasets import (
-    FolderExperiment,
-    ImageFolderDataset,
-    load_class_map,
-    parse_dataset,
-)
-from shortcutlab.biasbed.protocol import (
-    build_protocol_jobs,
-    compare_algorithms,
-    load_epochs,
-    run_protocol,
-    selection_table,
-)
+from __future__ import annotations
 
-__all__ = [
-    "FolderExperiment",
-    "ImageFolderDataset",
-    "build_protocol_jobs",
-    "compare_algorithms",
-    "load_class_map",
-    "load_epochs",
-    "parse_dataset",
-    "run_protocol",
-    "selection_table",
-]
+from shortcutlab.utils.lazy import lazy_exports
+
+_EXPORTS: dict[str, str] = {
+    "FolderExperiment": "datasets", "ImageFolderDataset": "datasets",
+    "load_class_map": "datasets", "parse_dataset": "datasets",
+    "build_protocol_jobs": "protocol", "compare_algorithms": "protocol",
+    "load_epochs": "protocol", "parse_hparams": "protocol", "run_protocol": "protocol",
+    "selection_table": "protocol", "write_report": "report",
+}
+
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

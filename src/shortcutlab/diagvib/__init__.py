@@ -1,2 +1,36 @@
 """DiagViB-6: a generator of synthetic images with six controlled factors of variation,
-the benchmark studies built on it, and the metrics that expose shortcut learning."""
+the benchmark studies built on it, and the metrics that expose shortcut learning.
+
+Everything a user needs is importable from here; names load on first use, so
+``import shortcutlab.diagvib`` stays light (torch loads only with the dataset or generator)::
+
+    from shortcutlab.diagvib import DiagvibDataset, make_experiment
+    test = DiagvibDataset(make_experiment("ZGO/hue-shape/0", scale=0.01), "test")
+    results, text = test.eval(my_predictions)
+"""
+
+from __future__ import annotations
+
+from shortcutlab.utils.lazy import lazy_exports
+
+_EXPORTS: dict[str, str] = {
+    # factors, specs and studies
+    "FACTORS": "factors", "FACTOR_TABLE": "factors",
+    "ExperimentSpec": "spec", "SPLITS": "spec", "assign_classes": "spec",
+    "STUDIES": "spec", "make_experiment": "studies", "experiment_names": "studies",
+    "parse_experiment_name": "studies", "write_benchmark": "studies",
+    # images and datasets
+    "ImageGenerator": "render", "DiagvibDataset": "dataset", "export_split": "dataset",
+    "channel_stats": "dataset",
+    # scoring one's own predictions
+    "mean_per_class_accuracy": "evaluation", "evaluate_predictions": "evaluation",
+    "job_row": "evaluation",
+    # runs, metrics and the report
+    "build_jobs": "jobs", "collect_jobs": "jobs", "source_generator": "jobs",
+    "DiagvibMetrics": "metrics", "compute_metrics": "metrics", "flat_summary": "metrics",
+    "synthetic_table": "metrics", "load_job_tables": "report", "write_report": "report",
+}
+
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
+

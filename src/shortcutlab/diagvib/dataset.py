@@ -37,6 +37,8 @@ ItemDtype = Literal["float32", "uint8"]
 DTYPES: tuple[ItemDtype, ...] = get_args(ItemDtype)
 ExportFormat = Literal["npz", "png"]
 EXPORT_FORMATS: tuple[ExportFormat, ...] = get_args(ExportFormat)
+ItemKind = Literal["dict", "tuple"]
+ITEM_KINDS: tuple[ItemKind, ...] = get_args(ItemKind)
 
 
 class _Renderer(Protocol):
@@ -61,6 +63,9 @@ class DiagvibDataset(Dataset):
     its swapped twin render the same images.
     ``dtype="uint8"`` keeps ``x`` as uint8 0..255: a quarter of the bytes through DataLoader
     workers, for consumers that convert on the accelerator.
+    ``transform`` is applied to each image tensor ``x`` (e.g. a torchvision transform);
+    ``items="tuple"`` gives ``(x, y)`` pairs as torchvision datasets do, for one's own loop.
+    :meth:`eval` scores predictions on the split (mean-per-class accuracy per cell).
     """
 
     num_classes = N_SELECTED
@@ -74,6 +79,8 @@ class DiagvibDataset(Dataset):
         backend: Backend = "numpy",
         seed: int | None = None,
         dtype: ItemDtype = "float32",
+        transform: Callable[[torch.Tensor], Any] | None = None,
+        items: ItemKind = "dict",
     ) -> None:
         if split not in SPLITS:
             raise SpecError(unknown_choice("split", split, SPLITS))
@@ -83,6 +90,12 @@ class DiagvibDataset(Dataset):
             raise DiagvibError(unknown_choice("dtype", dtype, DTYPES))
         if seed is not None and seed < 0:
             raise DiagvibError(f"seed must be >= 0 (got {seed})")
+        if items not in ITEM_KINDS:
+            raise DiagvibError(unknown_choice("item kind", items, ITEM_KINDS))
+        if transform is not None and not callable(transform):
+            raise DiagvibError(f"transform must be callable, got {type(transform).__name__}")
+        self.transform = transform
+        self.items = items
         self.spec = spec
         self.split = split
         self.backend = backend
@@ -148,7 +161,7 @@ class DiagvibDataset(Dataset):
         )
         return torch.as_tensor(images)
 
-    def __getitems__(self, indices: list[int]) -> list[dict[str, Any]]:
+    def __getitems__(self, indices: list[int]) -> list[Any]:
         idx = self._check_indices(indices)
         images = self.render(idx)
         labels = torch.from_numpy(self.labels[idx])
@@ -162,14 +175,26 @@ class DiagvibDataset(Dataset):
             xs = list(images)
         else:
             xs = [images[j].to(torch.float32).div_(255.0) for j in range(len(idx))]
+        if self.transform is not None:
+            xs = [self.transform(x) for x in xs]
+        if self.items == "tuple":
+            return [(x, labels[j]) for j, x in enumerate(xs)]
         return [
             {"x": x, "y": labels[j], "classes": classes[j], "cell": cells[j], "tag": tags[j],
              "index": int(i)}
             for j, (x, i) in enumerate(zip(xs, idx, strict=True))
         ]
 
-    def __getitem__(self, i: int) -> dict[str, Any]:
+    def __getitem__(self, i: int) -> Any:
         return self.__getitems__([i])[0]
+
+    def eval(self, y_pred: Any, indices: Any = None) -> tuple[dict[str, float], str]:
+        """WILDS-style scores of ``y_pred`` (class ids or scores, one per image in order, or per
+        entry of ``indices``): a flat dict (``acc_avg``, ``acc_<tag>``, ``count_<tag>``,
+        ``acc_wg``, ...) and a readable string; see :mod:`shortcutlab.diagvib.evaluation`."""
+        from shortcutlab.diagvib.evaluation import evaluate_dataset
+
+        return evaluate_dataset(self, y_pred, indices)
 
 
 def channel_stats(

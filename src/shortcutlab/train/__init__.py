@@ -1,6 +1,23 @@
-"""Models, algorithms and the trainer for benchmark runs (DiagViB-6 appendix A.2)."""
+"""Models, algorithms and the trainer for benchmark runs (DiagViB-6 appendix A.2).
 
-from shortcutlab.train.config import TrainConfig
-from shortcutlab.train.models import create_model, list_models, register_model
+Public names load on first use, so ``shortcutlab.train.config`` (and the runner, which carries a
+:class:`TrainConfig` per job) does not import torch. Extend with :func:`register_model` /
+:func:`register_algorithm` or the ``shortcutlab.models`` / ``shortcutlab.algorithms`` entry-point
+groups.
+"""
 
-__all__ = ["TrainConfig", "create_model", "list_models", "register_model"]
+from __future__ import annotations
+
+from shortcutlab.utils.lazy import lazy_exports
+
+_EXPORTS: dict[str, str] = {
+    "TrainConfig": "config",
+    "create_model": "models", "list_models": "models", "register_model": "models",
+    "Algorithm": "algorithms.base", "AlgorithmContext": "algorithms.base",
+    "create_algorithm": "algorithms", "list_algorithms": "algorithms",
+    "register_algorithm": "algorithms",
+    "TrainResult": "trainer", "train": "trainer",
+}
+
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

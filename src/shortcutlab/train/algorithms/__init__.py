@@ -1,7 +1,10 @@
 """Algorithm registry (DomainBed style).
 
 Every module in this package is imported on first use (``pkgutil``), so adding an algorithm is
-adding a file whose class is decorated with :func:`register_algorithm`.
+adding a file whose class is decorated with :func:`register_algorithm`. Other packages add
+algorithms without editing this one through the ``shortcutlab.algorithms`` entry-point group (as
+models use ``shortcutlab.models``): the entry point is an :class:`Algorithm` subclass, registered
+under the entry point's name, or a module whose import registers algorithms.
 """
 
 from __future__ import annotations
@@ -9,6 +12,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from collections.abc import Callable
+from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, TypeVar
 
 from shortcutlab.errors import TrainError, unknown_choice
@@ -18,6 +22,8 @@ if TYPE_CHECKING:
     from shortcutlab.train.config import TrainConfig
 
 A = TypeVar("A", bound=type)
+
+ENTRY_POINT_GROUP = "shortcutlab.algorithms"
 
 _REGISTRY: dict[str, type[Algorithm]] = {}
 _loaded = False
@@ -43,6 +49,15 @@ def _load_all() -> None:
     for info in pkgutil.iter_modules(__path__):
         if not info.name.startswith("_"):
             importlib.import_module(f"{__name__}.{info.name}")
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            obj = ep.load()
+        except Exception as exc:  # name the broken plugin instead of a bare import error
+            raise TrainError(
+                f"cannot load algorithm entry point {ep.name!r} ({ep.value}): {exc}"
+            ) from exc
+        if isinstance(obj, type) and ep.name not in _REGISTRY:
+            _REGISTRY[ep.name] = obj
 
 
 def list_algorithms() -> list[str]:
@@ -75,6 +90,7 @@ def create_algorithm(
 
 
 __all__ = [
+    "ENTRY_POINT_GROUP",
     "check_algorithm_name",
     "create_algorithm",
     "get_algorithm_class",
