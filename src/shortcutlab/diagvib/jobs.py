@@ -19,6 +19,7 @@ from shortcutlab.errors import RunnerError
 from shortcutlab.runner.collect import collect
 from shortcutlab.runner.jobs import Job, JobOutput, register_job_kind
 from shortcutlab.train.config import TrainConfig
+from shortcutlab.train.generative import implied_algorithm
 from shortcutlab.utils.digest import content_digest
 
 if TYPE_CHECKING:
@@ -90,6 +91,18 @@ def source_inputs(mnist: str | Path | None = None,
     return {k: str(v) for k, v in given.items() if v is not None}
 
 
+def with_implied_algorithm(config: TrainConfig) -> TrainConfig:
+    """``config`` with the algorithm its model implies (asr_rn18: asr, vae: vae, factor_vae:
+    factor_vae; see docs/diagvib-baselines.md) in place of the default ``erm``."""
+    implied = implied_algorithm(config.model)
+    if implied is None or config.algorithm == implied:
+        return config
+    if config.algorithm != "erm":
+        raise RunnerError(f"model {config.model!r} is trained by algorithm {implied!r}, not "
+                          f"{config.algorithm!r}; leave out --algorithm or give {implied}")
+    return config.replace(algorithm=implied)
+
+
 def register() -> None:
     """Register the ``diagvib`` job kind with the runner (idempotent)."""
     register_job_kind(KIND, run_diagvib_job, describe=describe_experiment)
@@ -151,7 +164,7 @@ def build_jobs(
     if inputs:
         source_generator(mnist, textures)  # fail now on missing or unreadable sources
     digests = {k: content_digest(v) for k, v in inputs.items()}  # once, not once per job
-    base = (train_config or TrainConfig()).replace(model=model)
+    base = with_implied_algorithm((train_config or TrainConfig()).replace(model=model))
     if not studies:
         raise RunnerError("no study given; choose from the DiagViB-6 studies (e.g. --study ZSO)")
     names = experiment_names(list(studies), list(pairs) if pairs else None, samples)

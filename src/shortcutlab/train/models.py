@@ -25,6 +25,7 @@ import torchvision.models as tvm
 from torch import nn
 
 from shortcutlab.errors import DataNotFoundError, TrainError, unknown_choice
+from shortcutlab.train import generative as _generative
 
 ENTRY_POINT_GROUP = "shortcutlab.models"
 
@@ -207,6 +208,11 @@ _DEFAULTS["rn50_in"] = {
     "freeze_backbone": True,
     "imagenet_inputs": True,
 }
+
+# The paper's ASR (RN18), VAE and Factor-VAE networks; each implies its training algorithm
+# (shortcutlab.train.generative.implied_algorithm), see docs/diagvib-baselines.md.
+for _factory in (_generative.asr_rn18, _generative.vae, _generative.factor_vae):
+    register_model(_factory)
 
 
 def expects_imagenet_inputs(name: str) -> bool:

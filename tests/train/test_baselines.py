@@ -1,0 +1,185 @@
+"""The paper's ASR, VAE and Factor-VAE baselines (train/generative.py, algorithms/asr.py, vae.py):
+they train on CPU, their pieces behave as the paper and the original methods say, and
+``diagvib run --model NAME`` picks the algorithm the model needs."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from shortcutlab.diagvib.jobs import build_jobs, with_implied_algorithm
+from shortcutlab.errors import RunnerError, TrainError
+from shortcutlab.train.algorithms import create_algorithm
+from shortcutlab.train.config import TrainConfig
+from shortcutlab.train.generative import UNetLens, implied_algorithm, permute_dims
+from shortcutlab.train.normalization import InputNormalization, channel_stats
+from shortcutlab.train.trainer import train
+from tests.train.fake_data import FakeDiagvib
+
+SIZE = 32
+SMALL = {
+    "asr": TrainConfig(model="asr_rn18", algorithm="asr", lr=1e-3,
+                       model_kwargs={"lens_width": 8}),
+    "vae": TrainConfig(model="vae", algorithm="vae", hparams={"lr": 1e-3},
+                       model_kwargs={"image_size": SIZE}),
+    "factor_vae": TrainConfig(model="factor_vae", algorithm="factor_vae",
+                              hparams={"lr": 1e-3}, model_kwargs={"image_size": SIZE}),
+}
+
+
+def _batch(n: int = 24) -> dict[str, torch.Tensor]:
+    """A batch as the trainer gives it: images z-scored with the training statistics."""
+    ds = FakeDiagvib(n=n, size=SIZE)
+    items = [ds[i] for i in range(n)]
+    norm = InputNormalization()
+    norm.set_stats(channel_stats(ds))
+    return {"x": norm(torch.stack([it["x"] for it in items])),
+            "y": torch.stack([it["y"] for it in items])}
+
+
+def _algorithm(name: str):
+    torch.manual_seed(0)
+    algo = create_algorithm(SMALL[name].algorithm, 3, SMALL[name])
+    algo.input_norm.set_stats(channel_stats(FakeDiagvib(n=24, size=SIZE)))
+    return algo, _batch()
+
+
+def _objective(name: str, algo, batch) -> float:
+    """ASR: the features' cross entropy; VAEs: the negative ELBO above its floor (the pixels' own
+    Bernoulli entropy, which no reconstruction goes below)."""
+    torch.manual_seed(1)  # the same latent noise before and after
+    with torch.no_grad():
+        terms = algo.losses(batch)
+        if name == "asr":
+            return float(terms["ce"])
+        x01 = algo.pixels(batch["x"])
+        floor = F.binary_cross_entropy(x01, x01, reduction="sum") / len(x01)
+        return float(terms["recon"] + terms["kl"] - floor)
+
+
+@pytest.mark.parametrize("name", sorted(SMALL))
+def test_each_baseline_trains_a_few_steps_and_its_loss_falls(name: str) -> None:
+    algo, batch = _algorithm(name)
+    algo.train()
+    before = _objective(name, algo, batch)
+    for step in range(8):
+        algo.step = step
+        out = algo.update(batch)
+        assert set(out) >= {"loss", "ce"} and all(torch.isfinite(torch.tensor(v))
+                                                   for v in out.values())
+    algo.eval()
+    after = _objective(name, algo, batch)
+    assert after < 0.9 * before, (name, before, after)
+    assert algo.predict(batch["x"]).shape == (len(batch["y"]), 3)
+
+
+def test_lens_output_has_the_input_shape_and_range_and_starts_as_identity() -> None:
+    torch.manual_seed(0)
+    lens = UNetLens(width=8)
+    x = torch.rand(4, 3, 36, 28)  # sides not divisible by 8 work too
+    out = lens(x)
+    assert out.shape == x.shape and torch.equal(out, x)  # zero-initialised residual
+    with torch.no_grad():
+        lens.out.bias.fill_(0.7)  # a strong edit is still clamped to [0, 1]
+        edited = lens(x)
+    assert edited.shape == x.shape and not torch.equal(edited, x)
+    assert float(edited.min()) >= 0.0 and float(edited.max()) <= 1.0
+
+
+def test_asr_lens_learns_to_edit_and_features_see_the_lens_output() -> None:
+    algo, batch = _algorithm("asr")
+    algo.train()
+    for step in range(4):
+        algo.step = step
+        out = algo.update(batch)
+    assert out["adv"] > 0 and out["recon"] > 0  # the lens moved away from the identity
+    algo.eval()
+    with torch.no_grad():
+        pixels = algo.lens_output(batch["x"])
+    assert pixels.shape == batch["x"].shape and 0 <= float(pixels.min()) <= float(pixels.max()) <= 1
+    with torch.no_grad():  # prediction goes through the lens: zeroing it changes the logits
+        before = algo.predict(batch["x"])
+        algo.network.lens.out.bias.fill_(-5.0)
+        after = algo.predict(batch["x"])
+    assert not torch.allclose(before, after)
+
+
+def test_factor_vae_permutation_is_per_dimension_across_the_batch() -> None:
+    b, d = 64, 6
+    z = torch.arange(b * d, dtype=torch.float32).view(b, d)  # every value unique, column = j
+    perm = permute_dims(z, torch.Generator().manual_seed(0))
+    assert perm.shape == z.shape
+    for j in range(d):  # each column holds exactly its own values (from the batch) ...
+        assert torch.equal(perm[:, j].sort().values, z[:, j])
+    rows_from = (perm // d).long()  # ... but dimensions are shuffled independently:
+    assert (rows_from != torch.arange(b)[:, None]).any()
+    assert not all(torch.equal(rows_from[:, 0], rows_from[:, j]) for j in range(1, d))
+
+
+def test_vae_probe_keeps_labels_out_of_the_encoder_and_joint_lets_them_in() -> None:
+    def encoder_grad(classifier: str) -> float:
+        config = SMALL["vae"].replace(hparams={"classifier": classifier})
+        algo = create_algorithm("vae", 3, config)
+        terms = algo.losses(_batch())
+        terms["ce"].backward()
+        grads = [p.grad for p in algo.network.encoder.parameters()]
+        return sum(float(g.abs().sum()) for g in grads if g is not None)
+
+    assert encoder_grad("probe") == 0.0
+    assert encoder_grad("joint") > 0.0
+
+
+def test_factor_vae_discriminator_learns_to_tell_codes_from_permutations() -> None:
+    algo, batch = _algorithm("factor_vae")
+    torch.manual_seed(1)
+    z = torch.randn(64, 1) @ torch.ones(1, 12) + 0.1 * torch.randn(64, 12)  # correlated codes
+    first = float(algo.discriminator_loss(z))
+    opt = torch.optim.Adam(algo.discriminator.parameters(), lr=1e-3)
+    for step in range(30):
+        algo.step = step
+        loss = algo.discriminator_loss(z)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    assert float(algo.discriminator_loss(z)) < 0.5 * first
+
+
+def test_bad_input_is_named() -> None:
+    with pytest.raises(TrainError, match="valid choices: vae, factor_vae"):
+        create_algorithm("vae", 3, TrainConfig(model="small_cnn", algorithm="vae"))
+    bad = SMALL["vae"].replace(hparams={"classifier": "linear"})
+    with pytest.raises(TrainError, match="probe, joint"):
+        create_algorithm("vae", 3, bad)
+    with pytest.raises(TrainError, match="VAE is built for 32x32 images, got 16x16"):
+        create_algorithm("vae", 3, SMALL["vae"]).predict(torch.rand(2, 3, 16, 16))
+    with pytest.raises(TrainError, match="power of two"):
+        create_algorithm("vae", 3, TrainConfig(model="vae", algorithm="vae",
+                                               model_kwargs={"image_size": 100}))
+
+
+def test_asr_wraps_any_classifier_with_a_lens() -> None:
+    config = TrainConfig(model="small_cnn", algorithm="asr", hparams={"lens_width": 4})
+    algo = create_algorithm("asr", 3, config)
+    assert isinstance(algo.network.lens, UNetLens) and algo.network.lens.inc[0].out_channels == 4
+
+
+def test_model_names_imply_their_algorithm_in_diagvib_jobs() -> None:
+    assert [implied_algorithm(m) for m in ("asr_rn18", "vae", "factor_vae", "resnet18")] == [
+        "asr", "vae", "factor_vae", None]
+    jobs = build_jobs("factor_vae", ["ZSO"], ["texture-hue"], [0], scale=0.001)
+    assert [j.train.algorithm for j in jobs] == ["factor_vae"]
+    assert with_implied_algorithm(TrainConfig(model="resnet18")).algorithm == "erm"
+    with pytest.raises(RunnerError, match="trained by algorithm 'asr', not 'padain'"):
+        build_jobs("asr_rn18", ["ZSO"], ["texture-hue"], [0], scale=0.001,
+                   train_config=TrainConfig(algorithm="padain"))
+
+
+def test_the_trainer_runs_each_baseline_with_checkpoint_selection() -> None:
+    train_ds, val_ds = FakeDiagvib(n=24, size=SIZE), FakeDiagvib(n=12, size=SIZE, split="val")
+    for name in ("vae", "asr"):
+        config = SMALL[name].replace(epochs=2, batch_size=12)
+        res = train(config, train_ds, val_ds, {"test": FakeDiagvib(12, SIZE, "test")},
+                    keep_best_state=True)
+        assert res.epochs_run == 2 and res.best_state is not None
+        assert res.val_loss == res.epochs["val_loss"].min()
