@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -17,7 +19,8 @@ if TYPE_CHECKING:
 
     from shortcutlab.diagvib.render import ImageGenerator
 
-RENDER_CHUNK = 1024  # images rendered per generator call (bounded memory, visible progress)
+RENDER_CHUNK = 256  # images per generator call: bounded memory, visible progress, and one
+# reused 12.6 MB buffer (small enough that the writer's copy of each chunk reuses heap pages)
 
 
 def _format_region(name: str, region: tuple[tuple[float, float], ...]) -> str:
@@ -58,7 +61,19 @@ def _generator(mnist: Path | None, textures: Path | None, shape_seed: int,
                           image_size=image_size)
 
 
+def _may_have_cuda() -> bool:
+    """False when this machine certainly has no usable CUDA GPU (no NVIDIA driver on Linux, or
+    ``CUDA_VISIBLE_DEVICES`` empty): ``--device auto`` then needs no torch import (~1-2 s)."""
+    if os.environ.get("CUDA_VISIBLE_DEVICES", "x").strip() in ("", "-1"):
+        return False
+    if sys.platform.startswith("linux"):
+        return Path("/proc/driver/nvidia/version").exists() or Path("/dev/nvidia0").exists()
+    return True
+
+
 def _backend(device: str) -> tuple[str, str]:
+    if device == "cpu" or (device == "auto" and not _may_have_cuda()):
+        return "numpy", "cpu"
     from shortcutlab.utils.device import resolve_device
 
     dev = resolve_device(device)
@@ -86,7 +101,6 @@ def render(
     import numpy as np
 
     from shortcutlab.diagvib.factors import FACTORS
-    from shortcutlab.diagvib.gallery import image_grid, save_image
     from shortcutlab.diagvib.render import class_names, parse_assignments, random_classes
     from shortcutlab.diagvib.sources import check_split
     from shortcutlab.errors import DiagvibError
@@ -108,20 +122,28 @@ def render(
     console = Console(stderr=True)
 
     def chunks() -> Iterator[np.ndarray]:
+        # one buffer for every chunk (the writer has copied a chunk out before asking for the
+        # next): no fresh pages to fault in per chunk
+        buffer = np.empty((min(n, RENDER_CHUNK), 3, size, size), dtype=np.uint8)
         with progress_bar(disable=not console.is_terminal) as bar:
             task = bar.add_task("rendering", total=n)
             for a in range(0, n, RENDER_CHUNK):
                 idx = np.arange(a, min(n, a + RENDER_CHUNK))
-                batch = gen.render(classes[idx], seed=seed, split=split, indices=idx,
-                                   backend=backend, device=dev)
-                batch = batch if backend == "numpy" else batch.cpu().numpy()
+                if backend == "numpy":
+                    batch = gen.render(classes[idx], seed=seed, split=split, indices=idx,
+                                       out=buffer[:len(idx)])
+                else:
+                    batch = gen.render(classes[idx], seed=seed, split=split, indices=idx,
+                                       backend="torch", device=dev).cpu().numpy()
                 if not first:
-                    first.append(batch[:64])
+                    first.append(batch[:64].copy())
                 bar.advance(task, len(idx))
                 yield batch
 
     write_npz_streaming(out, "images", (n, 3, size, size), chunks(), arrays)
     if png is not None:
+        from shortcutlab.diagvib.gallery import image_grid, save_image  # matplotlib: only here
+
         save_image(png, image_grid(first[0]))
     lines = [f"wrote {n} images ({size}×{size}) and their classes ({', '.join(FACTORS)}) "
              f"to {out}"]

@@ -18,11 +18,11 @@ lookups, so edges are anti-aliased; only a window around the object is computed.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal, overload
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import numpy as np
-import torch
 
 from shortcutlab.diagvib.factors import FACTORS, get_factor
 from shortcutlab.diagvib.sources import (
@@ -36,6 +36,9 @@ from shortcutlab.diagvib.sources import (
 )
 from shortcutlab.errors import DiagvibError, unknown_choice
 from shortcutlab.utils.rng import seed_sequence
+
+if TYPE_CHECKING:  # torch is imported where the torch path runs: the numpy path does not need it
+    import torch
 
 Backend = Literal["numpy", "torch"]
 BACKENDS: tuple[Backend, ...] = ("numpy", "torch")
@@ -82,9 +85,7 @@ def stream_uniforms(seed: int, purpose: str, split: str, indices: np.ndarray,
     ``i * 16 + j`` of a SplitMix64 stream keyed by ``(seed, purpose, split)``."""
     if n > _N_DRAWS:
         raise ValueError(f"at most {_N_DRAWS} draws per image")
-    if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0:
-        raise DiagvibError(f"seed must be a non-negative integer, got {seed!r}")
-    key = seed_sequence(seed, purpose, split).generate_state(1, dtype=np.uint64)[0]
+    key = np.uint64(_stream_key(seed, purpose, split))
     counter = indices.astype(np.uint64)[:, None] * np.uint64(_N_DRAWS) + np.arange(
         n, dtype=np.uint64
     )
@@ -204,77 +205,123 @@ def hls_to_rgb(hue_deg: np.ndarray, lightness: np.ndarray, saturation: float = 1
     return lum - a * np.clip(np.minimum(k - 3.0, 9.0 - k), -1.0, 1.0)
 
 
-class _Ops:
-    """The handful of array functions the renderer needs, for numpy or torch."""
-
-    def __init__(self, backend: Backend, device: torch.device | None = None) -> None:
-        self.torch = backend == "torch"
-        self.device = device
-        self.np_index: type[np.integer] = np.int32
-
-    def asarray(self, a: np.ndarray) -> Any:
-        if self.torch:
-            return torch.from_numpy(np.ascontiguousarray(a)).to(self.device)
-        return a
-
-    def index(self, a: np.ndarray) -> Any:
-        """Gather indices: int64 for torch, int32 (faster) for numpy when they fit."""
-        if self.torch:
-            return self.asarray(a.astype(np.int64))
-        return a.astype(self.np_index)
-
-    def floor(self, x: Any) -> Any:
-        return torch.floor(x) if self.torch else np.floor(x)
-
-    def clip(self, x: Any, lo: float, hi: float) -> Any:
-        return torch.clamp(x, lo, hi) if self.torch else np.clip(x, lo, hi)
-
-    def to_index(self, x: Any) -> Any:
-        return x.to(torch.int64) if self.torch else x.astype(self.np_index)
-
-    def take(self, flat: Any, idx: Any, shift: int = 0) -> Any:
-        """``flat[idx + shift]`` as float32, without materialising ``idx + shift``."""
-        if self.torch:
-            return torch.take(flat[shift:], idx).to(torch.float32)
-        return np.take(flat[shift:], idx).astype(np.float32, copy=False)
-
-    def to_uint8(self, x: Any) -> Any:
-        return x.to(torch.uint8) if self.torch else x.astype(np.uint8)
-
-    def full(self, shape: tuple[int, ...], value: int) -> Any:
-        if self.torch:
-            return torch.full(shape, value, dtype=torch.uint8, device=self.device)
-        return np.full(shape, value, dtype=np.uint8)
-
-    def paste(self, canvas: Any, sel: np.ndarray, rows: np.ndarray, cols: np.ndarray,
-              window: Any) -> None:
-        """Write ``window (B, 3, h, w)`` into ``canvas[sel[i], :, rows[i]:+h, cols[i]:+w]``."""
-        h, w = window.shape[-2:]
-        if not self.torch:
-            view = np.lib.stride_tricks.sliding_window_view(
-                canvas, (h, w), axis=(2, 3), writeable=True)
-            view[sel, :, rows, cols] = window
-            return
-        n, _, size, _ = canvas.shape
-        plane = size * size
-        view = canvas.as_strided((n, 3, size - h + 1, size - w + 1, h, w),
-                                 (3 * plane, plane, size, 1, size, 1))
-        try:  # a strided window view: no index arrays (windows of one image never overlap)
-            view[self.asarray(sel), :, self.asarray(rows), self.asarray(cols)] = window
-        except RuntimeError:  # pragma: no cover - builds that refuse overlapping views
-            dest = (sel * 3 * plane)[:, None, None, None] + (np.arange(3) * plane)[
-                None, :, None, None]
-            dest = dest + ((rows[:, None] + np.arange(h)) * size)[:, None, :, None]
-            dest = dest + (cols[:, None] + np.arange(w))[:, None, None, :]
-            canvas.view(-1)[self.asarray(dest.reshape(-1))] = window.reshape(-1)
+def _take(flat: np.ndarray, idx: np.ndarray, shift: int = 0) -> np.ndarray:
+    """``flat[idx + shift]`` as float32, without materialising ``idx + shift``."""
+    return np.take(flat[shift:], idx).astype(np.float32, copy=False)
 
 
-def _bilerp(ops: _Ops, flat: Any, idx: Any, stride: int, wy: Any, wx: Any) -> Any:
-    a, b = ops.take(flat, idx), ops.take(flat, idx, 1)
-    c, d = ops.take(flat, idx, stride), ops.take(flat, idx, stride + 1)
+def _bilerp(flat: np.ndarray, idx: np.ndarray, stride: int, wy: np.ndarray,
+            wx: np.ndarray) -> np.ndarray:
+    a, b = _take(flat, idx), _take(flat, idx, 1)
+    c, d = _take(flat, idx, stride), _take(flat, idx, stride + 1)
     top = a + wx * (b - a)
     bottom = c + wx * (d - c)
     return top + wy * (bottom - top)
+
+
+def _paste(canvas: np.ndarray, sel: np.ndarray, rows: np.ndarray, cols: np.ndarray,
+           window: np.ndarray) -> None:
+    """Write ``window (B, 3, h, w)`` into ``canvas[sel[i], :, rows[i]:+h, cols[i]:+w]``."""
+    h, w = window.shape[-2:]
+    view = np.lib.stride_tricks.sliding_window_view(canvas, (h, w), axis=(2, 3), writeable=True)
+    view[sel, :, rows, cols] = window
+
+
+def _check_out(out: Any, shape: tuple[int, ...]) -> None:
+    if tuple(out.shape) != shape or str(out.dtype).removeprefix("torch.") != "uint8":
+        raise DiagvibError(f"out must be a uint8 array of shape {shape}, got {out.dtype} "
+                           f"{tuple(out.shape)}")
+
+
+# -- the torch path ------------------------------------------------------------------------------
+# Everything below runs on the tensors' device in a fixed number of large kernels per batch (no
+# per-image or per-window Python loops, no host round trips): SplitMix64 in wrapping int64
+# arithmetic, the realisations in float64 with the numpy path's formulas (bit-identical), and
+# the bilinear lookups as two batched matrix products per batch (the sampling grid is separable:
+# image = Ry @ mask @ Rx^T with 2 non-zero weights per row of Ry and Rx).
+
+_TORCH_PIXELS = 1 << 26  # output pixels per internal chunk of the torch path (bounds memory)
+
+
+def _signed64(value: int) -> int:
+    """The int64 with the bits of the uint64 ``value``."""
+    value = int(value)
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
+def _shr(z: torch.Tensor, k: int) -> torch.Tensor:
+    """Logical right shift of int64 bits (torch's ``>>`` on int64 is arithmetic)."""
+    return (z >> k) & ((1 << (64 - k)) - 1)
+
+
+def _stream_key(seed: int, purpose: str, split: str) -> int:
+    if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0:
+        raise DiagvibError(f"seed must be a non-negative integer, got {seed!r}")
+    return int(seed_sequence(int(seed), purpose, split).generate_state(1, dtype=np.uint64)[0])
+
+
+def stream_uniforms_torch(seed: int, purpose: str, split: str, indices: torch.Tensor,
+                          n: int = _N_DRAWS) -> torch.Tensor:
+    """:func:`stream_uniforms` on ``indices``' device: the same float64 numbers, bit for bit."""
+    if n > _N_DRAWS:
+        raise ValueError(f"at most {_N_DRAWS} draws per image")
+    return _torch_uniforms_from_key(_stream_key(seed, purpose, split), indices, n)
+
+
+def _torch_uniforms_from_key(key: int, indices: torch.Tensor, n: int) -> torch.Tensor:
+    import torch
+
+    key = _signed64(key)
+    counter = indices.to(torch.int64)[:, None] * _N_DRAWS + torch.arange(
+        n, dtype=torch.int64, device=indices.device)
+    z = (counter + 1) * _signed64(int(_GOLDEN)) + key  # wraps like uint64
+    z = (z ^ _shr(z, 30)) * _signed64(0xBF58476D1CE4E5B9)
+    z = (z ^ _shr(z, 27)) * _signed64(0x94D049BB133111EB)
+    z = z ^ _shr(z, 31)
+    return _shr(z, 11).to(torch.float64) * (1.0 / (1 << 53))
+
+
+def _hls_to_rgb_torch(hue_deg: torch.Tensor, lightness: torch.Tensor) -> torch.Tensor:
+    """:func:`hls_to_rgb` (saturation 1) for float64 tensors; trailing axis of 3."""
+    import torch
+
+    k = (torch.tensor([0.0, 8.0, 4.0], dtype=torch.float64, device=hue_deg.device)
+         + hue_deg[:, None] / 30.0) % 12.0
+    lum = lightness[:, None]
+    a = torch.minimum(lum, 1.0 - lum)
+    return lum - a * torch.clamp(torch.minimum(k - 3.0, 9.0 - k), -1.0, 1.0)
+
+
+def _interp_matrix(coord: torch.Tensor, size: int) -> torch.Tensor:
+    """Bilinear weights ``(B, P, size + 2)`` for coordinates ``(B, P)`` already clipped to
+    [-1, size]: row p has ``1 - w`` at column ``floor + 1`` and ``w`` at ``floor + 2`` (column 0
+    is the zero border at coordinate -1), with the numpy path's floor and weight."""
+    import torch
+
+    lo = torch.clamp(torch.floor(coord), -1.0, size - 1.0)
+    w = (coord - lo)[..., None]
+    col = (lo.to(torch.int64) + 1)[..., None]
+    k = torch.arange(size + 2, device=coord.device)
+    zero = torch.zeros((), dtype=coord.dtype, device=coord.device)
+    return torch.where(k == col, 1.0 - w, zero) + torch.where(k == col + 1, w, zero)
+
+
+class _DeviceTables:
+    """The generator's sources and class regions as tensors on one device."""
+
+    def __init__(self, gen: ImageGenerator, device: torch.device) -> None:
+        import torch
+
+        def put(a: np.ndarray, dtype: torch.dtype) -> torch.Tensor:
+            return torch.as_tensor(np.ascontiguousarray(a)).to(device=device, dtype=dtype)
+
+        f64, i64 = torch.float64, torch.int64
+        self.masks = put(gen.shapes.padded, torch.float32)  # (N, S + 2, S + 2)
+        self.textures = put(gen.textures.padded.reshape(-1), torch.float32)
+        self.texture_hw = tuple(int(v) for v in gen.textures.padded.shape[1:])
+        self.texture_shapes = put(gen.textures.shapes, i64)
+        self.count, self.start = put(gen.shapes.count, i64), put(gen.shapes.start, i64)
+        self.bounds = {name: (put(lo, f64), put(hi, f64)) for name, (lo, hi) in _BOUNDS.items()}
 
 
 class ImageGenerator:
@@ -294,7 +341,7 @@ class ImageGenerator:
         self.mask_size = self.shapes.mask_size
         # output pixels per working pixel at scale 1
         self.zoom = self.image_size * OBJECT_FRACTION / DIGIT_SIZE
-        self._device_cache: dict[str, tuple[Any, Any]] = {}
+        self._device_cache: dict[str, _DeviceTables] = {}
 
     # -- sampling -----------------------------------------------------------------------------
 
@@ -338,35 +385,46 @@ class ImageGenerator:
 
     @overload
     def render(self, classes: Any, *, seed: int, split: str, indices: Any,
-               backend: Literal["numpy"] = ..., device: str | torch.device = ...) -> np.ndarray:
+               backend: Literal["numpy"] = ..., device: str | torch.device = ...,
+               out: Any = ...) -> np.ndarray:
         ...
 
     @overload
     def render(self, classes: Any, *, seed: int, split: str, indices: Any,
-               backend: Literal["torch"], device: str | torch.device = ...) -> torch.Tensor:
+               backend: Literal["torch"], device: str | torch.device = ...,
+               out: Any = ...) -> torch.Tensor:
         ...
 
     @overload
     def render(self, classes: Any, *, seed: int, split: str, indices: Any,
-               backend: str, device: str | torch.device = ...) -> np.ndarray | torch.Tensor:
+               backend: str, device: str | torch.device = ...,
+               out: Any = ...) -> np.ndarray | torch.Tensor:
         ...
 
     def render(self, classes: Any, *, seed: int, split: str, indices: Any,
-               backend: str = "numpy",
-               device: str | torch.device = "cpu") -> np.ndarray | torch.Tensor:
+               backend: str = "numpy", device: str | torch.device = "cpu",
+               out: Any = None) -> np.ndarray | torch.Tensor:
         """Render images ``(B, 3, H, W)`` uint8: a numpy array for ``backend="numpy"``, a torch
-        tensor on ``device`` for ``backend="torch"``. Image ``i`` depends only on ``(seed, split,
-        indices[i], classes[i])``."""
+        tensor on ``device`` for ``backend="torch"`` (see :meth:`render_on_device`). Image ``i``
+        depends only on ``(seed, split, indices[i], classes[i])``.
+
+        ``out``: a uint8 array (numpy) or tensor (torch) of that shape to render into and return,
+        so that repeated calls reuse one buffer instead of touching fresh memory every time."""
         if backend not in BACKENDS:
             raise DiagvibError(unknown_choice("backend", backend, BACKENDS))
         classes = check_classes(classes)
+        if backend == "torch":
+            idx = _check_indices(indices, len(classes))
+            return self.render_on_device(classes, idx, seed=seed, split=split, device=device,
+                                         out=out)
         real = self.realisations(classes, seed=seed, split=split, indices=indices)
-        ops = _Ops("torch" if backend == "torch" else "numpy",
-                   torch.device(device) if backend == "torch" else None)
-        if max(self.shapes.padded.size, self.textures.padded.size) >= 2**31 - 1:
-            ops.np_index = np.int64
         n, size = len(classes), self.image_size
-        canvas = ops.full((n, 3, size, size), BACKGROUND)
+        if out is None:
+            canvas = np.full((n, 3, size, size), BACKGROUND, dtype=np.uint8)
+        else:
+            _check_out(out, (n, 3, size, size))
+            canvas = out
+            canvas.fill(BACKGROUND)
         if n == 0:
             return canvas
         # Each image is computed on a window covering its digit's bounding box (+1 working px
@@ -385,26 +443,21 @@ class ImageGenerator:
         key = win[:, 0] * (size + 1) + win[:, 1]
         for k in np.unique(key):
             sel = np.flatnonzero(key == k)
-            self._render_group(ops, canvas, sel, origin[sel], tuple(win[sel[0]]), classes[sel],
+            self._render_group(canvas, sel, origin[sel], tuple(win[sel[0]]), classes[sel],
                                {name: v[sel] for name, v in real.items()})
         return canvas
 
-    def _device_arrays(self, ops: _Ops) -> tuple[Any, Any]:
-        key = str(ops.device) if ops.torch else "numpy"
-        if key not in self._device_cache:
-            self._device_cache[key] = (ops.asarray(self.shapes.padded.reshape(-1)),
-                                       ops.asarray(self.textures.padded.reshape(-1)))
-        return self._device_cache[key]
-
-    def _render_group(self, ops: _Ops, canvas: Any, sel: np.ndarray, origin: np.ndarray,
+    def _render_group(self, canvas: np.ndarray, sel: np.ndarray, origin: np.ndarray,
                       win: tuple[int, int], classes: np.ndarray,
                       real: dict[str, np.ndarray]) -> None:
         size, s = self.image_size, self.mask_size
-        masks_flat, tex_flat = self._device_arrays(ops)
+        masks_flat = self.shapes.padded.reshape(-1)
+        tex_flat = self.textures.padded.reshape(-1)
+        index_type = np.int32 if max(masks_flat.size, tex_flat.size) < 2**31 - 1 else np.int64
         sp = self.shapes.padded.shape[1]
         _, th, tw = self.textures.padded.shape
         centre = position_to_pixels(real["position"], size)  # (B, 2) pixels (row, col)
-        inv = (1.0 / (real["scale"] * self.zoom)).astype(np.float32)
+        inv = (1.0 / (real["scale"] * self.zoom)).astype(np.float32)[:, None]
         # Colours in uint8 units: pixel = bg + mask * (a + texture * b). As in the authors'
         # painter, texture value 1 gives the dark colour and 0 the bright one.
         dark = hls_to_rgb(real["hue"], real["lightness"][:, 0]) * 255.0
@@ -421,22 +474,144 @@ class ImageGenerator:
         tex_base = classes[:, 5] * (th * tw) + tex_off[:, 0] * tw + tex_off[:, 1]
 
         c0 = np.float32((s - 1) / 2)
-        inv_t = ops.asarray(inv)[:, None]
-        shift_t = ops.asarray(shift)
-        ry = ops.clip((ops.asarray(pix_r) + shift_t[:, 0:1]) * inv_t + c0, -1.0, s)
-        rx = ops.clip((ops.asarray(pix_c) + shift_t[:, 1:2]) * inv_t + c0, -1.0, s)
-        y0 = ops.clip(ops.floor(ry), -1.0, s - 1.0)
-        x0 = ops.clip(ops.floor(rx), -1.0, s - 1.0)
+        ry = np.clip((pix_r + shift[:, 0:1]) * inv + c0, -1.0, s)
+        rx = np.clip((pix_c + shift[:, 1:2]) * inv + c0, -1.0, s)
+        y0 = np.clip(np.floor(ry), -1.0, s - 1.0)
+        x0 = np.clip(np.floor(rx), -1.0, s - 1.0)
         wy = (ry - y0)[:, :, None]
         wx = (rx - x0)[:, None, :]
-        yi, xi = ops.to_index(y0), ops.to_index(x0)
-        midx = (ops.index(mask_base)[:, None, None] + (yi * sp)[:, :, None]) + xi[:, None, :]
-        tidx = (ops.index(tex_base)[:, None, None] + (yi * tw)[:, :, None]) + xi[:, None, :]
-        mask = _bilerp(ops, masks_flat, midx, sp, wy, wx)[:, None]
-        tex = _bilerp(ops, tex_flat, tidx, tw, wy, wx)[:, None]
+        yi, xi = y0.astype(index_type), x0.astype(index_type)
+        midx = (mask_base.astype(index_type)[:, None, None] + (yi * sp)[:, :, None]) + xi[
+            :, None, :]
+        tidx = (tex_base.astype(index_type)[:, None, None] + (yi * tw)[:, :, None]) + xi[
+            :, None, :]
+        mask = _bilerp(masks_flat, midx, sp, wy, wx)[:, None]
+        tex = _bilerp(tex_flat, tidx, tw, wy, wx)[:, None]
         bg = float(BACKGROUND) + 0.5  # + 0.5: round to nearest when truncating to uint8
-        pixels = mask * (ops.asarray(col_a) + tex * ops.asarray(col_b)) + bg
-        ops.paste(canvas, sel, origin[:, 0], origin[:, 1], ops.to_uint8(pixels))
+        pixels = mask * (col_a + tex * col_b) + bg
+        _paste(canvas, sel, origin[:, 0], origin[:, 1], pixels.astype(np.uint8))
+
+    # -- the torch path -----------------------------------------------------------------------
+
+    def _tables(self, device: torch.device) -> _DeviceTables:
+        key = str(device)
+        if key not in self._device_cache:
+            self._device_cache[key] = _DeviceTables(self, device)
+        return self._device_cache[key]
+
+    def render_on_device(self, classes: Any, indices: Any, *, seed: int, split: str,
+                         device: str | torch.device | None = None,
+                         out: torch.Tensor | None = None) -> torch.Tensor:
+        """Render on a torch device: uint8 tensor ``(B, 3, H, W)`` there, equal to the numpy
+        path within ±1 intensity level (the float32 rounding of the lookups differs).
+
+        ``classes`` ``(B, 6)`` and ``indices`` ``(B,)`` may be numpy arrays (validated, then
+        copied to ``device``) or integer tensors already on the device, which are used as they
+        are: no host round trip, so a training loop can keep its class table on the GPU (its
+        values must be valid class indices, e.g. checked once with :func:`check_classes`).
+        Realisations and rendering run on the device in a fixed number of batched kernels;
+        autocast is switched off inside, so bf16 training cannot change the images."""
+        import torch
+
+        split = check_split(split)
+        key = _stream_key(seed, "diagvib-render", split)
+        if device is None:
+            device = classes.device if isinstance(classes, torch.Tensor) else "cpu"
+        dev = torch.device(device)
+        if not isinstance(classes, torch.Tensor):
+            classes = check_classes(classes)
+        if not isinstance(indices, torch.Tensor):
+            indices = _check_indices(indices, len(classes))
+        classes = torch.as_tensor(classes).to(device=dev, dtype=torch.int64)
+        indices = torch.as_tensor(indices).to(device=dev, dtype=torch.int64)
+        n, size = int(classes.shape[0]), self.image_size
+        if classes.ndim != 2 or classes.shape[1] != len(FACTORS) or indices.shape != (n,):
+            raise DiagvibError(f"classes must be (B, {len(FACTORS)}) and indices (B,); got "
+                               f"{tuple(classes.shape)} and {tuple(indices.shape)}")
+        if out is None:
+            out = torch.empty((n, 3, size, size), dtype=torch.uint8, device=dev)
+        else:
+            _check_out(out, (n, 3, size, size))
+        if n == 0:
+            return out
+        tables = self._tables(dev)
+        chunk = max(1, _TORCH_PIXELS // (size * size))
+        autocast = torch.autocast(dev.type, enabled=False) if dev.type in ("cuda", "cpu") else (
+            contextlib.nullcontext())
+        with torch.no_grad(), autocast:
+            for a in range(0, n, chunk):
+                b = min(n, a + chunk)
+                self._render_torch(tables, classes[a:b], indices[a:b], key, SPLITS.index(split),
+                                   out[a:b])
+        return out
+
+    def _realisations_torch(self, t: _DeviceTables, classes: torch.Tensor,
+                            indices: torch.Tensor, key: int,
+                            split_index: int) -> dict[str, torch.Tensor]:
+        """:meth:`realisations` on the device (same formulas, same float64 values)."""
+        import torch
+
+        u = _torch_uniforms_from_key(key, indices, 9)
+        out: dict[str, torch.Tensor] = {}
+        lo, hi = t.bounds["position"]
+        c = classes[:, 0]
+        out["position"] = lo[c] + u[:, _DRAW["row"]:_DRAW["col"] + 1] * (hi[c] - lo[c])
+        lo, hi = t.bounds["hue"]
+        c = classes[:, 1]
+        out["hue"] = torch.remainder(lo[c, 0] + u[:, _DRAW["hue"]] * (hi[c, 0] - lo[c, 0]), 360.0)
+        lo, hi = t.bounds["lightness"]
+        c = classes[:, 2]
+        out["lightness"] = lo[c] + u[:, _DRAW["light_dark"]:_DRAW["light_bright"] + 1] * (
+            hi[c] - lo[c])
+        lo, hi = t.bounds["scale"]
+        c = classes[:, 3]
+        out["scale"] = lo[c, 0] + u[:, _DRAW["scale"]] * (hi[c, 0] - lo[c, 0])
+        digit = classes[:, 4]
+        count = t.count[split_index, digit]
+        inst = torch.minimum((u[:, _DRAW["digit"]] * count).to(torch.int64), count - 1)
+        out["shape_id"] = t.start[split_index, digit] + inst
+        room = t.texture_shapes[classes[:, 5]] - self.mask_size - 4
+        frac = u[:, _DRAW["tex_row"]:_DRAW["tex_col"] + 1]
+        out["texture_offset"] = 1 + torch.minimum((frac * (room + 1)).to(torch.int64), room)
+        return out
+
+    def _render_torch(self, t: _DeviceTables, classes: torch.Tensor, indices: torch.Tensor,
+                      key: int, split_index: int, out: torch.Tensor) -> None:
+        import torch
+
+        real = self._realisations_torch(t, classes, indices, key, split_index)
+        n, size, s = int(classes.shape[0]), self.image_size, self.mask_size
+        sp = s + 2
+        th, tw = t.texture_hw
+        f32 = torch.float32
+        # working coordinate of pixel p (whole image): clip((p + shift) * inv + c0, -1, S), in
+        # float32 with the numpy path's operations
+        centre = (size - 1) * real["position"] + 0.5
+        shift = (0.5 - centre).to(f32)
+        inv = (1.0 / (real["scale"] * self.zoom)).to(f32)[:, None]
+        pix = torch.arange(size, dtype=f32, device=out.device)[None, :]
+        c0 = float(np.float32((s - 1) / 2))
+        ry = torch.clamp((pix + shift[:, 0:1]) * inv + c0, -1.0, float(s))
+        rx = torch.clamp((pix + shift[:, 1:2]) * inv + c0, -1.0, float(s))
+        weights_r, weights_c = _interp_matrix(ry, s), _interp_matrix(rx, s)  # (B, size, S + 2)
+        # the digit's padded mask and the (S + 2)^2 texture crop around its offset, side by side
+        off = real["texture_offset"]
+        k = torch.arange(sp, device=out.device)
+        base = classes[:, 5] * (th * tw) + (off[:, 0] - 1) * tw + (off[:, 1] - 1)
+        crop = torch.take(t.textures, base[:, None, None] + (k * tw)[None, :, None] + k)
+        source = torch.cat([t.masks[real["shape_id"]], crop], dim=1)  # (B, 2(S + 2), S + 2)
+        cols = torch.bmm(source, weights_c.transpose(1, 2)).view(2 * n, sp, size)
+        rows = weights_r[:, None].expand(n, 2, size, sp).reshape(2 * n, size, sp)
+        both = torch.bmm(rows, cols).view(n, 2, size, size)
+        mask, tex = both[:, 0:1], both[:, 1:2]  # (B, 1, size, size) each, contiguous planes
+        # pixel = bg + mask * (a + texture * b), as in the numpy path
+        dark = _hls_to_rgb_torch(real["hue"], real["lightness"][:, 0]) * 255.0
+        bright = _hls_to_rgb_torch(real["hue"], real["lightness"][:, 1]) * 255.0
+        col_a = (bright - BACKGROUND).to(f32)[:, :, None, None]
+        col_b = (dark - bright).to(f32)[:, :, None, None]
+        pixels = torch.addcmul(col_a, tex, col_b)  # (B, 3, size, size)
+        pixels.mul_(mask).add_(float(BACKGROUND) + 0.5)
+        out.copy_(pixels)  # truncation to uint8 = rounding to nearest
 
 
 @overload

