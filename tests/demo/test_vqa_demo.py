@@ -18,7 +18,7 @@ def test_demo_stage_writes_splits_scores_and_report(tmp_path):
     assert set(scores) == {"answer-prior", "question-type-prior", "keyword-prior", "cnn-bow",
                            "cnn-bow+color~shape"}  # fmt: skip
     for r in scores.values():
-        assert 0.0 <= r["iid"] <= 100.0 and set(r["ood"]) == set(SHORTCUTS)
+        assert 0.0 <= r["iid"] <= 1.0 and set(r["ood"]) == set(SHORTCUTS)  # fractions
         assert r["counts"]["iid"] == 750  # 25 % of 3,000
     # the question-type prior is at least as good as the global answer prior on IID data
     assert scores["question-type-prior"]["iid"] >= scores["answer-prior"]["iid"]

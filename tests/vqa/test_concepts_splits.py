@@ -8,6 +8,7 @@ import pytest
 
 from shortcutlab.errors import VQAError
 from shortcutlab.vqa.concepts import (
+    ENGLISH_STOP_WORDS,
     NONE,
     SHORTCUTS,
     ConceptConfig,
@@ -42,7 +43,8 @@ def test_pmi_picks_the_word_most_tied_to_the_answer():
         (3, 3, "What color is the table?", "what color is the", "brown", ["table"]),
         (4, 4, "What color is the cup on the table?", "what color is the", "white", ["cup"]),
     ]
-    c = compute_concepts(_table(rows))
+    # function words dropped so that the pair is the two content words
+    c = compute_concepts(_table(rows), ConceptConfig(stop_words=ENGLISH_STOP_WORDS))
     # sample 1: PMI(banana, yellow) = log(2*4/(2*2)) > PMI(table, yellow) = log(1*4/(3*2))
     assert c.loc[0, "KW"] == "banana"
     assert c.loc[0, "KWP"] == "banana + table"  # ordered by PMI
@@ -77,7 +79,8 @@ def test_agnostic_mode_does_not_depend_on_the_sample_answer():
 
 def test_stop_words_drop_but_negations_stay():
     rows = [(1, 1, "Is there not a dog?", "", "yes", []), (2, 2, "Is the dog here?", "", "no", [])]
-    c = compute_concepts(_table(rows), ConceptConfig(question_types=("is the",)))
+    cfg = ConceptConfig(question_types=("is the",), stop_words=ENGLISH_STOP_WORDS)
+    c = compute_concepts(_table(rows), cfg)
     assert c.loc[0, "QT"] == "none of the above"
     assert c.loc[0, "KWP"] == "not + dog" or c.loc[0, "KWP"] == "dog + not"
     assert c.loc[1, "KW"] in {"dog", "here"}

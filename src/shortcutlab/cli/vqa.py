@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import typer
@@ -10,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from shortcutlab.cli.errors import clean_errors
+from shortcutlab.cli.output import json_option, print_json
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 
@@ -37,18 +37,25 @@ def build(
     out: Path = typer.Option(..., "--out", help="Folder for the splits, tables and figures."),
     seed: int = typer.Option(0, help="Seed of the 70/5/25 split."),
     mode: str = typer.Option("pmi", help="Concept scoring: 'pmi' (paper) or 'agnostic'."),
-    stop_words: Path = typer.Option(None, help="File of stop words, one per line."),
+    stop_words: Path = typer.Option(
+        None, help="File of stop words to drop from keywords, one per line (paper: none)."
+    ),
+    remove_stop_words: bool = typer.Option(
+        False, "--remove-stop-words", help="Drop the built-in English stop words from keywords."
+    ),
     question_types: Path = typer.Option(
         None, help="File of question-type prefixes (used where data has no question_type)."
     ),
     entropy_threshold: float = typer.Option(0.9, help="Imbalanced below this normalised entropy."),
     tail_factor: float = typer.Option(1.2, help="Tail answers: fewer than this x mean count."),
     figures: bool = typer.Option(True, help="Write the PNG figures."),
+    as_json: bool = json_option(),
 ) -> None:
     """Build the VQA-VS splits: train/val/IID test, nine OOD test sets, head splits, statistics."""
+    from shortcutlab.errors import VQAError
     from shortcutlab.vqa.concepts import (
         DEFAULT_QUESTION_TYPES,
-        DEFAULT_STOP_WORDS,
+        ENGLISH_STOP_WORDS,
         ConceptConfig,
     )
     from shortcutlab.vqa.loaders import load_table
@@ -56,11 +63,19 @@ def build(
     from shortcutlab.vqa.store import write_splits
 
     console = Console()
+    if stop_words is not None and remove_stop_words:
+        raise VQAError("give --stop-words FILE or --remove-stop-words, not both")
     sw = _read_lines(stop_words)
     qts = _read_lines(question_types)
     concepts = ConceptConfig(
         mode=mode,
-        stop_words=frozenset(sw) if sw is not None else DEFAULT_STOP_WORDS,
+        stop_words=(
+            frozenset(sw)
+            if sw is not None
+            else ENGLISH_STOP_WORDS
+            if remove_stop_words
+            else frozenset()
+        ),  # fmt: skip
         question_types=tuple(qts) if qts is not None else DEFAULT_QUESTION_TYPES,
     )
     cfg = BuildConfig(
@@ -78,8 +93,17 @@ def build(
         splits = build_splits(table, cfg)
     with console.status("writing"):
         write_splits(splits, out, figures=figures)
-    console.print(_stats_table(splits.statistics))
     sizes = splits.samples["split"].value_counts()
+    if as_json:
+        print_json(
+            {
+                "out": str(out),
+                "sizes": {name: int(sizes.get(name, 0)) for name in ("train", "val", "test")},
+                "statistics": splits.statistics.to_dict(orient="records"),
+            }
+        )
+        return
+    console.print(_stats_table(splits.statistics))
     console.print(
         "questions: "
         + ", ".join(f"{name} {int(sizes.get(name, 0)):,}" for name in ("train", "val", "test"))
@@ -102,48 +126,113 @@ def _stats_table(stats) -> Table:  # type: ignore[no-untyped-def]
 @app.command()
 @clean_errors
 def score(
-    predictions: Path = typer.Argument(..., help="JSON list of {question_id, answer}."),
+    predictions: Path = typer.Argument(
+        ..., help="JSON list of {question_id, answer} (or an object {question_id: answer})."
+    ),
+    release: Path = typer.Option(
+        None,
+        "--release",
+        help="VQA-VS release folder (IID-Test/, OOD-Test/<S>/, or test_annotations.json): "
+        "score IID-test predictions on the IID test set and each OOD set.",
+    ),  # fmt: skip
     splits: Path = typer.Option(None, "--splits", help="Folder written by `vqa build`."),
     data: list[str] = typer.Option(None, "--data", help=DATA_HELP),
-    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+    metric: str = typer.Option(
+        "official",
+        "--metric",
+        help="official (VQA evaluation) or vqa-vs (the authors' scorer: raw strings, "
+        "min(1, count/3), training vocabulary where known).",
+    ),  # fmt: skip
+    train: Path = typer.Option(
+        None,
+        "--train",
+        help="Training annotations (Training-Ans.json, Training.zip or a release folder) for "
+        "the vqa-vs vocabulary; default: the release's or the built splits' training split.",
+    ),  # fmt: skip
+    as_json: bool = json_option(),
     count_missing_wrong: bool = typer.Option(
         False, "--count-missing-wrong", help="Score questions without a prediction as wrong."
     ),
     out: Path = typer.Option(None, help="Also write the JSON result to this file."),
 ) -> None:
-    """Score predictions with the official VQA accuracy: IID, each OOD set, head/tail, gap."""
-    from shortcutlab.errors import VQAError
+    """Score predictions: the paper's row (IID, nine OOD sets, language/visual/multimodal and OOD
+    means) on a release or built splits, or the accuracy on any annotated question set."""
+    from shortcutlab.errors import VQAError, unknown_choice
     from shortcutlab.utils.io import write_json
+    from shortcutlab.vqa.accuracy import METRICS, training_vocabulary
     from shortcutlab.vqa.evaluate import load_predictions, score_splits, score_table
     from shortcutlab.vqa.loaders import load_table
+    from shortcutlab.vqa.release import read_release, read_vocabulary, score_release
     from shortcutlab.vqa.store import read_samples
 
-    if (splits is None) == (not data):
-        raise VQAError("give exactly one of --splits DIR or --data ...")
+    if sum(x is not None and x != [] for x in (release, splits, data)) != 1:
+        raise VQAError("give exactly one of --release DIR, --splits DIR or --data ...")
+    if metric not in METRICS:
+        raise VQAError(unknown_choice("metric", metric, METRICS))
+    if train is not None and metric != "vqa-vs":
+        raise VQAError("--train gives the vocabulary of --metric vqa-vs only; add --metric vqa-vs")
+    vocab = read_vocabulary(train) if train is not None else None
     preds = load_predictions(predictions)
-    if splits is not None:
-        result = score_splits(read_samples(splits), preds, count_missing_wrong)
+    if release is not None:
+        rel = read_release(release)
+        result = score_release(rel, preds, metric, count_missing_wrong,
+                               vocab if vocab is not None else True)  # fmt: skip
+    elif splits is not None:
+        samples = read_samples(splits)
+        if metric == "vqa-vs" and vocab is None:
+            is_train = samples["split"] == "train"
+            vocab = training_vocabulary(samples.loc[is_train, "question_id"],
+                                        samples.loc[is_train, "answer"])  # fmt: skip
+        result = score_splits(samples, preds, count_missing_wrong, metric, vocab)
     else:
-        result = score_table(load_table(data), preds, count_missing_wrong)
+        source = str(train) if vocab is not None else None
+        result = score_table(load_table(data), preds, count_missing_wrong, metric, vocab, source)
     if out is not None:
         write_json(out, result)
     if as_json:
-        typer.echo(json.dumps(result, indent=2, sort_keys=True))
+        print_json(result)
         return
     console = Console()
-    if splits is None:
-        console.print(f"accuracy {result['overall']:.2f} % over {result['count']:,} questions")
-        return
+    if release is None and splits is None:
+        console.print(
+            f"accuracy {_fmt(result['overall'])} % over {result['count']:,} questions"
+            + "".join(f"; {t} {_fmt(v)} %" for t, v in result["per_answer_type"].items())
+        )
+    else:
+        console.print(_row_table(result, with_head=splits is not None))
+    console.print(f"[dim]metric: {_metric_line(result['metric'])}")
+
+
+def _metric_line(info: dict) -> str:  # type: ignore[type-arg]
+    vocab = (
+        f"training vocabulary of {info['vocabulary']:,} answers"
+        if info["vocabulary"] is not None else "no vocabulary filter"
+    )  # fmt: skip
+    text = f"{info['name']} ({vocab})" if info["name"] == "vqa-vs" else info["name"]
+    if info["single_answer_questions"]:
+        text += f"; {info['single_answer_questions']:,} single-answer question(s) by exact match"
+    return text
+
+
+def _row_table(result: dict, with_head: bool) -> Table:  # type: ignore[type-arg]
+    """The paper's row as a table, in percent: each OOD set, the sub-means, OOD mean, IID."""
+    from shortcutlab.vqa.concepts import SHORTCUT_GROUPS
+
     t = Table(title="VQA accuracy (%)")
-    for col in ("set", "OOD (tail)", "head", "n OOD"):
+    for col in ("set", "accuracy", *(["head"] if with_head else []), "questions"):
         t.add_column(col, justify="right")
     for s, v in result["ood"].items():
-        h = result["head"][s]
-        t.add_row(s, _fmt(v), _fmt(h), f"{result['counts']['ood'][s]:,}")
-    t.add_row("OOD mean", _fmt(result["ood_mean"]), "", "")
-    t.add_row("IID", _fmt(result["iid"]), "", f"{result['counts']['iid']:,}")
-    t.add_row("IID - OOD", _fmt(result["gap"]), "", "")
-    console.print(t)
+        head = [_fmt(result["head"][s])] if with_head else []
+        t.add_row(f"OOD {s}", _fmt(v), *head, f"{result['counts']['ood'][s]:,}")
+    blank = [""] if with_head else []
+    for group in SHORTCUT_GROUPS:
+        t.add_row(f"{group} mean", _fmt(result[group]), *blank, "")
+    t.add_row("OOD mean", _fmt(result["ood_mean"]), *blank, "")
+    t.add_row("IID", _fmt(result["iid"]), *blank, f"{result['counts']['iid']:,}")
+    for kind, v in result["per_answer_type"].items():
+        t.add_row(f"IID {kind}", _fmt(v), *blank, "")
+    t.add_row("IID - OOD", _fmt(result["gap"]), *blank, "")
+    return t
 
 
 def _parse_inject(text: str) -> tuple[str, str, float]:
@@ -162,7 +251,8 @@ def _parse_inject(text: str) -> tuple[str, str, float]:
 
 
 def _fmt(v: float | None) -> str:
-    return "–" if v is None else f"{v:.2f}"
+    """A fraction shown in percent (results are fractions; percent is for display only)."""
+    return "–" if v is None else f"{100.0 * v:.2f}"
 
 
 @app.command()
@@ -179,6 +269,7 @@ def baselines(
         None, help="Inject a correlation into cnn-bow's training split, e.g. 'color:shape:0.9'."
     ),
     seed: int = typer.Option(0, help="Seed of cnn-bow and of the injection."),
+    as_json: bool = json_option(),
 ) -> None:
     """Run no-GPU baselines on built splits, write their predictions and scores."""
     from shortcutlab.errors import VQAError, unknown_choice
@@ -223,7 +314,10 @@ def baselines(
         result = score_splits(samples, preds)
         write_json(out / f"scores-{m}.json", result)
         summary[m] = result
-        console.print(
-            f"{m}: IID {_fmt(result['iid'])} %, OOD mean {_fmt(result['ood_mean'])} %"
-        )
+        if not as_json:
+            console.print(
+                f"{m}: IID {_fmt(result['iid'])} %, OOD mean {_fmt(result['ood_mean'])} %"
+            )
     write_json(out / "scores.json", summary)
+    if as_json:
+        print_json(summary)

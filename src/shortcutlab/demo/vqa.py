@@ -58,6 +58,6 @@ def run_demo(
         f"VQA-VS splits for easy-VQA ({len(samples):,} questions, "
         f"{len(SHORTCUTS)} OOD sets) in {out_dir / 'splits'}",
         f"baseline scores in {out_dir / 'scores.json'}; best IID: {best} "
-        f"{scores[best]['iid']:.1f} % (OOD mean {scores[best]['ood_mean']:.1f} %)",
+        f"{table_df.loc[best, 'IID']:.1f} % (OOD mean {table_df.loc[best, 'OOD mean']:.1f} %)",
         f"report: {html}",
     ]

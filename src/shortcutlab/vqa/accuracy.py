@@ -11,23 +11,41 @@ Rules (VQA v1/v2 evaluation code, ``vqaEval.py``):
 * the accuracy is ``min(1, matches / 3)`` averaged over the leave-one-out subsets of the human
   answers (ten subsets of nine for VQA);
 * with a single reference answer (datasets such as easy-VQA) it is an exact match.
+
+The VQA-VS authors' scorer (``vqa-vs`` metric: :func:`vqa_vs_accuracy`) differs: it counts the
+human answers equal to the raw prediction, ``min(1, count / 3)``, with no normalisation and no
+leave-one-out averaging, and an answer outside the training vocabulary (normalised
+multiple-choice answers of at least nine training questions, :func:`training_vocabulary`)
+scores 0.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence, Set
 from functools import lru_cache
+from typing import Literal, get_args
 
 import numpy as np
 
 __all__ = [
+    "METRICS",
+    "VOCABULARY_MIN_COUNT",
+    "Metric",
     "normalize_answer",
     "process_digit_article",
     "process_punctuation",
+    "training_vocabulary",
+    "vocabulary_answer",
     "vqa_accuracy",
     "vqa_accuracies",
+    "vqa_vs_accuracy",
 ]
+
+Metric = Literal["official", "vqa-vs"]
+METRICS: tuple[Metric, ...] = get_args(Metric)
+# The authors' preprocessing keeps answers that are the multiple-choice answer of >= 9 questions.
+VOCABULARY_MIN_COUNT = 9
 
 # Data tables of the official evaluation script (the behaviour must match it byte for byte).
 CONTRACTIONS: dict[str, str] = {
@@ -142,3 +160,34 @@ def vqa_accuracies(predictions: Sequence[str], answers: Sequence[Sequence[str]])
         dtype=np.float64,
         count=len(predictions),
     )
+
+
+def vqa_vs_accuracy(
+    prediction: str, answers: Sequence[str], vocabulary: Set[str] | None = None
+) -> float:
+    """The VQA-VS authors' score: ``min(1, count / 3)`` of the raw prediction among the raw
+    human answers; 0 when ``vocabulary`` is given and the prediction is not in it."""
+    if not answers:
+        raise ValueError("a question needs at least one reference answer")
+    if vocabulary is not None and prediction not in vocabulary:
+        return 0.0
+    return min(1.0, sum(a == prediction for a in answers) / 3.0)
+
+
+def vocabulary_answer(text: str) -> str:
+    """An answer as the authors' preprocessing stores it in the vocabulary (punctuation, digits,
+    articles, contractions as in the official script, then commas removed)."""
+    return process_digit_article(process_punctuation(text)).replace(",", "")
+
+
+def training_vocabulary(
+    question_ids: Iterable[object],
+    multiple_choice_answers: Iterable[str],
+    min_count: int = VOCABULARY_MIN_COUNT,
+) -> frozenset[str]:
+    """The answer vocabulary of a training split: normalised multiple-choice answers (see
+    :func:`vocabulary_answer`) of at least ``min_count`` distinct training questions."""
+    questions: dict[str, set[str]] = {}
+    for qid, answer in zip(question_ids, multiple_choice_answers, strict=True):
+        questions.setdefault(vocabulary_answer(answer), set()).add(str(qid))
+    return frozenset(a for a, q in questions.items() if len(q) >= min_count)

@@ -15,7 +15,7 @@ import pandas as pd
 
 from shortcutlab.errors import VQAError, unknown_choice
 from shortcutlab.utils.rng import rng, torch_seed
-from shortcutlab.vqa.concepts import DEFAULT_STOP_WORDS, tokenize
+from shortcutlab.vqa.concepts import ENGLISH_STOP_WORDS, tokenize
 
 __all__ = [
     "PRIORS",
@@ -58,7 +58,7 @@ def _content_words(df: pd.DataFrame) -> list[list[str]]:
         q = qt.split()
         if toks[: len(q)] == q:
             toks = toks[len(q) :]
-        out.append([w for w in dict.fromkeys(toks) if w not in DEFAULT_STOP_WORDS])
+        out.append([w for w in dict.fromkeys(toks) if w not in ENGLISH_STOP_WORDS])
     return out
 
 

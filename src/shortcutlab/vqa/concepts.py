@@ -2,7 +2,8 @@
 
 For every question we pick the concept of each of the nine shortcuts: QT (question type), KW
 (the question word with the highest pointwise mutual information (PMI) with the answer,
-question-type prefix and stop words excluded), KWP (the top two words, ordered), KO / KOP (the
+question-type prefix excluded; every other word counts, as in the paper, unless stop words are
+configured), KWP (the top two words, ordered), KO / KOP (the
 same for the image's objects) and the combinations QT+KW, QT+KO, KW+KO, QT+KW+KO.
 
 ``mode="pmi"`` is the paper's rule: a word is scored against the *sample's own answer*,
@@ -25,10 +26,11 @@ from shortcutlab.errors import VQAError, unknown_choice
 
 __all__ = [
     "DEFAULT_QUESTION_TYPES",
-    "DEFAULT_STOP_WORDS",
+    "ENGLISH_STOP_WORDS",
     "MODES",
     "NONE",
     "SHORTCUTS",
+    "SHORTCUT_GROUPS",
     "ConceptConfig",
     "assign_question_types",
     "compute_concepts",
@@ -39,14 +41,22 @@ __all__ = [
 SHORTCUTS: tuple[str, ...] = (
     "QT", "KW", "KWP", "QT+KW", "KO", "KOP", "QT+KO", "KW+KO", "QT+KW+KO",
 )  # fmt: skip
+# The authors' sub-metrics: means over the language-based, visual-based and multi-modal sets.
+SHORTCUT_GROUPS: dict[str, tuple[str, ...]] = {
+    "language": ("QT", "KW", "KWP", "QT+KW"),
+    "visual": ("KO", "KOP"),
+    "multimodal": ("QT+KO", "KW+KO", "QT+KW+KO"),
+}
 Mode = Literal["pmi", "agnostic"]
 MODES: tuple[Mode, ...] = get_args(Mode)
 NONE = "<none>"
 SEP = " + "
 
-# Common English function words. Negations (no, not, nor, never, none, nothing, nobody,
-# nowhere, neither, without and "n't" forms) are deliberately absent: they carry shortcuts.
-DEFAULT_STOP_WORDS: frozenset[str] = frozenset(
+# Common English function words, removed only when configured (ConceptConfig(stop_words=...),
+# `vqa build --remove-stop-words`): the paper removes none. Negations (no, not, nor, never,
+# none, nothing, nobody, nowhere, neither, without and "n't" forms) are deliberately absent:
+# they carry shortcuts.
+ENGLISH_STOP_WORDS: frozenset[str] = frozenset(
     """a an the this that these those is are was were be been being am do does did doing
     have has had having i me my we our you your he him his she her it its they them their
     what which who whom whose where when why how of in on at by for with about against
@@ -76,10 +86,13 @@ DEFAULT_QUESTION_TYPES: tuple[str, ...] = tuple(
 
 @dataclass(frozen=True)
 class ConceptConfig:
-    """How concepts are chosen: scoring mode, stop words and question-type prefixes."""
+    """How concepts are chosen: scoring mode, stop words and question-type prefixes.
+
+    ``stop_words`` is empty by default, as in the paper (``ENGLISH_STOP_WORDS`` is the built-in
+    list to drop instead)."""
 
     mode: Mode = "pmi"
-    stop_words: frozenset[str] = DEFAULT_STOP_WORDS
+    stop_words: frozenset[str] = frozenset()
     question_types: tuple[str, ...] = DEFAULT_QUESTION_TYPES
 
     def __post_init__(self) -> None:

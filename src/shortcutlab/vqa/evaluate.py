@@ -1,66 +1,129 @@
-"""Score predictions with the official VQA accuracy: on built VQA-VS splits or any question set.
+"""Score predictions: on built VQA-VS splits, on any annotated question set, or (through
+:mod:`.release`) on the VQA-VS release as published.
 
-Results are flat dictionaries of accuracies in percent (WILDS-style), with per-set counts.
+Results are flat dictionaries of accuracies as fractions in [0, 1] (WILDS-style; percent only
+for display), with per-set counts, per-answer-type accuracy where the data has answer types, and
+a ``metric`` entry that names the metric, the vocabulary filter and the single-answer rule.
+
+Predictions come in any of the forms people have (:func:`parse_predictions`): a dict
+``{question_id: answer}``, a list of ``{question_id, answer}`` records (the file format of the
+command line and of the VQA evaluation server), a DataFrame or Series; integer and string ids
+are the same id.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence, Set
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from shortcutlab.errors import DataNotFoundError, VQAError
+from shortcutlab.errors import DataNotFoundError, VQAError, unknown_choice
 from shortcutlab.utils.sanitize import json_safe
-from shortcutlab.vqa.accuracy import vqa_accuracies
-from shortcutlab.vqa.concepts import SHORTCUTS
+from shortcutlab.vqa.accuracy import METRICS, Metric, vqa_accuracies, vqa_vs_accuracy
+from shortcutlab.vqa.concepts import SHORTCUT_GROUPS, SHORTCUTS
 
-__all__ = ["load_predictions", "parse_predictions", "score_splits", "score_table"]
+__all__ = [
+    "accuracies",
+    "load_predictions",
+    "metric_info",
+    "parse_predictions",
+    "score_sets",
+    "score_splits",
+    "score_table",
+]
+
+PREDICTION_FORMS = (
+    "a dict {question_id: answer}, a list of {question_id, answer} records, "
+    "a DataFrame with columns question_id and answer, or a Series indexed by question id"
+)
 
 
 def _preview(ids: list[str], limit: int = 5) -> str:
     return ", ".join(repr(i) for i in ids[:limit]) + (", ..." if len(ids) > limit else "")
 
 
-def parse_predictions(records: Any, source: str = "predictions") -> dict[str, str]:
-    """Validate ``[{question_id, answer}, ...]`` (or ``{question_id: answer}``) into a dict."""
-    if isinstance(records, Mapping):
-        records = [{"question_id": k, "answer": v} for k, v in records.items()]
-    if not isinstance(records, list):
-        raise VQAError(
-            f"{source}: expected a JSON list of {{question_id, answer}} objects, "
-            f"got {type(records).__name__}"
-        )
+def _scalar_text(value: Any) -> str | None:
+    """An id or answer as text: strings as they are, integers (also integral floats, which
+    pandas makes of integer columns) as digits; None for anything else."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (bool, np.bool_)):
+        return None
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    if isinstance(value, (float, np.floating)) and math.isfinite(value):
+        return str(int(value)) if float(value).is_integer() else str(float(value))
+    return None
+
+
+def _records(predictions: Any, source: str) -> list[Any]:
+    if isinstance(predictions, pd.DataFrame):
+        missing = [c for c in ("question_id", "answer") if c not in predictions.columns]
+        if missing:
+            raise VQAError(
+                f"{source}: the DataFrame lacks column(s) {', '.join(missing)} (has: "
+                f"{', '.join(map(str, predictions.columns)) or 'none'}); it needs question_id "
+                "and answer"
+            )
+        frame = predictions[["question_id", "answer"]]
+        return [
+            dict(zip(("question_id", "answer"), row, strict=True))
+            for row in frame.itertuples(index=False, name=None)
+        ]
+    if isinstance(predictions, pd.Series):
+        return [{"question_id": k, "answer": v} for k, v in predictions.items()]
+    if isinstance(predictions, Mapping):
+        return [{"question_id": k, "answer": v} for k, v in predictions.items()]
+    if isinstance(predictions, (list, tuple)):
+        return list(predictions)
+    raise VQAError(f"{source}: expected {PREDICTION_FORMS}; got {type(predictions).__name__}")
+
+
+def parse_predictions(predictions: Any, source: str = "predictions") -> dict[str, str]:
+    """Validate predictions in any supported form into ``{question_id (str): answer (str)}``.
+
+    Forms: a dict ``{question_id: answer}``, a list of ``{question_id, answer}`` records, a
+    DataFrame with columns ``question_id`` and ``answer``, a Series indexed by question id. Ids
+    may be integers or strings (``1`` and ``"1"`` are the same id); answers are strings (numbers
+    are turned into text). Raises :class:`VQAError` on a malformed entry or a duplicate id.
+    """
     out: dict[str, str] = {}
     dups: list[str] = []
-    for n, rec in enumerate(records):
+    for n, rec in enumerate(_records(predictions, source)):
         if not isinstance(rec, Mapping) or "question_id" not in rec or "answer" not in rec:
             have = ", ".join(map(str, rec)) if isinstance(rec, Mapping) else type(rec).__name__
             raise VQAError(
                 f"{source}: entry {n} lacks question_id or answer (has: {have}); each entry "
                 "needs the fields question_id, answer"
             )
-        answer = rec["answer"]
-        if not isinstance(answer, (str, int, float)) or isinstance(answer, bool):
+        qid = _scalar_text(rec["question_id"])
+        if qid is None:
+            raise VQAError(
+                f"{source}: entry {n} has question_id {rec['question_id']!r}; an id must be a "
+                "string or an integer"
+            )
+        answer = _scalar_text(rec["answer"])
+        if answer is None:
             raise VQAError(
                 f"{source}: entry {n} (question_id {rec['question_id']!r}) has answer "
-                f"{answer!r}; an answer must be a string (or a number)"
+                f"{rec['answer']!r}; an answer must be a string (or a number)"
             )
-        qid = str(rec["question_id"])
         if qid in out:
             dups.append(qid)
-        out[qid] = str(answer)
+        out[qid] = answer
     if dups:
         raise VQAError(f"{source}: {len(dups)} duplicate question id(s): {_preview(sorted(dups))}")
     return out
 
 
 def load_predictions(path: str | Path) -> dict[str, str]:
-    """Read a predictions JSON file (see :func:`parse_predictions`)."""
+    """Read a predictions JSON file: a list of records or an object ``{question_id: answer}``
+    (see :func:`parse_predictions`)."""
     p = Path(path)
     if not p.exists():
         raise DataNotFoundError(f"predictions file {str(p)!r} does not exist")
@@ -68,7 +131,88 @@ def load_predictions(path: str | Path) -> dict[str, str]:
         records = json.loads(p.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise VQAError(f"{p}: not valid JSON ({exc})") from exc
+    if not isinstance(records, (list, dict)):
+        raise VQAError(
+            f"{p}: expected a JSON list of {{question_id, answer}} objects (or an object "
+            f"{{question_id: answer}}), got {type(records).__name__}"
+        )
     return parse_predictions(records, str(p))
+
+
+# ------------------------------------------------------------------------------------- metrics
+def _check_metric(metric: str) -> Metric:
+    if metric not in METRICS:
+        raise VQAError(unknown_choice("metric", metric, METRICS))
+    return metric  # type: ignore[return-value]
+
+
+def metric_info(
+    metric: str = "official",
+    vocabulary: Set[str] | None = None,
+    single_answer_questions: int = 0,
+    vocabulary_source: str | None = None,
+) -> dict[str, Any]:
+    """What a score means: the metric's rule, the vocabulary filter and the single-answer rule."""
+    metric = _check_metric(metric)
+    if metric == "official":
+        rule = (
+            "official VQA accuracy: prediction and human answers normalised (punctuation, case, "
+            "number words, articles) when the human answers differ; min(1, matches / 3) "
+            "averaged over the leave-one-out subsets of the human answers"
+        )
+    else:
+        rule = (
+            "VQA-VS authors' scorer: min(1, count / 3) of the raw prediction among the raw "
+            "human answers, no normalisation, no leave-one-out averaging; "
+            + (
+                "predictions outside the training vocabulary score 0"
+                if vocabulary is not None
+                else "no vocabulary filter (no training split given)"
+            )
+        )
+    return {
+        "name": metric,
+        "rule": rule,
+        "vocabulary": None if vocabulary is None else len(vocabulary),
+        "vocabulary_source": vocabulary_source if vocabulary is not None else None,
+        "single_answer": (
+            "a question with one reference answer is scored by exact match (the official "
+            "leave-one-out rule would give 0, the authors' rule 1/3)"
+        ),
+        "single_answer_questions": int(single_answer_questions),
+    }
+
+
+def accuracies(
+    predictions: Sequence[str],
+    answers: Sequence[Sequence[str]],
+    metric: str = "official",
+    vocabulary: Set[str] | None = None,
+) -> np.ndarray:
+    """Per-question accuracy (float64 in [0, 1]) under ``metric`` (``official`` or ``vqa-vs``).
+
+    ``vocabulary`` (``vqa-vs`` only) scores predictions outside it as 0. A question with a
+    single reference answer is an exact match under both metrics.
+    """
+    metric = _check_metric(metric)
+    if metric == "official":
+        if vocabulary is not None:
+            raise VQAError("a vocabulary filter belongs to the vqa-vs metric only")
+        return vqa_accuracies(predictions, answers)
+    if len(predictions) != len(answers):
+        raise ValueError(
+            f"{len(predictions)} predictions but {len(answers)} answer lists; they must align"
+        )
+    return np.fromiter(
+        (
+            (float(p == a[0]) if vocabulary is None or p in vocabulary else 0.0)
+            if len(a) == 1
+            else vqa_vs_accuracy(p, a, vocabulary)
+            for p, a in zip(predictions, answers, strict=True)
+        ),
+        dtype=np.float64,
+        count=len(predictions),
+    )
 
 
 def _per_question(
@@ -77,6 +221,8 @@ def _per_question(
     known: Iterable[str],
     predictions: Mapping[str, str],
     count_missing_wrong: bool,
+    metric: str,
+    vocabulary: Set[str] | None,
 ) -> tuple[np.ndarray, int]:
     known_set = set(known)
     unknown = sorted(q for q in predictions if q not in known_set)
@@ -84,8 +230,9 @@ def _per_question(
         raise VQAError(
             f"{len(unknown)} prediction(s) for unknown question ids: {_preview(unknown)}"
         )
-    missing_mask = np.fromiter((q not in predictions for q in question_ids), bool,
-                               count=len(question_ids))  # fmt: skip
+    missing_mask = np.fromiter(
+        (q not in predictions for q in question_ids), bool, count=len(question_ids)
+    )
     n_missing = int(missing_mask.sum())
     if n_missing and not count_missing_wrong:
         ids = question_ids[missing_mask].tolist()
@@ -97,69 +244,159 @@ def _per_question(
     answers = list(answers)
     acc = np.zeros(len(question_ids), dtype=np.float64)
     have = np.flatnonzero(~missing_mask)
-    acc[have] = vqa_accuracies(
-        [predictions[question_ids[i]] for i in have], [answers[i] for i in have]
+    acc[have] = accuracies(
+        [predictions[question_ids[i]] for i in have],
+        [answers[i] for i in have],
+        metric,
+        vocabulary,
     )
     return acc, n_missing
 
 
-def _pct(acc: np.ndarray, mask: np.ndarray) -> float:
-    return float(100.0 * acc[mask].mean()) if mask.any() else float("nan")
+def _mean(acc: np.ndarray, mask: np.ndarray) -> float:
+    return float(acc[mask].mean()) if mask.any() else float("nan")
+
+
+def _means_of(values: Iterable[float]) -> float:
+    valid = [v for v in values if not math.isnan(v)]
+    return float(np.mean(valid)) if valid else float("nan")
+
+
+def _per_label(acc: np.ndarray, frame: pd.DataFrame, column: str) -> dict[str, float]:
+    if column not in frame.columns:
+        return {}
+    labels = frame[column].fillna("").astype(str).to_numpy(dtype=object)
+    if not (labels != "").any():
+        return {}
+    return {t: _mean(acc, labels == t) for t in sorted(set(labels)) if t != ""}
+
+
+def _row(acc: np.ndarray, frame: pd.DataFrame, sets: Mapping[str, np.ndarray]) -> dict[str, Any]:
+    masks = {s: np.asarray(sets[s], dtype=bool) for s in SHORTCUTS}
+    ood = {s: _mean(acc, masks[s]) for s in SHORTCUTS}
+    iid = _mean(acc, np.ones(len(frame), dtype=bool))
+    ood_mean = _means_of(ood.values())
+    return {
+        "iid": iid,
+        "ood": ood,
+        **{g: _means_of(ood[s] for s in members) for g, members in SHORTCUT_GROUPS.items()},
+        "ood_mean": ood_mean,
+        "gap": iid - ood_mean,
+        "per_answer_type": _per_label(acc, frame, "answer_type"),
+        "ood_per_answer_type": {
+            s: _per_label(acc[masks[s]], frame.loc[masks[s]], "answer_type") for s in SHORTCUTS
+        },
+        "counts": {"iid": int(len(frame)), "ood": {s: int(masks[s].sum()) for s in SHORTCUTS}},
+    }
+
+
+def _scored(
+    frame: pd.DataFrame,
+    predictions: Any,
+    known: Iterable[str] | None,
+    count_missing_wrong: bool,
+    metric: str,
+    vocabulary: Set[str] | None,
+    vocabulary_source: str | None,
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """Per-question accuracy of ``frame``'s questions and the result's missing/metric entries."""
+    preds = parse_predictions(predictions)
+    qids = frame["question_id"].astype(str).to_numpy(dtype=object)
+    acc, n_missing = _per_question(
+        qids,
+        frame["answers"],
+        qids if known is None else known,
+        preds,
+        count_missing_wrong,
+        metric,
+        vocabulary,
+    )
+    single = sum(len(a) == 1 for a in frame["answers"])
+    return acc, {
+        "missing": n_missing,
+        "metric": metric_info(metric, vocabulary, single, vocabulary_source),
+    }
+
+
+def score_sets(
+    frame: pd.DataFrame,
+    predictions: Any,
+    sets: Mapping[str, np.ndarray],
+    known: Iterable[str] | None = None,
+    count_missing_wrong: bool = False,
+    metric: str = "official",
+    vocabulary: Set[str] | None = None,
+    vocabulary_source: str | None = None,
+) -> dict[str, Any]:
+    """The paper's table row for the questions of ``frame`` (the IID test set) and its OOD
+    subsets ``sets`` (shortcut -> boolean mask over ``frame``).
+
+    ``frame`` needs ``question_id`` and ``answers``; ``answer_type`` gives per-answer-type
+    accuracy. ``known``: every id a prediction may name (default: ``frame``'s); predictions for
+    known ids outside ``frame`` are ignored. Keys: ``iid``, ``ood`` (shortcut -> accuracy),
+    ``language``, ``visual``, ``multimodal`` (means of their OOD sets), ``ood_mean`` (mean of the
+    nine), ``gap`` (IID - OOD mean), ``per_answer_type`` (IID), ``ood_per_answer_type``,
+    ``counts``, ``missing``, ``metric``; fractions in [0, 1]. Empty sets score None and are left
+    out of the means.
+    """
+    acc, extra = _scored(
+        frame, predictions, known, count_missing_wrong, metric, vocabulary, vocabulary_source
+    )
+    return json_safe({**_row(acc, frame, sets), **extra})
 
 
 def score_splits(
-    samples: pd.DataFrame, predictions: Mapping[str, str], count_missing_wrong: bool = False
+    samples: pd.DataFrame,
+    predictions: Any,
+    count_missing_wrong: bool = False,
+    metric: str = "official",
+    vocabulary: Set[str] | None = None,
 ) -> dict[str, Any]:
     """Accuracy on the IID test set, each OOD test set (tail), each head split, and the gap.
 
     ``samples`` is a built split table (:func:`shortcutlab.vqa.store.read_samples`). Every IID
     test question needs a prediction unless ``count_missing_wrong``; predictions for train/val
-    questions are ignored, ids unknown to the table are an error.
+    questions are ignored, ids unknown to the table are an error. Keys as :func:`score_sets`,
+    plus ``head`` and ``tail`` (= ``ood``) per shortcut, all fractions.
     """
-    test = samples["split"].to_numpy() == "test"
-    sub = samples.loc[test]
-    qids = sub["question_id"].to_numpy(dtype=object)
-    acc, n_missing = _per_question(
-        qids, sub["answers"], samples["question_id"], predictions, count_missing_wrong
+    sub = samples.loc[samples["split"].to_numpy() == "test"].reset_index(drop=True)
+    acc, extra = _scored(
+        sub,
+        predictions,
+        samples["question_id"].astype(str),
+        count_missing_wrong,
+        metric,
+        vocabulary,
+        "training split",
     )
-    everything = np.ones(len(sub), dtype=bool)
-    ood = {s: _pct(acc, sub[f"tail:{s}"].to_numpy()) for s in SHORTCUTS}
-    head = {s: _pct(acc, sub[f"head:{s}"].to_numpy()) for s in SHORTCUTS}
-    valid = [v for v in ood.values() if not math.isnan(v)]
-    iid = _pct(acc, everything)
-    ood_mean = float(np.mean(valid)) if valid else float("nan")
-    result = {
-        "iid": iid,
-        "ood": ood,
-        "ood_mean": ood_mean,
-        "gap": iid - ood_mean,
-        "head": head,
-        "tail": dict(ood),
-        "counts": {
-            "iid": int(len(sub)),
-            "ood": {s: int(sub[f"tail:{s}"].sum()) for s in SHORTCUTS},
-            "head": {s: int(sub[f"head:{s}"].sum()) for s in SHORTCUTS},
-        },
-        "missing": n_missing,
-    }
+    result = {**_row(acc, sub, {s: sub[f"tail:{s}"].to_numpy() for s in SHORTCUTS}), **extra}
+    heads = {s: sub[f"head:{s}"].to_numpy(dtype=bool) for s in SHORTCUTS}
+    result["head"] = {s: _mean(acc, heads[s]) for s in SHORTCUTS}
+    result["tail"] = dict(result["ood"])
+    result["counts"]["head"] = {s: int(heads[s].sum()) for s in SHORTCUTS}
     return json_safe(result)
 
 
 def score_table(
-    table: pd.DataFrame, predictions: Mapping[str, str], count_missing_wrong: bool = False
+    table: pd.DataFrame,
+    predictions: Any,
+    count_missing_wrong: bool = False,
+    metric: str = "official",
+    vocabulary: Set[str] | None = None,
+    vocabulary_source: str | None = None,
 ) -> dict[str, Any]:
-    """Accuracy over any annotated question set, overall and per question type."""
-    qids = table["question_id"].to_numpy(dtype=object)
-    acc, n_missing = _per_question(
-        qids, table["answers"], qids, predictions, count_missing_wrong
+    """Accuracy over any annotated question set: ``overall``, ``count``, ``missing``,
+    ``per_question_type`` and ``per_answer_type`` (where the data has them), as fractions, and
+    the ``metric`` statement."""
+    acc, extra = _scored(
+        table, predictions, None, count_missing_wrong, metric, vocabulary, vocabulary_source
     )
-    per_type: dict[str, float] = {}
-    if "question_type" in table.columns and (table["question_type"] != "").any():
-        qt = table["question_type"].to_numpy(dtype=object)
-        for t in sorted(set(qt)):
-            per_type[t] = _pct(acc, qt == t)
-    overall = _pct(acc, np.ones(len(qids), dtype=bool))
     return json_safe(
-        {"overall": overall, "count": int(len(qids)), "missing": n_missing,
-         "per_question_type": per_type}
-    )  # fmt: skip
+        {
+            "overall": _mean(acc, np.ones(len(table), dtype=bool)),
+            "count": int(len(table)),
+            "per_question_type": _per_label(acc, table, "question_type"),
+            "per_answer_type": _per_label(acc, table, "answer_type"),
+            **extra,
+        }
+    )

@@ -133,7 +133,9 @@ def load_json_sources(paths: Sequence[str | Path]) -> pd.DataFrame:
             for ans in adf["answers"]
         ]
     adf = adf.rename(columns={"multiple_choice_answer": "answer"})
-    keep = [c for c in ("question_id", "question_type", "answer", "answers") if c in adf]
+    keep = [
+        c for c in ("question_id", "question_type", "answer_type", "answer", "answers") if c in adf
+    ]
     for label, frame in (("questions", qdf), ("annotations", adf)):
         dup = frame["question_id"].duplicated()
         if dup.any():

@@ -17,12 +17,17 @@ from shortcutlab.vqa.splits import VQASplits
 __all__ = ["baseline_table", "write_baseline_report"]
 
 
+def _pct(value: float | None) -> float:
+    return float("nan") if value is None else 100.0 * value
+
+
 def baseline_table(scores: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
-    """One row per model: IID, each OOD set, the OOD mean and the gap (from ``score_splits``)."""
+    """One row per model, in percent for display: IID, each OOD set, the OOD mean and the gap
+    (``score_splits`` results, which hold fractions)."""
     rows = []
     for name, r in scores.items():
-        rows.append({"model": name, "IID": r["iid"], **r["ood"], "OOD mean": r["ood_mean"],
-                     "gap": r["gap"]})  # fmt: skip
+        row = {"IID": r["iid"], **r["ood"], "OOD mean": r["ood_mean"], "gap": r["gap"]}
+        rows.append({"model": name, **{k: _pct(v) for k, v in row.items()}})
     return pd.DataFrame(rows).set_index("model")
 
 
@@ -36,7 +41,7 @@ def write_baseline_report(
     report.paragraph(
         "Nine shortcut-specific OOD test sets built with the VQA-VS procedure (concepts by "
         "pointwise mutual information, imbalanced groups below normalised entropy 0.9, tail "
-        "answers below 1.2 x the mean count). Accuracies are the official VQA accuracy in %."
+        "answers below 1.2 x the mean count). Accuracies are the official VQA accuracy, shown in %."
     )
     report.heading("Statistics (cf. paper Table 1)")
     report.table(splits.statistics.set_index("shortcut"), float_format="{:.0f}")
@@ -51,23 +56,24 @@ def write_baseline_report(
         "nine OOD test sets; gap = IID - OOD mean."
     )
     report.table(table_df, float_format="{:.2f}")
-    bars = {m: {"IID": r["iid"], **r["ood"]} for m, r in scores.items()}
+    bars = {m: {"IID": _pct(r["iid"]), **{s: _pct(v) for s, v in r["ood"].items()}}
+            for m, r in scores.items()}  # fmt: skip
     report.figure(accuracy_bars(bars), "IID and OOD accuracy per baseline")
-    plain, biased_r = scores["cnn-bow"], scores["cnn-bow+color~shape"]
+    plain, biased_r = table_df.loc["cnn-bow"], table_df.loc["cnn-bow+color~shape"]
     report.paragraph(
         f"The planted colour-shape correlation changes cnn-bow's IID accuracy by "
-        f"{biased_r['iid'] - plain['iid']:+.1f} points, its OOD mean by "
-        f"{biased_r['ood_mean'] - plain['ood_mean']:+.1f} and its KO OOD accuracy by "
-        f"{biased_r['ood']['KO'] - plain['ood']['KO']:+.1f}. On the question-type OOD set "
-        f"(QT: rare answers of a question type) cnn-bow scores {plain['ood']['QT']:.1f} % "
-        f"against {plain['iid']:.1f} % IID"
+        f"{biased_r['IID'] - plain['IID']:+.1f} points, its OOD mean by "
+        f"{biased_r['OOD mean'] - plain['OOD mean']:+.1f} and its KO OOD accuracy by "
+        f"{biased_r['KO'] - plain['KO']:+.1f}. On the question-type OOD set "
+        f"(QT: rare answers of a question type) cnn-bow scores {plain['QT']:.1f} % "
+        f"against {plain['IID']:.1f} % IID"
         + (": it answers many questions from their type, not from the image (language prior)."
-           if plain["ood"]["QT"] < plain["iid"] / 2 else ".")
+           if plain["QT"] < plain["IID"] / 2 else ".")
     )  # fmt: skip
     report.heading("acc-head and acc-tail (cnn-bow)", level=3)
     head_tail = pd.DataFrame(
         {
-            f"{col} {part}": scores[m][part]
+            f"{col} {part}": {s: _pct(v) for s, v in scores[m][part].items()}
             for m, col in (("cnn-bow", "plain"), ("cnn-bow+color~shape", "injected"))
             for part in ("head", "tail")
         }

@@ -247,6 +247,8 @@ def build_splits(table: pd.DataFrame, config: BuildConfig | None = None) -> VQAS
             "split": split,
         }
     )
+    if "answer_type" in table.columns:  # VQA v2 / VQA-VS: per-answer-type accuracy in scores
+        samples["answer_type"] = table["answer_type"].fillna("").astype(str).to_numpy()
     flags: dict[tuple[str, str], GroupFlags] = {}
     masks = {name: split == name for name in SPLITS}
     extra: dict[str, np.ndarray] = {}

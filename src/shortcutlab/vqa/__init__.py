@@ -1,0 +1,112 @@
+"""VQA-VS: shortcut-specific OOD test sets for any VQA data (Si et al. 2022), the official VQA
+accuracy and the authors' scorer, and scoring of the release as published.
+
+Typical use::
+
+    from shortcutlab.vqa import read_release, score_release
+    result = score_release(read_release("VQA-VS/"), predictions, metric="vqa-vs")
+    result["iid"], result["ood"]["KW"], result["ood_mean"]      # fractions in [0, 1]
+
+``predictions`` may be a dict ``{question_id: answer}``, a list of ``{question_id, answer}``
+records, or a DataFrame with those columns; integer and string ids are the same id.
+"""
+
+from shortcutlab.vqa.accuracy import (
+    METRICS,
+    normalize_answer,
+    training_vocabulary,
+    vqa_accuracies,
+    vqa_accuracy,
+    vqa_vs_accuracy,
+)
+from shortcutlab.vqa.baselines import (
+    PRIORS,
+    CnnBowConfig,
+    answer_prior,
+    inject_correlation,
+    keyword_prior,
+    prior_predictions,
+    question_type_prior,
+    train_cnn_bow,
+)
+from shortcutlab.vqa.concepts import (
+    ENGLISH_STOP_WORDS,
+    SHORTCUT_GROUPS,
+    SHORTCUTS,
+    ConceptConfig,
+    compute_concepts,
+)
+from shortcutlab.vqa.evaluate import (
+    accuracies,
+    load_predictions,
+    parse_predictions,
+    score_sets,
+    score_splits,
+    score_table,
+)
+from shortcutlab.vqa.loaders import load_easy_vqa, load_table
+from shortcutlab.vqa.release import (
+    VQAVSRelease,
+    read_release,
+    read_test_annotations,
+    read_vocabulary,
+    score_release,
+)
+from shortcutlab.vqa.splits import (
+    BuildConfig,
+    VQASplits,
+    build_splits,
+    coincidence_matrix,
+    group_flags,
+    imbalance_degree,
+    jaccard_matrix,
+    normalized_entropy,
+)
+from shortcutlab.vqa.store import read_samples, write_splits
+from shortcutlab.vqa.table import make_table
+
+__all__ = [
+    "ENGLISH_STOP_WORDS",
+    "METRICS",
+    "PRIORS",
+    "SHORTCUTS",
+    "SHORTCUT_GROUPS",
+    "BuildConfig",
+    "CnnBowConfig",
+    "ConceptConfig",
+    "VQASplits",
+    "VQAVSRelease",
+    "accuracies",
+    "answer_prior",
+    "build_splits",
+    "coincidence_matrix",
+    "compute_concepts",
+    "group_flags",
+    "imbalance_degree",
+    "inject_correlation",
+    "jaccard_matrix",
+    "keyword_prior",
+    "load_easy_vqa",
+    "load_predictions",
+    "load_table",
+    "make_table",
+    "normalize_answer",
+    "normalized_entropy",
+    "parse_predictions",
+    "prior_predictions",
+    "question_type_prior",
+    "read_release",
+    "read_samples",
+    "read_test_annotations",
+    "read_vocabulary",
+    "score_release",
+    "score_sets",
+    "score_splits",
+    "score_table",
+    "train_cnn_bow",
+    "training_vocabulary",
+    "vqa_accuracies",
+    "vqa_accuracy",
+    "vqa_vs_accuracy",
+    "write_splits",
+]
