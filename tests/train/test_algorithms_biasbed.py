@@ -95,8 +95,8 @@ def test_padain_probability_is_respected() -> None:
     assert 35 <= swapped <= 85  # ~60 expected (identity permutations are rare for 4! = 24)
 
 
-def test_padain_algorithm_trains_and_hooks_default_stages() -> None:
-    algo, before, outs = _train("padain", p=1.0)
+def test_padain_algorithm_trains_and_hooks_stages_option() -> None:
+    algo, before, outs = _train("padain", p=1.0, placement="stages")
     assert algo.layer_names == ["features.2", "features.3", "features.4"]
     assert all(np.isfinite(o["loss"]) for o in outs)
     assert _changed(algo, before, "network.")
@@ -161,7 +161,8 @@ def test_infodrop_drops_low_information_patches_more() -> None:
     ],
 )
 def test_infodrop_algorithm_trains_on_device(device: str) -> None:
-    cfg = TrainConfig(algorithm="infodrop", model="small_cnn", hparams={"layers": 2})
+    hp = {"layers": 2, "placement": "conv"}
+    cfg = TrainConfig(algorithm="infodrop", model="small_cnn", hparams=hp)
     torch.manual_seed(0)
     algo = create_algorithm("infodrop", 3, cfg).to(device).train()
     assert len(algo.drop_layers) == 2
@@ -323,7 +324,8 @@ def test_debiased_interpolates_labels_with_the_texture_donor(diagvib_train) -> N
 
     ds, batch = diagvib_train
     tex = FACTORS.index("texture")
-    algo = create_algorithm("debiased", 3, TrainConfig(algorithm="debiased"), _context(ds))
+    cfg = TrainConfig(algorithm="debiased", hparams={"mix": "replace"})
+    algo = create_algorithm("debiased", 3, cfg, _context(ds))
     algo.train()
     algo.step = 1
     x, targets, classes = algo.stylize(batch)
@@ -380,7 +382,9 @@ def test_image_folder_stylized_and_debiased_use_local_adain_weights(adain_weight
     frozen = {k: v.clone() for k, v in sty.transfer.state_dict().items()}
     assert np.isfinite(sty.update(batch)["loss"])
     assert all(torch.equal(v, frozen[k]) for k, v in sty.transfer.state_dict().items())
-    deb = create_algorithm("debiased", 3, TrainConfig(algorithm="debiased", hparams=hp)).train()
+    hp_replace = {**hp, "mix": "replace"}
+    deb = create_algorithm("debiased", 3, TrainConfig(algorithm="debiased", hparams=hp_replace))
+    deb.train()
     deb.step = 3
     _, targets, _ = deb.stylize(batch)
     perm = torch.randperm(6, generator=deb.generator("debiased-donor"))
@@ -410,3 +414,199 @@ def test_sagnet_with_frozen_backbone_trains_only_heads() -> None:
     assert np.isfinite(out["loss"])
     assert not _changed(algo, before, "featurizer.")  # weights and BatchNorm statistics
     assert _changed(algo, before, "content_head.1.")
+
+
+# ------------------------------------------------- issue 17: the reference implementations
+def test_padain_sits_before_every_conv_batchnorm_like_the_reference() -> None:
+    from shortcutlab.train.algorithms.padain import pre_batchnorm_modules
+
+    with torch.device("meta"):
+        rn50 = create_model("resnet50", 3)
+    names = pre_batchnorm_modules(rn50)
+    assert len(names) == 49  # stem + 16 bottlenecks x 3; shortcut projections excluded
+    assert "bn1" in names and not any("downsample" in n for n in names)
+    algo, _, _ = _train("padain", steps=1, p=1.0)
+    assert algo.layer_names == ["features.1", "features.3.1", "features.4.1", "features.5.1"]
+    # every conv -> BN pair swapped once in the one training step (p = 1)
+    assert [layer.swaps for layer in algo.swap_layers] == [1, 1, 1, 1]
+
+
+def test_padain_detaches_the_donor_statistics() -> None:
+    x = torch.randn(4, 3, 5, 5, requires_grad=True)
+    weights = torch.arange(25.0).view(5, 5)
+    for detach, donor_grad in ((True, False), (False, True)):
+        layer = PermutedAdaIN(p=1.0, detach=detach).train()
+        layer.reseed(0, 0)
+        y = layer(x)
+        donors = _match_donors(y.detach(), x.detach())
+        i = next(j for j, d in enumerate(donors) if d != j)  # a sample with another donor
+        (grad,) = torch.autograd.grad((y[i] * weights).sum(), x)
+        assert bool(grad[donors[i]].abs().sum() > 0) is donor_grad
+        assert grad[i].abs().sum() > 0  # the sample's own content always gets gradient
+
+
+def test_sagnet_randomises_before_layer3_and_adversary_moves_only_batchnorms() -> None:
+    from shortcutlab.train.algorithms.sagnet import batchnorm_parameters, split_for_sagnet
+
+    with torch.device("meta"):
+        model = create_model("resnet18", 3)
+    featurizer, head = split_for_sagnet(model)
+    assert featurizer[-1] is model.layer2 and head[0] is model.layer3
+    algo = create_algorithm("sagnet", 3, TrainConfig(algorithm="sagnet", seed=1)).train()
+    bn_ids = {id(p) for p in batchnorm_parameters(algo.featurizer)}
+    assert {id(p) for p in algo.adv_params} == bn_ids and bn_ids
+    algo.opt_f.step = lambda *a, **k: None  # freeze the content step: only the adversary moves f
+    before = {n: p.detach().clone() for n, p in algo.featurizer.named_parameters()}
+    algo.update(_batch())
+    moved = {n for n, p in algo.featurizer.named_parameters() if not torch.equal(p, before[n])}
+    assert moved and moved <= {n for n, p in algo.featurizer.named_parameters() if id(p) in bn_ids}
+    everything = create_algorithm(
+        "sagnet", 3, TrainConfig(algorithm="sagnet", hparams={"adv_params": "all"})
+    )
+    assert len(everything.adv_params) == len(list(everything.featurizer.parameters()))
+
+
+def test_infodrop_dropped_positions_are_zero_after_the_stem_block() -> None:
+    cfg = TrainConfig(algorithm="infodrop", model="resnet18", seed=3)
+    torch.manual_seed(0)
+    algo = create_algorithm("infodrop", 3, cfg)
+    (block,) = algo.drop_layers
+    assert block.pool is algo.network.maxpool  # min-pooled to the max-pool's output
+    captured: list[torch.Tensor] = []
+    algo.network.maxpool.register_forward_hook(lambda _m, _i, out: captured.append(out))
+    x = _half_textured(n=2, size=64)
+    algo.eval()  # BatchNorm statistics fixed; the reference keeps dropping at test time
+    block.reseed(0, 0)
+    algo.predict(x)
+    block.drop_rate = 0.0
+    algo.predict(x)
+    dropped, ref = captured[0], captured[1]
+    zeroed = (dropped == 0) & (ref != 0)
+    assert zeroed.float().mean() > 0.05  # some positions dropped ...
+    assert float(dropped[zeroed].detach().abs().max()) == 0.0  # ... exactly zero after the block
+    kept = ~zeroed
+    torch.testing.assert_close(dropped[kept], ref[kept])
+    # low-information (flat) half is dropped more than the textured half
+    assert zeroed[..., :7].float().mean() > zeroed[..., 9:].float().mean()
+    off = create_algorithm(
+        "infodrop", 3, TrainConfig(algorithm="infodrop", model="resnet18",
+                                   hparams={"eval_drop": False})
+    ).eval()
+    torch.testing.assert_close(off.predict(x), off.predict(x))
+
+
+def test_debiased_batches_hold_clean_and_stylised_halves(diagvib_train) -> None:
+    from shortcutlab.train.algorithms.stylized import DualBatchNorm2d
+
+    ds, batch = diagvib_train
+    algo = create_algorithm("debiased", 3, TrainConfig(algorithm="debiased"), _context(ds))
+    assert algo.hparams["alpha"] == 0.5 and algo.hparams["mix"] == "pair"
+    algo.train()
+    algo.step = 2
+    x, targets, classes = algo.stylize(batch)
+    n = len(batch["y"])
+    assert x.shape[0] == 2 * n
+    torch.testing.assert_close(x[:n], batch["x"])  # the clean half
+    torch.testing.assert_close(x[n:], _render(ds, classes[n:], batch["index"]))  # stylised
+    torch.testing.assert_close(targets[:n], torch.eye(3)[batch["y"]])
+    perm = torch.randperm(n, generator=algo.generator("debiased-donor"))
+    torch.testing.assert_close(targets[n:], debiased_targets(batch["y"], batch["y"][perm], 3))
+    duals = [m for m in algo.network.modules() if isinstance(m, DualBatchNorm2d)]
+    assert duals and len(duals) == len(algo.dual_bns)
+    first = duals[0]
+    main0, aux0 = first.main.running_mean.clone(), first.aux.running_mean.clone()
+    assert np.isfinite(algo.update(batch)["loss"])
+    assert not torch.equal(first.main.running_mean, main0)
+    assert not torch.equal(first.aux.running_mean, aux0)
+    assert not torch.equal(first.main.running_mean, first.aux.running_mean)  # separate halves
+    assert all(bn.split is None for bn in duals)
+
+
+def _reference_adain_pair(tmp_path):
+    """Random weights in the layout of the standard vgg_normalised.pth / decoder.pth files."""
+    torch.manual_seed(0)
+    vgg: list[nn.Module] = [nn.Conv2d(3, 3, 1)]
+    c = 3
+    for item in [64, 64, "M", 128, 128, "M", 256, 256, 256, 256, "M", 512, 512, 512, 512, "M",
+                 512, 512, 512, 512]:
+        if item == "M":
+            vgg.append(nn.MaxPool2d(2, 2, 0, ceil_mode=True))
+        else:
+            vgg += [nn.ReflectionPad2d(1), nn.Conv2d(c, item, 3), nn.ReLU()]
+            c = item
+    dec: list[nn.Module] = []
+    c = 512
+    for item in [256, "up", 256, 256, 256, 128, "up", 128, 64, "up", 64, 3]:
+        if item == "up":
+            dec.append(nn.Upsample(scale_factor=2, mode="nearest"))
+        else:
+            dec += [nn.ReflectionPad2d(1), nn.Conv2d(c, item, 3), nn.ReLU()]
+            c = item
+    dec = dec[:-1]
+    for m in dec:
+        if isinstance(m, nn.Conv2d):
+            nn.init.normal_(m.weight, std=0.02)
+            nn.init.constant_(m.bias, 0.5 if m.out_channels == 3 else 0.0)
+    torch.save(nn.Sequential(*vgg).state_dict(), tmp_path / "vgg_normalised.pth")
+    torch.save(nn.Sequential(*dec).state_dict(), tmp_path / "decoder.pth")
+    return tmp_path / "vgg_normalised.pth", tmp_path / "decoder.pth"
+
+
+def test_standard_adain_weight_pair_loads_from_local_files(tmp_path) -> None:
+    vgg, dec = _reference_adain_pair(tmp_path)
+    state = torch.load(vgg, weights_only=True)
+    assert "0.weight" in state and "2.weight" in state and "51.weight" in state
+    hp = {"vgg_weights": str(vgg), "decoder_weights": str(dec)}
+    sty = create_algorithm("stylized", 3, TrainConfig(algorithm="stylized", hparams=hp)).train()
+    assert sty.transfer.layout == "adain"
+    torch.testing.assert_close(sty.transfer.encoder[2].weight, state["2.weight"])
+    torch.testing.assert_close(sty.transfer.encoder[29].weight, state["29.weight"])  # relu4_1 conv
+    batch = _batch(n=4, size=32)
+    x, _ = sty.stylize(batch)
+    assert x.shape == batch["x"].shape and not torch.allclose(x, batch["x"])
+    deb = create_algorithm("debiased", 3, TrainConfig(algorithm="debiased", hparams=hp)).train()
+    xd, targets, _ = deb.stylize(batch)
+    assert xd.shape[0] == 8 and targets.shape == (8, 3)
+    assert np.isfinite(deb.update(batch)["loss"])
+    with pytest.raises(TrainError, match="do not fit the standard AdaIN"):
+        create_algorithm(
+            "stylized", 3,
+            TrainConfig(algorithm="stylized", hparams={"vgg_weights": str(dec),
+                                                       "decoder_weights": str(dec)}),
+        )
+
+
+def test_biasbed_recipe_is_sgd_with_a_step_schedule() -> None:
+    cfg = TrainConfig(protocol="biasbed", algorithm="erm")
+    assert (cfg.optimizer, cfg.momentum, cfg.weight_decay) == ("sgd", 0.9, 1e-4)
+    assert (cfg.batch_size, cfg.epochs, cfg.lr_milestones, cfg.lr) == (128, 100, (30, 60, 90), 0.2)
+    assert cfg.describe_protocol() == "biasbed"
+    algo = create_algorithm("sagnet", 3, cfg.replace(algorithm="sagnet"))
+    assert isinstance(algo.opt_c, torch.optim.SGD)
+    for epoch, lr in ((0, 0.2), (29, 0.2), (30, 0.02), (60, 0.002), (99, 0.0002)):
+        algo.start_epoch(epoch)
+        for opt in (algo.opt_f, algo.opt_c, algo.opt_s, algo.opt_adv):
+            assert opt.param_groups[0]["lr"] == pytest.approx(lr)
+    # configs without the new fields serialise (and hash) as before
+    assert "optimizer" not in TrainConfig().to_json()
+    assert '"optimizer":"sgd"' in cfg.to_json()
+
+
+def test_biasbed_schedule_reaches_the_trainer(monkeypatch: pytest.MonkeyPatch) -> None:
+    from shortcutlab.train.algorithms.base import Algorithm
+    from shortcutlab.train.trainer import train
+    from tests.train.fake_data import FakeDiagvib
+
+    seen: list[tuple[int, float]] = []
+    original = Algorithm.start_epoch
+
+    def record(self: Algorithm, epoch: int) -> None:
+        original(self, epoch)
+        seen.append((epoch, self.optimizer.param_groups[0]["lr"]))
+
+    monkeypatch.setattr(Algorithm, "start_epoch", record)
+    cfg = TrainConfig(protocol="biasbed", epochs=3, lr=0.05, lr_milestones=(1, 2), batch_size=16,
+                      normalization="none")
+    train(cfg, FakeDiagvib(24), FakeDiagvib(12, split="val"), {})
+    assert [e for e, _ in seen] == [0, 1, 2]
+    assert [lr for _, lr in seen] == pytest.approx([0.05, 0.005, 0.0005])

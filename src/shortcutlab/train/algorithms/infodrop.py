@@ -11,6 +11,15 @@ same per-position rate without a (B*C, k) index tensor. Evaluation is the identi
 
 Everything runs on the input's device (CPU or CUDA); the per-batch normalisation of patch
 distances is per sample, so an image's mask does not depend on the rest of the batch.
+
+Placement follows the authors' code (``placement="block"``, the default): the densities are
+estimated with the stem convolution's geometry on the network input, and the mask is applied
+to the output of the whole stem block (conv → BN → ReLU → max-pool); when the block ends in a
+max-pool, the patch distances are min-pooled with the same window first, so a pooled position
+is dropped as likely as its most predictable patch. Dropped positions are therefore exactly
+zero after the block. The dropout stays active at test time (``eval_drop=True``) as in the
+reference. ``placement="conv"`` keeps the earlier variant (:class:`InfoDropConv2d`: zero the
+first ``layers`` convolutions' outputs, before their batch norm; identity in evaluation).
 """
 
 from __future__ import annotations
@@ -19,14 +28,16 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from shortcutlab.errors import TrainError
+from shortcutlab.errors import TrainError, unknown_choice
 from shortcutlab.train.algorithms import register_algorithm
 from shortcutlab.train.algorithms.base import AlgorithmContext
 from shortcutlab.train.algorithms.erm import ERM
 from shortcutlab.train.algorithms.padain import SeededLayer
 from shortcutlab.train.config import TrainConfig
 
-__all__ = ["InfoDrop", "InfoDropConv2d", "patch_density", "wrap_convs"]
+__all__ = ["InfoDrop", "InfoDropBlock", "InfoDropConv2d", "patch_density", "wrap_convs"]
+
+INFODROP_PLACEMENTS = ("block", "conv")
 
 
 def patch_density(
@@ -37,13 +48,15 @@ def patch_density(
     n_offsets: int = 9,
     bandwidth: float = 1.0,
     generator: torch.Generator | None = None,
+    pool: nn.MaxPool2d | None = None,
 ) -> torch.Tensor:
     """Kernel-density estimate of each receptive-field patch of ``conv`` on ``x``: (B, H', W').
 
     For ``n_offsets`` random offsets (di, dj) in [-radius, radius]^2, the squared distance between
     a patch and the patch shifted by (di, dj) (reflection padding at the borders) is summed over
     channels and the receptive field; the density is the mean of ``exp(-d / (2 h^2 mean(d)))``.
-    High density = low self-information.
+    High density = low self-information. With ``pool`` (a max-pool following the block), the
+    distances are min-pooled with its window, giving the density on the pooled map.
     """
     b, c, h, w = x.shape
     offsets = torch.randint(-radius, radius + 1, (n_offsets, 2), generator=generator)
@@ -64,6 +77,11 @@ def patch_density(
         dilation=conv.dilation,
         groups=n_offsets,
     )  # (B, n, H', W')
+    if pool is not None:
+        patch = -F.max_pool2d(
+            -patch, pool.kernel_size, pool.stride, pool.padding, pool.dilation,
+            ceil_mode=pool.ceil_mode,
+        )
     scale = patch.mean(dim=(1, 2, 3), keepdim=True).clamp_min(1e-12)
     return torch.exp(-patch / scale / (2.0 * bandwidth**2)).mean(dim=1)
 
@@ -83,14 +101,7 @@ class InfoDropConv2d(SeededLayer):
         n_offsets: int = 9,
     ) -> None:
         super().__init__()
-        if isinstance(conv.padding, str):
-            raise TrainError(f"InfoDrop needs numeric conv padding, got padding={conv.padding!r}")
-        if drop_rate < 0 or temperature <= 0 or bandwidth <= 0 or radius < 1 or n_offsets < 1:
-            raise TrainError(
-                "InfoDrop needs drop_rate >= 0, temperature > 0, bandwidth > 0, radius >= 1 and "
-                f"n_offsets >= 1; got {drop_rate}, {temperature}, {bandwidth}, {radius}, "
-                f"{n_offsets}"
-            )
+        _check_settings(conv, drop_rate, temperature, bandwidth, radius, n_offsets)
         self.conv = conv
         self.drop_rate = float(drop_rate)
         self.temperature = float(temperature)
@@ -110,10 +121,7 @@ class InfoDropConv2d(SeededLayer):
             generator=self.generator(torch.device("cpu")),
         )
         # density ** (1 / T), computed in log space and normalised per sample (a softmax)
-        logits = torch.log(density.clamp_min(1e-30)) / self.temperature
-        q = torch.softmax(logits.flatten(1), dim=1).view_as(density)
-        k = self.drop_rate * density.shape[1] * density.shape[2]
-        return (1.0 - (1.0 - q).pow(k)).unsqueeze(1)
+        return drop_probability(density, self.drop_rate, self.temperature)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         out = self.conv(x)
@@ -128,6 +136,121 @@ class InfoDropConv2d(SeededLayer):
         return (
             f"drop_rate={self.drop_rate}, temperature={self.temperature}, "
             f"bandwidth={self.bandwidth}, radius={self.radius}, n_offsets={self.n_offsets}"
+        )
+
+
+def drop_probability(
+    density: torch.Tensor, drop_rate: float, temperature: float
+) -> torch.Tensor:
+    """Per-position drop probability (B, 1, H, W) from densities (B, H, W): ``drop_rate*H*W``
+    draws with replacement from ``density ** (1/T)`` normalised per sample."""
+    logits = torch.log(density.clamp_min(1e-30)) / temperature
+    q = torch.softmax(logits.flatten(1), dim=1).view_as(density)
+    k = drop_rate * density.shape[1] * density.shape[2]
+    return (1.0 - (1.0 - q).pow(k)).unsqueeze(1)
+
+
+class InfoDropBlock(SeededLayer):
+    """Informative dropout on the output of a network's stem block (the reference placement).
+
+    :meth:`attach` hooks it onto a model: the network input is kept by a forward pre-hook, the
+    densities use ``conv``'s geometry (and ``pool``'s window when the block ends in a max-pool),
+    and the block output ``after`` is multiplied by the 0/1 mask. ``eval_drop``: keep dropping
+    in evaluation (reference: True).
+    """
+
+    purpose = "infodrop-block"
+
+    def __init__(
+        self,
+        conv: nn.Conv2d,
+        pool: nn.MaxPool2d | None = None,
+        drop_rate: float = 1.5,
+        temperature: float = 0.03,
+        bandwidth: float = 1.0,
+        radius: int = 3,
+        n_offsets: int = 9,
+        eval_drop: bool = True,
+    ) -> None:
+        super().__init__()
+        _check_settings(conv, drop_rate, temperature, bandwidth, radius, n_offsets)
+        self.geometry = [conv]  # a plain list: the conv stays owned by the network
+        self.pool = pool
+        self.drop_rate, self.temperature = float(drop_rate), float(temperature)
+        self.bandwidth, self.radius, self.n_offsets = float(bandwidth), int(radius), int(n_offsets)
+        self.eval_drop = bool(eval_drop)
+        self._input: torch.Tensor | None = None
+
+    def attach(self, model: nn.Module, after: nn.Module) -> None:
+        """Hook onto ``model`` (keeps its input) and ``after`` (masks its output)."""
+
+        def keep(_m: nn.Module, inputs: tuple[torch.Tensor, ...]) -> None:
+            self._input = inputs[0]
+
+        def apply(_m: nn.Module, _i: object, output: torch.Tensor) -> torch.Tensor:
+            return self(output)
+
+        model.register_forward_pre_hook(keep)
+        after.register_forward_hook(apply)
+
+    @torch.no_grad()
+    def drop_probability(self, x: torch.Tensor) -> torch.Tensor:
+        """Probability that each position of the block output is zeroed, (B, 1, H', W')."""
+        density = patch_density(
+            x.float(), self.geometry[0], radius=self.radius, n_offsets=self.n_offsets,
+            bandwidth=self.bandwidth, generator=self.generator(torch.device("cpu")),
+            pool=self.pool,
+        )
+        return drop_probability(density, self.drop_rate, self.temperature)
+
+    def forward(self, out: torch.Tensor) -> torch.Tensor:
+        active = self.training or self.eval_drop
+        if not active or self.drop_rate == 0.0 or self._input is None:
+            return out
+        drop = self.drop_probability(self._input).to(out.dtype)
+        if drop.shape[-2:] != out.shape[-2:]:
+            raise TrainError(
+                f"InfoDrop mask {tuple(drop.shape[-2:])} does not fit the block output "
+                f"{tuple(out.shape[-2:])}; name the module that ends the stem (hparam 'after')"
+            )
+        gen = self.generator(out.device)
+        u = torch.rand(out.shape, generator=gen, device=out.device, dtype=out.dtype)
+        return out * (u >= drop)
+
+
+def stem_block(model: nn.Module, after: str = "") -> tuple[nn.Conv2d, str]:
+    """(stem convolution, name of the module ending the stem block) of ``model``: a torchvision
+    ResNet's conv1 … maxpool, small_cnn's first conv … ReLU, or ``after`` for other models."""
+    import torchvision.models as tvm
+
+    from shortcutlab.train.models import SmallCNN
+
+    convs = [m for m in model.modules() if isinstance(m, nn.Conv2d)]
+    if not convs:
+        raise TrainError(f"InfoDrop needs a Conv2d in {type(model).__name__}")
+    if after:
+        return convs[0], after
+    if isinstance(model, tvm.ResNet):
+        return model.conv1, "maxpool"
+    if isinstance(model, SmallCNN):
+        return convs[0], "features.2"
+    raise TrainError(
+        f"InfoDrop does not know where the stem block of {type(model).__name__} ends; give the "
+        "module name as hparam 'after' (e.g. the max-pool after the first conv/BN/ReLU)"
+    )
+
+
+def _check_settings(
+    conv: nn.Conv2d, drop_rate: float, temperature: float, bandwidth: float, radius: int,
+    n_offsets: int,
+) -> None:
+    if isinstance(conv.padding, str):
+        raise TrainError(f"InfoDrop needs numeric conv padding, got padding={conv.padding!r}")
+    if drop_rate < 0 or temperature <= 0 or bandwidth <= 0 or radius < 1 or n_offsets < 1:
+        raise TrainError(
+            "InfoDrop needs drop_rate >= 0, temperature > 0, bandwidth > 0, radius >= 1 and "
+            f"n_offsets >= 1; got {drop_rate}, {temperature}, {bandwidth}, {radius}, "
+            f"{n_offsets}"
         )
 
 
@@ -156,10 +279,14 @@ def wrap_convs(model: nn.Module, n_layers: int, **kwargs: float) -> list[InfoDro
 
 @register_algorithm
 class InfoDrop(ERM):
-    """ERM with :class:`InfoDropConv2d` on the model's first ``layers`` convolutions.
+    """ERM with informative dropout on the stem block (reference) or on the first convolutions.
 
     Hyper-parameters (paper defaults): ``drop_rate`` 1.5, ``temperature`` 0.03, ``bandwidth``
-    1.0, ``radius`` 3, ``n_offsets`` 9, ``layers`` 1 (the stem convolution).
+    1.0, ``radius`` 3, ``n_offsets`` 9; ``placement`` (``block``: :class:`InfoDropBlock` after
+    conv → BN → ReLU → max-pool, reference; ``conv``: :class:`InfoDropConv2d` on the first
+    ``layers`` convolutions), ``eval_drop`` (block placement: also drop at test time, True as in
+    the reference), ``after`` (module ending the stem block for models other than ResNets and
+    small_cnn).
     """
 
     name = "infodrop"
@@ -170,6 +297,9 @@ class InfoDrop(ERM):
         "radius": 3,
         "n_offsets": 9,
         "layers": 1,
+        "placement": "block",
+        "eval_drop": True,
+        "after": "",
     }
 
     def __init__(
@@ -177,15 +307,26 @@ class InfoDrop(ERM):
     ) -> None:
         super().__init__(num_classes, config, context)  # ERM: network and optimizer
         h = self.hparams
-        self.drop_layers = wrap_convs(
-            self.network,
-            h["layers"],
-            drop_rate=h["drop_rate"],
-            temperature=h["temperature"],
-            bandwidth=h["bandwidth"],
-            radius=h["radius"],
-            n_offsets=h["n_offsets"],
-        )
+        settings = {k: h[k] for k in ("drop_rate", "temperature", "bandwidth", "radius")}
+        settings["n_offsets"] = h["n_offsets"]
+        if h["placement"] == "block":
+            conv, after_name = stem_block(self.network, h["after"])
+            modules = dict(self.network.named_modules())
+            if after_name not in modules:
+                names = [n for n in modules if n]
+                raise TrainError(unknown_choice("InfoDrop 'after' module", after_name, names))
+            after = modules[after_name]
+            pool = after if isinstance(after, nn.MaxPool2d) else None
+            block = InfoDropBlock(conv, pool, eval_drop=h["eval_drop"], **settings)
+            block.attach(self.network, after)
+            self.drop_layers: list[SeededLayer] = [block]
+            self.drop_modules = nn.ModuleList(self.drop_layers)
+        elif h["placement"] == "conv":
+            self.drop_layers = list(wrap_convs(self.network, h["layers"], **settings))
+        else:
+            raise TrainError(
+                unknown_choice("InfoDrop placement", h["placement"], INFODROP_PLACEMENTS)
+            )
         self.optimizer = self.make_optimizer(self.network.parameters())
 
     def update(self, batch: dict[str, torch.Tensor]) -> dict[str, float]:

@@ -5,6 +5,12 @@ of every feature map are replaced by those of another image of the batch (a rand
 so the classifier cannot rely on global feature statistics (texture, colour, contrast) alone.
 The layer is the identity in evaluation.
 
+Placement follows the authors' code: after **every convolution, before its batch norm** (49
+places in a ResNet-50: the stem and the three convolutions of each of the 16 bottlenecks; the
+shortcut projections are left alone), and the donor's statistics are detached, so gradients reach
+each sample only through its own normalised content. ``placement="stages"`` keeps the earlier
+variant (after named feature stages, ``feature_modules``) as an option.
+
 The style-statistics helpers and the seeded-layer machinery here are shared with SagNet and
 InfoDrop.
 """
@@ -30,6 +36,8 @@ __all__ = [
     "channel_stats",
     "feature_modules",
     "hook_after",
+    "hook_before_batchnorms",
+    "pre_batchnorm_modules",
 ]
 
 
@@ -40,10 +48,15 @@ def channel_stats(x: torch.Tensor, eps: float = 1e-5) -> tuple[torch.Tensor, tor
     return mean, std
 
 
-def adain(content: torch.Tensor, style: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
-    """Adaptive instance normalisation (BiasBed eq. 1): ``content`` with ``style``'s statistics."""
+def adain(
+    content: torch.Tensor, style: torch.Tensor, eps: float = 1e-5, detach_style: bool = False
+) -> torch.Tensor:
+    """Adaptive instance normalisation (BiasBed eq. 1): ``content`` with ``style``'s statistics
+    (with ``detach_style`` no gradient flows into the style statistics)."""
     c_mean, c_std = channel_stats(content, eps)
     s_mean, s_std = channel_stats(style, eps)
+    if detach_style:
+        s_mean, s_std = s_mean.detach(), s_std.detach()
     return (content - c_mean) / c_std * s_std + s_mean
 
 
@@ -82,17 +95,20 @@ class SeededLayer(nn.Module):
 class PermutedAdaIN(SeededLayer):
     """pAdaIN: with probability ``p``, give each sample the channel statistics of another sample.
 
-    ``p = 0.01`` is the paper's default for ImageNet-scale training.
+    ``p = 0.01`` is the paper's default for ImageNet-scale training. The donor's statistics are
+    detached (``detach=True``, the reference code); ``swaps`` counts the swaps made.
     """
 
     purpose = "padain"
 
-    def __init__(self, p: float = 0.01, eps: float = 1e-5) -> None:
+    def __init__(self, p: float = 0.01, eps: float = 1e-5, detach: bool = True) -> None:
         super().__init__()
         if not 0.0 <= p <= 1.0:
             raise TrainError(f"pAdaIN probability p must be in [0, 1], got {p}")
         self.p = float(p)
         self.eps = float(eps)
+        self.detach = bool(detach)
+        self.swaps = 0
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if not self.training or self.p == 0.0 or x.dim() != 4 or x.shape[0] < 2:
@@ -103,10 +119,52 @@ class PermutedAdaIN(SeededLayer):
         if torch.rand((), generator=gen).item() >= self.p:
             return x
         perm = torch.randperm(x.shape[0], generator=gen).to(x.device)
-        return adain(x, x[perm], self.eps)
+        self.swaps += 1
+        return adain(x, x[perm], self.eps, detach_style=self.detach)
 
     def extra_repr(self) -> str:
-        return f"p={self.p}, eps={self.eps}"
+        return f"p={self.p}, eps={self.eps}, detach={self.detach}"
+
+
+def pre_batchnorm_modules(model: nn.Module) -> list[str]:
+    """Names of the BatchNorm2d modules that directly follow a Conv2d (in definition order),
+    shortcut projections (``downsample``) excluded: where the reference pAdaIN sits."""
+    names, previous = [], None
+    for name, module in model.named_modules():
+        if isinstance(module, nn.BatchNorm2d) and isinstance(previous, nn.Conv2d):
+            if "downsample" not in name.split("."):
+                names.append(name)
+        if isinstance(module, nn.Conv2d | nn.BatchNorm2d | nn.Linear):
+            previous = module
+    if not names:
+        raise TrainError(
+            f"{type(model).__name__} has no Conv2d followed by BatchNorm2d; use "
+            "placement=stages (after feature stages) or give 'layers'"
+        )
+    return names
+
+
+def hook_before_batchnorms(
+    model: nn.Module, names: Sequence[str], make: Callable[[int], nn.Module]
+) -> tuple[nn.ModuleList, list[torch.utils.hooks.RemovableHandle]]:
+    """Apply ``make(i)`` to the *input* of each named module (forward pre-hooks)."""
+    available = dict(model.named_modules())
+    layers = nn.ModuleList()
+    handles = []
+    for i, name in enumerate(names):
+        if name not in available or name == "":
+            raise TrainError(unknown_choice("module name", name, [n for n in available if n]))
+        layer = make(i)
+        layers.append(layer)
+        handles.append(available[name].register_forward_pre_hook(_apply_to_input(layer)))
+    return layers, handles
+
+
+def _apply_to_input(layer: nn.Module) -> Callable[[nn.Module, tuple[torch.Tensor, ...]], tuple]:
+    def hook(_module: nn.Module, inputs: tuple[torch.Tensor, ...]) -> tuple:
+        return (layer(inputs[0]), *inputs[1:])
+
+    return hook
 
 
 def feature_modules(model: nn.Module) -> list[str]:
@@ -174,18 +232,23 @@ def reseed_all(layers: Iterable[nn.Module], seed: int, step: int) -> None:
 
 
 # ------------------------------------------------------------------------------- algorithm
+PADAIN_PLACEMENTS = ("before_bn", "stages")
+
 
 
 @register_algorithm
 class PAdaIN(Algorithm):
-    """ERM with :class:`PermutedAdaIN` after the model's feature stages.
+    """ERM with :class:`PermutedAdaIN` before every convolution's batch norm (reference code).
 
-    Hyper-parameters: ``p`` (swap probability per layer and step, paper default 0.01) and
-    ``layers`` (comma-separated module names; empty = :func:`feature_modules`).
+    Hyper-parameters: ``p`` (swap probability per layer and step, paper default 0.01),
+    ``placement`` (``before_bn``: every conv → BN pair, :func:`pre_batchnorm_modules`;
+    ``stages``: after the feature stages of :func:`feature_modules`), ``layers``
+    (comma-separated module names overriding the placement's default list) and ``detach``
+    (donor statistics detached, True as in the reference).
     """
 
     name = "padain"
-    hparams_defaults = {"p": 0.01, "layers": ""}
+    hparams_defaults = {"p": 0.01, "placement": "before_bn", "layers": "", "detach": True}
 
     def __init__(
         self, num_classes: int, config: TrainConfig, context: AlgorithmContext | None = None
@@ -193,9 +256,20 @@ class PAdaIN(Algorithm):
         super().__init__(num_classes, config, context)
         self.network = self.build_network()
         names = [n.strip() for n in str(self.hparams["layers"]).split(",") if n.strip()]
-        names = names or feature_modules(self.network)
-        p = self.hparams["p"]
-        self.swap_layers, _ = hook_after(self.network, names, lambda _i: PermutedAdaIN(p))
+        placement = self.hparams["placement"]
+        p, detach = self.hparams["p"], self.hparams["detach"]
+
+        def make(_i: int) -> PermutedAdaIN:
+            return PermutedAdaIN(p, detach=detach)
+
+        if placement == "before_bn":
+            names = names or pre_batchnorm_modules(self.network)
+            self.swap_layers, _ = hook_before_batchnorms(self.network, names, make)
+        elif placement == "stages":
+            names = names or feature_modules(self.network)
+            self.swap_layers, _ = hook_after(self.network, names, make)
+        else:
+            raise TrainError(unknown_choice("pAdaIN placement", placement, PADAIN_PLACEMENTS))
         self.layer_names = names
         self.optimizer = self.make_optimizer(self.network.parameters())
 

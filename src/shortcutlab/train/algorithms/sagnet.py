@@ -9,8 +9,12 @@ make the style head's prediction uniform (weight ``w_adv``), removing label info
 style. Prediction uses ``c(f(x))`` without randomisation.
 
 The split point is the middle of the model's feature stages (for a ResNet: after layer2 of
-four); heads are the remaining stages plus the classifier, and the style head is a freshly
-initialised copy. Training is from scratch by default, as the issue asks.
+four, i.e. the randomisation sits before layer3, as in the reference code); heads are the
+remaining stages plus the classifier, and the style head is a freshly initialised copy. The
+adversarial step updates only the featurizer's batch-norm affine parameters (the reference's
+``adv_params``), with their gradient norm clipped to ``clip_adv``; ``adv_params="all"`` keeps
+the earlier variant that updates every featurizer parameter. An ImageNet-pretrained start is
+``config.pretrained`` (``biasbed run --pretrained``).
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from shortcutlab.errors import TrainError
+from shortcutlab.errors import TrainError, unknown_choice
 from shortcutlab.train.algorithms import register_algorithm
 from shortcutlab.train.algorithms.base import Algorithm, AlgorithmContext
 from shortcutlab.train.algorithms.padain import channel_stats
@@ -64,7 +68,8 @@ def split_for_sagnet(model: nn.Module) -> tuple[nn.Module, nn.Module]:
     """(featurizer, head) split in the middle of the network, where style still lives in maps.
 
     A model may define ``sagnet_split() -> (featurizer, head)`` itself; built in: torchvision
-    ResNets (after layer3, as in the paper) and small_cnn (after its second block).
+    ResNets (after layer2, i.e. randomisation before layer3 as in the reference code) and
+    small_cnn (after its second block).
     """
     import torchvision.models as tvm
 
@@ -81,9 +86,8 @@ def split_for_sagnet(model: nn.Module) -> tuple[nn.Module, nn.Module]:
             model.maxpool,
             model.layer1,
             model.layer2,
-            model.layer3,
         )
-        head = nn.Sequential(model.layer4, model.avgpool, nn.Flatten(1), model.fc)
+        head = nn.Sequential(model.layer3, model.layer4, model.avgpool, nn.Flatten(1), model.fc)
         return featurizer, head
     if isinstance(model, SmallCNN):
         return model.features[:5], nn.Sequential(model.features[5:], model.head)
@@ -91,6 +95,20 @@ def split_for_sagnet(model: nn.Module) -> tuple[nn.Module, nn.Module]:
         f"SagNet needs a (featurizer, head) split of {type(model).__name__}; supported: "
         "torchvision ResNets and small_cnn, or a model defining sagnet_split()"
     )
+
+
+SAGNET_ADV_PARAMS = ("bn", "all")
+
+
+def batchnorm_parameters(module: nn.Module) -> list[nn.Parameter]:
+    """The trainable affine parameters of every batch-norm layer in ``module``."""
+    return [
+        p
+        for m in module.modules()
+        if isinstance(m, nn.modules.batchnorm._BatchNorm)
+        for p in m.parameters()
+        if p.requires_grad
+    ]
 
 
 def _reinitialise(module: nn.Module) -> None:
@@ -104,13 +122,15 @@ def _reinitialise(module: nn.Module) -> None:
 class SagNet(Algorithm):
     """Style-agnostic network: content head on style-randomised features, adversarial style head.
 
-    Hyper-parameters: ``w_adv`` (weight of the adversarial entropy loss, paper 0.1) and
-    ``clip_adv`` (max gradient norm of the adversarial step on the featurizer, paper 0.1;
-    0 disables clipping). Models are trained from scratch unless ``config.pretrained`` is set.
+    Hyper-parameters: ``w_adv`` (weight of the adversarial entropy loss, paper 0.1),
+    ``clip_adv`` (max gradient norm of the adversarial step, paper 0.1; 0 disables clipping)
+    and ``adv_params`` (``bn``: the featurizer's batch-norm affine parameters, reference;
+    ``all``: every featurizer parameter). Models are trained from scratch unless
+    ``config.pretrained`` is set.
     """
 
     name = "sagnet"
-    hparams_defaults = {"w_adv": 0.1, "clip_adv": 0.1}
+    hparams_defaults = {"w_adv": 0.1, "clip_adv": 0.1, "adv_params": "bn"}
 
     def __init__(
         self, num_classes: int, config: TrainConfig, context: AlgorithmContext | None = None
@@ -126,6 +146,14 @@ class SagNet(Algorithm):
         self.opt_f = self.make_optimizer(self.featurizer.parameters()) if trainable_f else None
         self.opt_c = self.make_optimizer(self.content_head.parameters())
         self.opt_s = self.make_optimizer(self.style_head.parameters())
+        choice = self.hparams["adv_params"]
+        if choice not in SAGNET_ADV_PARAMS:
+            raise TrainError(unknown_choice("SagNet adv_params", choice, SAGNET_ADV_PARAMS))
+        if choice == "bn":
+            self.adv_params = batchnorm_parameters(self.featurizer)
+        else:
+            self.adv_params = [p for p in self.featurizer.parameters() if p.requires_grad]
+        self.opt_adv = self.make_optimizer(self.adv_params) if self.adv_params else None
 
     def _draws(self, n: int, purpose: str) -> tuple[torch.Tensor, torch.Tensor]:
         gen = self.generator(f"sagnet-{purpose}")
@@ -160,12 +188,12 @@ class SagNet(Algorithm):
         # adversary: make the style head's prediction uniform (featurizer only)
         logits = self.style_head(content_randomize(self.featurizer(x), perm_a))
         loss_adv = -F.log_softmax(logits, dim=1).mean(dim=1).mean() * self.hparams["w_adv"]
-        if self.opt_f is not None:
+        if self.opt_adv is not None:
             self.zero_grad(set_to_none=True)
             loss_adv.backward()
             if self.hparams["clip_adv"] > 0:
-                nn.utils.clip_grad_norm_(self.featurizer.parameters(), self.hparams["clip_adv"])
-            self.opt_f.step()
+                nn.utils.clip_grad_norm_(self.adv_params, self.hparams["clip_adv"])
+            self.opt_adv.step()
             self.zero_grad(set_to_none=True)
         return {
             "loss": float(loss_c.detach()),

@@ -16,8 +16,14 @@ stay) with another texture class, and optionally another hue class.
   (1 - gamma) * onehot(y_donor)``: the donor's label is the class that the texture says under the
   training correlation.
 
-Stylised images replace the originals with probability ``p`` (default 1.0; Li et al. train on
-stylised images only for the debiased objective, Geirhos et al. on Stylized ImageNet only).
+For ``stylized``, stylised images replace the originals with probability ``p`` (default 1.0;
+Geirhos et al. train on Stylized ImageNet only; BiasBed's "Stylized ERM" competitor is ERM on a
+Stylized-ImageNet training folder). ``debiased`` follows Li et al.'s reference code by default
+(``mix="pair"``): every batch holds the clean images and their stylised versions (AdaIN strength
+``alpha = 0.5``), the clean half with its hard labels and the stylised half with the soft
+targets, and the stylised half passes through auxiliary batch norms (``aux_bn``:
+:class:`DualBatchNorm2d`; prediction uses the main ones). ``mix="replace"`` keeps the earlier
+variant (stylised images replace the originals with probability ``p``).
 
 When the predicted factor is **texture** (or hue with ``hue=True``) the stylisation would replace
 the label itself, so both algorithms refuse the experiment with a TrainError. When the predicted
@@ -30,9 +36,12 @@ provide it as an attribute of the same name), and the batch's ``classes`` and ``
 here imports the DiagViB-6 package: the generator and the layout are handed in. On image-folder
 datasets they stylise in image space instead, as the papers do: each image takes the style of
 another image of the batch through an AdaIN style-transfer network (:class:`AdaINStyleTransfer`,
-strength ``alpha``), which must be given as a local pretrained weights file (hparam
-``style_weights``; read with ``torch.load(weights_only=True)``, never downloaded); without it they
-raise a clear error. Batches arrive normalised; stylised images are normalised the same way.
+strength ``alpha``), which must be given as local pretrained weights: either the standard pair of
+Huang & Belongie's AdaIN, used by Stylized-ImageNet and BiasBed (hparams ``vgg_weights`` =
+``vgg_normalised.pth`` and ``decoder_weights`` = ``decoder.pth``), or one state dict of
+:class:`AdaINStyleTransfer` (hparam ``style_weights``); read with
+``torch.load(weights_only=True)``, never downloaded; without them they raise a clear error.
+Batches arrive normalised; stylised images are normalised the same way.
 """
 
 from __future__ import annotations
@@ -58,6 +67,7 @@ from shortcutlab.utils.rng import rng
 __all__ = [
     "AdaINStyleTransfer",
     "Debiased",
+    "DualBatchNorm2d",
     "Restyler",
     "Stylized",
     "debiased_targets",
@@ -67,6 +77,7 @@ __all__ = [
 ]
 
 TEXTURE_POOLS = ("selected", "all")
+DEBIASED_MIXES = ("pair", "replace")
 
 
 def style_factors(hue: bool) -> tuple[str, ...]:
@@ -139,6 +150,21 @@ def _vgg19_to_relu4_1() -> nn.Sequential:
     return make_layers([64, 64, "M", 128, 128, "M", 256, 256, 256, 256, "M", 512])
 
 
+def _adain_vgg_to_relu4_1() -> nn.Sequential:
+    """The encoder of Huang & Belongie's AdaIN code (``vgg_normalised.pth``): a 1x1 colour conv,
+    then VGG-19 with reflection padding up to relu4_1 (module indices 0..30 of their ``vgg``);
+    it takes RGB images in [0, 1] without further normalisation."""
+    layers: list[nn.Module] = [nn.Conv2d(3, 3, 1)]
+    channels = 3
+    for item in [64, 64, "M", 128, 128, "M", 256, 256, 256, 256, "M", 512]:
+        if item == "M":
+            layers.append(nn.MaxPool2d(2, 2, 0, ceil_mode=True))
+            continue
+        layers += [nn.ReflectionPad2d(1), nn.Conv2d(channels, int(item), 3), nn.ReLU()]
+        channels = int(item)
+    return nn.Sequential(*layers)
+
+
 def _mirror_decoder() -> nn.Sequential:
     """The AdaIN decoder (Huang & Belongie, 2017): the encoder mirrored, pooling replaced by
     nearest-neighbour upsampling, reflection padding before every 3x3 convolution."""
@@ -156,6 +182,17 @@ def _mirror_decoder() -> nn.Sequential:
     return nn.Sequential(*layers)
 
 
+def _load_into(
+    module: nn.Module, state: Mapping[str, torch.Tensor], path: object, what: str
+) -> None:
+    """``module.load_state_dict(state, strict=True)`` with a one-line error naming the file."""
+    try:
+        module.load_state_dict(state, strict=True)
+    except RuntimeError as exc:
+        first = str(exc).splitlines()[0]
+        raise TrainError(f"weights in {str(path)!r} do not fit {what}: {first}") from None
+
+
 class AdaINStyleTransfer(nn.Module):
     """Arbitrary style transfer by AdaIN: encode content and style with VGG-19 up to relu4_1,
     give the content features the style features' channel statistics (BiasBed eq. 1), blend with
@@ -167,14 +204,38 @@ class AdaINStyleTransfer(nn.Module):
     that encoder) with ``torch.load(weights_only=True)``.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, layout: str = "torchvision") -> None:
         super().__init__()
-        self.encoder = _vgg19_to_relu4_1()
+        if layout not in ("torchvision", "adain"):
+            layouts = ("torchvision", "adain")
+            raise TrainError(unknown_choice("AdaIN encoder layout", layout, layouts))
+        self.layout = layout
+        self.encoder = _vgg19_to_relu4_1() if layout == "torchvision" else _adain_vgg_to_relu4_1()
         self.decoder = _mirror_decoder()
         self.register_buffer("mean", torch.tensor(_IMAGENET_MEAN).view(1, 3, 1, 1))
         self.register_buffer("std", torch.tensor(_IMAGENET_STD).view(1, 3, 1, 1))
         self.requires_grad_(False)
         self.eval()
+
+    @classmethod
+    def from_pair(
+        cls, vgg_path: str | os.PathLike[str] | None, decoder_path: str | os.PathLike[str] | None
+    ) -> AdaINStyleTransfer:
+        """The standard AdaIN weight files: ``vgg_normalised.pth`` (the whole normalised VGG-19;
+        layers past relu4_1 are ignored) and ``decoder.pth`` (its decoder), local files only."""
+        what = "AdaIN style transfer (vgg_weights/decoder_weights)"
+        vgg = load_local_weights(vgg_path, what)
+        decoder = load_local_weights(decoder_path, what)
+        net = cls(layout="adain")
+        n_encoder = len(net.encoder)
+        head = {k: k.split(".")[0] for k in vgg}
+        encoder_state = {
+            k: v for k, v in vgg.items() if head[k].isdigit() and int(head[k]) < n_encoder
+        }
+        layout = "the standard AdaIN vgg_normalised/decoder layout"
+        _load_into(net.encoder, encoder_state, vgg_path, layout)
+        _load_into(net.decoder, decoder, decoder_path, layout)
+        return net
 
     @classmethod
     def from_file(cls, path: str | os.PathLike[str] | None) -> AdaINStyleTransfer:
@@ -184,14 +245,7 @@ class AdaINStyleTransfer(nn.Module):
         state = {k.removeprefix("module."): v for k, v in state.items()}
         state.setdefault("mean", net.mean)
         state.setdefault("std", net.std)
-        try:
-            net.load_state_dict(state, strict=True)
-        except RuntimeError as exc:
-            first = str(exc).splitlines()[0]
-            raise TrainError(
-                f"weights in {str(path)!r} do not fit the AdaIN network (keys encoder.*, "
-                f"decoder.*): {first}"
-            ) from None
+        _load_into(net, state, path, "the AdaIN network (keys encoder.*, decoder.*)")
         return net
 
     def train(self, mode: bool = True) -> AdaINStyleTransfer:
@@ -202,8 +256,10 @@ class AdaINStyleTransfer(nn.Module):
     def forward(
         self, content: torch.Tensor, style: torch.Tensor, alpha: float = 1.0
     ) -> torch.Tensor:
-        f_c = self.encoder((content - self.mean) / self.std)
-        f_s = self.encoder((style - self.mean) / self.std)
+        if self.layout == "torchvision":
+            content, style = (content - self.mean) / self.std, (style - self.mean) / self.std
+        f_c = self.encoder(content)
+        f_s = self.encoder(style)
         target = adain(f_c, f_s)
         target = alpha * target + (1.0 - alpha) * f_c
         out = self.decoder(target)
@@ -326,30 +382,37 @@ class _StylisingAlgorithm(Algorithm):
         if _is_diagvib(self.context):
             self.restyler = Restyler.from_context(self.context, self.name)
             _check_style_target(self.restyler.spec, self.hparams["hue"], self.name)
+        elif self.hparams["vgg_weights"] or self.hparams["decoder_weights"]:
+            self.transfer = AdaINStyleTransfer.from_pair(
+                self.hparams["vgg_weights"] or None, self.hparams["decoder_weights"] or None
+            )
         elif self.hparams["style_weights"]:
             self.transfer = AdaINStyleTransfer.from_file(self.hparams["style_weights"])
         else:
             raise TrainError(
                 f"algorithm {self.name!r} needs a DiagViB-6 training set (re-rendered in factor "
                 "space) or, for image folders, a pretrained AdaIN style-transfer network: "
-                "hparam style_weights=<local state-dict file> (nothing is downloaded)"
+                "hparams vgg_weights=<vgg_normalised.pth> decoder_weights=<decoder.pth>, or "
+                "style_weights=<local state-dict file> (nothing is downloaded)"
             )
         self.network = self.build_network()
         self.optimizer = self.make_optimizer(self.network.parameters())
 
     def _transfer_styles(
-        self, batch: dict[str, torch.Tensor]
+        self, batch: dict[str, torch.Tensor], mix: bool = True
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Image-space stylisation: each image gets the style of a batch donor by AdaIN.
 
-        Returns (images, donor permutation, used mask)."""
+        Returns (images, donor permutation, used mask); ``mix=False``: every image stylised."""
         assert self.transfer is not None
         x = batch["x"]
         perm = torch.randperm(x.shape[0], generator=self.generator(f"{self.name}-donor"))
         perm = perm.to(x.device)
         pixels = self.input_norm.inverse(x)  # the transfer network works on [0, 1] images
-        styled = self.transfer(pixels, pixels[perm], self.hparams["alpha"])
-        mixed, used = self._mix(x, self.input_norm(styled))
+        styled = self.input_norm(self.transfer(pixels, pixels[perm], self.hparams["alpha"]))
+        if not mix:
+            return styled, perm, torch.ones(x.shape[0], dtype=torch.bool, device=x.device)
+        mixed, used = self._mix(x, styled)
         return mixed, perm, used
 
     def _batch_arrays(self, batch: dict[str, torch.Tensor]) -> tuple[np.ndarray, np.ndarray]:
@@ -403,6 +466,8 @@ class Stylized(_StylisingAlgorithm):
         "hue": False,
         "texture_pool": "selected",
         "style_weights": "",
+        "vgg_weights": "",
+        "decoder_weights": "",
         "alpha": 1.0,
     }
 
@@ -430,33 +495,105 @@ class Stylized(_StylisingAlgorithm):
         return self._step(F.cross_entropy(self.network(x), batch["y"]))
 
 
+class DualBatchNorm2d(nn.Module):
+    """A batch norm with an auxiliary twin (Li et al.'s debiased training, like AdvProp): while
+    ``split`` is set in training, the first ``split`` rows go through ``main`` and the rest
+    through ``aux``; otherwise (and always in evaluation) only ``main`` is used."""
+
+    def __init__(self, bn: nn.BatchNorm2d) -> None:
+        super().__init__()
+        import copy
+
+        self.main = bn
+        self.aux = copy.deepcopy(bn)
+        self.split: int | None = None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.split is None or not self.training:
+            return self.main(x)
+        return torch.cat([self.main(x[: self.split]), self.aux(x[self.split :])])
+
+
+def add_auxiliary_batchnorms(model: nn.Module) -> list[DualBatchNorm2d]:
+    """Replace every BatchNorm2d of ``model`` in place by a :class:`DualBatchNorm2d`."""
+    names = [n for n, m in model.named_modules() if isinstance(m, nn.BatchNorm2d)]
+    duals = []
+    for name in names:
+        parent_name, _, attr = name.rpartition(".")
+        parent = model.get_submodule(parent_name) if parent_name else model
+        dual = DualBatchNorm2d(getattr(parent, attr))
+        setattr(parent, attr, dual)
+        duals.append(dual)
+    return duals
+
+
 @register_algorithm
 class Debiased(_StylisingAlgorithm):
-    """Li et al.'s shape-texture debiased training in factor space.
+    """Li et al.'s shape-texture debiased training (image space by AdaIN, or factor space).
 
-    Each image takes the texture (and with ``hue`` the hue) class of a donor from the batch; the
-    target is ``gamma * onehot(y) + (1 - gamma) * onehot(y_donor)``. Hyper-parameters: ``gamma``
-    (0.8, the paper's), ``p`` (share of stylised images, 1.0), ``hue`` (False).
+    Each stylised image takes the style (texture; with ``hue`` also hue) of a donor from the
+    batch; its target is ``gamma * onehot(y) + (1 - gamma) * onehot(y_donor)``.
+    Hyper-parameters: ``gamma`` (0.8, the paper's), ``mix`` (``pair``: train on the clean and the
+    stylised images together, reference; ``replace``: stylised images replace the originals with
+    probability ``p``), ``aux_bn`` (pair mix: auxiliary batch norms for the stylised half, True),
+    ``alpha`` (AdaIN strength, 0.5 as in the reference), ``p`` (replace mix only), ``hue``.
     """
 
     name = "debiased"
-    hparams_defaults = {"gamma": 0.8, "p": 1.0, "hue": False, "style_weights": "", "alpha": 1.0}
+    hparams_defaults = {
+        "gamma": 0.8,
+        "mix": "pair",
+        "aux_bn": True,
+        "p": 1.0,
+        "hue": False,
+        "style_weights": "",
+        "vgg_weights": "",
+        "decoder_weights": "",
+        "alpha": 0.5,
+    }
+
+    def __init__(
+        self, num_classes: int, config: TrainConfig, context: AlgorithmContext | None = None
+    ) -> None:
+        super().__init__(num_classes, config, context)
+        if self.hparams["mix"] not in DEBIASED_MIXES:
+            raise TrainError(unknown_choice("debiased mix", self.hparams["mix"], DEBIASED_MIXES))
+        self.dual_bns: list[DualBatchNorm2d] = []
+        if self.hparams["mix"] == "pair" and self.hparams["aux_bn"]:
+            self.dual_bns = add_auxiliary_batchnorms(self.network)
+            self.optimizer = self.make_optimizer(self.network.parameters())  # with the aux BNs
 
     def stylize(
         self, batch: dict[str, torch.Tensor]
     ) -> tuple[torch.Tensor, torch.Tensor, np.ndarray | None]:
-        """(images, soft targets (B, K), class table; None for image folders) for one batch."""
+        """(images, soft targets (rows, K), class table; None for image folders) for one batch.
+
+        ``mix="pair"``: 2B rows, the clean batch followed by its stylised version."""
+        pair = self.hparams["mix"] == "pair"
         if self.restyler is None:
-            x, perm, used = self._transfer_styles(batch)
-            return x, self._targets(batch["y"], perm, used), None
+            x, perm, used = self._transfer_styles(batch, mix=not pair)
+            targets = self._targets(batch["y"], perm, used)
+            if pair:
+                x = torch.cat([batch["x"], x])
+                targets = torch.cat([self._hard(batch["y"]), targets])
+            return x, targets, None
         classes, index = self._batch_arrays(batch)
         perm = torch.randperm(classes.shape[0], generator=self.generator("debiased-donor"))
         assert self.restyler is not None
         columns = self.restyler.columns(style_factors(self.hparams["hue"]))
         new = donor_style_classes(classes, perm.numpy(), columns)
-        x, used = self._mix(batch["x"], self._restyled(new, index, batch["x"]))
+        restyled = self._restyled(new, index, batch["x"])
+        if pair:
+            used = torch.ones(len(classes), dtype=torch.bool, device=batch["x"].device)
+            targets = self._targets(batch["y"], perm, used)
+            x = torch.cat([batch["x"], restyled])
+            return x, torch.cat([self._hard(batch["y"]), targets]), np.concatenate([classes, new])
+        x, used = self._mix(batch["x"], restyled)
         targets = self._targets(batch["y"], perm, used)
         return x, targets, np.where(used.cpu().numpy()[:, None], new, classes)
+
+    def _hard(self, y: torch.Tensor) -> torch.Tensor:
+        return torch.eye(self.num_classes, device=y.device)[y]
 
     def _targets(self, y: torch.Tensor, perm: torch.Tensor, used: torch.Tensor) -> torch.Tensor:
         soft = debiased_targets(y, y[perm.to(y.device)], self.num_classes, self.hparams["gamma"])
@@ -465,4 +602,12 @@ class Debiased(_StylisingAlgorithm):
 
     def update(self, batch: dict[str, torch.Tensor]) -> dict[str, float]:
         x, targets, _ = self.stylize(batch)
-        return self._step(F.cross_entropy(self.network(x), targets))
+        clean = len(batch["y"]) if self.hparams["mix"] == "pair" else None
+        for bn in self.dual_bns:
+            bn.split = clean
+        try:
+            logits = self.network(x)
+        finally:
+            for bn in self.dual_bns:
+                bn.split = None
+        return self._step(F.cross_entropy(logits, targets))
