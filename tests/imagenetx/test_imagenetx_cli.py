@@ -133,3 +133,41 @@ def test_predict_bad_input(tmp_path):
     out = runner.invoke(app, ["imagenetx", "predict", "--model", "rn50_in", "--imagenet-val",
                               str(tmp_path), "--out", str(tmp_path / "p.csv")])
     assert out.exit_code == 2 and "needs its ImageNet weights: pass --weights" in out.output
+
+
+def test_predict_uses_the_models_data_config(tmp_path):
+    """--data-config (timm-style) gives the same CSV as the Python transform it describes."""
+    from shortcutlab.imagenetx.predict import eval_transform
+
+    folder = _image_folder(tmp_path / "val")
+    torch.manual_seed(0)
+    weights = tmp_path / "w.pt"
+    torch.save(build_model("small_cnn").state_dict(), weights)
+    config = {"input_size": [3, 24, 24], "crop_pct": 1.0, "interpolation": "bicubic",
+              "mean": [0.5, 0.5, 0.5], "std": [0.25, 0.25, 0.25]}
+    (tmp_path / "cfg.json").write_text(json.dumps(config))
+    out = runner.invoke(app, ["imagenetx", "predict", "--model", "small_cnn", "--weights",
+                              str(weights), "--imagenet-val", str(folder), "--out",
+                              str(tmp_path / "p.csv"), "--data-config", str(tmp_path / "cfg.json")])
+    assert out.exit_code == 0, out.output
+    transform = eval_transform(24, 1.0, "bicubic", (0.5,) * 3, (0.25,) * 3)
+    assert transform(Image.new("RGB", (40, 30))).shape == (3, 24, 24)
+    predict_folder(build_model("small_cnn", weights), folder, tmp_path / "q.csv",
+                   transform=transform, show_progress=False)
+    assert (tmp_path / "q.csv").read_text() == (tmp_path / "p.csv").read_text()
+    (tmp_path / "bad.json").write_text(json.dumps({"interpolation": "lanczos9"}))
+    out = runner.invoke(app, ["imagenetx", "predict", "--model", "small_cnn", "--weights",
+                              str(weights), "--imagenet-val", str(folder), "--out",
+                              str(tmp_path / "r.csv"), "--data-config", str(tmp_path / "bad.json")])
+    assert out.exit_code == 2 and "unknown interpolation 'lanczos9'" in out.output
+
+
+def test_evaluate_any_csv_with_file_and_pred_columns(tmp_path):
+    names = [f"/imagenet/val/ILSVRC2012_val_{i:08d}.JPEG" for i in (1, 2, 3)]
+    pd.DataFrame({"img": names, "top1": [65, 970, 230]}).to_csv(tmp_path / "m.csv", index=False)
+    out = runner.invoke(app, ["imagenetx", "evaluate", str(tmp_path / "m.csv"), "--json"])
+    assert out.exit_code == 2 and "--file-col" in out.output
+    out = runner.invoke(app, ["imagenetx", "evaluate", str(tmp_path / "m.csv"), "--file-col",
+                              "img", "--pred-col", "top1", "--json"])
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.stdout)["m"]["n_images"] == 3

@@ -39,8 +39,30 @@ def test_probability_column_is_optional(tmp_path):
 
 def test_missing_column_is_named(tmp_path):
     path = _csv(tmp_path / "a.csv", [f"{NAMES[0]},3"], header="file_name,label")
-    with pytest.raises(ImagenetXError, match=r"missing required columns \['predicted_class'\]"):
+    with pytest.raises(ImagenetXError, match=r"no predicted class column; found \['file_name', "
+                       r"'label'\].*--pred-col"):
         read_prediction_csv(path)
+    assert read_prediction_csv(path, pred_col="label").classes.tolist() == [[3]]
+
+
+def test_timm_inference_csv_and_full_paths(tmp_path):
+    """timm's inference.py: filename,index,prob; with --topk 5 one list per cell."""
+    path = _csv(tmp_path / "timm.csv", [f"/data/imagenet/val/{n},{i},0.{i + 1}"
+                                        for i, n in enumerate(NAMES)],
+                header="filename,index,prob")
+    preds = read_prediction_csv(path)
+    assert preds.file_names.tolist() == NAMES and preds.classes.tolist() == [[0, 1, 2, 3]]
+    assert preds.probabilities is not None
+    assert preds.probabilities[0] == pytest.approx([0.1, 0.2, 0.3, 0.4])
+    topk = _csv(tmp_path / "top5.csv", [f'{n},[{i} 970  12 4 5],"[0.5 0.1 0.1 0.1 0.1]"'
+                                        for i, n in enumerate(NAMES)],
+                header="filename,index,prob")
+    assert read_prediction_csv(topk).classes.tolist() == [[0, 1, 2, 3]]
+    windows = _csv(tmp_path / "win.csv", [f"C:\\val\\{NAMES[0]},5"], header="path,cls")
+    preds = read_prediction_csv(windows, file_col="path", pred_col="cls")
+    assert preds.file_names.tolist() == NAMES[:1] and preds.classes.tolist() == [[5]]
+    with pytest.raises(ImagenetXError, match="no column 'nope'"):
+        read_prediction_csv(windows, file_col="nope", pred_col="cls")
 
 
 def test_unknown_file_names_are_named_with_lines(tmp_path):

@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import typer
 
 from shortcutlab.cli.errors import clean_errors
+from shortcutlab.cli.output import json_option, print_json
 
 app = typer.Typer(
     no_args_is_help=True,
     help="ImageNet-X: which factors of variation a model's mistakes are associated with.",
 )
-
-
 
 _ERROR_TYPE_HELP = (
     "What counts as right: class (original label), metaclass (same meta-label), real_class "
@@ -22,7 +20,20 @@ _ERROR_TYPE_HELP = (
 )
 
 
-def _predictions(paths: list[Path] | None, original_labels: bool):  # noqa: ANN202
+def _file_col_option() -> typer.models.OptionInfo:
+    return typer.Option(
+        None, "--file-col", help="CSV column with the image file names (default: file_name, or "
+        "timm's filename); full paths are reduced to file names.")
+
+
+def _pred_col_option() -> typer.models.OptionInfo:
+    return typer.Option(
+        None, "--pred-col", help="CSV column with the top-1 class id (default: predicted_class, "
+        "or timm's index).")
+
+
+def _predictions(paths: list[Path] | None, original_labels: bool, file_col: str | None = None,
+                 pred_col: str | None = None):  # noqa: ANN202
     from shortcutlab.errors import ImagenetXError
     from shortcutlab.imagenetx.predictions import (
         combine,
@@ -34,7 +45,7 @@ def _predictions(paths: list[Path] | None, original_labels: bool):  # noqa: ANN2
     if original_labels:
         parts.append(original_labels_predictions())
     if paths:
-        parts.append(load_predictions(paths))
+        parts.append(load_predictions(paths, file_col=file_col, pred_col=pred_col))
     if not parts:
         raise ImagenetXError(
             "give prediction files/folders (CSV, .npz, .npy) or --original-labels"
@@ -57,8 +68,8 @@ def _check_choices(error_type: str, which: str) -> None:
 @clean_errors
 def evaluate_cmd(
     paths: list[Path] = typer.Argument(
-        None, help="Prediction CSVs (file_name,predicted_class[,predicted_probability]), folders "
-        "of CSVs, or .npz/.npy models × images matrices."
+        None, help="Prediction CSVs (file_name,predicted_class[,predicted_probability], or the "
+        "CSV of timm's inference.py), folders of CSVs, or .npz/.npy models × images matrices."
     ),
     error_type: str = typer.Option("class", "--error-type", help=_ERROR_TYPE_HELP),
     which: str = typer.Option("top", "--which", help="Factor annotations: top or multi."),
@@ -70,9 +81,9 @@ def evaluate_cmd(
         False, "--ignore-empty-real",
         help="Leave out images whose ReaL label set is empty (by default they count as wrong).",
     ),
-    as_json: bool = typer.Option(
-        False, "--json", help="Print JSON: model → average, worst_factor, factors."
-    ),
+    file_col: str = _file_col_option(),
+    pred_col: str = _pred_col_option(),
+    as_json: bool = json_option(),
     out: Path = typer.Option(None, "--out", help="Also write the JSON results to this file."),
 ) -> None:
     """Per-factor accuracy and error ratio (1 − acc(factor)) / (1 − acc) of each model."""
@@ -84,13 +95,13 @@ def evaluate_cmd(
     from shortcutlab.utils.io import write_json
 
     _check_choices(error_type, which)
-    predictions = _predictions(paths, original_labels)
+    predictions = _predictions(paths, original_labels, file_col, pred_col)
     result = evaluate(predictions, load_annotations(which, "val"), error_type, ignore_empty_real)
     data = result.to_dict()
     if out is not None:
         write_json(out, data)
     if as_json:
-        typer.echo(json.dumps(data, indent=2, sort_keys=True))
+        print_json(data)
         return
     table = Table(title=f"Error ratio per factor ({which} factor, {error_type}, "
                   f"{result.n_images:,} images)")
@@ -117,19 +128,43 @@ def predict_cmd(
         None, "--weights", help="Local state-dict file with the model's 1000-class weights."
     ),
     batch_size: int = typer.Option(64, help="Images per forward pass."),
-    image_size: int = typer.Option(224, help="Centre-crop size (resize to size × 256/224 first)."),
+    image_size: int = typer.Option(224, help="Centre-crop size (resize to size / crop-pct first)."),
+    crop_pct: float = typer.Option(0.875, help="Crop fraction (timm's crop_pct; 0.875 = 224/256)."),
+    interpolation: str = typer.Option("bilinear", help="Resize interpolation: bilinear, bicubic "
+                                      "or nearest."),
+    data_config: Path = typer.Option(
+        None, "--data-config", help="JSON/YAML data config of the model (timm's input_size, "
+        "crop_pct, interpolation, mean, std); replaces the three options above."),
     device: str = typer.Option("auto", help="auto, cpu or cuda."),
     num_workers: int = typer.Option(0, help="DataLoader worker processes."),
 ) -> None:
     """Run a model over a local ImageNet validation folder and write its predictions CSV."""
-    from shortcutlab.imagenetx.predict import build_model, predict_folder
+    from shortcutlab.imagenetx.predict import (
+        build_model,
+        eval_transform,
+        predict_folder,
+        transform_from_config,
+    )
 
+    if data_config is not None:
+        import yaml
+
+        from shortcutlab.errors import DataNotFoundError, ImagenetXError
+
+        if not data_config.is_file():
+            raise DataNotFoundError(f"data config {str(data_config)!r} does not exist")
+        config = yaml.safe_load(data_config.read_text(encoding="utf-8"))  # JSON is YAML
+        if not isinstance(config, dict):
+            raise ImagenetXError(f"{data_config}: expected a mapping of data-config keys")
+        transform = transform_from_config(config)
+    else:
+        transform = eval_transform(image_size, crop_pct, interpolation)
     net = build_model(model, weights)
     if weights is None:
         typer.echo("warning: no --weights given; the model is randomly initialised", err=True)
     result = predict_folder(
-        net, imagenet_val, out, batch_size=batch_size, image_size=image_size, device=device,
-        num_workers=num_workers,
+        net, imagenet_val, out, batch_size=batch_size, device=device, num_workers=num_workers,
+        transform=transform,
     )
     typer.echo(f"predictions for {result.n_images} images written to {result.path}")
 
@@ -155,6 +190,8 @@ def report_cmd(
     bootstrap: int = typer.Option(1000, help="Bootstrap resamples for the CIs (0: none)."),
     seed: int = typer.Option(0, help="Seed of the bootstrap."),
     title: str = typer.Option("ImageNet-X error analysis", help="Report title."),
+    file_col: str = _file_col_option(),
+    pred_col: str = _pred_col_option(),
 ) -> None:
     """Write an HTML report: error ratios with CIs, group tests, meta-label heatmaps, data stats."""
     import pandas as pd
@@ -163,7 +200,7 @@ def report_cmd(
     from shortcutlab.imagenetx.report import analyse, write_report
 
     _check_choices(error_type, which)
-    predictions = _predictions(paths, original_labels)
+    predictions = _predictions(paths, original_labels, file_col, pred_col)
     group_map = None
     if groups is not None:
         if not groups.is_file():

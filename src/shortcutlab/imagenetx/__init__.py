@@ -1,24 +1,30 @@
 """ImageNet-X: which factors of variation (pose, background, texture, ...) an ImageNet model's
 mistakes are associated with, vectorised over thousands of models (Idrissi et al. 2022).
 
-Typical use::
+Typical use (predictions as files, folders, timm's inference CSV, a DataFrame or a dict)::
 
-    from shortcutlab.imagenetx import load_annotations, load_predictions, evaluate
-    result = evaluate(load_predictions(["preds/"]), load_annotations("top"), "real_class")
-    result.table("error_ratio")
+    from shortcutlab.imagenetx import get_factor_accuracies, error_ratio
+    table = get_factor_accuracies("preds/", error_type="real_class")
+    error_ratio(table)
+
+Nothing here imports torch except :func:`predict_folder` / :func:`build_model` (running a
+model over local ImageNet images), which load on first use.
 """
 
-from shortcutlab.imagenetx.annotations import FACTORS, META_LABELS, load_annotations
-from shortcutlab.imagenetx.evaluate import ERROR_TYPES, bootstrap_ci, evaluate
-from shortcutlab.imagenetx.predictions import load_predictions, original_labels_predictions
+from __future__ import annotations
 
-__all__ = [
-    "ERROR_TYPES",
-    "FACTORS",
-    "META_LABELS",
-    "bootstrap_ci",
-    "evaluate",
-    "load_annotations",
-    "load_predictions",
-    "original_labels_predictions",
-]
+from shortcutlab.utils.lazy import lazy_exports
+
+_EXPORTS: dict[str, str] = {
+    "FACTORS": "annotations", "META_LABELS": "annotations", "load_annotations": "annotations",
+    "ERROR_TYPES": "evaluate", "EvaluationResult": "evaluate", "bootstrap_ci": "evaluate",
+    "error_ratio": "evaluate", "evaluate": "evaluate", "get_factor_accuracies": "evaluate",
+    "Predictions": "predictions", "as_predictions": "predictions",
+    "load_predictions": "predictions", "original_labels_predictions": "predictions",
+    "save_prediction_matrix": "predictions",
+    "build_model": "predict", "predict_folder": "predict",
+    "analyse": "report", "write_report": "report",
+}
+
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

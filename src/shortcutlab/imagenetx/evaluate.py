@@ -29,11 +29,13 @@ from shortcutlab.imagenetx.annotations import (
     FACTORS,
     META_LABELS,
     Annotations,
+    Partition,
     Which,
     class_to_meta_label,
+    load_annotations,
     real_labels,
 )
-from shortcutlab.imagenetx.predictions import Predictions
+from shortcutlab.imagenetx.predictions import Predictions, PredictionSource, as_predictions
 from shortcutlab.utils.rng import rng
 
 ErrorType = Literal["class", "metaclass", "real_class"]
@@ -473,3 +475,29 @@ def bootstrap_ci(
         error_ratio=interval(ratios),
     )
 
+
+def get_factor_accuracies(
+    predictions: PredictionSource,
+    which_factor: Which = "top",
+    partition: Partition = "val",
+    filter_prototypes: bool = True,
+    error_type: ErrorType = "class",
+    *,
+    model: str = "model",
+    file_col: str | None = None,
+    pred_col: str | None = None,
+) -> pd.DataFrame:
+    """One call, as imagenet-x's function of the same name: models × (factor accuracies,
+    ``worst_factor``, ``average``) for predictions in any form :func:`as_predictions` reads
+    (files or folders of CSVs, timm's CSV, a DataFrame, a mapping file name -> class id)."""
+    preds = as_predictions(predictions, model, partition, file_col=file_col, pred_col=pred_col)
+    annotations = load_annotations(which_factor, partition, filter_prototypes)
+    return evaluate(preds, annotations, error_type).summary()
+
+
+def error_ratio(accuracies: pd.DataFrame) -> pd.DataFrame:
+    """Error ratio ``(1 − acc(factor)) / (1 − average)`` of a :func:`get_factor_accuracies`
+    table (as imagenet-x's ``error_ratio``): above 1, the factor is over-represented among
+    the model's mistakes."""
+    present = [f for f in FACTORS if f in accuracies.columns]
+    return (1 - accuracies[present]).divide(1 - accuracies["average"], axis=0)

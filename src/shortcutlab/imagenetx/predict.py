@@ -5,6 +5,11 @@ does not know, from torchvision's classification models; weights are read only f
 (``torch.load(weights_only=True)``) and must fit exactly, head included, since predictions of a
 randomly initialised head would be meaningless. Nothing is downloaded.
 
+Preprocessing is the model's: a ``transform`` (any callable PIL image -> tensor, e.g. timm's
+``create_transform(**resolve_data_config({}, model=model))``) or a timm-style data config
+(``input_size``, ``crop_pct``, ``interpolation``, ``mean``, ``std``); the default is the
+torchvision recipe (resize 256, centre-crop 224, ImageNet mean/std).
+
 The folder may be flat (``ILSVRC2012_val_00000001.JPEG``, ...) or hold class sub-folders; images
 are found recursively and identified by file name. The CSV (``file_name, predicted_class,
 predicted_probability``, sorted by file name) is what :mod:`shortcutlab.imagenetx.predictions`
@@ -13,7 +18,9 @@ reads.
 
 from __future__ import annotations
 
+import math
 import os
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,6 +39,8 @@ IMAGE_SUFFIXES = (".jpeg", ".jpg", ".png")
 MEAN = (0.485, 0.456, 0.406)
 STD = (0.229, 0.224, 0.225)
 NUM_CLASSES = 1000
+CROP_PCT = 0.875  # 224 / 256
+INTERPOLATIONS = ("bilinear", "bicubic", "nearest")
 
 
 def find_images(root: str | os.PathLike[str]) -> list[Path]:
@@ -57,24 +66,54 @@ def find_images(root: str | os.PathLike[str]) -> list[Path]:
     return files
 
 
-def eval_transform(image_size: int = 224):  # noqa: ANN201 - torchvision transform
-    """Resize the short side to ``image_size * 8/7`` (256 for 224), centre-crop, normalise."""
+def eval_transform(
+    image_size: int = 224,
+    crop_pct: float = CROP_PCT,
+    interpolation: str = "bilinear",
+    mean: tuple[float, ...] = MEAN,
+    std: tuple[float, ...] = STD,
+):  # noqa: ANN201 - torchvision transform
+    """Resize the short side to ``floor(image_size / crop_pct)`` (256 for 224), centre-crop,
+    normalise: timm's evaluation transform for the same data config."""
     from torchvision import transforms
 
+    if interpolation not in INTERPOLATIONS:
+        raise ImagenetXError(unknown_choice("interpolation", interpolation, INTERPOLATIONS))
+    if not 0 < crop_pct <= 1:
+        raise ImagenetXError(f"crop_pct must be in (0, 1], got {crop_pct}")
+    mode = transforms.InterpolationMode(interpolation)
     return transforms.Compose(
         [
-            transforms.Resize(round(image_size * 256 / 224)),
+            transforms.Resize(math.floor(image_size / crop_pct), interpolation=mode),
             transforms.CenterCrop(image_size),
             transforms.ToTensor(),
-            transforms.Normalize(MEAN, STD),
+            transforms.Normalize(tuple(mean), tuple(std)),
         ]
     )
 
 
+def transform_from_config(config: Mapping[str, object]):  # noqa: ANN201
+    """:func:`eval_transform` of a timm-style data config (``input_size`` (C, H, W) or
+    ``image_size``, ``crop_pct``, ``interpolation``, ``mean``, ``std``; missing keys keep the
+    defaults), e.g. a model's ``pretrained_cfg`` saved as JSON."""
+    known = {"input_size", "image_size", "crop_pct", "interpolation", "mean", "std"}
+    size = config.get("input_size", config.get("image_size", 224))
+    try:
+        side = int(size[-1] if isinstance(size, list | tuple) else size)  # type: ignore[arg-type]
+        return eval_transform(
+            side, float(config.get("crop_pct") or CROP_PCT),  # type: ignore[arg-type]
+            str(config.get("interpolation") or "bilinear"),
+            tuple(config.get("mean", MEAN)), tuple(config.get("std", STD)),  # type: ignore[arg-type]
+        )
+    except (TypeError, ValueError) as exc:
+        used = ", ".join(sorted(known & set(config)))
+        raise ImagenetXError(f"bad data config ({used}): {exc}") from None
+
+
 class _ImageFiles(Dataset):
-    def __init__(self, files: list[Path], image_size: int) -> None:
+    def __init__(self, files: list[Path], transform: Callable[[Image.Image], torch.Tensor]) -> None:
         self.files = files
-        self.transform = eval_transform(image_size)
+        self.transform = transform
 
     def __len__(self) -> int:
         return len(self.files)
@@ -150,15 +189,26 @@ def predict_folder(
     device: str = "auto",
     num_workers: int = 0,
     show_progress: bool = True,
+    *,
+    transform: Callable[[Image.Image], torch.Tensor] | None = None,
+    data_config: Mapping[str, object] | None = None,
 ) -> PredictResult:
-    """Predict every image under ``image_root``; write the CSV atomically to ``out``."""
+    """Predict every image under ``image_root``; write the CSV atomically to ``out``.
+
+    Preprocessing: ``transform`` if given, else the one of ``data_config`` (timm-style), else
+    :func:`eval_transform` at ``image_size``."""
+    if transform is not None and data_config is not None:
+        raise ImagenetXError("give a transform or a data config, not both")
+    if transform is None:
+        transform = (transform_from_config(data_config) if data_config is not None
+                     else eval_transform(image_size))
     if batch_size < 1:
         raise ImagenetXError(f"batch size must be positive, got {batch_size}")
     files = find_images(image_root)
     dev = resolve_device(device)
     model = model.to(dev).eval()
     loader = DataLoader(
-        _ImageFiles(files, image_size), batch_size=batch_size, shuffle=False,
+        _ImageFiles(files, transform), batch_size=batch_size, shuffle=False,
         num_workers=num_workers,
     )
     classes = np.empty(len(files), dtype=np.int64)

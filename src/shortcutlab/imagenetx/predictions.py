@@ -7,7 +7,12 @@ file names that are not images of the partition, class ids outside 0–999 and d
 Formats
 -------
 * CSV, one model per file (model name = file stem):
-  ``file_name,predicted_class[,predicted_probability]``.
+  ``file_name,predicted_class[,predicted_probability]``, or what timm's ``inference.py`` writes
+  (``filename,index[,prob]``, also with top-k lists or ``index_0`` columns: the first is
+  taken). Other column names: ``file_col``/``pred_col`` (``--file-col``/``--pred-col``). File
+  names may be full paths; only the base name counts.
+* In Python: a DataFrame with those columns, or a mapping / Series file name -> class id
+  (:func:`as_predictions`).
 * A folder: every ``*.csv`` inside it, in sorted order.
 * ``.npz``: ``predictions`` (models × images ints), ``file_names`` (images), optional ``models``
   and ``probabilities``.
@@ -18,7 +23,7 @@ Formats
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -37,6 +42,9 @@ from shortcutlab.imagenetx.annotations import (
 from shortcutlab.utils.io import write_npz
 
 REQUIRED_COLUMNS = ("file_name", "predicted_class")
+FILE_COLUMNS = ("file_name", "filename")  # ours / imagenet-x, timm's inference.py
+CLASS_COLUMNS = ("predicted_class", "index", "index_0")
+PROBABILITY_COLUMNS = ("predicted_probability", "prob", "prob_0")
 MISSING = -1
 _SHOWN = 5
 
@@ -140,6 +148,7 @@ def _check_class_ids(values: np.ndarray, where: str, lines: np.ndarray) -> np.nd
     bad |= (numeric < 0) | (numeric >= NUM_CLASSES)
     if bad.any():
         first = values[np.flatnonzero(bad)[0]]
+        first = first.item() if isinstance(first, np.generic) else first
         raise ImagenetXError(
             f"{where}: predicted_class must be an integer class id in 0–{NUM_CLASSES - 1}; "
             f"{int(bad.sum())} bad values (first: {first!r}) on lines {_rows(lines[bad])}"
@@ -151,7 +160,7 @@ def _check_file_names(names: np.ndarray, partition: str, where: str, lines: np.n
     ids = _image_ids(names, partition)
     unknown = ids < 0
     if unknown.any():
-        example = names[np.flatnonzero(unknown)[0]]
+        example = str(names[np.flatnonzero(unknown)[0]])
         expected = (
             "validation names ILSVRC2012_val_00000001.JPEG ... ILSVRC2012_val_00050000.JPEG"
             if partition == "val"
@@ -165,56 +174,109 @@ def _check_file_names(names: np.ndarray, partition: str, where: str, lines: np.n
         )
     duplicated = np.bincount(ids)[ids] > 1
     if duplicated.any():
-        example = names[np.flatnonzero(duplicated)[0]]
+        example = str(names[np.flatnonzero(duplicated)[0]])
         raise ImagenetXError(
             f"{where}: {int(duplicated.sum())} rows repeat a file name (first: {example!r}) on "
             f"lines {_rows(lines[duplicated])}; give one prediction per image"
         )
 
 
-def read_prediction_csv(
-    path: str | os.PathLike[str], model: str | None = None, partition: str = "val"
+def base_names(names: Iterable[object]) -> np.ndarray:
+    """File names without their folders (``/data/val/ILSVRC2012_val_00000001.JPEG`` ->
+    ``ILSVRC2012_val_00000001.JPEG``; ``/`` and ``\\`` both separate)."""
+    text = pd.Series(list(names), dtype=str)
+    return text.str.rsplit("/", n=1).str[-1].str.rsplit("\\", n=1).str[-1].to_numpy(dtype=str)
+
+
+def _first_value(values: pd.Series) -> pd.Series:
+    """The top-1 entry of each value: the value itself, or the first of a top-k list such as
+    ``[65 970 1]`` (how timm's inference.py writes several indices or probabilities)."""
+    if pd.api.types.is_numeric_dtype(values):
+        return values
+    text = values.astype(str).str.strip().str.lstrip("[")
+    return text.str.split(r"[\s,\]]+", regex=True).str[0]
+
+
+def _pick(frame: pd.DataFrame, given: str | None, candidates: tuple[str, ...], what: str,
+          where: str, option: str) -> str | None:
+    if given is not None:
+        if given not in frame.columns:
+            raise ImagenetXError(f"{where}: no column {given!r} for the {what}; found "
+                                 f"{list(map(str, frame.columns))}")
+        return given
+    for name in candidates:
+        if name in frame.columns:
+            return name
+    if what == "probability":
+        return None
+    raise ImagenetXError(
+        f"{where}: no {what} column; found {list(map(str, frame.columns))}; expected one of "
+        f"{', '.join(candidates)} (file_name,predicted_class[,predicted_probability], or timm's "
+        f"filename,index[,prob]), or name it with {option}"
+    )
+
+
+def predictions_from_frame(
+    frame: pd.DataFrame,
+    model: str,
+    partition: str = "val",
+    *,
+    file_col: str | None = None,
+    pred_col: str | None = None,
+    where: str | None = None,
 ) -> Predictions:
-    """Read one model's CSV (``file_name,predicted_class[,predicted_probability]``)."""
+    """One model's predictions from a table: a file-name column (full paths are reduced to base
+    names), a top-1 class column and optionally a probability column; see the module doc."""
+    where = where or f"predictions of {model}"
+    fcol = _pick(frame, file_col, FILE_COLUMNS, "file name", where, "--file-col/file_col")
+    ccol = _pick(frame, pred_col, CLASS_COLUMNS, "predicted class", where, "--pred-col/pred_col")
+    lines = np.arange(len(frame)) + 2  # line 1 is the header
+    names = base_names(frame[fcol])
+    classes = _check_class_ids(_first_value(frame[ccol]).to_numpy(), where, lines)
+    _check_file_names(names, partition, where, lines)
+    probs = None
+    pcol = _pick(frame, None, PROBABILITY_COLUMNS, "probability", where, "")
+    if pcol is not None:
+        probs = pd.to_numeric(_first_value(frame[pcol]), errors="coerce").to_numpy()
+        bad = ~np.isfinite(probs) | (probs < 0) | (probs > 1)
+        if bad.any():
+            raise ImagenetXError(
+                f"{where}: {pcol} must be a number in [0, 1]; bad on lines {_rows(lines[bad])}"
+            )
+        probs = probs.astype(np.float32)[None, :]
+    return Predictions((model,), names, classes[None, :], probs)
+
+
+def read_prediction_csv(
+    path: str | os.PathLike[str],
+    model: str | None = None,
+    partition: str = "val",
+    *,
+    file_col: str | None = None,
+    pred_col: str | None = None,
+) -> Predictions:
+    """Read one model's CSV (ours, imagenet-x's or timm's inference CSV; see the module doc)."""
     path = Path(path)
     if not path.is_file():
         raise ImagenetXError(f"predictions file {str(path)!r} does not exist")
     try:
-        frame = pd.read_csv(path, dtype={"file_name": str}, keep_default_na=False)
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
         raise ImagenetXError(f"{path}: not a readable CSV file ({exc})") from exc
-    missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
-    if missing:
-        raise ImagenetXError(
-            f"{path}: missing required columns {missing}; found {list(frame.columns)}; expected "
-            "file_name,predicted_class[,predicted_probability]"
-        )
-    lines = np.arange(len(frame)) + 2  # line 1 is the header
-    names = frame["file_name"].to_numpy(dtype=str)
-    classes = _check_class_ids(frame["predicted_class"].to_numpy(), str(path), lines)
-    _check_file_names(names, partition, str(path), lines)
-    probs = None
-    if "predicted_probability" in frame.columns:
-        probs = pd.to_numeric(frame["predicted_probability"], errors="coerce").to_numpy()
-        bad = ~np.isfinite(probs) | (probs < 0) | (probs > 1)
-        if bad.any():
-            raise ImagenetXError(
-                f"{path}: predicted_probability must be a number in [0, 1]; bad on lines "
-                f"{_rows(lines[bad])}"
-            )
-        probs = probs.astype(np.float32)[None, :]
-    return Predictions(
-        (model or path.stem,), names, classes[None, :], probs
-    )
+    return predictions_from_frame(frame, model or path.stem, partition, file_col=file_col,
+                                  pred_col=pred_col, where=str(path))
 
 
-def read_prediction_folder(folder: str | os.PathLike[str], partition: str = "val") -> Predictions:
-    """Read every ``*.csv`` in ``folder`` (sorted by name); each file is one model."""
+def read_prediction_folder(
+    folder: str | os.PathLike[str], partition: str = "val", **columns: str | None
+) -> Predictions:
+    """Read every ``*.csv`` in ``folder`` (sorted by name); each file is one model.
+    ``columns``: ``file_col``/``pred_col`` of :func:`read_prediction_csv`."""
     folder = Path(folder)
     files = sorted(p for p in folder.iterdir() if p.suffix.lower() == ".csv")
     if not files:
         raise ImagenetXError(f"folder {str(folder)!r} holds no prediction .csv files")
-    return combine([read_prediction_csv(p, partition=partition) for p in files])
+    return combine([read_prediction_csv(p, partition=partition, **columns) for p in files])
 
 
 def _sidecar_lines(path: Path) -> list[str] | None:
@@ -320,16 +382,23 @@ def _align_probs(part: Predictions, names: np.ndarray) -> np.ndarray:
 
 
 def load_predictions(
-    paths: Sequence[str | os.PathLike[str]], partition: str = "val"
+    paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
+    partition: str = "val",
+    *,
+    file_col: str | None = None,
+    pred_col: str | None = None,
 ) -> Predictions:
-    """Load predictions from any mix of CSV files, folders of CSVs and ``.npz``/``.npy`` files."""
+    """Load predictions from any mix of CSV files, folders of CSVs and ``.npz``/``.npy`` files
+    (one path or several). ``file_col``/``pred_col`` name the CSV columns when they are neither
+    ours nor timm's."""
+    columns = {"file_col": file_col, "pred_col": pred_col}
     parts: list[Predictions] = []
-    for raw in paths:
+    for raw in [paths] if isinstance(paths, str | os.PathLike) else paths:
         path = Path(raw)
         if path.is_dir():
-            parts.append(read_prediction_folder(path, partition))
+            parts.append(read_prediction_folder(path, partition, **columns))
         elif path.suffix.lower() == ".csv":
-            parts.append(read_prediction_csv(path, partition=partition))
+            parts.append(read_prediction_csv(path, partition=partition, **columns))
         elif path.suffix in (".npz", ".npy"):
             parts.append(read_prediction_matrix(path, partition))
         elif not path.exists():
@@ -340,6 +409,44 @@ def load_predictions(
                                ("folder", ".csv", ".npz", ".npy"))
             )
     return combine(parts)
+
+
+PredictionSource = (
+    Predictions | pd.DataFrame | pd.Series | Mapping[str, int] | str | os.PathLike[str]
+    | Sequence[str | os.PathLike[str]]
+)
+
+
+def as_predictions(
+    source: PredictionSource,
+    model: str = "model",
+    partition: str = "val",
+    *,
+    file_col: str | None = None,
+    pred_col: str | None = None,
+) -> Predictions:
+    """Predictions from whatever one has: a :class:`Predictions`, prediction files or folders
+    (see :func:`load_predictions`), a DataFrame (ours, imagenet-x's or timm's columns), or a
+    mapping / Series from file name (or full path) to class id. ``model`` names a single
+    in-memory model."""
+    if isinstance(source, Predictions):
+        return source
+    if isinstance(source, pd.DataFrame):
+        return predictions_from_frame(source, model, partition, file_col=file_col,
+                                      pred_col=pred_col)
+    if isinstance(source, pd.Series | Mapping):
+        items = pd.Series(source)
+        frame = pd.DataFrame({"file_name": items.index.astype(str),
+                              "predicted_class": items.to_numpy()})
+        return predictions_from_frame(frame, model, partition)
+    if isinstance(source, str | os.PathLike) or (
+        isinstance(source, Sequence) and all(isinstance(p, str | os.PathLike) for p in source)
+    ):
+        return load_predictions(source, partition, file_col=file_col, pred_col=pred_col)
+    raise ImagenetXError(
+        f"cannot read predictions from a {type(source).__name__}; give a DataFrame, a mapping "
+        "file name -> class id, prediction files or folders, or Predictions"
+    )
 
 
 def original_labels_predictions(name: str = "original_labels") -> Predictions:
