@@ -14,14 +14,22 @@ Expected, to four decimals (the issue's figures; official 96.3384 from the offic
 vqa-vs 97.3556 / 24.6178 / 33.3466, official 96.3384 / 24.1974 / 32.7977; unnormalised
 0.0010 (vqa-vs) vs 63.4960 (official). Also times the loader and the scoring.
 
+Then a release round trip at full size: Val written in the release's layout in a temporary
+folder (``IID-Test/IID-Test-Ans.json``, and as the nine ``OOD-Test/<S>/OOD-Test-<S>-Ques.json``
+the tail questions of our own VQA-VS build on Val), scored with ``read_release`` /
+``score_release``; each OOD figure must equal the mean of the per-question scores over its ids.
+
     .venv/bin/python benchmarks/validate_vqa_accuracy.py [--zip PATH]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+import tempfile
 import time
+import zipfile
 from collections import Counter
 from pathlib import Path
 
@@ -82,8 +90,56 @@ def main() -> int:
     r = score_table(table, dict(zip(ids, mc, strict=True)), metric="vqa-vs")
     print("per answer type, vqa-vs, multiple-choice answer: "
           + ", ".join(f"{k} {100 * v:.4f} %" for k, v in r["per_answer_type"].items()))  # fmt: skip
+    ok &= release_round_trip(args.zip, table, dict(zip(ids, predictions["question-type prior"],
+                                                       strict=True)))  # fmt: skip
     print("MATCH" if ok else "MISMATCH")
     return 0 if ok else 1
+
+
+def release_round_trip(path: Path, table, preds: dict[str, str]) -> bool:  # type: ignore[no-untyped-def]
+    """Score ``preds`` through the release reader on Val laid out as a release."""
+    import numpy as np
+
+    from shortcutlab.vqa import SHORTCUTS, accuracies, build_splits, read_release, score_release
+
+    with zipfile.ZipFile(path) as zf:
+        answers = next(n for n in zf.namelist() if n.endswith("Val-Ans.json"))
+        raw = zf.read(answers)
+    samples = build_splits(table).samples
+    ood = {s: samples.loc[samples[f"tail:{s}"], "question_id"].tolist() for s in SHORTCUTS}
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        (root / "IID-Test").mkdir()
+        (root / "IID-Test" / "IID-Test-Ans.json").write_bytes(raw)
+        for s, qids in ood.items():
+            folder = root / "OOD-Test" / s
+            folder.mkdir(parents=True)
+            docs = [{"question_id": int(q)} for q in qids]
+            (folder / f"OOD-Test-{s}-Ques.json").write_text(json.dumps(docs))
+        t0 = time.perf_counter()
+        release = read_release(root)
+        row = score_release(release, preds, metric="vqa-vs")
+        t1 = time.perf_counter()
+    per_q = dict(zip(table["question_id"],
+                     accuracies([preds[q] for q in table["question_id"]], table["answers"],
+                                "vqa-vs"), strict=True))  # fmt: skip
+    ok = abs(row["iid"] - np.mean(list(per_q.values()))) < 1e-12
+    for s in SHORTCUTS:  # Val has no objects: the five sets with KO are empty (None)
+        if not ood[s]:
+            ok &= row["ood"][s] is None
+            continue
+        want = float(np.mean([per_q[q] for q in ood[s]]))
+        ok &= abs(row["ood"][s] - want) < 1e-12
+
+    def pct(v: float | None) -> str:
+        return "–" if v is None else f"{100 * v:.2f}"
+
+    print(f"release round trip (question-type prior, vqa-vs, {t1 - t0:.2f} s read + score): "
+          + ", ".join(f"{s} {pct(row['ood'][s])} ({len(ood[s])})" for s in SHORTCUTS)
+          + f"; language {pct(row['language'])}, visual {pct(row['visual'])}, "
+          f"multimodal {pct(row['multimodal'])}, OOD mean {pct(row['ood_mean'])}, "
+          f"IID {pct(row['iid'])}  {'MATCH' if ok else 'MISMATCH'}")  # fmt: skip
+    return ok
 
 
 if __name__ == "__main__":
