@@ -1,11 +1,15 @@
 """A fake job kind for runner tests and benchmarks: trains nothing.
 
-An experiment name containing ``fail`` raises, one containing ``sleep`` waits 0.2 s. Registered
-from the tests (see ``conftest.py``), never by the product.
+An experiment name containing ``fail`` raises, one containing ``sleep`` waits 0.2 s, ``slow``
+1 s and ``hang`` 60 s. The result records the process id, the CUDA devices the process sees and
+torch's thread count during the job; with ``SHORTCUTLAB_TEST_RUNLOG`` set, every start of a job
+appends ``<experiment> <pid>`` to that file (to count how often each job ran). Registered from
+the tests (see ``conftest.py``), never by the product.
 """
 
 from __future__ import annotations
 
+import os
 import time
 
 import pandas as pd
@@ -14,19 +18,31 @@ from shortcutlab.diagvib.jobs import describe_experiment
 from shortcutlab.runner.jobs import Job, JobOutput, register_job_kind
 
 KIND = "noop"
+RUNLOG = "SHORTCUTLAB_TEST_RUNLOG"
+_WAITS = {"sleep": 0.2, "slow": 1.0, "hang": 60.0}
 
 
 def noop_job(job: Job, device: str) -> JobOutput:
+    import torch
+
+    log = os.environ.get(RUNLOG)
+    if log:
+        fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        os.write(fd, f"{job.experiment} {os.getpid()}\n".encode())
+        os.close(fd)
     if "fail" in job.experiment:
         raise RuntimeError(f"noop job {job.experiment} failed on purpose")
-    if "sleep" in job.experiment:
-        time.sleep(0.2)
+    for word, seconds in _WAITS.items():
+        if word in job.experiment:
+            time.sleep(seconds)
     epochs = pd.DataFrame(
         {"epoch": [0], "train_loss": [0.0], "val_loss": [0.0], "val_acc": [1.0],
          "test_set": ["test"], "tag": ["all"], "acc": [1.0], "n": [1]}
     )
     result = {"best_epoch": 0, "epochs_run": 1, "val_loss": 0.0, "val_acc": 1.0,
-              "test_acc": 1.0, "train_seconds": 0.0}
+              "test_acc": 1.0, "train_seconds": 0.0, "pid": os.getpid(),
+              "visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES", ""),
+              "torch_threads": torch.get_num_threads()}
     return JobOutput(result, epochs)
 
 

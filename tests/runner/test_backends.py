@@ -1,11 +1,15 @@
-"""Process pool, Ray (one local instance, 1 CPU) and SLURM through submitit's local executor."""
+"""Process pool, Ray (one local instance) and SLURM through submitit's local executor; GPU
+sharing and pinning with a faked device count."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 
 from shortcutlab.errors import RunnerError
-from shortcutlab.runner.backends import SlurmOptions, run_jobs
+from shortcutlab.runner import backends
+from shortcutlab.runner.backends import SlurmOptions, device_slots, run_jobs
 from shortcutlab.runner.collect import collect
 from shortcutlab.runner.jobs import Job
 
@@ -58,3 +62,54 @@ def test_slurm_without_slurm_is_a_clear_error(tmp_path) -> None:
         pytest.skip("this machine has SLURM")
     with pytest.raises(RunnerError, match="no SLURM found"):
         run_jobs(_jobs("x"), tmp_path, backend="slurm", progress=False)
+
+
+# ----------------------------------------------------------------------------- GPUs
+
+
+def test_device_slots_share_and_pin_gpus(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(backends, "gpu_count", lambda: 2)
+    assert device_slots("cpu", 3) == []
+    assert device_slots("auto", 2) == ["0", "0", "1", "1"]
+    assert device_slots("cuda", 1) == ["0", "1"]
+    assert device_slots("cuda:1", 3) == ["1", "1", "1"]
+    monkeypatch.setattr(backends, "gpu_count", lambda: 0)
+    assert device_slots("auto", 2) == []
+
+
+def test_jobs_per_gpu_must_be_positive(tmp_path) -> None:
+    with pytest.raises(RunnerError, match="jobs per GPU must be >= 1"):
+        run_jobs(_jobs("x"), tmp_path, backend="serial", jobs_per_gpu=0, progress=False)
+
+
+@pytest.mark.slow
+def test_process_workers_are_pinned_to_one_fake_gpu_each(
+    tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two (faked) GPUs, one job per GPU: two workers, each seeing only its own device."""
+    monkeypatch.setattr(backends, "gpu_count", lambda: 2)
+    jobs = [Job(experiment=f"noop/slow-gpu/{i}", kind="noop") for i in range(4)]
+    summary = run_jobs(jobs, tmp_path, backend="processes", device="auto", progress=False)
+    assert len(summary.done) == 4
+    seen = {}
+    for job in jobs:
+        result = json.loads((tmp_path / job.job_id / "result.json").read_text())
+        assert seen.setdefault(result["pid"], result["visible_devices"]) == (
+            result["visible_devices"])  # a worker keeps its device
+    assert len(seen) <= 2 and set(seen.values()) <= {"0", "1"}
+    assert len(set(seen.values())) == len(seen)  # one worker per GPU slot
+
+
+@pytest.mark.slow
+def test_ray_tasks_share_a_fake_gpu(tmp_path) -> None:
+    ray = pytest.importorskip("ray")
+    ray.init(num_cpus=2, num_gpus=1, include_dashboard=False, log_to_driver=False)
+    try:
+        jobs = [Job(experiment=f"noop/ray-gpu/{i}", kind="noop") for i in range(3)]
+        summary = run_jobs(jobs, tmp_path, backend="ray", jobs_per_gpu=2, progress=False)
+        assert len(summary.done) == 3
+        devices = {json.loads((tmp_path / j.job_id / "result.json").read_text())[
+            "visible_devices"] for j in jobs}
+        assert devices == {"0"}
+    finally:
+        ray.shutdown()

@@ -128,3 +128,20 @@ def test_collect_schema_and_epochs(tmp_path) -> None:
 def test_collect_of_missing_folder_is_an_error(tmp_path) -> None:
     with pytest.raises(RunnerError, match="run folder not found"):
         collect(tmp_path / "nope")
+
+
+def test_threads_are_part_of_the_job_and_fixed_while_it_runs(tmp_path) -> None:
+    import torch
+
+    plain = noop_jobs(1)[0]
+    assert "threads" not in plain.canonical_json()  # ids of default jobs are unchanged
+    two = plain.model_copy(update={"threads": 2})
+    assert two.job_id != plain.job_id and Job(**json.loads(two.model_dump_json())) == two
+    before = torch.get_num_threads()
+    run_jobs([plain, two], tmp_path, backend="serial", progress=False)
+    for job, n in ((plain, 1), (two, 2)):
+        result = json.loads((tmp_path / job.job_id / "result.json").read_text())
+        assert (result["threads"], result["torch_threads"]) == (n, n)
+    assert torch.get_num_threads() == before  # restored for the caller
+    with pytest.raises(RunnerError, match="threads"):
+        Job(experiment="x", kind="noop", threads=0)

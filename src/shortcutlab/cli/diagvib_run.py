@@ -6,17 +6,23 @@ from pathlib import Path
 
 import typer
 
-from shortcutlab.cli.options import mnist_option, selection_option, textures_option
+from shortcutlab.cli.options import (
+    mnist_option,
+    pairs_option,
+    samples_option,
+    seeds_option,
+    selection_option,
+    textures_option,
+)
+from shortcutlab.cli.output import json_option, print_json
 
 
 def run(
     model: str = typer.Option(..., "--model", help="Registered model name (see list_models())."),
     study: list[str] = typer.Option(..., "--study", help="Study to run; repeat for several."),
-    pairs: list[str] = typer.Option(
-        None, "--pairs", help="predicted-correlated pairs, e.g. hue-shape (default: all 30)."
-    ),
-    samples: list[int] = typer.Option([0], "--samples", help="Dataset sample ids (0..4)."),
-    seeds: list[int] = typer.Option([0], "--seeds", help="Training seeds."),
+    pairs: list[str] = pairs_option(),
+    samples: list[int] = samples_option([0]),
+    seeds: list[int] = seeds_option(),
     scale: float = typer.Option(0.01, help="Dataset size relative to the paper's (1.0 = full)."),
     benchmark_seed: int = typer.Option(0, help="Seed selecting the classes of each sample."),
     selection: str = selection_option("--benchmark-seed"),
@@ -39,6 +45,14 @@ def run(
     freeze_backbone: bool = typer.Option(None, help="Train only the classifier head."),
     backend: str = typer.Option("processes", help="serial | processes | ray | slurm."),
     workers: int = typer.Option(None, help="Parallel jobs (processes) / CPUs of a local Ray."),
+    jobs_per_gpu: int = typer.Option(
+        1, "--jobs-per-gpu", min=1, help="Jobs sharing one GPU (processes, ray); on several "
+        "GPUs each worker is pinned to one."
+    ),
+    threads: int = typer.Option(
+        1, "--threads", min=1, help="CPU threads of each job (part of the job: its numbers do "
+        "not depend on --workers; a value other than 1 gives new job ids)."
+    ),
     ray_address: str = typer.Option(None, help="Join an existing Ray cluster (e.g. auto)."),
     slurm_partition: str = typer.Option(None, help="SLURM partition."),
     slurm_time: int = typer.Option(240, help="SLURM time limit per job in minutes."),
@@ -46,22 +60,30 @@ def run(
     slurm_cpus: int = typer.Option(4, help="CPUs per SLURM job."),
     device: str = typer.Option("auto", help="auto | cpu | cuda."),
     out: Path = typer.Option(..., "--out", help="Run folder (one sub-folder per job)."),
+    as_json: bool = json_option("Print the run summary as one JSON object (job counts, table)."),
 ) -> None:
     """Train MODEL on DiagViB-6 experiments; resumable: jobs already done are skipped.
 
     Each job (experiment, training seed, config) gets <out>/<hash>/ with job.json, result.json,
-    epochs.parquet and a `done` marker; failed jobs leave error.txt and are retried next time.
-    At the end the job table is written to <out>/jobs.csv and jobs.parquet.
+    epochs.parquet and a `done` marker; failed jobs leave error.txt and are retried next time,
+    and jobs whose files cannot be read are moved aside and run again. Several runs on one
+    folder share the work (a job is claimed while it runs). At the end the job table is written
+    to <out>/jobs.csv and jobs.parquet.
     """
     from rich.console import Console
 
     from shortcutlab.diagvib.jobs import build_jobs
+    from shortcutlab.diagvib.studies import DEFAULT_SAMPLES
     from shortcutlab.errors import RunnerError
     from shortcutlab.runner.backends import SlurmOptions, describe_failures, run_jobs
     from shortcutlab.train.config import TrainConfig
     from shortcutlab.utils.device import resolve_device
 
     resolve_device(device)
+    bad = [s for s in samples if not 0 <= s < DEFAULT_SAMPLES]
+    if bad:
+        raise RunnerError(f"unknown dataset sample {bad[0]}; valid choices: "
+                          f"{', '.join(str(s) for s in range(DEFAULT_SAMPLES))}")
     base = TrainConfig.from_file(config) if config is not None else TrainConfig()
     if protocol is not None:
         base = base.replace(protocol=protocol)
@@ -74,17 +96,26 @@ def run(
     jobs = build_jobs(model, study, pairs or None, samples, seeds, scale, base,
                       benchmark_seed=benchmark_seed, selection=selection, specs_dir=specs,
                       mnist=mnist, textures=textures)
+    if threads != 1:
+        jobs = [job.model_copy(update={"threads": threads}) for job in jobs]
     console = Console(stderr=True)
     console.print(f"{len(jobs)} jobs of {model} in {out} (protocol "
                   f"{base.describe_protocol()}, scale {scale:g}, backend {backend})")
     slurm = SlurmOptions(partition=slurm_partition, timeout_min=slurm_time,
                          gpus_per_node=slurm_gpus, cpus_per_task=slurm_cpus)
     summary = run_jobs(jobs, out, backend=backend, workers=workers, device=device,
-                       ray_address=ray_address, slurm=slurm)
+                       ray_address=ray_address, slurm=slurm, jobs_per_gpu=jobs_per_gpu)
+    for outcome in summary.notes:
+        console.print(f"[yellow]note[/yellow] {outcome.job_id}: {outcome.note}",
+                      highlight=False, soft_wrap=True)
     console.print(
         f"done {len(summary.done)}, already done {len(summary.skipped)}, "
         f"failed {len(summary.failed)} in {summary.seconds:.0f} s; table: {out / 'jobs.csv'}"
     )
+    if as_json:
+        print_json({"jobs": len(jobs), "done": len(summary.done),
+                    "skipped": len(summary.skipped), "failed": len(summary.failed),
+                    "table": str(out / "jobs.csv")})
     if summary.failed:
         for line in describe_failures(summary, out):
             console.print(f"[red]failed[/red] {line}")
@@ -98,6 +129,7 @@ def collect(
     run_dir: Path = typer.Argument(..., help="Run folder written by `diagvib run`."),
     out: Path = typer.Option(None, help="Output stem (writes .csv and .parquet); default "
                              "<run_dir>/jobs."),
+    as_json: bool = json_option("Print the job counts and table paths as one JSON object."),
 ) -> None:
     """Write one tidy table of all jobs in RUN_DIR (CSV and Parquet) and print a summary."""
     from rich.console import Console
@@ -106,12 +138,18 @@ def collect(
     from shortcutlab.runner.collect import write_table
 
     register()
-    csv_path, parquet_path = write_table(run_dir, out)
     table = collect_jobs(run_dir)
+    csv_path, parquet_path = write_table(run_dir, out, table=table)
     counts = table["status"].value_counts().to_dict()
+    skipped = table.attrs.get("skipped", [])
+    if as_json:
+        print_json({"jobs": len(table), "status": counts, "unreadable": len(skipped),
+                    "csv": str(csv_path), "parquet": str(parquet_path)})
+        return
+    unreadable = f", {len(skipped)} unreadable skipped" if skipped else ""
     Console().print(
-        f"{len(table)} jobs ({', '.join(f'{k} {v}' for k, v in sorted(counts.items()))}); "
-        f"wrote {csv_path} and {parquet_path}"
+        f"{len(table)} jobs ({', '.join(f'{k} {v}' for k, v in sorted(counts.items()))}"
+        f"{unreadable}); wrote {csv_path} and {parquet_path}", highlight=False, soft_wrap=True
     )
 
 

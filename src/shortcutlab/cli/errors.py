@@ -2,11 +2,14 @@
 
 The library's errors are plain exceptions; :func:`wrap_commands` applies :func:`clean_errors`
 to every command of an app and its sub-groups, so a user's mistake prints one line and exits
-with :data:`EXIT_BAD_INPUT`, and command modules need nothing of their own.
+with :data:`EXIT_BAD_INPUT`, and command modules need nothing of their own. An ``OSError``
+(an output folder that is not writable, ``--out`` naming a directory where a file goes or a file
+where a folder goes, a full disk) gets the same treatment: one line naming the path.
 """
 
 from __future__ import annotations
 
+import errno
 import functools
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -19,8 +22,29 @@ F = TypeVar("F", bound=Callable[..., Any])
 EXIT_BAD_INPUT = 2
 
 
+_HINTS = {
+    errno.EISDIR: "a folder is where a file should go; give a file path",
+    errno.ENOTDIR: "a file is where a folder should go; give a folder path",
+    errno.EEXIST: "a file is where a folder should go; give a folder path",
+    errno.EACCES: "choose a location you may write to",
+    errno.EPERM: "choose a location you may write to",
+    errno.EROFS: "choose a location you may write to",
+    errno.ENOSPC: "free some space or choose another disk",
+}
+
+
+def describe_os_error(exc: OSError) -> str:
+    """``<path>: <reason> (<what to do>)`` on one line, for an error of the file system."""
+    where = " -> ".join(str(f) for f in (exc.filename, exc.filename2) if f is not None)
+    reason = exc.strerror or str(exc)
+    hint = _HINTS.get(exc.errno or 0)
+    text = f"{where}: {reason}" if where else reason
+    return f"{text} ({hint})" if hint else text
+
+
 def clean_errors(func: F) -> F:
-    """Print ``Error: <message>`` on stderr and exit with the error's code (no traceback)."""
+    """Print ``Error: <message>`` on stderr and exit with :data:`EXIT_BAD_INPUT` (no
+    traceback) for a :class:`ShortcutlabError` or an ``OSError``."""
     if getattr(func, "_clean_errors", False):
         return func
 
@@ -30,6 +54,9 @@ def clean_errors(func: F) -> F:
             return func(*args, **kwargs)
         except ShortcutlabError as exc:
             typer.echo(f"Error: {exc}", err=True)
+            raise typer.Exit(code=EXIT_BAD_INPUT) from None
+        except OSError as exc:
+            typer.echo(f"Error: {describe_os_error(exc)}", err=True)
             raise typer.Exit(code=EXIT_BAD_INPUT) from None
 
     wrapper._clean_errors = True  # type: ignore[attr-defined]

@@ -8,6 +8,7 @@ from shortcutlab.runner.backends import BACKENDS, RunSummary, SlurmOptions, run_
 from shortcutlab.runner.collect import collect, collect_epochs, write_table
 from shortcutlab.runner.jobs import (
     Job,
+    JobFileError,
     JobOutput,
     Outcome,
     job_kinds,
@@ -17,7 +18,7 @@ from shortcutlab.runner.jobs import (
 )
 
 __all__ = [
-    "BACKENDS", "Job", "JobOutput", "Outcome", "RunSummary", "SlurmOptions", "collect",
-    "collect_epochs", "job_kinds", "job_status", "register_job_kind", "run_jobs", "run_one",
-    "write_table",
+    "BACKENDS", "Job", "JobFileError", "JobOutput", "Outcome", "RunSummary", "SlurmOptions",
+    "collect", "collect_epochs", "job_kinds", "job_status", "register_job_kind", "run_jobs",
+    "run_one", "write_table",
 ]

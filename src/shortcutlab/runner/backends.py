@@ -4,12 +4,20 @@ Every backend runs :func:`shortcutlab.runner.jobs.run_one` per job, so the run d
 ``done`` markers and error files are the same whatever runs them. Jobs already done are skipped
 before anything is scheduled; the job table (``jobs.csv``/``jobs.parquet``) is rewritten at the end.
 For Ray and SLURM the output folder must be on a file system every worker node sees.
+
+Several runs may share one output folder: each job is claimed by the process that runs it, a run
+that finds a job claimed by another live run waits for it (and takes it over if its owner dies),
+so every job runs once and each run ends with the whole table. Worker processes of the
+``processes`` backend die with the run that started them. On GPUs, ``jobs_per_gpu`` jobs share
+one device and, on a machine with several, each worker process is pinned to one of them.
 """
 
 from __future__ import annotations
 
 import multiprocessing
 import os
+import sys
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -18,13 +26,16 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 from shortcutlab.errors import RunnerError, unknown_choice
+from shortcutlab.runner.claims import drop_if_stale, is_stale, read_claim
 from shortcutlab.runner.jobs import (
+    ERROR_FILE,
     Job,
     JobFunction,
     Outcome,
     is_done,
     job_dir,
     job_kind,
+    os_reason,
     run_one,
     write_job_file,
 )
@@ -73,10 +84,16 @@ class RunSummary:
     def skipped(self) -> list[Outcome]:
         return self._with("skipped")
 
+    @property
+    def notes(self) -> list[Outcome]:
+        """Outcomes with a repair to report (unreadable files moved aside, a job run
+        elsewhere)."""
+        return [o for o in self.outcomes if o.note]
+
 
 # ----------------------------------------------------------------------------- backends
 
-Runner = Callable[[list[Job], Path, str, int], Iterator[Outcome]]
+Runner = Callable[..., Iterator[Outcome]]
 
 
 def _function(job: Job) -> JobFunction:
@@ -84,30 +101,80 @@ def _function(job: Job) -> JobFunction:
     return job_kind(job.kind).run
 
 
+def gpu_count() -> int:
+    """CUDA devices this process sees (0 without torch's CUDA); tests replace it."""
+    import torch
+
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
 def _serial(jobs: list[Job], out: Path, device: str, workers: int, **_: Any) -> Iterator[Outcome]:
     for job in jobs:
         yield run_one(job, out, device, _function(job))
 
 
-def _init_worker(threads: int) -> None:
-    import torch
+def _die_with_parent(parent: int) -> None:
+    """End this worker when the process that started it ends, even by SIGKILL: the kernel's
+    parent-death signal on Linux, and a watch thread everywhere (and as a fallback)."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+        import signal
 
-    torch.set_num_threads(threads)  # this worker process only: avoid oversubscribing cores
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent:  # the parent died before the signal was armed
+        os._exit(1)
+
+    def watch() -> None:
+        while True:
+            time.sleep(1.0)
+            if os.getppid() != parent:
+                os._exit(1)
+
+    threading.Thread(target=watch, name="shortcutlab-parent-watch", daemon=True).start()
+
+
+def _init_worker(parent: int, slots: Any, devices: list[str]) -> None:
+    """Worker start: die with the parent; take the next device slot (``CUDA_VISIBLE_DEVICES``
+    set before CUDA starts in this fresh process)."""
+    _die_with_parent(parent)
+    if devices:
+        with slots.get_lock():
+            index = slots.value
+            slots.value += 1
+        os.environ["CUDA_VISIBLE_DEVICES"] = devices[index % len(devices)]
+
+
+def device_slots(device: str, jobs_per_gpu: int) -> list[str]:
+    """One entry per concurrent job slot: GPU index ``i`` repeated ``jobs_per_gpu`` times per
+    GPU when the jobs run on CUDA; empty on CPU."""
+    if device.split(":")[0] == "cpu":
+        return []
+    count = gpu_count()
+    if device.startswith("cuda:"):  # one named device: every slot on it
+        return [device.split(":", 1)[1]] * jobs_per_gpu if count else []
+    return [str(i) for i in range(count) for _ in range(jobs_per_gpu)]
 
 
 def _processes(
-    jobs: list[Job], out: Path, device: str, workers: int, **_: Any
+    jobs: list[Job], out: Path, device: str, workers: int, *, jobs_per_gpu: int = 1, **_: Any
 ) -> Iterator[Outcome]:
-    threads = max(1, (os.cpu_count() or 1) // workers)
     ctx = multiprocessing.get_context("spawn")
+    devices = device_slots(device, jobs_per_gpu)
+    slots = ctx.Value("i", 0)
+    job_device = "cuda" if devices and device.startswith("cuda:") else device
     with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker,
-                             initargs=(threads,)) as pool:
-        futures = {pool.submit(run_one, job, out, device, _function(job)): job for job in jobs}
+                             initargs=(os.getpid(), slots, devices)) as pool:
+        futures = {pool.submit(run_one, job, out, job_device, _function(job)): job
+                   for job in jobs}
         try:
             for fut in as_completed(futures):
                 try:
                     yield fut.result()
-                except Exception as exc:  # worker died (killed, out of memory) or I/O error
+                except Exception as exc:  # worker died (killed, out of memory)
                     yield Outcome(futures[fut].job_id, "failed", f"worker failed: {exc!r}")
         except BaseException:
             pool.shutdown(wait=False, cancel_futures=True)
@@ -116,7 +183,7 @@ def _processes(
 
 def _ray(
     jobs: list[Job], out: Path, device: str, workers: int, *, ray_address: str | None = None,
-    **_: Any,
+    jobs_per_gpu: int = 1, **_: Any,
 ) -> Iterator[Outcome]:
     try:
         import ray
@@ -132,7 +199,9 @@ def _ray(
         ray.init(address=ray_address, **kwargs)
         started = True
     try:
-        gpus = 1 if ray.cluster_resources().get("GPU", 0) >= 1 else 0
+        on_gpu = device != "cpu" and ray.cluster_resources().get("GPU", 0) >= 1
+        # Ray pins each task to its GPU share (CUDA_VISIBLE_DEVICES); jobs_per_gpu share one
+        gpus = 1.0 / jobs_per_gpu if on_gpu else 0
         remote = ray.remote(num_cpus=1, num_gpus=gpus, max_retries=0)(run_one)
         refs = {remote.remote(job, str(out), device, _function(job)): job for job in jobs}
         pending = list(refs)
@@ -205,18 +274,27 @@ def run_jobs(
     slurm: SlurmOptions | None = None,
     on_outcome: Callable[[Outcome], None] | None = None,
     collect_table: bool = True,
+    jobs_per_gpu: int = 1,
+    wait_seconds: float = 2.0,
 ) -> RunSummary:
     """Run every job of ``jobs`` not yet done under ``out``; returns what happened.
 
-    ``workers``: parallel jobs for processes (default: CPU count) and the CPUs of a local Ray
-    instance. A failed job is reported (and left to be retried by the next call); it never stops
-    the others. With ``collect_table`` the job table is rewritten under ``out`` at the end.
+    ``workers``: parallel jobs for processes (default: the CPU count, or GPUs x
+    ``jobs_per_gpu`` when the jobs run on CUDA) and the CPUs of a local Ray instance.
+    ``jobs_per_gpu``: jobs sharing one GPU (processes and Ray). A failed job is reported (and
+    left to be retried by the next call); it never stops the others. Jobs claimed by another
+    live run are waited for (polling every ``wait_seconds``) and taken over if that run dies.
+    With ``collect_table`` the job table is rewritten under ``out`` at the end.
     """
     if backend not in _BACKENDS:
         raise RunnerError(unknown_choice("backend", backend, BACKENDS))
     if workers is not None and workers < 1:
         raise RunnerError(f"workers must be >= 1 (got {workers})")
+    if jobs_per_gpu < 1:
+        raise RunnerError(f"jobs per GPU must be >= 1 (got {jobs_per_gpu})")
     out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise RunnerError(f"output folder {out} is a file; give a folder for the run")
     unique: dict[str, Job] = {}
     for job in jobs:
         unique.setdefault(job.job_id, job)
@@ -225,33 +303,100 @@ def run_jobs(
     outcomes: list[Outcome] = []
     todo: list[Job] = []
     for job in unique.values():
-        write_job_file(out, job)
+        try:
+            write_job_file(out, job)
+        except OSError as exc:
+            raise RunnerError(f"cannot write the job folder {job_dir(out, job)}: "
+                              f"{os_reason(exc)}") from None
         if is_done(job_dir(out, job)):
             outcomes.append(Outcome(job.job_id, "skipped"))
+            drop_if_stale(job_dir(out, job))
         else:
             todo.append(job)
-    n_workers = workers or min(max(len(todo), 1), os.cpu_count() or 1)
+    slots = device_slots(device, jobs_per_gpu) if backend == "processes" and todo else []
+    n_workers = workers or min(max(len(todo), 1), len(slots) or os.cpu_count() or 1)
     start = time.perf_counter()
     if todo:
         with progress_bar(disable=not progress) as bar:
             task = bar.add_task(f"{backend}: {len(todo)} jobs", total=len(todo))
             failed = 0
-            for outcome in _BACKENDS[backend](
-                todo, out, device, n_workers, ray_address=ray_address, slurm=slurm
-            ):
-                outcomes.append(outcome)
-                failed += outcome.status == "failed"
-                if failed:
-                    bar.update(task, description=f"{backend}: {len(todo)} jobs, {failed} failed")
-                bar.advance(task)
-                if on_outcome is not None:
-                    on_outcome(outcome)
+            while todo:
+                busy: list[Job] = []
+                for outcome in _BACKENDS[backend](
+                    todo, out, device, n_workers, ray_address=ray_address, slurm=slurm,
+                    jobs_per_gpu=jobs_per_gpu,
+                ):
+                    if outcome.status == "busy":
+                        busy.append(unique[outcome.job_id])
+                        continue
+                    outcomes.append(outcome)
+                    failed += outcome.status == "failed"
+                    if failed:
+                        bar.update(task, description=f"{backend}: {len(todo)} jobs, "
+                                   f"{failed} failed")
+                    bar.advance(task)
+                    if on_outcome is not None:
+                        on_outcome(outcome)
+                todo, settled = _wait_for_others(busy, out, wait_seconds)
+                for outcome in settled:
+                    outcomes.append(outcome)
+                    bar.advance(task)
+                    if on_outcome is not None:
+                        on_outcome(outcome)
     summary = RunSummary(outcomes, time.perf_counter() - start)
-    if collect_table:
+    _remove_stale_temporaries(out)
+    if collect_table and unique:
         from shortcutlab.runner.collect import write_table
 
-        write_table(out)
+        try:
+            write_table(out)
+        except OSError as exc:
+            raise RunnerError(f"cannot write the job table in {out}: {os_reason(exc)}"
+                              ) from None
     return summary
+
+
+def _wait_for_others(busy: list[Job], out: Path,
+                     wait_seconds: float) -> tuple[list[Job], list[Outcome]]:
+    """Wait until each job another run holds is released: done there (skipped here, with a
+    note), failed there (reported), or abandoned (returned, to be run here)."""
+    rerun: list[Job] = []
+    settled: list[Outcome] = []
+    waiting = list(busy)
+    while waiting:
+        still = []
+        for job in waiting:
+            path = job_dir(out, job)
+            if is_done(path):
+                settled.append(Outcome(job.job_id, "skipped", note="done by another run"))
+            elif read_claim(path) is None:
+                error = path / ERROR_FILE
+                if error.is_file():
+                    lines = error.read_text(encoding="utf-8", errors="replace").splitlines()
+                    last = lines[-1] if lines else ""
+                    settled.append(Outcome(job.job_id, "failed", f"in another run: {last}"))
+                else:
+                    rerun.append(job)
+            elif is_stale(path):
+                rerun.append(job)
+            else:
+                still.append(job)
+        waiting = still
+        if waiting:
+            time.sleep(wait_seconds)
+    return rerun, settled
+
+
+def _remove_stale_temporaries(out: Path, older_than: float = 600.0) -> None:
+    """Delete temporary job-table files that killed runs left in ``out`` (only old ones: a
+    concurrent run may be writing its table now)."""
+    now = time.time()
+    for tmp in [*out.glob(".jobs.csv.*"), *out.glob(".jobs.parquet.*")]:
+        try:
+            if now - tmp.stat().st_mtime > older_than:
+                tmp.unlink()
+        except OSError:
+            pass
 
 
 def describe_failures(summary: RunSummary, out: str | Path) -> Sequence[str]:

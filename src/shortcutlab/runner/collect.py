@@ -3,11 +3,17 @@
 :func:`collect` gives one row per job (the schema the metrics read); :func:`collect_epochs` the
 long per-epoch table model-selection rules read; :func:`write_table` writes the job table as CSV
 and Parquet, atomically.
+
+A job folder whose files cannot be read (an unreadable ``job.json``, a ``done`` job whose
+``result.json`` or ``epochs.parquet`` is broken, a copy of another job's folder) is left out of
+the tables with one warning line naming the file (logger ``shortcutlab.runner``); the list is in
+``table.attrs["skipped"]``. The next ``run`` of that job moves the broken files aside and redoes
+it.
 """
 
 from __future__ import annotations
 
-import json
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +26,10 @@ from shortcutlab.runner.jobs import (
     ERROR_FILE,
     JOB_FILE,
     RESULT_FILE,
+    JobFileError,
     describe_job,
+    done_problem,
+    read_json_object,
 )
 from shortcutlab.train.config import describe_protocol
 from shortcutlab.utils.io import atomic_path
@@ -40,15 +49,31 @@ _NULLABLE_INT = ("best_epoch", "epochs_run")
 _FLOAT_COLUMNS = ("scale", "val_loss", "val_acc", "test_acc", "train_seconds")
 
 
+log = logging.getLogger("shortcutlab.runner")
+
+
 def _job_dirs(root: Path) -> list[Path]:
     if not root.is_dir():
-        raise RunnerError(f"run folder not found: {root}")
-    return sorted(p.parent for p in root.glob(f"*/{JOB_FILE}"))
+        what = "is a file, not a run folder" if root.exists() else "not found"
+        raise RunnerError(f"run folder {what}: {root}")
+    dirs = sorted(p.parent for p in root.glob(f"*/{JOB_FILE}"))
+    if not dirs:
+        raise RunnerError(f"{root} is no run folder: no <job>/{JOB_FILE} inside (write one "
+                          "with a run command, e.g. `shortcutlab diagvib run --out`)")
+    return dirs
+
+
+def _skip(path: Path, exc: JobFileError, skipped: list[str]) -> None:
+    line = f"skipped job folder {path.name}: {exc}"
+    log.warning(line)
+    skipped.append(line)
 
 
 def _row(path: Path) -> dict[str, Any]:
-    job = json.loads((path / JOB_FILE).read_text(encoding="utf-8"))
+    job = read_json_object(path / JOB_FILE)
     train = job.get("train", {})
+    if not isinstance(train, dict):
+        raise JobFileError(path / JOB_FILE, "has no training config object under 'train'")
     row: dict[str, Any] = {
         "job_id": path.name,
         "model": train.get("model", ""),
@@ -62,15 +87,20 @@ def _row(path: Path) -> dict[str, Any]:
         "error": "",
     }
     if (path / DONE_FILE).is_file():
+        problem = done_problem(path)
+        if problem is not None:
+            raise JobFileError(path / DONE_FILE, f"marks a job whose results are unreadable: "
+                               f"{problem}")
         row["status"] = "done"
-        result = json.loads((path / RESULT_FILE).read_text(encoding="utf-8"))
+        result = read_json_object(path / RESULT_FILE)
         for key in ("best_epoch", "epochs_run", "val_loss", "val_acc", "test_acc",
                     "train_seconds"):
             row[key] = result.get(key)
         row.update({k: v for k, v in result.items() if k.startswith("test_acc@")})
     elif (path / ERROR_FILE).is_file():
         row["status"] = "failed"
-        lines = (path / ERROR_FILE).read_text(encoding="utf-8").strip().splitlines()
+        text = (path / ERROR_FILE).read_text(encoding="utf-8", errors="replace")
+        lines = text.strip().splitlines()
         row["error"] = lines[-1] if lines else ""
     else:
         row["status"] = "pending"
@@ -86,7 +116,12 @@ def collect(root: str | Path) -> pd.DataFrame:
     columns are empty unless done.
     """
     root = Path(root)
-    rows = [_row(p) for p in _job_dirs(root)]
+    rows, skipped = [], []
+    for path in _job_dirs(root):
+        try:
+            rows.append(_row(path))
+        except JobFileError as exc:
+            _skip(path, exc, skipped)
     tag_cols = sorted({k for r in rows for k in r if k.startswith("test_acc@")})
     known = {*JOB_COLUMNS, *EXTRA_COLUMNS, *tag_cols}
     described = list(dict.fromkeys(k for r in rows for k in r if k not in known))
@@ -104,29 +139,46 @@ def collect(root: str | Path) -> pd.DataFrame:
     for col in ("job_id", "model", "algorithm", *text, "experiment", "status", "protocol",
                 "error"):
         table[col] = table[col].fillna("").astype(str)
-    return table.sort_values(["model", "algorithm", "experiment", "seed", "job_id"],
-                             ignore_index=True)
+    table = table.sort_values(["model", "algorithm", "experiment", "seed", "job_id"],
+                              ignore_index=True)
+    table.attrs["skipped"] = skipped
+    return table
 
 
 def collect_epochs(root: str | Path) -> pd.DataFrame:
     """The long per-epoch table of every done job: job_id, epoch, train_loss, val_loss,
     val_acc, test_set, tag ("all" or a cell tag), acc, n."""
-    frames = []
+    frames, skipped = [], []
     for path in _job_dirs(Path(root)):
         if (path / DONE_FILE).is_file() and (path / EPOCHS_FILE).is_file():
-            frame = pd.read_parquet(path / EPOCHS_FILE)
+            try:
+                problem = done_problem(path)
+                if problem is not None:
+                    raise JobFileError(path / DONE_FILE, f"marks a job whose results are "
+                                       f"unreadable: {problem}")
+                frame = pd.read_parquet(path / EPOCHS_FILE)
+                missing = [c for c in EPOCH_TABLE_COLUMNS[1:] if c not in frame.columns]
+                if missing:
+                    raise JobFileError(path / EPOCHS_FILE, f"lacks columns {missing}")
+            except JobFileError as exc:
+                _skip(path, exc, skipped)
+                continue
             frame.insert(0, "job_id", path.name)
             frames.append(frame)
     if not frames:
-        return pd.DataFrame({c: pd.Series(dtype="object") for c in EPOCH_TABLE_COLUMNS})
-    table = pd.concat(frames, ignore_index=True)
-    return table[list(EPOCH_TABLE_COLUMNS)]
+        table = pd.DataFrame({c: pd.Series(dtype="object") for c in EPOCH_TABLE_COLUMNS})
+    else:
+        table = pd.concat(frames, ignore_index=True)[list(EPOCH_TABLE_COLUMNS)]
+    table.attrs["skipped"] = skipped
+    return table
 
 
-def write_table(root: str | Path, out: str | Path | None = None) -> tuple[Path, Path]:
+def write_table(root: str | Path, out: str | Path | None = None,
+                table: pd.DataFrame | None = None) -> tuple[Path, Path]:
     """Write the job table as ``<out>.csv`` and ``<out>.parquet`` (default ``<root>/jobs``);
-    a given ``.csv``/``.parquet`` suffix is replaced. Returns both paths."""
-    table = collect(root)
+    a given ``.csv``/``.parquet`` suffix is replaced. Returns both paths. ``table``: the
+    already collected table of ``root`` (default: collect it now)."""
+    table = collect(root) if table is None else table
     stem = Path(out) if out is not None else Path(root) / "jobs"
     if stem.suffix in (".csv", ".parquet"):
         stem = stem.with_suffix("")

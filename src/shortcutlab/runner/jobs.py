@@ -6,15 +6,22 @@ of the sha256 of the job's canonical JSON. A finished job holds ``job.json``, ``
 ``epochs.parquet`` and, written last, ``done``. Every file is written atomically, so a killed job
 leaves nothing that counts as done; a crashed job leaves ``error.txt`` (the traceback) and is
 retried by the next run.
+
+A job folder heals itself: a ``done`` job whose files cannot be read is *not* done; the next run
+moves its files aside to ``corrupt-<time>/`` and runs it again. While a job runs, its folder
+holds a claim (:mod:`shortcutlab.runner.claims`), so concurrent runs on one folder share the
+work instead of doing it twice.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,6 +30,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from shortcutlab.errors import RunnerError, ShortcutlabError, unknown_choice
+from shortcutlab.runner.claims import describe_claim, heartbeat, release, try_claim
 from shortcutlab.train.config import TrainConfig, format_validation_error
 from shortcutlab.utils.digest import content_digest
 from shortcutlab.utils.io import atomic_path, write_json, write_text
@@ -32,6 +40,8 @@ JOB_FILE, RESULT_FILE, EPOCHS_FILE, DONE_FILE, ERROR_FILE = (
     "job.json", "result.json", "epochs.parquet", "done", "error.txt",
 )
 ID_LENGTH = 16
+CORRUPT_PREFIX = "corrupt-"
+DEFAULT_THREADS = 1
 
 
 class Job(BaseModel):
@@ -42,6 +52,10 @@ class Job(BaseModel):
     ``inputs``: named local files or folders the job reads (DiagViB-6: ``mnist``, ``textures``).
     The id depends on their content (``input_digests``, computed when the job is made), not on
     their path: a moved folder keeps its jobs, an edited one gets new ones.
+
+    ``threads``: torch's intra-op CPU threads while the job runs. Floating-point sums depend on
+    how work is split over threads, so the count is part of the job (and of its id when not
+    the default): a job's numbers do not depend on how many jobs run side by side.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -54,6 +68,7 @@ class Job(BaseModel):
     spec: dict[str, Any] | None = None
     inputs: dict[str, str] = Field(default_factory=dict)
     input_digests: dict[str, str] = Field(default_factory=dict)
+    threads: int = Field(DEFAULT_THREADS, ge=1)
 
     def __init__(self, **data: Any) -> None:
         inputs = {k: str(Path(v).resolve()) for k, v in (data.get("inputs") or {}).items()}
@@ -73,6 +88,8 @@ class Job(BaseModel):
         """Sorted keys, no spaces: equal jobs give equal bytes, hence equal ids. Input paths are
         left out (their digests count); jobs without inputs hash as they always did."""
         exclude = {"inputs"} | (set() if self.inputs else {"input_digests"})
+        if self.threads == DEFAULT_THREADS:
+            exclude.add("threads")
         return json.dumps(self.model_dump(mode="json", exclude=exclude), sort_keys=True,
                           separators=(",", ":"))
 
@@ -106,48 +123,144 @@ class JobOutput:
 
 @dataclass
 class Outcome:
-    """How one job ended in this run: ``done``, ``failed`` (with the error's last line) or
-    ``skipped`` (already done)."""
+    """How one job ended in this run: ``done``, ``failed`` (with the error's last line),
+    ``skipped`` (already done) or ``busy`` (claimed by another live run; ``error`` says whose).
+    ``note`` reports a repair, e.g. unreadable files moved aside before the job ran again."""
 
     job_id: str
     status: str
     error: str = ""
     seconds: float = 0.0
+    note: str = ""
 
 
 def job_dir(out: str | Path, job: Job) -> Path:
     return Path(out) / job.job_id
 
 
+class JobFileError(RunnerError):
+    """A file of a job folder that cannot be read; the message names the file."""
+
+    def __init__(self, target: Path, problem: str) -> None:
+        self.path = Path(target)
+        self.problem = problem
+        super().__init__(f"{target} {problem}")
+
+
+def read_json_object(target: Path) -> dict[str, Any]:
+    """The JSON object in ``target``; a :class:`JobFileError` naming the file otherwise."""
+    try:
+        data = target.read_bytes()
+    except FileNotFoundError:
+        raise JobFileError(target, "is missing") from None
+    except OSError as exc:
+        raise JobFileError(target, f"cannot be read ({exc.strerror or exc})") from None
+    if not data.strip():
+        raise JobFileError(target, "is empty")
+    try:
+        obj = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise JobFileError(target, "is not UTF-8 text") from None
+    except json.JSONDecodeError as exc:
+        raise JobFileError(target, f"is not valid JSON ({exc.msg}, line {exc.lineno})") from None
+    if not isinstance(obj, dict):
+        raise JobFileError(target, f"holds a JSON {type(obj).__name__}, not an object")
+    return obj
+
+
+def _check_parquet(target: Path) -> None:
+    import pyarrow.parquet as pq
+
+    try:
+        pq.read_metadata(target)
+    except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for broken files
+        raise JobFileError(target, f"is not a readable Parquet file ({type(exc).__name__})"
+                           ) from None
+
+
+def done_problem(path: Path) -> str | None:
+    """Why the results of the job in ``path`` cannot be read (a line naming the file), or
+    None when ``result.json`` is a JSON object of this job and ``epochs.parquet`` (if any)
+    is readable."""
+    try:
+        result = read_json_object(path / RESULT_FILE)
+        owner = result.get("job_id", path.name)
+        if owner != path.name:
+            raise JobFileError(path / RESULT_FILE, f"belongs to job {owner}, not to "
+                               f"{path.name} (a copied folder?)")
+        if (path / EPOCHS_FILE).exists():
+            _check_parquet(path / EPOCHS_FILE)
+    except JobFileError as exc:
+        return str(exc)
+    return None
+
+
 def is_done(path: Path) -> bool:
-    return (path / DONE_FILE).is_file()
+    """The ``done`` marker is there and the job's result files can be read."""
+    return (path / DONE_FILE).is_file() and done_problem(path) is None
 
 
 def job_status(path: Path) -> str:
-    """``done`` (marker present), ``failed`` (error.txt and no marker) or ``pending``."""
-    if is_done(path):
-        return "done"
+    """``done`` (marker present, results readable), ``corrupt`` (marker present, results
+    unreadable: the next run moves them aside and reruns the job), ``failed`` (error.txt and
+    no marker) or ``pending``."""
+    if (path / DONE_FILE).is_file():
+        return "done" if done_problem(path) is None else "corrupt"
     if (path / ERROR_FILE).is_file():
         return "failed"
     return "pending"
 
 
+def quarantine(path: Path) -> Path:
+    """Move the job's result files (not job.json) to ``path/corrupt-<time>/``; returns it."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    aside = path / f"{CORRUPT_PREFIX}{stamp}-{os.getpid()}"
+    aside.mkdir(parents=True, exist_ok=True)
+    for name in (DONE_FILE, RESULT_FILE, EPOCHS_FILE, ERROR_FILE):  # done first: never done
+        if (path / name).exists():
+            os.replace(path / name, aside / name)
+    return aside
+
+
+def remove_temporaries(path: Path, older_than: float = 60.0) -> list[Path]:
+    """Delete the temporary files that killed writes left in job folder ``path``: those of
+    files only the claim holder writes at once, and job.json's when older than
+    ``older_than`` seconds (another run may be writing one right now)."""
+    removed = []
+    now = time.time()
+    for name in (JOB_FILE, RESULT_FILE, EPOCHS_FILE, DONE_FILE, ERROR_FILE):
+        for tmp in path.glob(f".{name}.*"):
+            with suppress(OSError):
+                if name == JOB_FILE and now - tmp.stat().st_mtime < older_than:
+                    continue
+                tmp.unlink()
+                removed.append(tmp)
+    return removed
+
+
 def write_job_file(out: str | Path, job: Job) -> Path:
-    """Create the job's directory with ``job.json`` (so collect lists it as pending)."""
+    """Create the job's directory with ``job.json`` (so collect lists it as pending); an
+    unreadable or different ``job.json`` is replaced."""
     path = job_dir(out, job)
     target = path / JOB_FILE
     text = json.dumps(job.model_dump(mode="json"), indent=2, sort_keys=True) + "\n"
-    if not target.is_file() or target.read_text(encoding="utf-8") != text:
+    try:
+        same = target.read_bytes() == text.encode("utf-8")
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        same = False
+    if not same:
         write_text(target, text)
     return path
 
 
 def read_job(path: Path) -> Job:
-    """The job stored in ``path/job.json``."""
+    """The job stored in ``path/job.json`` (a :class:`JobFileError` naming the file if it
+    cannot be read or is no valid job)."""
+    data = read_json_object(path / JOB_FILE)
     try:
-        return Job(**json.loads((path / JOB_FILE).read_text(encoding="utf-8")))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise RunnerError(f"cannot read {path / JOB_FILE}: {exc}") from None
+        return Job(**data)
+    except RunnerError as exc:
+        raise JobFileError(path / JOB_FILE, f"is not a valid job ({exc})") from None
 
 
 # ----------------------------------------------------------------------------- job kinds
@@ -197,32 +310,88 @@ def describe_job(kind: str, experiment: str) -> dict[str, Any]:
     return found.describe(experiment) if found is not None and found.describe else {}
 
 
+@contextmanager
+def job_threads(threads: int) -> Iterator[None]:
+    """Run the block with torch's intra-op thread count set to ``threads``, then restore it."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def os_reason(exc: OSError) -> str:
+    """``No space left on device`` rather than ``[Errno 28] No space left on device: '...'``."""
+    return exc.strerror or str(exc)
+
+
 def run_one(job: Job, out: str | Path, device: str = "auto",
             run: JobFunction | None = None) -> Outcome:
-    """Run ``job`` unless its directory is done; write results atomically, ``done`` last.
+    """Run ``job`` unless its directory is done or claimed by a live run; write results
+    atomically, ``done`` last.
 
     ``run``: the job function (default: the one registered for ``job.kind``; backends resolve
     it in the parent and pass it on, so worker processes need no registration of their own).
-    Any exception is caught, its traceback written to ``error.txt`` and reported as ``failed``.
+    A done job whose files cannot be read is moved aside (see :func:`quarantine`) and run
+    again. Any exception, an ``OSError`` such as a full disk included, is caught, its traceback
+    written to ``error.txt`` when possible and reported as ``failed``.
     """
     run = run if run is not None else job_kind(job.kind).run
-    path = write_job_file(out, job)
-    if is_done(path):
-        return Outcome(job.job_id, "skipped")
-    (path / ERROR_FILE).unlink(missing_ok=True)
     start = time.perf_counter()
     try:
+        path = write_job_file(out, job)
+        if is_done(path):
+            return Outcome(job.job_id, "skipped")
+        token = try_claim(path)
+    except OSError as exc:
+        return Outcome(job.job_id, "failed",
+                       f"cannot write {job_dir(out, job)}: {os_reason(exc)}")
+    if token is None:
+        return Outcome(job.job_id, "busy", f"claimed by {describe_claim(path)}")
+    try:
+        with heartbeat(path, token):
+            return _run_claimed(job, path, device, run, start)
+    finally:
+        with suppress(OSError):
+            release(path, token)
+
+
+def _run_claimed(job: Job, path: Path, device: str, run: JobFunction,
+                 start: float) -> Outcome:
+    note = ""
+    try:
+        if is_done(path):  # finished by another run between our check and our claim
+            return Outcome(job.job_id, "skipped")
+        problem = done_problem(path) if (path / DONE_FILE).exists() else None
+        if problem is not None:
+            aside = quarantine(path)
+            note = f"{problem}; moved aside to {aside}, running the job again"
+        remove_temporaries(path)
+        (path / ERROR_FILE).unlink(missing_ok=True)
         job.check_inputs()
-        output = run(job, device)
+        with job_threads(job.threads):
+            output = run(job, device)
         if output.epochs is not None:
             with atomic_path(path / EPOCHS_FILE, suffix=".parquet") as tmp:
                 output.epochs.to_parquet(tmp, index=False)
-        result = {"device": device, **json_safe(output.result), "job_id": job.job_id}
+        result = {"device": device, "threads": job.threads, **json_safe(output.result),
+                  "job_id": job.job_id}
         write_json(path / RESULT_FILE, result)
         write_text(path / DONE_FILE, "")
     except Exception as exc:
-        write_text(path / ERROR_FILE, traceback.format_exc())
-        message = str(exc) if isinstance(exc, ShortcutlabError) else f"{type(exc).__name__}: {exc}"
+        trace = traceback.format_exc()
+        with suppress(OSError):
+            write_text(path / ERROR_FILE, trace)
+        if isinstance(exc, ShortcutlabError):
+            message = str(exc)
+        elif isinstance(exc, OSError):
+            where = f" ({exc.filename})" if exc.filename else ""
+            message = f"{type(exc).__name__}: {os_reason(exc)}{where}"
+        else:
+            message = f"{type(exc).__name__}: {exc}"
         return Outcome(job.job_id, "failed", message.splitlines()[-1] if message else "",
-                       time.perf_counter() - start)
-    return Outcome(job.job_id, "done", "", time.perf_counter() - start)
+                       time.perf_counter() - start, note)
+    return Outcome(job.job_id, "done", "", time.perf_counter() - start, note)

@@ -1,0 +1,158 @@
+"""Per-job claims: at most one process runs a job at a time, even across runs and hosts.
+
+A claim is ``<job>/claim.json``, created with ``O_CREAT | O_EXCL`` (atomic on local file
+systems and on NFS v3+), holding the owner's pid, host and start time. The owner touches it
+every :data:`HEARTBEAT_SECONDS` while the job runs. A claim is *stale*, and may be taken over,
+when its owner is on this host and no longer alive, or when it has not been touched for
+:data:`STALE_SECONDS` (an owner on another node that died, or a claim file left unreadable).
+Taking over goes through a second exclusive file, so two runs never break the same claim and
+both believe they own the job.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from typing import Any
+
+CLAIM_FILE = "claim.json"
+_BREAK_FILE = "claim.break"
+HEARTBEAT_SECONDS = 30.0
+STALE_SECONDS = 300.0
+
+
+def _host() -> str:
+    return socket.gethostname()
+
+
+def read_claim(path: Path) -> dict[str, Any] | None:
+    """The claim of job folder ``path`` ({} when unreadable), or None when there is none."""
+    try:
+        data = json.loads((path / CLAIM_FILE).read_bytes().decode("utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, owned by another user
+        return True
+    return True
+
+
+def _age(target: Path) -> float:
+    try:
+        return time.time() - target.stat().st_mtime
+    except FileNotFoundError:
+        return 0.0
+
+
+def is_stale(path: Path, stale_seconds: float | None = None) -> bool:
+    """Whether the claim in ``path`` belongs to nobody alive (False when there is no claim)."""
+    claim = read_claim(path)
+    if claim is None:
+        return False
+    pid, host = claim.get("pid"), claim.get("host")
+    if host == _host() and isinstance(pid, int) and not _pid_alive(pid):
+        return True
+    limit = STALE_SECONDS if stale_seconds is None else stale_seconds
+    return _age(path / CLAIM_FILE) > limit
+
+
+def describe_claim(path: Path) -> str:
+    """``pid 123 on node7 since 12:03:04`` for messages."""
+    claim = read_claim(path) or {}
+    since = claim.get("time")
+    when = time.strftime("%H:%M:%S", time.localtime(since)) if isinstance(since, float) else "?"
+    return f"pid {claim.get('pid', '?')} on {claim.get('host', '?')} since {when}"
+
+
+def _create(path: Path, token: str) -> bool:
+    try:
+        fd = os.open(path / CLAIM_FILE, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+    except FileExistsError:
+        return False
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        json.dump({"pid": os.getpid(), "host": _host(), "time": time.time(), "token": token},
+                  fh)
+    return True
+
+
+def try_claim(path: Path, stale_seconds: float | None = None) -> str | None:
+    """Claim job folder ``path``; returns the claim's token, or None when someone alive holds
+    it. A stale claim is taken over (under ``claim.break``, itself stale after a minute)."""
+    token = uuid.uuid4().hex
+    if _create(path, token):
+        return token
+    if not is_stale(path, stale_seconds):
+        return None
+    breaker = path / _BREAK_FILE
+    if breaker.exists() and _age(breaker) > 60:
+        with suppress(FileNotFoundError):
+            breaker.unlink()
+    try:
+        os.close(os.open(breaker, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+    except FileExistsError:
+        return None  # another run is taking it over
+    try:
+        if not is_stale(path, stale_seconds):  # released and claimed again meanwhile
+            return None
+        with suppress(FileNotFoundError):
+            (path / CLAIM_FILE).unlink()
+        return token if _create(path, token) else None
+    finally:
+        with suppress(FileNotFoundError):
+            breaker.unlink()
+
+
+def drop_if_stale(path: Path) -> None:
+    """Remove a stale claim (one left by a run killed after its job was done)."""
+    if is_stale(path):
+        with suppress(FileNotFoundError):
+            (path / CLAIM_FILE).unlink()
+
+
+def release(path: Path, token: str) -> None:
+    """Remove the claim if it is still ours."""
+    claim = read_claim(path)
+    if claim is not None and claim.get("token") == token:
+        with suppress(FileNotFoundError):
+            (path / CLAIM_FILE).unlink()
+
+
+@contextmanager
+def heartbeat(path: Path, token: str,
+              every: float | None = None) -> Iterator[None]:
+    """Touch our claim every ``every`` seconds (default :data:`HEARTBEAT_SECONDS`) while the
+    block runs, so that runs on other hosts see the owner is alive."""
+    stop = threading.Event()
+    interval = HEARTBEAT_SECONDS if every is None else every
+
+    def beat() -> None:
+        while not stop.wait(interval):
+            claim = read_claim(path)
+            if claim is None or claim.get("token") != token:
+                return
+            with suppress(OSError):
+                os.utime(path / CLAIM_FILE)
+
+    thread = threading.Thread(target=beat, name="shortcutlab-claim-heartbeat", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
