@@ -156,3 +156,33 @@ def test_streaming_npz_matches_savez(tmp_path: Path) -> None:
         assert (z["images"] == data).all() and z["hue"].tolist() == ["red"] * 5
     with pytest.raises(ValueError, match="4 rows written for an array of 5"):
         write_npz_streaming(tmp_path / "t.npz", "images", data.shape, [data[:4]], {})
+
+
+def test_render_without_png_imports_neither_torch_nor_matplotlib(tmp_path: Path) -> None:
+    """The numpy path of `diagvib render` needs neither (seconds of start-up); the buffer reused
+    across chunks gives the same bytes as one call."""
+    import subprocess
+    import sys
+
+    from shortcutlab.cli import diagvib_render
+
+    if diagvib_render._may_have_cuda():
+        pytest.skip("a CUDA driver is present: --device auto may need torch")
+    out = tmp_path / "x.npz"
+    code = ("import sys\n"
+            "from shortcutlab.cli import diagvib_render\n"
+            "diagvib_render.RENDER_CHUNK = 7\n"
+            "from shortcutlab.cli.main import app\n"
+            f"sys.argv = ['shortcutlab', 'diagvib', 'render', '--n', '30', '--out', {str(out)!r}]\n"
+            "try:\n    app()\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m for m in ('torch', 'matplotlib') if m in sys.modules))\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=600)
+    assert run.stdout.strip().splitlines()[-1] == "[]"
+    from shortcutlab.diagvib.render import ImageGenerator, random_classes
+
+    with np.load(out) as data:
+        images = data["images"]
+    want = ImageGenerator().render(random_classes(30, seed=0), seed=0, split="train",
+                                   indices=np.arange(30))
+    assert (images == want).all()

