@@ -257,6 +257,11 @@ def test_cli_baselines_and_score_on_any_question_set(built, tmp_path):
     mine = score_splits(s, {p["question_id"]: p["answer"] for p in preds})
     assert scores["question-type-prior"]["iid"] == pytest.approx(mine["iid"])
     res = runner.invoke(app, ["vqa", "baselines", "--splits", str(out), "--out",
+                              str(tmp_path / "j"), "--model", "answer-prior",
+                              "--json"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["answer-prior"] == scores["answer-prior"]  # fractions
+    res = runner.invoke(app, ["vqa", "baselines", "--splits", str(out), "--out",
                               str(tmp_path / "c"), "--inject", "color:shape"])  # fmt: skip
     assert res.exit_code == 2 and "must look like ATTR_A:ATTR_B:STRENGTH" in res.output
     res = runner.invoke(app, ["vqa", "baselines", "--splits", str(out), "--out",

@@ -306,3 +306,75 @@ def test_public_exports():
     assert {"score_release", "read_release", "parse_predictions", "score_splits"} <= set(
         vqa.__all__
     )
+
+
+def test_columns_dict_is_a_prediction_form_too():
+    cols = {"question_id": [1, 2], "answer": ["a", "b"]}
+    assert parse_predictions(cols) == {"1": "a", "2": "b"}
+    with pytest.raises(VQAError, match="differ in length \\(2 and 1\\)"):
+        parse_predictions({"question_id": [1, 2], "answer": ["a"]})
+
+
+def _val_like(tmp_path, n=120):
+    """A VQA-VS-style Val.zip: bare lists, ten answers, answer types, question types."""
+    questions, annotations = [], []
+    for i in range(n):
+        kind, answer, qt = [("yes/no", "yes", "is the"), ("number", "2", "how many"),
+                            ("other", "red", "what color is the")][i % 3]  # fmt: skip
+        if i % 10 == 0:
+            answer = {"yes": "no", "2": "3", "red": "Blue"}[answer]  # rare answers
+        questions.append({"image_id": i, "question": f"{qt} thing {i % 4}?", "question_id": i})
+        annotations.append({"question_id": i, "image_id": i, "question_type": qt,
+                            "answer_type": kind, "multiple_choice_answer": answer,
+                            "answers": [{"answer": answer}] * 10})  # fmt: skip
+    z = tmp_path / "Val.zip"
+    with zipfile.ZipFile(z, "w") as zf:
+        zf.writestr("Val/Val-Ques.json", json.dumps(questions))
+        zf.writestr("Val/Val-Ans.json", json.dumps(annotations))
+    return z, annotations
+
+
+def test_cli_metric_and_vocabulary_options_on_data_and_splits(tmp_path):
+    z, annotations = _val_like(tmp_path)
+    preds = tmp_path / "p.json"
+    preds.write_text(json.dumps({str(a["question_id"]): a["multiple_choice_answer"]
+                                 for a in annotations}))  # fmt: skip
+    runner = CliRunner()
+    # --data: no vocabulary unless --train; the rare answers (4 questions each) drop out with it
+    res = runner.invoke(app, ["vqa", "score", str(preds), "--data", str(z), "--metric", "vqa-vs",
+                              "--json"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert out["overall"] == 1.0 and out["metric"]["vocabulary"] is None
+    assert set(out["per_answer_type"]) == {"yes/no", "number", "other"}
+    train = tmp_path / "Training-Ans.json"
+    train.write_text(json.dumps(annotations))
+    res = runner.invoke(app, ["vqa", "score", str(preds), "--data", str(z), "--metric", "vqa-vs",
+                              "--train", str(train), "--json"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert out["metric"]["vocabulary"] == 3  # yes, 2, red; no, 3, Blue are on 4 questions each
+    assert out["overall"] == pytest.approx(1 - 12 / 120)
+    res = runner.invoke(app, ["vqa", "score", str(preds), "--data", str(z), "--train",
+                              str(train)])  # fmt: skip
+    assert res.exit_code == 2 and "add --metric vqa-vs" in res.output
+    # --splits: built from the VQA-VS files, answer types kept, vocabulary from the train rows
+    res = runner.invoke(app, ["vqa", "build", "--data", str(z), "--out", str(tmp_path / "s"),
+                              "--no-figures", "--json"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    built = json.loads(res.stdout)  # the no-objects note goes to stderr
+    assert sum(built["sizes"].values()) == 120 and len(built["statistics"]) == 9
+    test_ids = json.loads((tmp_path / "s" / "splits.json").read_text())["test"]
+    by_id = {str(a["question_id"]): a["multiple_choice_answer"] for a in annotations}
+    preds.write_text(json.dumps([{"question_id": int(q), "answer": by_id[q]} for q in test_ids]))
+    res = runner.invoke(app, ["vqa", "score", str(preds), "--splits", str(tmp_path / "s"),
+                              "--metric", "vqa-vs", "--json"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert out["metric"]["vocabulary"] is not None and out["metric"]["vocabulary"] >= 3
+    assert out["metric"]["vocabulary_source"] == "training split"
+    assert set(out["per_answer_type"]) <= {"yes/no", "number", "other"} and out["per_answer_type"]
+    assert {"language", "visual", "multimodal", "head", "tail"} <= set(out)
+    res = runner.invoke(app, ["vqa", "build", "--data", str(z), "--out", str(tmp_path / "t"),
+                              "--remove-stop-words", "--stop-words", str(train)])  # fmt: skip
+    assert res.exit_code == 2 and "not both" in res.output

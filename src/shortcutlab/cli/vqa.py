@@ -62,7 +62,7 @@ def build(
     from shortcutlab.vqa.splits import BuildConfig, build_splits
     from shortcutlab.vqa.store import write_splits
 
-    console = Console()
+    console = Console(stderr=as_json)  # with --json, stdout holds the JSON object only
     if stop_words is not None and remove_stop_words:
         raise VQAError("give --stop-words FILE or --remove-stop-words, not both")
     sw = _read_lines(stop_words)
@@ -294,7 +294,7 @@ def baselines(
     if injection is not None and "cnn-bow" not in models:
         raise VQAError("--inject changes the training split of cnn-bow only: add --model cnn-bow")
     samples = read_samples(splits)
-    console = Console()
+    console = Console(stderr=as_json)
     summary = {}
     for m in models:
         with console.status(f"running {m}"):

@@ -39,7 +39,8 @@ __all__ = [
 
 PREDICTION_FORMS = (
     "a dict {question_id: answer}, a list of {question_id, answer} records, "
-    "a DataFrame with columns question_id and answer, or a Series indexed by question id"
+    "a DataFrame with columns question_id and answer (or a dict of those two columns), "
+    "or a Series indexed by question id"
 )
 
 
@@ -78,6 +79,16 @@ def _records(predictions: Any, source: str) -> list[Any]:
     if isinstance(predictions, pd.Series):
         return [{"question_id": k, "answer": v} for k, v in predictions.items()]
     if isinstance(predictions, Mapping):
+        if set(predictions) == {"question_id", "answer"} and all(
+            isinstance(v, (list, tuple, np.ndarray, pd.Series)) for v in predictions.values()
+        ):  # columns, e.g. DataFrame.to_dict("list")
+            lengths = {len(v) for v in predictions.values()}
+            if len(lengths) != 1:
+                raise VQAError(
+                    f"{source}: the columns question_id and answer differ in length "
+                    f"({len(predictions['question_id'])} and {len(predictions['answer'])})"
+                )
+            return _records(pd.DataFrame(dict(predictions)), source)
         return [{"question_id": k, "answer": v} for k, v in predictions.items()]
     if isinstance(predictions, (list, tuple)):
         return list(predictions)
