@@ -13,7 +13,8 @@ import typer
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 
-for _module_name in ("diagvib_render", "diagvib_studies", "diagvib_run", "diagvib_metrics"):
+for _module_name in ("diagvib_render", "diagvib_studies", "diagvib_run", "diagvib_metrics",
+                     "diagvib_inspect"):
     try:
         _module = importlib.import_module(f"shortcutlab.cli.{_module_name}")
     except ModuleNotFoundError as exc:  # not written yet

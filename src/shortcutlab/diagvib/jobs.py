@@ -44,13 +44,39 @@ def describe_experiment(name: str) -> dict[str, Any]:
 
 def run_diagvib_job(job: Job, device: str) -> JobOutput:
     """Train ``job.train`` on the DiagViB-6 experiment; test set ``test`` with per-tag accuracy."""
-    from shortcutlab.diagvib.dataset import DiagvibDataset  # torch: only where jobs run
+    res, spec, _, torch_device = train_job(job, device)
+    summary = res.summary()
+    summary["spec_hash"] = spec.content_hash()
+    summary["device"] = str(torch_device)
+    return JobOutput(summary, res.epochs)
+
+
+def train_job(job: Job, device: str, keep_best_state: bool = False) -> tuple[Any, Any, Any, Any]:
+    """Render the job's experiment and train it: (TrainResult, ExperimentSpec, test set, torch
+    device). ``keep_best_state``: the result holds the selected checkpoint's state dict (the
+    inspection figures of :mod:`shortcutlab.diagvib.inspect` use it)."""
     from shortcutlab.diagvib.factors import FACTOR_TABLE, FACTORS
-    from shortcutlab.diagvib.spec import ExperimentSpec
-    from shortcutlab.diagvib.studies import make_experiment
     from shortcutlab.train.algorithms.base import AlgorithmContext
     from shortcutlab.train.trainer import train
     from shortcutlab.utils.device import resolve_device
+
+    spec, train_ds, val_ds, test_ds = job_datasets(job)
+    torch_device = resolve_device(device)
+    context = AlgorithmContext(
+        spec=spec, generator=train_ds.generator, data_seed=getattr(train_ds, "render_seed", None),
+        factor_classes={f: FACTOR_TABLE[f].classes for f in FACTORS},
+        train_dataset=train_ds, device=torch_device,
+    )
+    res = train(job.train, train_ds, val_ds, {"test": test_ds}, device=torch_device,
+                context=context, keep_best_state=keep_best_state)
+    return res, spec, test_ds, torch_device
+
+
+def job_datasets(job: Job) -> tuple[Any, Any, Any, Any]:
+    """The job's ExperimentSpec and its train, val and test DiagvibDatasets (one generator)."""
+    from shortcutlab.diagvib.dataset import DiagvibDataset  # torch: only where jobs run
+    from shortcutlab.diagvib.spec import ExperimentSpec
+    from shortcutlab.diagvib.studies import make_experiment
 
     if job.spec is not None:
         spec = ExperimentSpec(**job.spec)
@@ -59,18 +85,7 @@ def run_diagvib_job(job: Job, device: str) -> JobOutput:
     train_ds = DiagvibDataset(spec, "train", generator=source_generator(**job.inputs))
     val_ds = DiagvibDataset(spec, "val", generator=train_ds.generator)
     test_ds = DiagvibDataset(spec, "test", generator=train_ds.generator)
-    torch_device = resolve_device(device)
-    context = AlgorithmContext(
-        spec=spec, generator=train_ds.generator, data_seed=getattr(train_ds, "render_seed", None),
-        factor_classes={f: FACTOR_TABLE[f].classes for f in FACTORS},
-        train_dataset=train_ds, device=torch_device,
-    )
-    res = train(job.train, train_ds, val_ds, {"test": test_ds}, device=torch_device,
-                context=context)
-    summary = res.summary()
-    summary["spec_hash"] = spec.content_hash()
-    summary["device"] = str(torch_device)
-    return JobOutput(summary, res.epochs)
+    return spec, train_ds, val_ds, test_ds
 
 
 def source_generator(mnist: str | Path | None = None, textures: str | Path | None = None,

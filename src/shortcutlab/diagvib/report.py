@@ -272,8 +272,14 @@ def write_report(
     path of ``index.html``. ``sources`` is a job table or run directories / table files."""
     if isinstance(sources, (str, os.PathLike)):
         sources = [sources]
+    sections = list(extra_sections)
+    if not isinstance(sources, pd.DataFrame):
+        from shortcutlab.diagvib.inspect import inspection_section  # ASR/VAE figures' links
+
+        sources = list(sources)
+        sections.append(inspection_section(sources, out_dir))
     table = sources if isinstance(sources, pd.DataFrame) else load_job_tables(sources)
-    report, metrics = build_report(table, title, extra_sections)
+    report, metrics = build_report(table, title, sections)
     out = Path(out_dir)
     write_json(out / "metrics.json", metrics.to_dict())
     write_text(out / "metrics.csv", metrics.to_frame().to_csv(index=False))

@@ -123,7 +123,8 @@ def _stages(image_size: int) -> int:
 class ConvVAE(nn.Module):
     """Convolutional VAE with a classification head on the latent mean.
 
-    ``encode(x) -> (mu, logvar)`` takes normalised images; ``decode(z)`` returns pixel logits
+    ``encode(x) -> (mu, logvar)`` takes normalised images (resized to ``image_size`` when their
+    side differs, see :meth:`fit`); ``decode(z)`` returns pixel logits
     (Bernoulli means after a sigmoid) of shape (B, 3, image_size, image_size); ``forward(x)`` is
     the head's logits on ``mu``. The head is registered last, so it is the model's classifier
     head for :func:`shortcutlab.train.models.head_name`.
@@ -160,16 +161,15 @@ class ConvVAE(nn.Module):
         else:
             self.head = nn.Sequential(nn.Linear(latent, num_classes))
 
-    def _check(self, x: torch.Tensor) -> None:
-        if tuple(x.shape[-2:]) != (self.image_size, self.image_size):
-            raise TrainError(
-                f"this VAE is built for {self.image_size}x{self.image_size} images, got "
-                f"{x.shape[-2]}x{x.shape[-1]}; set model_kwargs image_size to the data's side"
-            )
+    def fit(self, x: torch.Tensor) -> torch.Tensor:
+        """``x`` resized (bilinear, antialiased) to the side the VAE models, if it differs."""
+        if tuple(x.shape[-2:]) == (self.image_size, self.image_size):
+            return x
+        return F.interpolate(x, size=(self.image_size, self.image_size), mode="bilinear",
+                             align_corners=False, antialias=True)
 
     def encode(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        self._check(x)
-        mu, logvar = self.encoder(x).chunk(2, dim=1)
+        mu, logvar = self.encoder(self.fit(x)).chunk(2, dim=1)
         return mu, logvar.clamp(-20.0, 20.0)
 
     def decode(self, z: torch.Tensor) -> torch.Tensor:

@@ -84,8 +84,8 @@ class VAE(Algorithm):
         z = mu + torch.randn_like(mu) * torch.exp(0.5 * logvar)
         logits_pix = self.network.decode(z)
         n = len(x)
-        recon = F.binary_cross_entropy_with_logits(logits_pix, self.pixels(x),
-                                                   reduction="sum") / n
+        target = self.network.fit(self.pixels(x))
+        recon = F.binary_cross_entropy_with_logits(logits_pix, target, reduction="sum") / n
         kl = 0.5 * (mu.pow(2) + logvar.exp() - 1.0 - logvar).sum() / n
         joint = self.hparams["classifier"] == "joint"
         ce = F.cross_entropy(self.network.head(mu if joint else mu.detach()), batch["y"])
