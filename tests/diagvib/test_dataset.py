@@ -192,7 +192,8 @@ def test_cli_studies_and_export(tmp_path, fake: FakeGenerator) -> None:
 
     runner = CliRunner()
     res = runner.invoke(app, ["diagvib", "studies", "--out", str(tmp_path / "b"), "--scale",
-                              "0.01", "--study", "ZGO", "--pair", "hue-shape", "--samples", "2"])
+                              "0.01", "--study", "ZGO", "--pairs", "hue-shape", "--samples", "0",
+                              "--samples", "1"])
     assert res.exit_code == 0, res.output
     assert (tmp_path / "b" / "ZGO" / "hue-shape" / "1.yaml").is_file()
     res = runner.invoke(app, ["diagvib", "export", "ZGO/hue-shape/0", "--split", "test",
@@ -224,8 +225,8 @@ def test_cli_studies_and_export(tmp_path, fake: FakeGenerator) -> None:
     res = runner.invoke(app, ["diagvib", "export", str(tmp_path / "none.yaml"), "--out",
                               str(tmp_path / "bad.npz")])
     assert "none.yaml" in _cli_error(res)
-    res = runner.invoke(app, ["diagvib", "studies", "--out", str(tmp_path / "d"), "--samples", "0"])
-    assert "positive" in _cli_error(res)
+    res = runner.invoke(app, ["diagvib", "studies", "--out", str(tmp_path / "d"), "--samples", "-1"])
+    assert ">= 0" in _cli_error(res)
     assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing written
 
 

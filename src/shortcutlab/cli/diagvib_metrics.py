@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pandas as pd
@@ -10,6 +9,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from shortcutlab.cli.output import json_option, print_json
 from shortcutlab.diagvib.factors import FACTORS
 
 
@@ -38,8 +38,8 @@ def metrics(
     dirs: list[Path] = typer.Argument(
         ..., help="Run directories of `diagvib run` (or jobs.csv/jobs.parquet files)."
     ),
-    as_json: bool = typer.Option(
-        False, "--json", help="Print one JSON object (P, FAAvg, FAMin, CHGO_over_ZGO per model)."
+    as_json: bool = json_option(
+        "Print one JSON object (P, FAAvg, FAMin, CHGO_over_ZGO per model; fractions)."
     ),
 ) -> None:
     """Compute DiagViB-6 metrics: P_i (ZSO), P_ij, FAAvg, FAMin and CHGO over ZGO per model.
@@ -52,7 +52,7 @@ def metrics(
 
     result = compute_metrics(load_job_tables(dirs))
     if as_json:
-        typer.echo(json.dumps(result.to_dict(), sort_keys=True, allow_nan=False))
+        print_json(result.to_dict())
         return
     console = Console()
     jobs = result.to_dict()["jobs"]

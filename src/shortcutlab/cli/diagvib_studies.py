@@ -9,7 +9,13 @@ import typer
 from rich.console import Console
 
 from shortcutlab.cli.errors import clean_errors
-from shortcutlab.cli.options import mnist_option, selection_option, textures_option
+from shortcutlab.cli.options import (
+    mnist_option,
+    pairs_option,
+    samples_option,
+    selection_option,
+    textures_option,
+)
 
 
 def studies(
@@ -17,8 +23,8 @@ def studies(
     seed: int = typer.Option(0, help="Benchmark seed (class selection, CGO/CHGO random cells)."),
     scale: float = typer.Option(1.0, help="Shrink all split sizes, e.g. 0.01 for CPU work."),
     study: list[str] = typer.Option(None, help="Only these studies (repeatable), e.g. ZGO."),
-    pair: list[str] = typer.Option(None, help="Only these pairs (repeatable), e.g. hue-shape."),
-    samples: int = typer.Option(5, help="Number of dataset samples (0..samples-1)."),
+    pair: list[str] = pairs_option(),
+    samples: list[int] = samples_option(),
     selection: str = selection_option("--seed"),
 ) -> None:
     """Write the DiagViB-6 benchmark: one YAML spec per experiment plus index.csv (name, hash).
@@ -29,10 +35,10 @@ def studies(
 
     start = time.perf_counter()
     index = write_benchmark(
-        out, seed=seed, scale=scale, studies=study or None, pairs=pair or None, samples=samples,
-        selection=selection,
+        out, seed=seed, scale=scale, studies=study or None, pairs=pair or None,
+        samples=samples or None, selection=selection,
     )
-    count = len(experiment_names(study or None, pair or None, samples))
+    count = len(experiment_names(study or None, pair or None, samples or None))
     Console().print(
         f"wrote {count} experiment specs and {index} in {time.perf_counter() - start:.2f} s"
     )

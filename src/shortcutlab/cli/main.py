@@ -29,6 +29,26 @@ _GROUPS = {
     "imagenetx": "ImageNet-X: per-factor error analysis of ImageNet models.",
 }
 
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from shortcutlab import __version__
+
+        typer.echo(f"shortcutlab {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_print_version, is_eager=True,
+        help="Print the version and exit.",
+    ),
+) -> None:
+    """Find out whether a vision model takes shortcuts, and which ones."""
+
+
 for _name, _help in _GROUPS.items():
     app.add_typer(importlib.import_module(f"shortcutlab.cli.{_name}").app, name=_name, help=_help)
 

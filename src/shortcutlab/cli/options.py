@@ -24,3 +24,25 @@ def selection_option(seed_flag: str) -> Any:
         "seeded", help=f"Classes and CGO cells: seeded (from {seed_flag}) or paper (the authors' "
         "five samples, ids 0-4)."
     )
+
+
+def samples_option(default: list[int] | None = None) -> Any:
+    """``--samples``: dataset sample ids (repeatable) on every command that takes them."""
+    shown = "0..4" if default is None else " ".join(map(str, default))
+    return typer.Option(
+        default, "--samples", help=f"Dataset sample id (repeatable, e.g. --samples 0 --samples 1; "
+        f"default {shown})."
+    )
+
+
+def pairs_option() -> Any:
+    """``--pairs``: ordered factor pairs predicted-correlated (repeatable)."""
+    return typer.Option(
+        None, "--pairs", "--pair", help="predicted-correlated pair (repeatable), e.g. hue-shape "
+        "(default: all 30)."
+    )
+
+
+def seeds_option(default: list[int] | None = None) -> Any:
+    """``--seeds``: training seeds (repeatable); one run per seed."""
+    return typer.Option(default or [0], "--seeds", help="Training seed (repeatable); one run each.")

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from shortcutlab.cli.errors import clean_errors
+from shortcutlab.cli.output import json_option, print_json
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 
@@ -34,9 +35,7 @@ def compare_cmd(
     out: Path | None = typer.Option(
         None, "--out", help="Folder for CSV, LaTeX, JSON and the CD-diagram PNG."
     ),
-    as_json: bool = typer.Option(
-        False, "--json", help="Print one JSON object (chi2, chi2_p_value, F, p_value, ...)."
-    ),
+    as_json: bool = json_option("Print one JSON object (chi2, chi2_p_value, F, p_value, ...)."),
     df: str = typer.Option(
         "textbook",
         "--df",
@@ -96,7 +95,7 @@ def compare_cmd(
     )
     written = result.write(out) if out is not None else []
     if as_json:
-        typer.echo(result.to_json())
+        print_json(result.to_dict())
         err = Console(stderr=True)
         for path in written:
             err.print(f"wrote {path}")
@@ -165,7 +164,7 @@ def select_cmd(
         False, "--lower-is-better", help="Test scores are errors: the oracle takes the minimum."
     ),
     out: Path | None = typer.Option(None, "--out", help="Folder for selection CSVs."),
-    as_json: bool = typer.Option(False, "--json", help="Print the table as one JSON object."),
+    as_json: bool = json_option("Print the table as one JSON object."),
 ) -> None:
     """Model selection: best-epoch oracle vs last-n average vs best validation, side by side."""
     from shortcutlab.stats.selection import RULES, compare_rules, rule_label, select
@@ -191,7 +190,7 @@ def select_cmd(
             )
     if as_json:
         rows = json.loads(table.to_json(orient="records"))
-        typer.echo(json.dumps({"n_last": last_n, "rules": list(RULES), "rows": rows}, indent=2))
+        print_json({"n_last": last_n, "rules": list(RULES), "rows": rows})
         return
     console = Console()
     keys = [c for c in table.columns if c in ("algorithm", "model", "dataset", "test_set")]
