@@ -193,6 +193,9 @@ def test_zipped_folders_and_the_packed_file_give_the_same_row(release_dir, tmp_p
 def test_missing_release_files_name_the_file_and_the_layout(tmp_path):
     with pytest.raises(DataNotFoundError, match="does not exist; expected IID-Test/"):
         read_release(tmp_path / "nowhere")
+    (tmp_path / "VQA-VS.zip").write_bytes(b"PK")
+    with pytest.raises(VQAError, match="is a file; give the release folder"):
+        read_release(tmp_path / "VQA-VS.zip")
     no_ood = _write(tmp_path / "a", _files(subset=("QT", "KW")))
     with pytest.raises(DataNotFoundError,
                        match=r"missing OOD-Test/KWP/OOD-Test-KWP-Ques\.json.*\(7 of 9 OOD sets\)"

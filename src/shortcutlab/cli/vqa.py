@@ -175,8 +175,14 @@ def score(
     preds = load_predictions(predictions)
     if release is not None:
         rel = read_release(release)
-        result = score_release(rel, preds, metric, count_missing_wrong,
-                               vocab if vocab is not None else True)  # fmt: skip
+        result = score_release(
+            rel,
+            preds,
+            metric,
+            count_missing_wrong,
+            vocab if vocab is not None else True,
+            str(train) if train is not None else None,
+        )
     elif splits is not None:
         samples = read_samples(splits)
         if metric == "vqa-vs" and vocab is None:

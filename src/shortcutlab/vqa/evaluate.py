@@ -138,8 +138,12 @@ def load_predictions(path: str | Path) -> dict[str, str]:
     p = Path(path)
     if not p.exists():
         raise DataNotFoundError(f"predictions file {str(p)!r} does not exist")
+    if p.is_dir():
+        raise VQAError(f"predictions file {str(p)!r} is a folder; give the JSON file")
     try:
         records = json.loads(p.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise VQAError(f"{p}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except json.JSONDecodeError as exc:
         raise VQAError(f"{p}: not valid JSON ({exc})") from exc
     if not isinstance(records, (list, dict)):

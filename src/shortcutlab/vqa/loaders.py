@@ -50,6 +50,8 @@ FORMATS = (
 def _read_json_bytes(raw: bytes, name: str) -> Any:
     try:
         return json.loads(raw)
+    except UnicodeDecodeError as exc:
+        raise VQAError(f"{name}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except json.JSONDecodeError as exc:
         raise VQAError(f"{name}: not valid JSON ({exc})") from exc
 
@@ -186,7 +188,11 @@ def load_tabular(path: str | Path) -> pd.DataFrame:
         raise DataNotFoundError(f"VQA data file {str(path)!r} does not exist")
     suffix = path.suffix.lower()
     if suffix == ".csv":
-        df = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[])
+        try:
+            df = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[])
+        except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as exc:
+            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else "empty"
+            raise VQAError(f"{path}: not a readable CSV table ({reason})") from None
         for col in ("answers", "objects"):
             if col in df.columns:
                 df[col] = [_split_list(v) for v in df[col]]

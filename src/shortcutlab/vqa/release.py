@@ -180,7 +180,10 @@ def read_vocabulary(path: str | Path, min_count: int = VOCABULARY_MIN_COUNT) -> 
             f"no training annotations at {str(p)!r}; expected Training-Ans.json, Training.zip "
             "or a release folder with Training/Training-Ans.json"
         )
-    name, doc = found
+    return _vocabulary(*found, min_count)
+
+
+def _vocabulary(name: str, doc: Any, min_count: int = VOCABULARY_MIN_COUNT) -> frozenset[str]:
     records = _annotation_list(doc, name)
     if records and "multiple_choice_answer" not in records[0]:
         raise VQAError(f"{name}: annotations lack multiple_choice_answer; need VQA annotations")
@@ -228,6 +231,11 @@ def read_release(path: str | Path) -> VQAVSRelease:
     root = Path(path)
     if root.is_file() and root.name.endswith(".json"):
         return read_test_annotations(root)
+    if root.is_file():
+        raise VQAError(
+            f"{root} is a file; give the release folder (unpacked, or holding the per-folder "
+            f"zips) or its {PACKED}; expected {LAYOUT}"
+        )
     if not root.is_dir():
         raise DataNotFoundError(f"VQA-VS release {str(root)!r} does not exist; expected {LAYOUT}")
     packed_path = root / PACKED
@@ -274,10 +282,11 @@ def read_release(path: str | Path) -> VQAVSRelease:
                 f"({', '.join(outside[:5])}); the OOD sets must be subsets of the IID test set"
             )
     vocabulary, vocab_source = None, None
-    if _find(root, "Training", "Training-Ans.json") is not None:
-        vocabulary = read_vocabulary(root)
+    training = _find(root, "Training", "Training-Ans.json")
+    if training is not None:
+        vocabulary = _vocabulary(*training)
         vocab_source = (
-            f"{root}/Training (multiple-choice answers of >= {VOCABULARY_MIN_COUNT} questions)"
+            f"{training[0]} (multiple-choice answers of >= {VOCABULARY_MIN_COUNT} questions)"
         )
     elif packed is not None:
         vocabulary, vocab_source = packed.vocabulary, packed.vocabulary_source
@@ -290,12 +299,14 @@ def score_release(
     metric: str = "official",
     count_missing_wrong: bool = False,
     vocabulary: Set[str] | None | bool = True,
+    vocabulary_source: str | None = None,
 ) -> dict[str, Any]:
     """Score one IID-test prediction file on the IID test set and each OOD set (by question-id
     subset): the paper's table row (see :func:`shortcutlab.vqa.evaluate.score_sets`).
 
     ``vocabulary`` (``vqa-vs`` metric only): True uses the release's training vocabulary where
-    it has one, False none, or give a set. The result's ``metric`` entry says which applied.
+    it has one, False none, or give a set (``vocabulary_source`` names where it came from). The
+    result's ``metric`` entry says which applied.
     """
     source = None
     if vocabulary is True:
@@ -304,7 +315,7 @@ def score_release(
     elif vocabulary is False or vocabulary is None:
         vocab = None
     else:
-        vocab, source = frozenset(vocabulary), "given"
+        vocab, source = frozenset(vocabulary), vocabulary_source or "given"
     return score_sets(
         release.test,
         predictions,
