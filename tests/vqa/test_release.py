@@ -270,6 +270,9 @@ def test_cli_scores_a_release_in_one_command(release_dir, tmp_path):
     for text in ("OOD QT+KW+KO", "language mean", "visual mean", "multimodal mean", "OOD mean",
                  "IID yes/no", f"{100 * _mean(OFFICIAL, TEST):.2f}", "metric: official"):
         assert text in res.output, text  # fmt: skip
+    ood = [_mean(OFFICIAL, OOD[s]) for s in SHORTCUTS]
+    row = [*ood, sum(ood) / 9, _mean(OFFICIAL, TEST)]
+    assert " & ".join(f"{100 * v:.2f}" for v in row) in res.output  # the paper's column order
     res = runner.invoke(app, ["vqa", "score", str(preds), "--release", str(tmp_path / "none")])
     assert res.exit_code == 2 and "expected IID-Test/IID-Test-Ans.json" in res.output
     res = runner.invoke(app, ["vqa", "score", str(preds), "--release", str(release_dir),

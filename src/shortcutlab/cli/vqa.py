@@ -206,6 +206,9 @@ def score(
         )
     else:
         console.print(_row_table(result, with_head=splits is not None))
+        cells = [*result["ood"].values(), result["ood_mean"], result["iid"]]
+        typer.echo("as in the paper's Table 2 (" + " ".join([*result["ood"], "mean", "IID"]) + "):")
+        typer.echo(" & ".join(_fmt(v) for v in cells))
     console.print(f"[dim]metric: {_metric_line(result['metric'])}")
 
 
