@@ -188,6 +188,39 @@ def bench_epoch(device: str, scale: float, jobs_list: list[int], precision: str,
     return out
 
 
+def bench_precision(device: str, model: str, scale: float, epochs: int, seeds: int,
+                    experiment: str = EXPERIMENT) -> dict:
+    """Test accuracy of fp32 / bf16 / channels_last / both over ``seeds`` training seeds: is the
+    change beyond seed noise?"""
+    from shortcutlab.diagvib.dataset import DiagvibDataset
+    from shortcutlab.diagvib.studies import make_experiment
+    from shortcutlab.train.config import TrainConfig
+    from shortcutlab.train.trainer import train
+
+    spec = make_experiment(experiment, scale=scale)
+    sets = {s: DiagvibDataset(spec, s) for s in ("train", "val", "test")}
+    variants = {"fp32": {}, "bf16": {"precision": "bf16"}, "channels_last": {"channels_last": True},
+                "bf16+channels_last": {"precision": "bf16", "channels_last": True}}
+    out: dict = {}
+    for name, extra in variants.items():
+        accs, secs = [], []
+        for seed in range(seeds):
+            config = TrainConfig(model=model, epochs=epochs, seed=seed, **extra)
+            res = train(config, sets["train"], sets["val"], {"test": sets["test"]},
+                        device=device, device_batches=device.startswith("cuda") or None)
+            accs.append(res.test_acc["test"])
+            secs.append(res.train_seconds)
+        out[name] = {"test_acc": accs, "seconds": secs}
+        base = out["fp32"]["test_acc"]
+        diff = np.array(accs) - np.array(base)
+        print(f"{model} {experiment} scale {scale}, {epochs} epochs, {name:18s}: test acc "
+              f"{np.mean(accs):.4f} ± {np.std(accs, ddof=1) if seeds > 1 else 0:.4f} "
+              f"(per seed {', '.join(f'{a:.3f}' for a in accs)}); vs fp32 per seed "
+              f"{', '.join(f'{d:+.3f}' for d in diff)}; {np.mean(secs):.1f} s per run",
+              flush=True)
+    return out
+
+
 def bench_cli(n: int) -> dict:
     exe = Path(sys.executable).with_name("shortcutlab")
     targets = {"memory": Path("/dev/shm"), "disk": Path(tempfile.gettempdir())}
@@ -227,7 +260,8 @@ def main() -> None:
         return
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", default="cuda", help="cuda (default) or cpu")
-    ap.add_argument("--only", nargs="+", choices=("render", "numpy", "epoch", "cli"),
+    ap.add_argument("--only", nargs="+",
+                    choices=("render", "numpy", "epoch", "cli", "precision"),
                     default=["render", "numpy", "epoch", "cli"])
     ap.add_argument("--jobs", type=int, default=6, help="concurrent jobs for the shared run")
     ap.add_argument("--scale", type=float, default=1.0, help="experiment scale for epochs")
@@ -235,6 +269,11 @@ def main() -> None:
     ap.add_argument("--channels-last", action="store_true")
     ap.add_argument("--baseline-rev", default="bc11105", help="git revision of the old renderer")
     ap.add_argument("--quick", action="store_true", help="shorter timing")
+    ap.add_argument("--precision-model", default="resnet18", help="model of the precision runs")
+    ap.add_argument("--precision-scale", type=float, default=0.1)
+    ap.add_argument("--precision-epochs", type=int, default=10)
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--experiment", default=EXPERIMENT, help="experiment of the precision runs")
     ap.add_argument("--json", type=Path, help="also write the figures here")
     args = ap.parse_args()
     os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -256,6 +295,10 @@ def main() -> None:
                                        args.precision, args.channels_last)
     if "cli" in args.only:
         results["cli"] = bench_cli(20_000)
+    if "precision" in args.only:
+        results["precision"] = bench_precision(args.device, args.precision_model,
+                                               args.precision_scale, args.precision_epochs,
+                                               args.seeds, args.experiment)
     if args.json:
         args.json.write_text(json.dumps(results, indent=2, default=str))
 

@@ -316,7 +316,7 @@ class _DeviceTables:
             return torch.as_tensor(np.ascontiguousarray(a)).to(device=device, dtype=dtype)
 
         f64, i64 = torch.float64, torch.int64
-        self.masks = put(gen.shapes.padded, torch.float32)  # (N, S + 2, S + 2)
+        self.masks = put(gen.shapes.padded, torch.uint8)  # (N, S + 2, S + 2) in {0, 1}
         self.textures = put(gen.textures.padded.reshape(-1), torch.float32)
         self.texture_hw = tuple(int(v) for v in gen.textures.padded.shape[1:])
         self.texture_shapes = put(gen.textures.shapes, i64)
@@ -599,7 +599,8 @@ class ImageGenerator:
         k = torch.arange(sp, device=out.device)
         base = classes[:, 5] * (th * tw) + (off[:, 0] - 1) * tw + (off[:, 1] - 1)
         crop = torch.take(t.textures, base[:, None, None] + (k * tw)[None, :, None] + k)
-        source = torch.cat([t.masks[real["shape_id"]], crop], dim=1)  # (B, 2(S + 2), S + 2)
+        masks = t.masks[real["shape_id"]].to(f32)
+        source = torch.cat([masks, crop], dim=1)  # (B, 2(S + 2), S + 2)
         cols = torch.bmm(source, weights_c.transpose(1, 2)).view(2 * n, sp, size)
         rows = weights_r[:, None].expand(n, 2, size, sp).reshape(2 * n, size, sp)
         both = torch.bmm(rows, cols).view(n, 2, size, size)
