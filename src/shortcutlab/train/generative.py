@@ -60,7 +60,7 @@ class UNetLens(nn.Module):
     result is clamped to [0, 1], the input's range.
     """
 
-    def __init__(self, width: int = 32, depth: int = 3) -> None:
+    def __init__(self, width: int = 16, depth: int = 3) -> None:
         super().__init__()
         if depth < 1 or width < 1:
             raise TrainError(f"UNetLens needs depth >= 1 and width >= 1, got {depth}, {width}")
@@ -104,7 +104,7 @@ class ASRNet(nn.Module):
         return self.classifier(self.lens(x))
 
 
-def asr_rn18(num_classes: int, lens_width: int = 32) -> nn.Module:
+def asr_rn18(num_classes: int, lens_width: int = 16) -> nn.Module:
     """ASR (RN18): a U-Net lens in front of a randomly initialised torchvision ResNet-18; trained
     by the ``asr`` algorithm (least-likely adversarial + reconstruction loss for the lens)."""
     return ASRNet(UNetLens(lens_width), tvm.resnet18(weights=None, num_classes=num_classes))

@@ -31,7 +31,7 @@ class ASR(Algorithm):
     per batch from one shared forward pass."""
 
     name = "asr"
-    hparams_defaults = {"adv_weight": 1.0, "recon_weight": 1.0, "lens_width": 32}
+    hparams_defaults = {"adv_weight": 1.0, "recon_weight": 1.0, "lens_width": 16}
 
     def __init__(
         self, num_classes: int, config: TrainConfig, context: AlgorithmContext | None = None
