@@ -173,7 +173,8 @@ def test_bad_protocol_settings(folders: dict[str, Path], tmp_path: Path) -> None
         build_protocol_jobs(["erm"], [exp], 0, 1)
     with pytest.raises(ProtocolError, match="unknown algorithm in hparams 'sagnet'"):
         build_protocol_jobs(["erm"], [exp], 1, 1, hparams={"sagnet": {"w_adv": 1.0}})
-    with pytest.raises(TrainError, match="hyper-parameter .* 'q'; valid choices: layers, p"):
+    choices = "detach, layers, p, placement"
+    with pytest.raises(TrainError, match=f"hyper-parameter .* 'q'; valid choices: {choices}"):
         build_protocol_jobs(["padain"], [exp], 1, 1, hparams={"padain": {"q": 1}})
     with pytest.raises(TrainError, match="needs a DiagViB-6 training set"):
         build_protocol_jobs(["debiased"], [exp], 1, 1)

@@ -20,6 +20,7 @@ from shortcutlab.train.algorithms.sagnet import content_randomize, style_randomi
 from shortcutlab.train.algorithms.stylized import debiased_targets, donor_style_classes
 from shortcutlab.train.config import TrainConfig
 from shortcutlab.train.models import create_model
+from tests.biasbed.adain_pair import write_adain_pair
 
 
 def _batch(n: int = 12, size: int = 32, seed: int = 0) -> dict[str, torch.Tensor]:
@@ -522,38 +523,8 @@ def test_debiased_batches_hold_clean_and_stylised_halves(diagvib_train) -> None:
     assert all(bn.split is None for bn in duals)
 
 
-def _reference_adain_pair(tmp_path):
-    """Random weights in the layout of the standard vgg_normalised.pth / decoder.pth files."""
-    torch.manual_seed(0)
-    vgg: list[nn.Module] = [nn.Conv2d(3, 3, 1)]
-    c = 3
-    for item in [64, 64, "M", 128, 128, "M", 256, 256, 256, 256, "M", 512, 512, 512, 512, "M",
-                 512, 512, 512, 512]:
-        if item == "M":
-            vgg.append(nn.MaxPool2d(2, 2, 0, ceil_mode=True))
-        else:
-            vgg += [nn.ReflectionPad2d(1), nn.Conv2d(c, item, 3), nn.ReLU()]
-            c = item
-    dec: list[nn.Module] = []
-    c = 512
-    for item in [256, "up", 256, 256, 256, 128, "up", 128, 64, "up", 64, 3]:
-        if item == "up":
-            dec.append(nn.Upsample(scale_factor=2, mode="nearest"))
-        else:
-            dec += [nn.ReflectionPad2d(1), nn.Conv2d(c, item, 3), nn.ReLU()]
-            c = item
-    dec = dec[:-1]
-    for m in dec:
-        if isinstance(m, nn.Conv2d):
-            nn.init.normal_(m.weight, std=0.02)
-            nn.init.constant_(m.bias, 0.5 if m.out_channels == 3 else 0.0)
-    torch.save(nn.Sequential(*vgg).state_dict(), tmp_path / "vgg_normalised.pth")
-    torch.save(nn.Sequential(*dec).state_dict(), tmp_path / "decoder.pth")
-    return tmp_path / "vgg_normalised.pth", tmp_path / "decoder.pth"
-
-
 def test_standard_adain_weight_pair_loads_from_local_files(tmp_path) -> None:
-    vgg, dec = _reference_adain_pair(tmp_path)
+    vgg, dec = write_adain_pair(tmp_path)
     state = torch.load(vgg, weights_only=True)
     assert "0.weight" in state and "2.weight" in state and "51.weight" in state
     hp = {"vgg_weights": str(vgg), "decoder_weights": str(dec)}

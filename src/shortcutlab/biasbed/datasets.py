@@ -12,6 +12,15 @@ space is the training folder's class names.
 
 Items are dicts ``{"x": float32 (3, S, S) in [0, 1], "y": int64, "index": int}``, the format
 DiagViB-6 datasets use (those add ``"classes"``).
+
+**BiasBed's own setting** (``label_space="imagenet1k"``): the model is a 1000-class ImageNet
+classifier (training and validation folders hold WordNet-id class folders), and every test
+folder is scored through a *head* (:mod:`.imagenet`): the 16 Geirhos categories by averaging
+their member logits, ImageNet-A/R by their 200 classes, 1000-class folders (ImageNet,
+ImageNet-Sketch, DeepAugment) by all logits; nothing is skipped. ``preprocess="imagenet"``: the
+authors' pipeline, RandomResizedCrop + horizontal flip for training, resize to 256/224 of the
+crop size and centre crop for validation and tests (ImageNet normalisation is the training
+protocol's ``normalization``, which the ``biasbed`` preset sets).
 """
 
 from __future__ import annotations
@@ -33,6 +42,8 @@ from shortcutlab.errors import DataNotFoundError, ShortcutlabError, unknown_choi
 
 __all__ = [
     "IMAGE_EXTENSIONS",
+    "LABEL_SPACES",
+    "PREPROCESSING",
     "BiasbedDataError",
     "FolderExperiment",
     "ImageFolderDataset",
@@ -41,6 +52,10 @@ __all__ = [
 ]
 
 IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".bmp", ".ppm", ".tif", ".tiff", ".webp")
+#: ``map``: the class map's targets (or the training classes); ``imagenet1k``: BiasBed's setting.
+LABEL_SPACES = ("map", "imagenet1k")
+#: ``resize``: shorter side to the size, centre crop; ``imagenet``: BiasBed's augmentation.
+PREPROCESSING = ("resize", "imagenet")
 
 
 class BiasbedDataError(ShortcutlabError):
@@ -120,7 +135,11 @@ class ImageFolderDataset(Dataset):
     """Images under ``root/<class>/`` labelled in ``labels`` through an optional class map.
 
     Images are resized (shorter side) and centre-cropped to ``image_size`` squares, so batches
-    stack; the file order is sorted, so ``index`` is stable across machines.
+    stack; the file order is sorted, so ``index`` is stable across machines. ``preprocess``:
+    ``resize`` (that), ``imagenet-eval`` (shorter side to ``image_size * 256 / 224``, centre
+    crop) or ``imagenet-train`` (RandomResizedCrop and horizontal flip, drawn from torch's
+    generator, which the trainer seeds). ``head``: a module turning the model's logits into this
+    folder's labels (exposed as ``reduce_logits`` for the trainer).
     """
 
     def __init__(
@@ -130,9 +149,16 @@ class ImageFolderDataset(Dataset):
         class_map: Mapping[str, str] | None = None,
         image_size: int = 224,
         name: str = "",
+        preprocess: str = "resize",
+        head: torch.nn.Module | None = None,
     ) -> None:
         if image_size < 1:
             raise BiasbedDataError(f"image_size must be positive, got {image_size}")
+        modes = ("resize", "imagenet-eval", "imagenet-train")
+        if preprocess not in modes:
+            raise BiasbedDataError(unknown_choice("preprocessing", preprocess, modes))
+        self.preprocess = preprocess
+        self.reduce_logits = head
         self.root = Path(root)
         self.name = name or self.root.name
         self.labels = tuple(labels)
@@ -169,13 +195,22 @@ class ImageFolderDataset(Dataset):
         return np.array([y for _, y in self.samples], dtype=np.int64)
 
     def load(self, path: Path) -> torch.Tensor:
-        """Decode, resize the shorter side and centre-crop one image to float (3, S, S)."""
+        """Decode, resize the shorter side and centre-crop one image to float (3, S, S)
+        (``imagenet-train``: a random resized crop, flipped half of the time)."""
         try:
             with Image.open(path) as im:
                 im = im.convert("RGB")
+                if self.preprocess == "imagenet-train":
+                    from torchvision.transforms import RandomHorizontalFlip, RandomResizedCrop
+
+                    im = RandomResizedCrop(self.image_size)(im)
+                    arr = np.asarray(RandomHorizontalFlip()(im), dtype=np.uint8)
+                    return torch.from_numpy(arr.copy()).permute(2, 0, 1).float().div_(255.0)
                 w, h = im.size
-                scale = self.image_size / min(w, h)
                 size = self.image_size
+                if self.preprocess == "imagenet-eval":
+                    size = round(self.image_size * 256 / 224)
+                scale = size / min(w, h)
                 nw, nh = max(size, round(w * scale)), max(size, round(h * scale))
                 if (nw, nh) != (w, h):
                     im = im.resize((nw, nh), Image.Resampling.BILINEAR)
@@ -200,6 +235,10 @@ class FolderExperiment:
     test_dirs: dict[str, Path] = field(default_factory=dict)
     class_map: Path | None = None
     image_size: int = 224
+    label_space_kind: str = "map"
+    preprocess: str = "resize"
+    test_heads: dict[str, str] = field(default_factory=dict)
+    in_distribution: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         for name in self.test_dirs:
@@ -208,12 +247,44 @@ class FolderExperiment:
                     f"test set name {name!r} is reserved or empty; choose another NAME in "
                     "--test-dir NAME=DIR"
                 )
+        if self.label_space_kind not in LABEL_SPACES:
+            raise BiasbedDataError(
+                unknown_choice("label space", self.label_space_kind, LABEL_SPACES)
+            )
+        if self.preprocess not in PREPROCESSING:
+            raise BiasbedDataError(unknown_choice("preprocessing", self.preprocess, PREPROCESSING))
+        if self.label_space_kind == "imagenet1k" and self.class_map is not None:
+            raise BiasbedDataError(
+                "a class map and the imagenet1k label space exclude each other: the 1000-class "
+                "setting maps test folders through their heads"
+            )
+        if self.test_heads and self.label_space_kind != "imagenet1k":
+            raise BiasbedDataError("test-set heads need the imagenet1k label space")
+        from shortcutlab.biasbed.imagenet import HEADS
+
+        for name, head in self.test_heads.items():
+            if name not in self.test_dirs:
+                raise BiasbedDataError(
+                    unknown_choice("test set with a head", name, list(self.test_dirs))
+                )
+            if head not in HEADS:
+                raise BiasbedDataError(unknown_choice("test-set head", head, HEADS))
+        for name in self.in_distribution:
+            if name not in self.test_dirs:
+                raise BiasbedDataError(
+                    unknown_choice("in-distribution test set", name, list(self.test_dirs))
+                )
 
     def mapping(self) -> dict[str, str] | None:
         return None if self.class_map is None else load_class_map(self.class_map)
 
     def label_space(self) -> tuple[str, ...]:
-        """The labels: the class map's targets, or the training folder's class names."""
+        """The labels: the class map's targets, or the training folder's class names (the 1000
+        ImageNet WordNet ids in the ``imagenet1k`` setting)."""
+        if self.label_space_kind == "imagenet1k":
+            from shortcutlab.biasbed.imagenet import imagenet_classes
+
+            return imagenet_classes()
         mapping = self.mapping()
         if mapping is not None:
             return tuple(sorted(set(mapping.values())))
@@ -222,14 +293,41 @@ class FolderExperiment:
     def datasets(
         self,
     ) -> tuple[ImageFolderDataset, ImageFolderDataset, dict[str, ImageFolderDataset]]:
-        """(train, val, {test name: dataset}) in one label space."""
+        """(train, val, {test name: dataset}) in one label space (``imagenet1k``: each test
+        folder in its head's labels, see :mod:`.imagenet`)."""
         labels, mapping = self.label_space(), self.mapping()
+        imagenet = self.preprocess == "imagenet"
+        evaluation = "imagenet-eval" if imagenet else "resize"
 
-        def make(root: Path, name: str) -> ImageFolderDataset:
-            return ImageFolderDataset(root, labels, mapping, self.image_size, name)
+        def make(root: Path, name: str, mode: str = evaluation) -> ImageFolderDataset:
+            return ImageFolderDataset(root, labels, mapping, self.image_size, name, mode)
 
-        tests = {name: make(root, name) for name, root in self.test_dirs.items()}
-        return make(self.train_dir, "train"), make(self.val_dir, "val"), tests
+        train = make(self.train_dir, "train", "imagenet-train" if imagenet else "resize")
+        if self.label_space_kind == "imagenet1k":
+            tests = {name: self._head_dataset(name, root, evaluation)
+                     for name, root in self.test_dirs.items()}
+        else:
+            tests = {name: make(root, name) for name, root in self.test_dirs.items()}
+        return train, make(self.val_dir, "val"), tests
+
+    def head_of(self, name: str) -> str:
+        """The head of test set ``name``: given, or detected from its class folders."""
+        from shortcutlab.biasbed.imagenet import detect_head
+
+        return self.test_heads.get(name) or detect_head(_list_classes(Path(self.test_dirs[name])))
+
+    def _head_dataset(self, name: str, root: Path, mode: str) -> ImageFolderDataset:
+        from shortcutlab.biasbed.imagenet import head_labels, make_head
+
+        head = self.head_of(name)
+        outside = sorted(set(_list_classes(Path(root))) - set(head_labels(head)))
+        if outside:
+            raise BiasbedDataError(
+                f"test folder {str(root)!r} ({head} head) has classes outside its label space: "
+                f"{outside[:5]}; valid are the {head} classes"
+            )
+        return ImageFolderDataset(root, head_labels(head), None, self.image_size, name, mode,
+                                  make_head(head))
 
     def describe(self) -> dict[str, Any]:
         """JSON-compatible description with absolute paths (hashed into the run's job id)."""
@@ -244,6 +342,10 @@ class FolderExperiment:
             "test_dirs": {k: absolute(v) for k, v in sorted(self.test_dirs.items())},
             "class_map": None if self.class_map is None else absolute(self.class_map),
             "image_size": self.image_size,
+            # settings added later enter the description (and the job id) only when used
+            **({"label_space": self.label_space_kind} if self.label_space_kind != "map" else {}),
+            **({"preprocess": self.preprocess} if self.preprocess != "resize" else {}),
+            **({"test_heads": dict(sorted(self.test_heads.items()))} if self.test_heads else {}),
         }
 
 

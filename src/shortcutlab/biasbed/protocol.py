@@ -13,8 +13,18 @@ job kind (validation: the training distribution; test set ``test``: the study's 
 Image-folder datasets add the job kind ``biasbed-folders``; :func:`register` registers both kinds
 with the runner and :func:`build_protocol_jobs` calls it.
 
-``protocol.json`` in the output folder lists the protocol's jobs with their algorithm, dataset and
-run number; results of several invocations on the same folder accumulate there.
+``protocol.json`` in the output folder lists the protocol's jobs with their algorithm, dataset,
+run number, training recipe (``describe_protocol``) and training folder; results of several
+invocations on the same folder accumulate there.
+
+**Competitors are (algorithm, training set) pairs.** When several training sets share the same
+test sets (BiasBed: ERM on ImageNet, on Stylized-ImageNet, on DeepAugment, all scored on the same
+ten test sets), each pair is one competitor, named ``"<algorithm> on <dataset>"``, and the blocks
+are the test sets: ``compare_by="competitor"`` (chosen automatically when the test-set names
+agree). Otherwise each (dataset, test set) is a block and the algorithms compete
+(``compare_by="dataset"``). The *strict* setting drops the test sets marked in-distribution for
+some training set (``FolderExperiment.in_distribution``: e.g. Stylized-ImageNet's test split for
+the Stylized-ImageNet training set).
 """
 
 from __future__ import annotations
@@ -36,7 +46,7 @@ from shortcutlab.biasbed.datasets import (
 from shortcutlab.diagvib import jobs as diagvib_jobs
 from shortcutlab.diagvib.studies import make_experiment
 from shortcutlab.errors import ShortcutlabError, StatsError, unknown_choice
-from shortcutlab.runner.backends import RunSummary, run_jobs
+from shortcutlab.runner.backends import RunSummary, SlurmOptions, run_jobs
 from shortcutlab.runner.collect import collect_epochs
 from shortcutlab.runner.jobs import Job, JobOutput, register_job_kind
 from shortcutlab.stats.compare import ComparisonResult, compare
@@ -49,8 +59,11 @@ __all__ = [
     "FOLDERS_KIND",
     "PROTOCOL_FILE",
     "ProtocolError",
+    "COMPARE_BY",
     "build_protocol_jobs",
     "compare_algorithms",
+    "competitor_table",
+    "strict_test_sets",
     "default_n_last",
     "load_epochs",
     "read_protocol",
@@ -62,6 +75,10 @@ __all__ = [
 FOLDERS_KIND = "biasbed-folders"
 PROTOCOL_FILE = "protocol.json"
 FOLDERS_PREFIX = "folders:"
+#: How competitors and blocks are formed (see the module docstring).
+COMPARE_BY = ("auto", "competitor", "dataset")
+#: The BiasBed recipe's learning rate for these algorithms (the authors' configs).
+BIASBED_LR = {"erm": 1e-4, "sagnet": 1e-4}
 
 
 class ProtocolError(ShortcutlabError):
@@ -75,6 +92,9 @@ def _folder_from_spec(spec: Mapping[str, Any]) -> FolderExperiment:
         test_dirs={k: Path(v) for k, v in spec["test_dirs"].items()},
         class_map=None if spec.get("class_map") is None else Path(spec["class_map"]),
         image_size=int(spec["image_size"]),
+        label_space_kind=str(spec.get("label_space", "map")),
+        preprocess=str(spec.get("preprocess", "resize")),
+        test_heads=dict(spec.get("test_heads", {})),
     )
 
 
@@ -110,6 +130,8 @@ class PlannedRun:
     algorithm: str
     dataset: str
     run: int
+    train_dir: str = ""
+    in_distribution: tuple[str, ...] = ()
 
 
 def build_protocol_jobs(
@@ -122,12 +144,14 @@ def build_protocol_jobs(
     scale: float = 1.0,
     benchmark_seed: int = 0,
     first_seed: int = 0,
-    batch_size: int = 64,
-    lr: float = 1e-3,
+    batch_size: int | None = 64,
+    lr: float | None = 1e-3,
     hparams: Mapping[str, Mapping[str, Any]] | None = None,
     dataset_names: Sequence[str] | None = None,
     mnist: str | Path | None = None,
     textures: str | Path | None = None,
+    protocol: str | None = None,
+    pretrained: str | Path | None = None,
 ) -> list[PlannedRun]:
     """One job per (algorithm, dataset, run); run r trains with seed ``first_seed + r``.
 
@@ -135,7 +159,11 @@ def build_protocol_jobs(
     ``dataset_names``: display names of the folder experiments (default ``folders``,
     ``folders2``...). ``mnist``/``textures``: sources of the DiagViB-6 datasets (their content
     is part of the job ids; see :func:`shortcutlab.diagvib.jobs.build_jobs`). ``hparams``:
-    per-algorithm hyper-parameters. Every setting is validated before anything runs.
+    per-algorithm hyper-parameters. ``protocol``: a training recipe preset (``paper``, ``demo``,
+    ``biasbed``); with one, ``epochs``/``batch_size``/``lr`` given as None take the preset's
+    values (``biasbed``: lr 1e-4 for erm and sagnet, as the authors configured them); without
+    one the fast defaults above apply. ``pretrained``: a local weights file every run starts
+    from. Every setting is validated before anything runs.
     """
     if not algorithms:
         raise ProtocolError("give at least one --algorithm")
@@ -144,7 +172,9 @@ def build_protocol_jobs(
         raise ProtocolError(f"algorithm {dupes[0]!r} is given twice")
     if not datasets:
         raise ProtocolError("give a --dataset diagvib:... or --train-dir/--val-dir/--test-dir")
-    if runs < 1 or epochs < 1:
+    if protocol is None and (epochs is None or batch_size is None or lr is None):
+        raise ProtocolError("give epochs, batch size and lr, or a --protocol preset")
+    if runs < 1 or (epochs is not None and epochs < 1):
         raise ProtocolError(f"--runs and --epochs must be >= 1 (got {runs} and {epochs})")
     register()
     inputs = diagvib_jobs.source_inputs(mnist, textures)
@@ -175,15 +205,9 @@ def build_protocol_jobs(
             label, job_scale = experiment, scale
         for algorithm in algorithms:
             for r in range(runs):
-                config = TrainConfig(
-                    model=model,
-                    algorithm=algorithm,
-                    epochs=epochs,
-                    patience=None,
-                    seed=first_seed + r,
-                    batch_size=batch_size,
-                    lr=lr,
-                    hparams=dict(hparams.get(algorithm, {})),
+                config = _run_config(
+                    algorithm, model, r + first_seed, epochs, batch_size, lr, protocol,
+                    pretrained, dict(hparams.get(algorithm, {})),
                 )
                 job = Job(
                     experiment=experiment,
@@ -195,9 +219,41 @@ def build_protocol_jobs(
                     inputs=job_inputs,
                     input_digests={k: digests[k] for k in job_inputs},
                 )
-                planned.append(PlannedRun(job, algorithm, label, r))
+                folder = dataset if isinstance(dataset, FolderExperiment) else None
+                planned.append(
+                    PlannedRun(
+                        job, algorithm, label, r,
+                        train_dir=str(spec.get("train_dir", "")) if folder else experiment,
+                        in_distribution=folder.in_distribution if folder else (),
+                    )
+                )
     _check_algorithms(planned)
     return planned
+
+
+def _run_config(
+    algorithm: str,
+    model: str,
+    seed: int,
+    epochs: int | None,
+    batch_size: int | None,
+    lr: float | None,
+    protocol: str | None,
+    pretrained: str | Path | None,
+    hparams: dict[str, Any],
+) -> TrainConfig:
+    """One run's TrainConfig: the fast defaults, or a preset with the given overrides."""
+    fields: dict[str, Any] = {"model": model, "algorithm": algorithm, "seed": seed,
+                              "patience": None, "hparams": hparams}
+    if pretrained is not None:
+        fields["pretrained"] = str(pretrained)
+    if protocol is None:
+        return TrainConfig(epochs=epochs, batch_size=batch_size, lr=lr, **fields)
+    if protocol == "biasbed" and lr is None and algorithm in BIASBED_LR:
+        lr = BIASBED_LR[algorithm]
+    given = {"epochs": epochs, "batch_size": batch_size, "lr": lr}
+    fields.update({k: v for k, v in given.items() if v is not None})
+    return TrainConfig(protocol=protocol, **fields)
 
 
 def _check_algorithms(planned: Sequence[PlannedRun]) -> None:
@@ -226,7 +282,8 @@ def _check_algorithms(planned: Sequence[PlannedRun]) -> None:
         else:
             context = AlgorithmContext()
             n_classes = len(_folder_from_spec(job.spec or {}).label_space())
-        create_algorithm(p.algorithm, n_classes, job.train, context)
+        # the architecture, hyper-parameters and algorithm/data fit; weights are loaded by the run
+        create_algorithm(p.algorithm, n_classes, job.train.replace(pretrained=None), context)
 
 
 def read_protocol(out: str | Path) -> dict[str, dict[str, Any]]:
@@ -252,8 +309,13 @@ def run_protocol(
     workers: int | None = None,
     device: str = "auto",
     progress: bool = True,
+    ray_address: str | None = None,
+    slurm: SlurmOptions | None = None,
 ) -> RunSummary:
-    """Record the protocol in ``out/protocol.json``, then run every job not yet done."""
+    """Record the protocol in ``out/protocol.json``, then run every job not yet done.
+
+    ``backend``/``workers``/``ray_address``/``slurm`` go to :func:`shortcutlab.runner.run_jobs`
+    as for ``diagvib run`` (SLURM partition, GPUs, CPUs and time limit in ``slurm``)."""
     register()
     out = Path(out)
     path = out / PROTOCOL_FILE
@@ -268,6 +330,10 @@ def run_protocol(
             "experiment": p.job.experiment,
             "model": p.job.train.model,
             "epochs": p.job.train.epochs,
+            "protocol": p.job.train.describe_protocol(),
+            "pretrained": p.job.train.pretrained,
+            "train_dir": p.train_dir,
+            "in_distribution": list(p.in_distribution),
         }
     write_json(path, {"version": 1, "jobs": jobs})
     return run_jobs(
@@ -277,7 +343,31 @@ def run_protocol(
         workers=workers,
         device=device,
         progress=progress,
+        ray_address=ray_address,
+        slurm=slurm,
     )
+
+
+def competitor_table(out: str | Path) -> pd.DataFrame:
+    """One row per competitor (algorithm, training set) of the protocol in ``out``: how it was
+    trained (model, recipe, pretrained start, training folder) and how many runs it has."""
+    meta = pd.DataFrame.from_dict(read_protocol(out), orient="index")
+    for col, default in (("protocol", ""), ("pretrained", None), ("train_dir", "")):
+        if col not in meta:
+            meta[col] = default
+    meta["pretrained"] = meta["pretrained"].map(lambda v: v or "no")
+    keys = ["algorithm", "dataset", "model", "protocol", "pretrained", "train_dir", "epochs"]
+    table = meta.groupby(keys, sort=True, dropna=False).size().rename("runs").reset_index()
+    return table
+
+
+def strict_test_sets(out: str | Path) -> list[str]:
+    """Test sets marked in-distribution for some training set of the protocol in ``out``
+    (BiasBed's strict setting drops them)."""
+    names: set[str] = set()
+    for info in read_protocol(out).values():
+        names.update(info.get("in_distribution") or [])
+    return sorted(names)
 
 
 def load_epochs(out: str | Path) -> pd.DataFrame:
@@ -321,23 +411,65 @@ def selection_table(epochs: pd.DataFrame, n_last: int | None = None) -> pd.DataF
     )
 
 
+def resolve_compare_by(epochs: pd.DataFrame, compare_by: str = "auto") -> str:
+    """``competitor`` when several training sets share exactly the same test sets, else
+    ``dataset`` (for ``auto``); explicit choices are checked."""
+    if compare_by not in COMPARE_BY:
+        raise StatsError(unknown_choice("compare_by", compare_by, COMPARE_BY))
+    sets = epochs.groupby("dataset")["test_set"].agg(lambda t: frozenset(map(str, t)))
+    same = len(sets) > 1 and len(set(sets)) == 1
+    if compare_by == "auto":
+        return "competitor" if same else "dataset"
+    if compare_by == "competitor" and len(sets) > 1 and not same:
+        raise StatsError(
+            "compare_by=competitor needs every training set scored on the same test sets; got "
+            + "; ".join(f"{d}: {sorted(t)}" for d, t in sets.items())
+        )
+    return compare_by
+
+
 def compare_algorithms(
     epochs: pd.DataFrame,
     rule: str = "best_validation",
     *,
     n_last: int | None = None,
     alpha: float = 0.05,
+    compare_by: str = "auto",
+    exclude_test_sets: Sequence[str] = (),
+    df: str = "textbook",
+    nemenyi_clip: bool = False,
 ) -> ComparisonResult:
-    """D's Friedman / Iman-Davenport / Nemenyi comparison of the algorithms under one rule.
+    """D's Friedman / Iman-Davenport / Nemenyi comparison of the competitors under one rule.
 
-    Blocks are the test sets (``dataset/test set`` when there are several datasets); a block's
-    score per algorithm is the mean over runs. Needs >= 2 algorithms and >= 2 blocks.
+    ``compare_by="competitor"`` (auto when the training sets share their test sets): each
+    (algorithm, training set) is a competitor ``"<algorithm> on <dataset>"`` (just the algorithm
+    with one training set) and the blocks are the test sets. ``"dataset"``: the algorithms
+    compete over blocks ``dataset/test set``. A block's score per competitor is the mean over
+    runs. ``exclude_test_sets``: test sets left out (the strict setting,
+    :func:`strict_test_sets`); ``df``/``nemenyi_clip``: conventions of
+    :func:`shortcutlab.stats.compare`. Needs >= 2 competitors and >= 2 blocks.
     """
     if rule not in RULES:
         raise StatsError(unknown_choice("selection rule", rule, RULES))
+    mode = resolve_compare_by(epochs, compare_by)
     n = default_n_last(epochs) if n_last is None else n_last
     picked = select(epochs, rule, n_last=n, run_col="run", group_cols=["algorithm", "dataset"])
-    return compare(runs_for_comparison(picked), alpha=alpha)
+    if exclude_test_sets:
+        unknown = sorted(set(exclude_test_sets) - set(picked["test_set"].astype(str)))
+        if unknown:
+            choices = sorted(set(picked["test_set"].astype(str)))
+            raise StatsError(unknown_choice("test set to exclude", unknown[0], choices))
+        picked = picked[~picked["test_set"].astype(str).isin(list(exclude_test_sets))]
+    if mode == "competitor":
+        several = picked["dataset"].nunique() > 1
+        picked = picked.assign(
+            algorithm=picked["algorithm"].astype(str)
+            + (" on " + picked["dataset"].astype(str) if several else "")
+        ).drop(columns="dataset")
+    return compare(
+        runs_for_comparison(picked), alpha=alpha, df=df, nemenyi_clip=nemenyi_clip,
+        exclude_blocks=(),
+    )
 
 
 def parse_hparams(items: Sequence[str]) -> dict[str, dict[str, Any]]:

@@ -19,9 +19,12 @@ from matplotlib.ticker import MaxNLocator
 
 from shortcutlab.biasbed.protocol import (
     compare_algorithms,
+    competitor_table,
     default_n_last,
     load_epochs,
+    resolve_compare_by,
     selection_table,
+    strict_test_sets,
 )
 from shortcutlab.errors import StatsError
 from shortcutlab.stats.selection import RULES, rule_label
@@ -88,13 +91,13 @@ def epoch_curves(epochs: pd.DataFrame) -> Figure:
 
 
 def _rank_table(
-    epochs: pd.DataFrame, n_last: int, alpha: float
+    epochs: pd.DataFrame, n_last: int, alpha: float, options: dict[str, Any]
 ) -> tuple[pd.DataFrame, dict[str, str]]:
     ranks, errors = {}, {}
     for rule in RULES:
         try:
             ranks[rule_label(rule, n_last)] = compare_algorithms(
-                epochs, rule, n_last=n_last, alpha=alpha
+                epochs, rule, n_last=n_last, alpha=alpha, **options
             ).ranks
         except StatsError as exc:
             errors[rule] = str(exc)
@@ -110,10 +113,21 @@ def add_biasbed_section(
     rule: str = "best_validation",
     n_last: int | None = None,
     alpha: float = 0.05,
+    compare_by: str = "auto",
+    strict: bool = False,
+    df: str = "textbook",
+    nemenyi_clip: bool = False,
 ) -> dict[str, Any]:
     """Add the BiasBed section for the protocol in ``run_dir``; returns the computed tables
-    (``epochs``, ``selection``, ``comparison`` or None, ``comparison_error``)."""
+    (``epochs``, ``selection``, ``competitors``, ``comparison`` or None,
+    ``comparison_error``). ``compare_by``/``strict``/``df``/``nemenyi_clip``: see
+    :func:`shortcutlab.biasbed.protocol.compare_algorithms` (strict: leave out the test sets
+    marked in-distribution for some training set)."""
     epochs = load_epochs(run_dir)
+    competitors = competitor_table(run_dir)
+    excluded = strict_test_sets(run_dir) if strict else []
+    options = {"compare_by": compare_by, "exclude_test_sets": excluded, "df": df,
+               "nemenyi_clip": nemenyi_clip}
     n = default_n_last(epochs) if n_last is None else n_last
     table = selection_table(epochs, n)
     runs = epochs.groupby(["algorithm", "dataset"])["run"].nunique()
@@ -125,6 +139,12 @@ def add_biasbed_section(
         f"{n_epochs} epochs, every epoch evaluated on every test set. Accuracy is the mean "
         "per-class accuracy."
     )
+    report.heading("Competitors: algorithm, training set and training recipe", 3)
+    report.paragraph(
+        "One row per (algorithm, training set); the recipe is the training protocol preset with "
+        "any overridden fields (e.g. biasbed (lr=0.0001))."
+    )
+    report.table(competitors.set_index(["algorithm", "dataset"]))
     report.heading("How the model-selection rule changes the numbers (cf. BiasBed Table 1)", 3)
     report.paragraph(
         "Each cell: best epoch (oracle: it looks at the test set, i.e. cherry-picking) / the "
@@ -144,7 +164,8 @@ def add_biasbed_section(
     report.heading("Statistical comparison (Friedman, Iman-Davenport, Nemenyi)", 3)
     result, error = None, ""
     try:
-        result = compare_algorithms(epochs, rule, n_last=n, alpha=alpha)
+        mode = resolve_compare_by(epochs, compare_by)
+        result = compare_algorithms(epochs, rule, n_last=n, alpha=alpha, **options)
     except StatsError as exc:
         error = str(exc)
         report.paragraph(
@@ -158,23 +179,28 @@ def add_biasbed_section(
             else "no significant difference between the algorithms"
         )
         f_text = f"{result.F:.3f}" if result.F != float("inf") else "∞"
+        who = "competitors (algorithm, training set)" if mode == "competitor" else "algorithms"
+        left_out = f" Strict setting: left out {', '.join(excluded)}." if excluded else ""
+        clip = " Nemenyi p-values bounded to [0.001, 0.9]." if nemenyi_clip else ""
         report.paragraph(
-            f"Rule: {rule_label(rule, n)}. {len(result.algorithms)} algorithms over "
+            f"Rule: {rule_label(rule, n)}. {len(result.algorithms)} {who} over "
             f"{len(result.blocks)} blocks (test sets): Friedman χ² = {result.chi2:.3f} "
-            f"(p = {result.chi2_p_value:.3g}); Iman-Davenport F({result.df_num}, "
-            f"{result.df_den}) = {f_text}, p = {result.p_value:.3g} — {verdict} at "
-            f"α = {alpha:g}. Critical difference CD = {result.critical_difference:.3f}."
+            f"(p = {result.chi2_p_value:.3g}); Iman-Davenport F({result.df_num:.4g}, "
+            f"{result.df_den:.4g}) = {f_text}, p = {result.p_value:.3g} ({df} degrees of "
+            f"freedom) — {verdict} at α = {alpha:g}. Critical difference CD = "
+            f"{result.critical_difference:.3f}.{left_out}{clip}"
         )
         report.table(result.scores_frame(3), float_format="{}")
         report.table(result.ranks_frame())
         report.figure(result.cd_diagram(), caption="Critical-difference diagram (mean ranks).")
-        ranks, _ = _rank_table(epochs, n, alpha)
+        ranks, _ = _rank_table(epochs, n, alpha, options)
         if not ranks.empty:
             report.paragraph("Mean rank of each algorithm under each selection rule:", note=True)
             report.table(ranks)
     return {
         "epochs": epochs,
         "selection": table,
+        "competitors": competitors,
         "comparison": result,
         "comparison_error": error,
         "n_last": n,
@@ -188,14 +214,24 @@ def write_report(
     rule: str = "best_validation",
     n_last: int | None = None,
     alpha: float = 0.05,
+    **options: Any,
 ) -> list[Path]:
-    """Write ``biasbed.html`` plus ``epochs.csv``, ``selection.csv`` and the comparison files
-    (JSON, CSV, LaTeX, CD diagram) into ``out_dir``; returns the written paths."""
+    """Write ``biasbed.html`` plus ``epochs.csv``, ``selection.csv``, ``competitors.csv`` and
+    the comparison files (JSON, CSV, LaTeX, CD diagram) into ``out_dir``; returns the written
+    paths. ``options``: ``compare_by``, ``strict``, ``df``, ``nemenyi_clip`` of
+    :func:`add_biasbed_section`."""
     out = Path(out_dir)
     report = HtmlReport("BiasBed report")
-    tables = add_biasbed_section(report, run_dir, rule=rule, n_last=n_last, alpha=alpha)
+    tables = add_biasbed_section(
+        report, run_dir, rule=rule, n_last=n_last, alpha=alpha, **options
+    )
     written = []
-    for name, frame in (("epochs.csv", tables["epochs"]), ("selection.csv", tables["selection"])):
+    frames = (
+        ("epochs.csv", tables["epochs"]),
+        ("selection.csv", tables["selection"]),
+        ("competitors.csv", tables["competitors"]),
+    )
+    for name, frame in frames:
         with atomic_path(out / name, suffix=".csv") as tmp:
             frame.to_csv(tmp, index=False)
         written.append(out / name)

@@ -27,14 +27,44 @@ def run(
         help="DiagViB-6 experiment, e.g. diagvib:ZGO/shape-texture/0; "
         "repeat for several (each test set of each dataset is one block).",
     ),
-    train_dir: Path = typer.Option(None, help="Image folder for training (<dir>/<class>/*)."),
-    val_dir: Path = typer.Option(
+    train_dir: list[str] = typer.Option(
         None,
-        help="Image folder for validation (training "
-        "distribution; used by the best-validation rule).",
+        "--train-dir",
+        help="Image folder for training (<dir>/<class>/*), or NAME=DIR; repeat NAME=DIR for "
+        "several training sets scored on the same test sets (each (algorithm, training set) "
+        "is then one competitor, e.g. stylized=/data/sin/train).",
+    ),
+    val_dir: list[str] = typer.Option(
+        None,
+        "--val-dir",
+        help="Image folder for validation (training distribution; used by the best-validation "
+        "rule), or NAME=DIR matching a --train-dir NAME.",
     ),
     test_dir: list[str] = typer.Option(
         None, "--test-dir", help="Test image folder as NAME=DIR; repeat for several."
+    ),
+    test_head: list[str] = typer.Option(
+        None,
+        "--test-head",
+        help="With --label-space imagenet1k: NAME=HEAD, how test set NAME is scored "
+        "(imagenet1k | imagenet16 | imagenet-a | imagenet-r); default: detected from its "
+        "class folders.",
+    ),
+    in_distribution: list[str] = typer.Option(
+        None,
+        "--in-distribution",
+        help="DATASET=TESTSET: TESTSET was made like training set DATASET's data (e.g. "
+        "stylized=stylized-imagenet); `biasbed report --strict` leaves such test sets out.",
+    ),
+    label_space: str = typer.Option(
+        "map",
+        help="map (class map / training classes) or imagenet1k (BiasBed: 1000-class models, "
+        "16-class test sets by logit averaging, ImageNet-A/R by their 200 classes).",
+    ),
+    preprocess: str = typer.Option(
+        "resize",
+        help="resize (shorter side, centre crop) or imagenet (RandomResizedCrop + flip for "
+        "training; resize 256/224 and centre crop for evaluation).",
     ),
     class_map: Path = typer.Option(
         None,
@@ -44,10 +74,19 @@ def run(
     name: str = typer.Option("folders", help="Name of the image-folder dataset in tables."),
     image_size: int = typer.Option(224, help="Image-folder images are resized/cropped to this."),
     runs: int = typer.Option(3, help="Runs (training seeds) per algorithm and dataset."),
-    epochs: int = typer.Option(10, help="Epochs per run (no early stopping)."),
+    protocol: str = typer.Option(
+        None,
+        help="Training recipe preset: paper, demo or biasbed (SGD momentum 0.9, wd 1e-4, "
+        "batch 128, 100 epochs, lr /10 at 30/60/90, lr 0.2; 1e-4 for erm and sagnet). "
+        "Without it: Adam, 10 epochs, batch 64, lr 1e-3.",
+    ),
+    epochs: int = typer.Option(None, help="Epochs per run (no early stopping)."),
     model: str = typer.Option("small_cnn", help="Registered model name."),
-    batch_size: int = typer.Option(64, help="Training batch size."),
-    lr: float = typer.Option(1e-3, help="Adam learning rate."),
+    batch_size: int = typer.Option(None, help="Training batch size."),
+    lr: float = typer.Option(None, help="Learning rate (Adam, or SGD with --protocol biasbed)."),
+    pretrained: Path = typer.Option(
+        None, help="Local weights file (state dict) every run starts from, e.g. ImageNet."
+    ),
     hparam: list[str] = typer.Option(
         None, "--hparam", help="Algorithm hyper-parameter ALGORITHM:KEY=VALUE, e.g. padain:p=0.1."
     ),
@@ -57,6 +96,11 @@ def run(
     first_seed: int = typer.Option(0, help="Run r trains with seed first_seed + r."),
     backend: str = typer.Option("serial", help="serial | processes | ray | slurm."),
     workers: int = typer.Option(None, help="Parallel jobs for the processes/ray backends."),
+    ray_address: str = typer.Option(None, help="Join an existing Ray cluster (e.g. auto)."),
+    slurm_partition: str = typer.Option(None, help="SLURM partition."),
+    slurm_time: int = typer.Option(240, help="SLURM time limit per job in minutes."),
+    slurm_gpus: int = typer.Option(0, help="GPUs per SLURM job."),
+    slurm_cpus: int = typer.Option(4, help="CPUs per SLURM job."),
     device: str = typer.Option("auto", help="auto | cpu | cuda."),
     out: Path = typer.Option(..., "--out", help="Run folder (one sub-folder per run)."),
 ) -> None:
@@ -74,27 +118,54 @@ def run(
         parse_hparams,
         run_protocol,
     )
-    from shortcutlab.runner.backends import describe_failures
+    from shortcutlab.errors import unknown_choice
+    from shortcutlab.runner.backends import SlurmOptions, describe_failures
+    from shortcutlab.train.config import PROTOCOLS
     from shortcutlab.utils.device import resolve_device
 
     resolve_device(device)
+    if protocol is not None and protocol not in PROTOCOLS:
+        raise ProtocolError(unknown_choice("--protocol", protocol, tuple(PROTOCOLS)))
+    if protocol is None:  # the fast defaults
+        epochs, batch_size, lr = epochs or 10, batch_size or 64, lr or 1e-3
     datasets: list[str | FolderExperiment] = list(dataset or [])
-    folder_given = any(v is not None for v in (train_dir, val_dir)) or bool(test_dir)
+    names: list[str] = []
+    folder_given = bool(train_dir) or bool(val_dir) or bool(test_dir)
     if folder_given:
-        if train_dir is None or val_dir is None or not test_dir:
+        if not train_dir or not val_dir or not test_dir:
             raise ProtocolError(
                 "an image-folder dataset needs --train-dir, --val-dir and at least one "
                 "--test-dir NAME=DIR"
             )
-        datasets.append(
-            FolderExperiment(
-                train_dir=train_dir,
-                val_dir=val_dir,
-                test_dirs=parse_test_dirs(test_dir),
-                class_map=class_map,
-                image_size=image_size,
-            )
+        trains, vals = _named_dirs(train_dir, name, "--train-dir"), _named_dirs(
+            val_dir, name, "--val-dir"
         )
+        if list(trains) != list(vals):
+            raise ProtocolError(
+                f"--train-dir names {list(trains)} and --val-dir names {list(vals)} must match"
+            )
+        tests = parse_test_dirs(test_dir)
+        heads = _pairs(test_head or [], "--test-head", "NAME=HEAD")
+        marks = _pairs(in_distribution or [], "--in-distribution", "DATASET=TESTSET")
+        for label in marks:
+            if label not in trains:
+                choices = list(trains)
+                raise ProtocolError(unknown_choice("--in-distribution dataset", label, choices))
+        for label, root in trains.items():
+            datasets.append(
+                FolderExperiment(
+                    train_dir=root,
+                    val_dir=vals[label],
+                    test_dirs=tests,
+                    class_map=class_map,
+                    image_size=image_size,
+                    label_space_kind=label_space,
+                    preprocess=preprocess,
+                    test_heads={k: v[0] for k, v in heads.items()},
+                    in_distribution=tuple(marks.get(label, [])),
+                )
+            )
+            names.append(label)
     elif class_map is not None:
         raise ProtocolError("--class-map applies to image folders; give --train-dir too")
     planned = build_protocol_jobs(
@@ -108,16 +179,23 @@ def run(
         batch_size=batch_size,
         lr=lr,
         hparams=parse_hparams(hparam or []),
-        dataset_names=[name],
+        dataset_names=names or [name],
         mnist=mnist,
         textures=textures,
+        protocol=protocol,
+        pretrained=pretrained,
     )
     console = Console()
     console.print(
         f"{len(planned)} runs ({len(algorithm)} algorithms x {len(datasets)} datasets "
         f"x {runs} runs) -> {out}"
     )
-    summary = run_protocol(planned, out, backend=backend, workers=workers, device=device)
+    recipe = planned[0].job.train.describe_protocol() if planned else ""
+    console.print(f"training recipe: {recipe}; backend {backend}")
+    slurm = SlurmOptions(partition=slurm_partition, timeout_min=slurm_time,
+                         gpus_per_node=slurm_gpus, cpus_per_task=slurm_cpus)
+    summary = run_protocol(planned, out, backend=backend, workers=workers, device=device,
+                           ray_address=ray_address, slurm=slurm)
     console.print(
         f"done {len(summary.done)}, skipped {len(summary.skipped)} (already done), failed "
         f"{len(summary.failed)} in {summary.seconds:.1f} s"
@@ -126,6 +204,34 @@ def run(
         console.print(f"[red]failed[/red] {line}")
     if summary.failed:
         raise typer.Exit(1)
+
+
+def _named_dirs(items: list[str], default: str, option: str) -> dict[str, Path]:
+    """``DIR`` (named ``default``) or ``NAME=DIR`` items, in order; names unique."""
+    from shortcutlab.biasbed.protocol import ProtocolError
+
+    out: dict[str, Path] = {}
+    for item in items:
+        label, sep, root = item.partition("=")
+        label, root = (label.strip(), root.strip()) if sep else (default, item)
+        if not label or not root:
+            raise ProtocolError(f"{option} expects DIR or NAME=DIR, got {item!r}")
+        if label in out:
+            raise ProtocolError(f"{option}: name {label!r} is given twice (use NAME=DIR)")
+        out[label] = Path(root)
+    return out
+
+
+def _pairs(items: list[str], option: str, form: str) -> dict[str, list[str]]:
+    from shortcutlab.biasbed.protocol import ProtocolError
+
+    out: dict[str, list[str]] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise ProtocolError(f"{option} expects {form}, got {item!r}")
+        out.setdefault(key.strip(), []).append(value.strip())
+    return out
 
 
 @app.command()
@@ -140,6 +246,21 @@ def report(
     ),
     last_n: int = typer.Option(None, help="Epochs averaged by last_n (default: last 30%)."),
     alpha: float = typer.Option(0.05, help="Significance level."),
+    compare_by: str = typer.Option(
+        "auto",
+        help="competitor: (algorithm, training set) pairs over the test sets; dataset: "
+        "algorithms over (dataset, test set) blocks; auto: competitor when the training sets "
+        "share their test sets.",
+    ),
+    strict: bool = typer.Option(
+        False, help="BiasBed's strict setting: leave out test sets marked --in-distribution."
+    ),
+    df: str = typer.Option(
+        "textbook", "--df", help="Iman-Davenport degrees of freedom: textbook or pingouin."
+    ),
+    nemenyi_clip: bool = typer.Option(
+        False, "--nemenyi-clip", help="Bound Nemenyi p-values to [0.001, 0.9] (old tables)."
+    ),
 ) -> None:
     """Write the BiasBed report of RUN_DIR: selection rules side by side, curves, statistics.
 
@@ -148,11 +269,21 @@ def report(
     """
     from rich.console import Console
 
+    from shortcutlab.biasbed.protocol import COMPARE_BY
     from shortcutlab.biasbed.report import write_report
     from shortcutlab.errors import StatsError, unknown_choice
+    from shortcutlab.stats.friedman import DF_CONVENTIONS
     from shortcutlab.stats.selection import RULES
 
     if rule not in RULES:
         raise StatsError(unknown_choice("selection rule", rule, RULES))
-    for path in write_report(run_dir, out, rule=rule, n_last=last_n, alpha=alpha):
+    if compare_by not in COMPARE_BY:
+        raise StatsError(unknown_choice("--compare-by", compare_by, COMPARE_BY))
+    if df not in DF_CONVENTIONS:
+        raise StatsError(unknown_choice("--df convention", df, DF_CONVENTIONS))
+    written = write_report(
+        run_dir, out, rule=rule, n_last=last_n, alpha=alpha, compare_by=compare_by,
+        strict=strict, df=df, nemenyi_clip=nemenyi_clip,
+    )
+    for path in written:
         Console().print(f"wrote {path}")

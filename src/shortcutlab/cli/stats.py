@@ -16,6 +16,12 @@ from shortcutlab.cli.output import json_option, print_json
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 
 
+TRAINED_ON_HELP = (
+    "ALGORITHM=BLOCK: BLOCK is in-distribution for ALGORITHM (made like its training data); "
+    "repeat. Used by --strict."
+)
+
+
 def _fmt_p(p: float) -> str:
     return f"{p:.3g}" if p >= 1e-3 else f"{p:.2e}"
 
@@ -51,12 +57,7 @@ def compare_cmd(
     exclude_block: list[str] = typer.Option(
         None, "--exclude-block", help="Leave this block out; repeat for several."
     ),
-    trained_on: list[str] = typer.Option(
-        None,
-        "--trained-on",
-        help="ALGORITHM=BLOCK: BLOCK is in-distribution for ALGORITHM (made like its training "
-        "data); repeat. Used by --strict.",
-    ),
+    trained_on: list[str] = typer.Option(None, "--trained-on", help=TRAINED_ON_HELP),
     strict: bool = typer.Option(
         False,
         "--strict",

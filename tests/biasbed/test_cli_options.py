@@ -1,0 +1,94 @@
+"""`biasbed run` options: several training sets, recipe preset, pretrained start, Ray/SLURM."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from shortcutlab.cli.main import app
+from shortcutlab.runner.backends import RunSummary
+from shortcutlab.train.models import create_model
+
+
+def _base(folders: dict[str, Path], out: Path) -> list[str]:
+    return ["biasbed", "run", "--algorithm", "erm", "--runs", "1", "--image-size", "16",
+            "--train-dir", f"imagenet={folders['train']}", "--val-dir",
+            f"imagenet={folders['val']}", "--train-dir", f"stylized={folders['val']}",
+            "--val-dir", f"stylized={folders['train']}", "--test-dir", f"cue={folders['cue']}",
+            "--test-dir", f"edge={folders['edge']}", "--class-map", str(folders["map"]),
+            "--in-distribution", "stylized=cue", "--device", "cpu", "--out", str(out)]
+
+
+def test_run_passes_slurm_options_and_recipe(
+    folders: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[dict] = []
+
+    def fake_run_jobs(jobs, out, **kwargs):
+        calls.append({"jobs": list(jobs), **kwargs})
+        return RunSummary([])
+
+    monkeypatch.setattr("shortcutlab.biasbed.protocol.run_jobs", fake_run_jobs)
+    weights = tmp_path / "init.pt"
+    torch.save(create_model("small_cnn", 2).state_dict(), weights)
+    args = _base(folders, tmp_path / "runs") + [
+        "--protocol", "biasbed", "--epochs", "2", "--pretrained", str(weights),
+        "--backend", "slurm", "--slurm-partition", "gpu", "--slurm-gpus", "1",
+        "--slurm-cpus", "8", "--slurm-time", "600", "--ray-address", "auto",
+    ]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, res.output
+    (call,) = calls
+    slurm = call["slurm"]
+    assert (slurm.partition, slurm.gpus_per_node, slurm.cpus_per_task, slurm.timeout_min) == (
+        "gpu", 1, 8, 600)
+    assert call["backend"] == "slurm" and call["ray_address"] == "auto"
+    jobs = call["jobs"]
+    assert len(jobs) == 2  # erm on each of the two training sets
+    train = jobs[0].train
+    assert train.protocol == "biasbed" and train.optimizer == "sgd" and train.epochs == 2
+    assert train.lr == pytest.approx(1e-4)  # the authors' ERM learning rate under the recipe
+    assert train.pretrained == str(weights)
+    meta = json.loads((tmp_path / "runs" / "protocol.json").read_text())["jobs"]
+    by_dataset = {m["dataset"]: m for m in meta.values()}
+    assert set(by_dataset) == {"imagenet", "stylized"}
+    assert by_dataset["stylized"]["in_distribution"] == ["cue"]
+    assert by_dataset["imagenet"]["protocol"] == "biasbed (lr=0.0001, epochs=2)"
+    assert "training recipe: biasbed" in res.output
+
+
+def test_run_option_errors(folders: dict[str, Path], tmp_path: Path) -> None:
+    runner = CliRunner()
+    res = runner.invoke(app, _base(folders, tmp_path / "r") + ["--protocol", "fast"])
+    assert res.exit_code == 2 and "valid choices: paper, demo, biasbed" in res.output
+    bad = _base(folders, tmp_path / "r")
+    bad[bad.index("stylized=cue")] = "sin=cue"
+    res = runner.invoke(app, bad)
+    assert res.exit_code == 2 and "unknown --in-distribution dataset 'sin'" in res.output
+    res = runner.invoke(app, _base(folders, tmp_path / "r") + ["--test-head", "cue"])
+    assert res.exit_code == 2 and "NAME=HEAD" in res.output
+    assert not (tmp_path / "r").exists()  # nothing written on bad input
+
+
+def test_single_training_set_keeps_the_old_form(
+    folders: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[list] = []
+    monkeypatch.setattr(
+        "shortcutlab.biasbed.protocol.run_jobs",
+        lambda jobs, out, **kw: calls.append(list(jobs)) or RunSummary([]),
+    )
+    args = ["biasbed", "run", "--algorithm", "erm", "--runs", "1", "--train-dir",
+            str(folders["train"]), "--val-dir", str(folders["val"]), "--test-dir",
+            f"cue={folders['cue']}", "--class-map", str(folders["map"]), "--out",
+            str(tmp_path / "o")]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, res.output
+    (jobs,) = calls
+    cfg = jobs[0].train
+    assert (cfg.protocol, cfg.epochs, cfg.batch_size, cfg.lr) == ("paper", 10, 64, 1e-3)
+    assert jobs[0].experiment == "folders:folders"
