@@ -1,6 +1,7 @@
 """BiasBed: many runs of texture-debiasing algorithms, explicit model selection, statistics.
 
-Datasets (:mod:`.datasets`): DiagViB-6 experiments and any image folders with a class map.
+Datasets (:mod:`.datasets`): DiagViB-6 experiments and any image folders with a class map, or
+BiasBed's 1000-class setting with 16-class and ImageNet-A/R test heads (:mod:`.imagenet`).
 Protocol (:mod:`.protocol`): runs through the runner, per-epoch records, selection rules and the
 Friedman / Iman-Davenport / Nemenyi comparison. Report (:mod:`.report`): the HTML section.
 The algorithms themselves live in :mod:`shortcutlab.train.algorithms`. Public names load on

@@ -5,8 +5,8 @@ critical difference and its diagram, and the selection rules (best-epoch oracle,
 best validation) whose effect BiasBed's Table 1 shows.
 """
 
-from shortcutlab.stats.compare import ComparisonResult, compare
-from shortcutlab.stats.friedman import FriedmanResult, friedman_test
+from shortcutlab.stats.compare import ComparisonResult, compare, strict_blocks
+from shortcutlab.stats.friedman import DF_CONVENTIONS, FriedmanResult, friedman_test
 from shortcutlab.stats.posthoc import (
     cd_cliques,
     cd_diagram,
@@ -18,6 +18,7 @@ from shortcutlab.stats.selection import RULES, compare_rules, runs_for_compariso
 from shortcutlab.stats.tables import ScoreTable, load_table, parse_table
 
 __all__ = [
+    "DF_CONVENTIONS",
     "RULES",
     "ComparisonResult",
     "FriedmanResult",
@@ -34,4 +35,5 @@ __all__ = [
     "parse_table",
     "runs_for_comparison",
     "select",
+    "strict_blocks",
 ]
