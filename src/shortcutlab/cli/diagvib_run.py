@@ -73,17 +73,12 @@ def run(
     from rich.console import Console
 
     from shortcutlab.diagvib.jobs import build_jobs
-    from shortcutlab.diagvib.studies import DEFAULT_SAMPLES
     from shortcutlab.errors import RunnerError
     from shortcutlab.runner.backends import SlurmOptions, describe_failures, run_jobs
     from shortcutlab.train.config import TrainConfig
     from shortcutlab.utils.device import resolve_device
 
     resolve_device(device)
-    bad = [s for s in samples if not 0 <= s < DEFAULT_SAMPLES]
-    if bad:
-        raise RunnerError(f"unknown dataset sample {bad[0]}; valid choices: "
-                          f"{', '.join(str(s) for s in range(DEFAULT_SAMPLES))}")
     base = TrainConfig.from_file(config) if config is not None else TrainConfig()
     if protocol is not None:
         base = base.replace(protocol=protocol)

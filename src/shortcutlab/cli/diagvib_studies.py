@@ -64,6 +64,7 @@ def export(
     from shortcutlab.diagvib.jobs import source_generator
     from shortcutlab.diagvib.spec import ExperimentSpec
     from shortcutlab.diagvib.studies import make_experiment
+    from shortcutlab.errors import DiagvibError
     from shortcutlab.utils.progress import progress_bar
 
     path = Path(experiment)
@@ -76,6 +77,13 @@ def export(
         spec = (ExperimentSpec.from_json(text) if experiment.endswith(".json")
                 else ExperimentSpec.from_yaml(text))
     else:
+        from shortcutlab.cli.options import check_samples
+        from shortcutlab.diagvib.studies import parse_experiment_name
+
+        try:
+            check_samples([parse_experiment_name(experiment)[3]])
+        except typer.BadParameter as exc:
+            raise DiagvibError(f"{exc} (in {experiment!r})") from None
         spec = make_experiment(experiment, scale=scale, seed=seed, selection=selection)
     start = time.perf_counter()
     total = spec.sizes.get(split, 0) if limit is None else min(limit, spec.sizes.get(split, 0))

@@ -4,13 +4,17 @@ The library's errors are plain exceptions; :func:`wrap_commands` applies :func:`
 to every command of an app and its sub-groups, so a user's mistake prints one line and exits
 with :data:`EXIT_BAD_INPUT`, and command modules need nothing of their own. An ``OSError``
 (an output folder that is not writable, ``--out`` naming a directory where a file goes or a file
-where a folder goes, a full disk) gets the same treatment: one line naming the path.
+where a folder goes, a full disk) gets the same treatment: one line naming the path. Warnings
+the library logs (logger ``shortcutlab``, e.g. a job folder skipped because a file of it cannot
+be read) are printed as ``Warning: <message>`` lines on stderr while a command runs.
 """
 
 from __future__ import annotations
 
 import errno
 import functools
+import logging
+import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -35,7 +39,8 @@ _HINTS = {
 
 def describe_os_error(exc: OSError) -> str:
     """``<path>: <reason> (<what to do>)`` on one line, for an error of the file system."""
-    where = " -> ".join(str(f) for f in (exc.filename, exc.filename2) if f is not None)
+    # a rename's target (filename2) is the path the user gave; the source is our temporary
+    where = str(exc.filename2 if exc.filename2 is not None else exc.filename or "")
     reason = exc.strerror or str(exc)
     hint = _HINTS.get(exc.errno or 0)
     text = f"{where}: {reason}" if where else reason
@@ -50,6 +55,11 @@ def clean_errors(func: F) -> F:
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        handler = logging.StreamHandler(sys.stderr)  # the stderr of this call
+        handler.setFormatter(logging.Formatter("Warning: %(message)s"))
+        handler.setLevel(logging.WARNING)
+        library = logging.getLogger("shortcutlab")
+        library.addHandler(handler)
         try:
             return func(*args, **kwargs)
         except ShortcutlabError as exc:
@@ -58,6 +68,8 @@ def clean_errors(func: F) -> F:
         except OSError as exc:
             typer.echo(f"Error: {describe_os_error(exc)}", err=True)
             raise typer.Exit(code=EXIT_BAD_INPUT) from None
+        finally:
+            library.removeHandler(handler)
 
     wrapper._clean_errors = True  # type: ignore[attr-defined]
     return wrapper  # type: ignore[return-value]

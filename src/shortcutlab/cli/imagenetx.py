@@ -103,8 +103,11 @@ def evaluate_cmd(
     if as_json:
         print_json(data)
         return
-    table = Table(title=f"Error ratio per factor ({which} factor, {error_type}, "
-                  f"{result.n_images:,} images)")
+    scored = sorted({int(n) for n in result.evaluated})
+    images = (f"{result.n_images:,} images" if scored == [result.n_images] else
+              f"{' to '.join(f'{n:,}' for n in (scored[0], scored[-1])[:len(scored)])} of "
+              f"{result.n_images:,} images predicted")
+    table = Table(title=f"Error ratio per factor ({which} factor, {error_type}, {images})")
     table.add_column("factor")
     for model in result.models:
         table.add_column(model, justify="right")

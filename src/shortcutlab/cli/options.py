@@ -26,12 +26,23 @@ def selection_option(seed_flag: str) -> Any:
     )
 
 
+def check_samples(samples: list[int] | None) -> list[int] | None:
+    """Refuse dataset sample ids outside the benchmark's five (0..4)."""
+    from shortcutlab.diagvib.studies import DEFAULT_SAMPLES
+
+    for sample in samples or []:
+        if not 0 <= sample < DEFAULT_SAMPLES:
+            raise typer.BadParameter(f"unknown dataset sample {sample}; valid choices: "
+                                     f"{', '.join(map(str, range(DEFAULT_SAMPLES)))}")
+    return samples
+
+
 def samples_option(default: list[int] | None = None) -> Any:
     """``--samples``: dataset sample ids (repeatable) on every command that takes them."""
     shown = "0..4" if default is None else " ".join(map(str, default))
     return typer.Option(
         default, "--samples", help=f"Dataset sample id (repeatable, e.g. --samples 0 --samples 1; "
-        f"default {shown})."
+        f"default {shown}).", callback=check_samples,
     )
 
 

@@ -36,7 +36,14 @@ def format_mean_err(mean: float, err: float, scale: float = 1.0, digits: int = 2
 
 
 def _read_table_file(path: Path) -> pd.DataFrame:
-    return pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
+    try:
+        return pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
+    except pd.errors.EmptyDataError:
+        raise DiagvibError(f"job table {path} is empty; write one with `shortcutlab diagvib "
+                           "collect`") from None
+    except (pd.errors.ParserError, UnicodeDecodeError, OSError, ValueError) as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise DiagvibError(f"job table {path} cannot be read ({reason})") from None
 
 
 def load_job_table(source: str | os.PathLike[str]) -> pd.DataFrame:

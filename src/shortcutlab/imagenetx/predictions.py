@@ -230,6 +230,8 @@ def predictions_from_frame(
     where = where or f"predictions of {model}"
     fcol = _pick(frame, file_col, FILE_COLUMNS, "file name", where, "--file-col/file_col")
     ccol = _pick(frame, pred_col, CLASS_COLUMNS, "predicted class", where, "--pred-col/pred_col")
+    if frame.empty:
+        raise ImagenetXError(f"{where}: no predictions (the table has a header but no rows)")
     lines = np.arange(len(frame)) + 2  # line 1 is the header
     names = base_names(frame[fcol])
     classes = _check_class_ids(_first_value(frame[ccol]).to_numpy(), where, lines)
