@@ -33,8 +33,9 @@ SETTINGS = [
     ("erm", {}),
     ("padain", {"p": 0.01}),
     ("padain", {"p": 1.0}),
-    ("infodrop", {"layers": 1}),
-    ("infodrop", {"layers": 2}),
+    ("infodrop", {}),  # the reference: mask after the stem block
+    ("infodrop", {"placement": "conv", "layers": 1}),
+    ("infodrop", {"placement": "conv", "layers": 2}),
     ("sagnet", {}),
     ("stylized", {}),
     ("debiased", {}),
