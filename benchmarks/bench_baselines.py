@@ -89,17 +89,34 @@ def print_costs(device: str, batch_size: int, steps: int) -> None:
         print(f"| {label} | {sec:.3f} | {sec / ref:.2f}x |")
 
 
-def accuracy(scale: float, epochs: int, samples: list[int], out: Path, batch_size: int) -> None:
-    """ZSO texture test accuracy of resnet18 and the three baselines through the pipeline."""
+#: ``--set small``: the same methods around the fast small_cnn (ASR: small_cnn behind a lens of
+#: width 8), where the reference learns texture within minutes on one CPU core.
+SMALL_SET = [
+    ("small_cnn", "small_cnn", "erm", {}),
+    ("asr(small_cnn)", "small_cnn", "asr", {"lens_width": 8}),
+    ("vae", "vae", "vae", {}),
+    ("factor_vae", "factor_vae", "factor_vae", {}),
+]
+
+
+def accuracy(scale: float, epochs: int, samples: list[int], out: Path, batch_size: int,
+             which: str = "paper", lr: float | None = None, only: list[str] | None = None) -> None:
+    """ZSO texture test accuracy of the reference and the three baselines through the pipeline
+    (``which``: ``paper`` = resnet18 and the registered baselines, ``small`` = :data:`SMALL_SET`;
+    ``lr``: the protocol's learning rate, the VAEs' own stays 1e-4; ``only``: these labels)."""
     from shortcutlab.diagvib.jobs import build_jobs, collect_jobs
     from shortcutlab.runner.backends import run_jobs
 
-    print(f"\n## ZSO texture, scale {scale:g} ({len(samples)} sample(s) {samples}), "
-          f"{epochs} epochs, batch {batch_size}, seed 0, CPU\n")
+    settings = SMALL_SET if which == "small" else [(*b, {}) for b in BASELINES]
+    print(f"\n## ZSO texture, set {which}, scale {scale:g} ({len(samples)} sample(s) {samples}), "
+          f"{epochs} epochs, batch {batch_size}, lr {lr or 'paper'}, seed 0, CPU\n")
     print("| baseline | algorithm | test acc per sample | mean | val acc (mean) | best epochs "
           "| wall s |\n| --- | --- | --- | --- | --- | --- | --- |", flush=True)
-    for label, model, _ in BASELINES:
-        config = TrainConfig(epochs=epochs, batch_size=batch_size)
+    for label, model, algorithm, hparams in settings:
+        if only and label not in only:
+            continue
+        config = TrainConfig(epochs=epochs, batch_size=batch_size, algorithm=algorithm,
+                             hparams=hparams, **({"lr": lr} if lr else {}))
         jobs = build_jobs(model, ["ZSO"], ["texture-hue"], samples, [0], scale, config)
         start = time.perf_counter()
         summary = run_jobs(jobs, out, backend="serial", device="cpu", progress=False)
@@ -123,10 +140,15 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=6)
     parser.add_argument("--samples", type=int, nargs="+", default=[0])
     parser.add_argument("--train-batch", type=int, default=32)
+    parser.add_argument("--set", choices=("paper", "small"), default="paper", dest="which",
+                        help="paper: resnet18 vs asr_rn18/vae/factor_vae; small: around small_cnn")
+    parser.add_argument("--lr", type=float, default=None, help="protocol learning rate")
+    parser.add_argument("--only", nargs="+", default=None, help="labels to run")
     parser.add_argument("--out", type=Path, default=Path("runs/bench-baselines"))
     args = parser.parse_args()
     if args.accuracy:
-        accuracy(args.scale, args.epochs, args.samples, args.out, args.train_batch)
+        accuracy(args.scale, args.epochs, args.samples, args.out, args.train_batch, args.which,
+                 args.lr, args.only)
         return
     print_costs("cpu", args.batch, args.steps)
     if torch.cuda.is_available():

@@ -159,8 +159,7 @@ def inspectable_jobs(run_dir: str | os.PathLike[str]) -> list[Path]:
         raise DiagvibError(f"run folder not found: {root}")
     found = []
     for path in sorted(p.parent for p in root.glob(f"*/{JOB_FILE}")):
-        algorithm = json.loads((path / JOB_FILE).read_text(encoding="utf-8"))
-        if algorithm.get("train", {}).get("algorithm") in INSPECTABLE and is_done(path):
+        if is_done(path) and read_job(path).train.algorithm in INSPECTABLE:
             found.append(path)
     return found
 
