@@ -69,10 +69,18 @@ def test_training_learns_and_records_every_epoch_and_tag() -> None:
 
 
 def test_same_config_same_numbers_whatever_the_runtime_options() -> None:
+    """Loader workers and the evaluation batch size change nothing in training (train_loss,
+    accuracies and counts are equal to the bit). The validation loss is equal to ~1e-12:
+    per-sample losses are summed in one fixed order whatever the batch size, but a convolution
+    over 7 images may use another kernel than over 256, and some torch releases of the declared
+    range (2.11) differ there in the last bits of float32 logits (seen: 1e-9 absolute)."""
     cfg = CFG.replace(epochs=2)
     first = train(cfg, **DATA)
     again = train(cfg, **DATA, num_workers=1, eval_batch_size=7)
-    assert first.epochs.equals(again.epochs)
+    exact = [c for c in first.epochs.columns if c != "val_loss"]
+    assert first.epochs[exact].equals(again.epochs[exact])
+    np.testing.assert_allclose(again.epochs["val_loss"], first.epochs["val_loss"], rtol=1e-7,
+                               atol=1e-8)
     other_seed = train(cfg.replace(seed=1), **DATA)
     assert not first.epochs["train_loss"].equals(other_seed.epochs["train_loss"])
 
