@@ -49,18 +49,19 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def _rate(fn, n_images: int, device: str, min_time: float) -> float:
-    """Images per second, best of 3 rounds of at least ``min_time / 3`` seconds each."""
+def _rate(fn, n_images: int, device: str, min_time: float, clock=time.perf_counter) -> float:
+    """Images per second of ``clock`` (wall time, or ``time.process_time``: CPU time of this
+    one-thread process, fairer on a shared machine), best of 3 rounds of ``min_time / 3`` s."""
     fn()
     _sync(device)
     best = 0.0
     for _ in range(3):
-        done, t0 = 0, time.perf_counter()
-        while time.perf_counter() - t0 < min_time / 3:
+        done, t0 = 0, clock()
+        while clock() - t0 < min_time / 3:
             fn()
             done += n_images
         _sync(device)
-        best = max(best, done / (time.perf_counter() - t0))
+        best = max(best, done / (clock() - t0))
     return best
 
 
@@ -84,7 +85,7 @@ def bench_render(device: str, batches: list[int], min_time: float) -> dict:
             return gen.render(c, seed=0, split="train", indices=np.arange(len(c)), out=o)
 
         torch_rate = _rate(on_device, batch, device, min_time)
-        numpy_rate = _rate(on_host, batch, "cpu", min_time)
+        numpy_rate = _rate(on_host, batch, "cpu", min_time, time.process_time)
         out[batch] = {"torch": torch_rate, "numpy_1_core": numpy_rate}
         print(f"render batch {batch:5d}: torch on {device} {torch_rate:10,.0f} images/s | numpy "
               f"one core {numpy_rate:8,.0f} images/s | ratio {torch_rate / numpy_rate:6.2f}",
@@ -112,15 +113,18 @@ def bench_numpy(rev: str, batches: list[int], min_time: float) -> dict:
         classes, idx = random_classes(batch, seed=1), np.arange(batch)
         assert (old.render(classes, seed=1, split="val", indices=idx)
                 == new.render(classes, seed=1, split="val", indices=idx)).all()
-        rates = []
-        for _ in range(2):  # interleaved: load on a shared machine hits both alike
-            rates.append(tuple(
-                _rate(lambda g=g, c=classes, i=idx: g.render(c, seed=1, split="val", indices=i),
-                      batch, "cpu", min_time) for g in (old, new)))
-        a, b = (max(r[k] for r in rates) for k in (0, 1))
+        rates: dict[int, list[float]] = {0: [], 1: []}
+        for rnd in range(4):  # interleaved, alternating order: load hits both alike
+            for k in ((0, 1) if rnd % 2 == 0 else (1, 0)):
+                g = (old, new)[k]
+                rates[k].append(_rate(
+                    lambda g=g, c=classes, i=idx: g.render(c, seed=1, split="val", indices=i),
+                    batch, "cpu", min_time / 2, time.process_time))
+        a, b = (float(np.median(rates[k])) for k in (0, 1))
         out[batch] = {"baseline": a, "now": b}
-        print(f"numpy renderer batch {batch:5d}: {rev} {a:8,.0f} images/s | now {b:8,.0f} "
-              f"images/s | ratio {b / a:5.2f} (same bytes)", flush=True)
+        print(f"numpy renderer batch {batch:5d}: {rev} {a:8,.0f} images per CPU-second | now "
+              f"{b:8,.0f} | ratio {b / a:5.3f} (medians of 4 interleaved rounds; same bytes)",
+              flush=True)
     return out
 
 
@@ -221,25 +225,29 @@ def bench_precision(device: str, model: str, scale: float, epochs: int, seeds: i
     return out
 
 
-def bench_cli(n: int) -> dict:
-    exe = Path(sys.executable).with_name("shortcutlab")
+def bench_cli(n: int, rev: str) -> dict:
     targets = {"memory": Path("/dev/shm"), "disk": Path(tempfile.gettempdir())}
     out = {}
     cache = tempfile.mkdtemp(prefix="bench-cache-")
+    old = Path(tempfile.mkdtemp(prefix="bench-old-src-"))
+    archive = subprocess.run(["git", "archive", rev, "src"], cwd=ROOT, capture_output=True,
+                             check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(old)], input=archive, check=True)
     env = {**os.environ, "SHORTCUTLAB_CACHE_DIR": cache, "OMP_NUM_THREADS": "1"}
     try:
         for label, folder in targets.items():
             if not folder.is_dir():
                 continue
-            for run in ("cold cache", "warm cache", "warm cache"):
+            for run in (f"{rev} (baseline)", "cold cache", "warm cache", "warm cache"):
                 if run == "cold cache":
                     shutil.rmtree(cache, ignore_errors=True)
+                run_env = {**env, "PYTHONPATH": str(old / "src")} if "baseline" in run else env
                 target = folder / f"bench-render-{os.getpid()}.npz"
                 before = resource.getrusage(resource.RUSAGE_CHILDREN)
                 t0 = time.perf_counter()
-                subprocess.run([str(exe), "diagvib", "render", "--n", str(n), "--out",
-                                str(target), "--device", "cpu"], env=env, check=True,
-                               capture_output=True)
+                subprocess.run([sys.executable, "-m", "shortcutlab.cli.main", "diagvib", "render",
+                                "--n", str(n), "--out", str(target), "--device", "cpu"],
+                               env=run_env, check=True, capture_output=True)
                 wall = time.perf_counter() - t0
                 after = resource.getrusage(resource.RUSAGE_CHILDREN)
                 cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -250,6 +258,7 @@ def bench_cli(n: int) -> dict:
                 out.setdefault(label, []).append({"run": run, "wall_s": wall, "cpu_s": cpu})
     finally:
         shutil.rmtree(cache, ignore_errors=True)
+        shutil.rmtree(old, ignore_errors=True)
     return out
 
 
@@ -294,7 +303,7 @@ def main() -> None:
         results["epoch"] = bench_epoch(args.device, args.scale, sorted({1, args.jobs}),
                                        args.precision, args.channels_last)
     if "cli" in args.only:
-        results["cli"] = bench_cli(20_000)
+        results["cli"] = bench_cli(20_000, args.baseline_rev)
     if "precision" in args.only:
         results["precision"] = bench_precision(args.device, args.precision_model,
                                                args.precision_scale, args.precision_epochs,
