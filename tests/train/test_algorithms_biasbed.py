@@ -581,3 +581,31 @@ def test_biasbed_schedule_reaches_the_trainer(monkeypatch: pytest.MonkeyPatch) -
     train(cfg, FakeDiagvib(24), FakeDiagvib(12, split="val"), {})
     assert [e for e, _ in seen] == [0, 1, 2]
     assert [lr for _, lr in seen] == pytest.approx([0.05, 0.005, 0.0005])
+
+
+def test_infodrop_min_pools_the_probabilities_like_the_reference() -> None:
+    from shortcutlab.train.algorithms.infodrop import drop_probability
+
+    density = torch.rand(2, 8, 8, generator=torch.Generator().manual_seed(0)) * 0.9 + 0.05
+    pool = nn.MaxPool2d(3, 2, 1)
+    t = 0.5
+    got = drop_probability(density, 1.5, t, pool)
+    prob = density.unsqueeze(1) ** (1 / t)
+    pooled = -torch.nn.functional.max_pool2d(-prob, 3, 2, 1)  # the reference's -pool(-prob)
+    q = pooled / pooled.sum(dim=(-2, -1), keepdim=True)
+    k = 1.5 * 4 * 4
+    torch.testing.assert_close(got, 1 - (1 - q) ** k)
+    assert got.shape == (2, 1, 4, 4)
+
+
+def test_sagnet_pretrained_style_head_starts_from_the_pretrained_stages(tmp_path) -> None:
+    weights = tmp_path / "w.pt"
+    torch.save(create_model("small_cnn", 3).state_dict(), weights)
+    cfg = TrainConfig(algorithm="sagnet", pretrained=str(weights))
+    algo = create_algorithm("sagnet", 3, cfg)
+    content, style = algo.content_head, algo.style_head
+    torch.testing.assert_close(style[0][0][0].weight, content[0][0][0].weight)  # conv stage
+    assert not torch.equal(style[1].weight, content[1].weight)  # a fresh classifier
+    scratch = create_algorithm("sagnet", 3, TrainConfig(algorithm="sagnet"))
+    assert not torch.equal(scratch.style_head[0][0][0].weight,
+                           scratch.content_head[0][0][0].weight)

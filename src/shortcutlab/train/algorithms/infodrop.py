@@ -15,11 +15,14 @@ distances is per sample, so an image's mask does not depend on the rest of the b
 Placement follows the authors' code (``placement="block"``, the default): the densities are
 estimated with the stem convolution's geometry on the network input, and the mask is applied
 to the output of the whole stem block (conv → BN → ReLU → max-pool); when the block ends in a
-max-pool, the patch distances are min-pooled with the same window first, so a pooled position
-is dropped as likely as its most predictable patch. Dropped positions are therefore exactly
-zero after the block. The dropout stays active at test time (``eval_drop=True``) as in the
-reference. ``placement="conv"`` keeps the earlier variant (:class:`InfoDropConv2d`: zero the
-first ``layers`` convolutions' outputs, before their batch norm; identity in evaluation).
+max-pool, the unnormalised drop probabilities are min-pooled with the same window before they
+are normalised, as the reference does. Dropped positions are therefore exactly zero after the
+block. Remaining differences to the reference, kept on purpose: patch distances are normalised
+per sample (reference: over the batch) and padded by reflection (reference: zeros), and each
+position is dropped with its exact marginal probability instead of drawing the indices. The
+dropout stays active at test time (``eval_drop=True``) as in the reference.
+``placement="conv"`` keeps the earlier variant (:class:`InfoDropConv2d`: zero the first
+``layers`` convolutions' outputs, before their batch norm; identity in evaluation).
 """
 
 from __future__ import annotations
@@ -48,15 +51,13 @@ def patch_density(
     n_offsets: int = 9,
     bandwidth: float = 1.0,
     generator: torch.Generator | None = None,
-    pool: nn.MaxPool2d | None = None,
 ) -> torch.Tensor:
     """Kernel-density estimate of each receptive-field patch of ``conv`` on ``x``: (B, H', W').
 
     For ``n_offsets`` random offsets (di, dj) in [-radius, radius]^2, the squared distance between
     a patch and the patch shifted by (di, dj) (reflection padding at the borders) is summed over
     channels and the receptive field; the density is the mean of ``exp(-d / (2 h^2 mean(d)))``.
-    High density = low self-information. With ``pool`` (a max-pool following the block), the
-    distances are min-pooled with its window, giving the density on the pooled map.
+    High density = low self-information.
     """
     b, c, h, w = x.shape
     offsets = torch.randint(-radius, radius + 1, (n_offsets, 2), generator=generator)
@@ -77,11 +78,6 @@ def patch_density(
         dilation=conv.dilation,
         groups=n_offsets,
     )  # (B, n, H', W')
-    if pool is not None:
-        patch = -F.max_pool2d(
-            -patch, pool.kernel_size, pool.stride, pool.padding, pool.dilation,
-            ceil_mode=pool.ceil_mode,
-        )
     scale = patch.mean(dim=(1, 2, 3), keepdim=True).clamp_min(1e-12)
     return torch.exp(-patch / scale / (2.0 * bandwidth**2)).mean(dim=1)
 
@@ -140,13 +136,23 @@ class InfoDropConv2d(SeededLayer):
 
 
 def drop_probability(
-    density: torch.Tensor, drop_rate: float, temperature: float
+    density: torch.Tensor,
+    drop_rate: float,
+    temperature: float,
+    pool: nn.MaxPool2d | None = None,
 ) -> torch.Tensor:
     """Per-position drop probability (B, 1, H, W) from densities (B, H, W): ``drop_rate*H*W``
-    draws with replacement from ``density ** (1/T)`` normalised per sample."""
+    draws with replacement from ``density ** (1/T)`` normalised per sample. With ``pool`` (the
+    max-pool ending the block) ``density ** (1/T)`` is min-pooled with its window first, giving
+    probabilities on the pooled map (the reference's ``-pool(-prob)``)."""
     logits = torch.log(density.clamp_min(1e-30)) / temperature
-    q = torch.softmax(logits.flatten(1), dim=1).view_as(density)
-    k = drop_rate * density.shape[1] * density.shape[2]
+    if pool is not None:  # min-pooling in log space: the same order, no underflow
+        logits = -F.max_pool2d(
+            -logits.unsqueeze(1), pool.kernel_size, pool.stride, pool.padding, pool.dilation,
+            ceil_mode=pool.ceil_mode,
+        ).squeeze(1)
+    q = torch.softmax(logits.flatten(1), dim=1).view_as(logits)
+    k = drop_rate * logits.shape[1] * logits.shape[2]
     return (1.0 - (1.0 - q).pow(k)).unsqueeze(1)
 
 
@@ -199,9 +205,8 @@ class InfoDropBlock(SeededLayer):
         density = patch_density(
             x.float(), self.geometry[0], radius=self.radius, n_offsets=self.n_offsets,
             bandwidth=self.bandwidth, generator=self.generator(torch.device("cpu")),
-            pool=self.pool,
         )
-        return drop_probability(density, self.drop_rate, self.temperature)
+        return drop_probability(density, self.drop_rate, self.temperature, self.pool)
 
     def forward(self, out: torch.Tensor) -> torch.Tensor:
         active = self.training or self.eval_drop

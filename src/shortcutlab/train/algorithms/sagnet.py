@@ -10,7 +10,9 @@ style. Prediction uses ``c(f(x))`` without randomisation.
 
 The split point is the middle of the model's feature stages (for a ResNet: after layer2 of
 four, i.e. the randomisation sits before layer3, as in the reference code); heads are the
-remaining stages plus the classifier, and the style head is a freshly initialised copy. The
+remaining stages plus the classifier, and the style head is a freshly initialised copy (with
+``config.pretrained``, as in the reference, a copy of the pretrained stages with a fresh
+classifier). The
 adversarial step updates only the featurizer's batch-norm affine parameters (the reference's
 ``adv_params``), with their gradient norm clipped to ``clip_adv``; ``adv_params="all"`` keeps
 the earlier variant that updates every featurizer parameter. An ImageNet-pretrained start is
@@ -111,6 +113,11 @@ def batchnorm_parameters(module: nn.Module) -> list[nn.Parameter]:
     ]
 
 
+def _last_linear(module: nn.Module) -> nn.Module:
+    linears = [m for m in module.modules() if isinstance(m, nn.Linear)]
+    return linears[-1] if linears else module
+
+
 def _reinitialise(module: nn.Module) -> None:
     for m in module.modules():
         reset = getattr(m, "reset_parameters", None)
@@ -140,7 +147,10 @@ class SagNet(Algorithm):
         self.style_head = copy.deepcopy(self.content_head)
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(torch_seed(config.seed, "sagnet-style-head"))
-            _reinitialise(self.style_head)
+            if config.pretrained:  # the reference starts the style stages from the same weights
+                _reinitialise(_last_linear(self.style_head))
+            else:
+                _reinitialise(self.style_head)
         trainable_f = any(p.requires_grad for p in self.featurizer.parameters())
         # a frozen backbone (freeze_backbone / rn50_in) leaves only the heads to train
         self.opt_f = self.make_optimizer(self.featurizer.parameters()) if trainable_f else None
