@@ -301,9 +301,9 @@ def _interp_matrix(coord: torch.Tensor, size: int) -> torch.Tensor:
     lo = torch.clamp(torch.floor(coord), -1.0, size - 1.0)
     w = (coord - lo)[..., None]
     col = (lo.to(torch.int64) + 1)[..., None]
-    k = torch.arange(size + 2, device=coord.device)
-    zero = torch.zeros((), dtype=coord.dtype, device=coord.device)
-    return torch.where(k == col, 1.0 - w, zero) + torch.where(k == col + 1, w, zero)
+    weights = torch.zeros((*coord.shape, size + 2), dtype=coord.dtype, device=coord.device)
+    weights.scatter_(-1, col, 1.0 - w)
+    return weights.scatter_(-1, col + 1, w)  # col + 1 <= size + 1: always inside
 
 
 class _DeviceTables:
