@@ -308,3 +308,13 @@ def test_device_batches_without_a_torch_path(fake: FakeGenerator) -> None:
     ds = DiagvibDataset(SPEC, "val")
     batch = ds.device_batch(torch.tensor([4, 1]), "cpu")
     assert torch.equal(batch["x"], ds.render([4, 1]))  # rendered on the host, copied once
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_batches_made_on_the_gpu() -> None:
+    ds = DiagvibDataset(SPEC, "train")
+    idx = torch.arange(40, device="cuda")
+    batch = ds.device_batch(idx, "cuda")
+    assert all(v.device.type == "cuda" for v in batch.values())
+    host = ds.render(np.arange(40))
+    assert (batch["x"].cpu().to(torch.int16) - host.to(torch.int16)).abs().max() <= 1
