@@ -134,6 +134,7 @@ def test_report_cli_strict(table2_dir: tuple[Path, Path], tmp_path: Path) -> Non
     assert res.exit_code == 0, res.output
     data = json.loads((tmp_path / "comparison.json").read_text())
     assert data["n_blocks"] == 7 and data["n_algorithms"] == 8
+    assert sorted(data["excluded_blocks"]) == ["deepaug-cae", "deepaug-edsr", "stylized-imagenet"]
     assert data["df_convention"] == "pingouin" and data["nemenyi_clipped"]
     html = (tmp_path / "biasbed.html").read_text()
     assert "Strict setting: left out" in html and "erm on stylized" in html

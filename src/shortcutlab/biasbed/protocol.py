@@ -454,21 +454,22 @@ def compare_algorithms(
     mode = resolve_compare_by(epochs, compare_by)
     n = default_n_last(epochs) if n_last is None else n_last
     picked = select(epochs, rule, n_last=n, run_col="run", group_cols=["algorithm", "dataset"])
-    if exclude_test_sets:
-        unknown = sorted(set(exclude_test_sets) - set(picked["test_set"].astype(str)))
-        if unknown:
-            choices = sorted(set(picked["test_set"].astype(str)))
-            raise StatsError(unknown_choice("test set to exclude", unknown[0], choices))
-        picked = picked[~picked["test_set"].astype(str).isin(list(exclude_test_sets))]
+    test_sets = picked["test_set"].astype(str)
+    unknown = sorted(set(exclude_test_sets) - set(test_sets))
+    if unknown:
+        choices = sorted(set(test_sets))
+        raise StatsError(unknown_choice("test set to exclude", unknown[0], choices))
     if mode == "competitor":
         several = picked["dataset"].nunique() > 1
         picked = picked.assign(
             algorithm=picked["algorithm"].astype(str)
             + (" on " + picked["dataset"].astype(str) if several else "")
         ).drop(columns="dataset")
+    runs = runs_for_comparison(picked)
+    dropped = runs["block"][test_sets.isin(list(exclude_test_sets)).to_numpy()]
     return compare(
-        runs_for_comparison(picked), alpha=alpha, df=df, nemenyi_clip=nemenyi_clip,
-        exclude_blocks=(),
+        runs, alpha=alpha, df=df, nemenyi_clip=nemenyi_clip,
+        exclude_blocks=list(dict.fromkeys(dropped)),
     )
 
 
