@@ -19,9 +19,11 @@ _EXPORTS: dict[str, str] = {
     "ExperimentSpec": "spec", "SPLITS": "spec", "assign_classes": "spec",
     "STUDIES": "spec", "make_experiment": "studies", "experiment_names": "studies",
     "parse_experiment_name": "studies", "write_benchmark": "studies",
+    "paper_sample": "studies", "scaled_sizes": "studies", "select_classes": "studies",
     # images and datasets
-    "ImageGenerator": "render", "DiagvibDataset": "dataset", "export_split": "dataset",
-    "channel_stats": "dataset",
+    "ImageGenerator": "render", "classes_from_names": "render", "random_classes": "render",
+    "load_shapes": "sources", "load_textures": "sources",
+    "DiagvibDataset": "dataset", "export_split": "dataset", "channel_stats": "dataset",
     # scoring one's own predictions
     "mean_per_class_accuracy": "evaluation", "evaluate_predictions": "evaluation",
     "job_row": "evaluation",
@@ -29,6 +31,8 @@ _EXPORTS: dict[str, str] = {
     "build_jobs": "jobs", "collect_jobs": "jobs", "source_generator": "jobs",
     "DiagvibMetrics": "metrics", "compute_metrics": "metrics", "flat_summary": "metrics",
     "synthetic_table": "metrics", "load_job_tables": "report", "write_report": "report",
+    "plot_accuracy_matrices": "figures", "plot_factor_aggregates": "figures",
+    "add_comparison_section": "comparison", "compare_study": "comparison",
 }
 
 __all__ = sorted(_EXPORTS)

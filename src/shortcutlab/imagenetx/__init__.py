@@ -17,13 +17,19 @@ from shortcutlab.utils.lazy import lazy_exports
 
 _EXPORTS: dict[str, str] = {
     "FACTORS": "annotations", "META_LABELS": "annotations", "load_annotations": "annotations",
+    "original_val_labels": "annotations",
     "ERROR_TYPES": "evaluate", "EvaluationResult": "evaluate", "bootstrap_ci": "evaluate",
     "error_ratio": "evaluate", "evaluate": "evaluate", "get_factor_accuracies": "evaluate",
     "Predictions": "predictions", "as_predictions": "predictions",
     "load_predictions": "predictions", "original_labels_predictions": "predictions",
-    "save_prediction_matrix": "predictions",
+    "save_prediction_matrix": "predictions", "combine": "predictions",
+    "alexander_govern_by_factor": "statistics", "augmentation_strength_effects": "statistics",
+    "chi2_train_vs_val": "statistics", "spearman_factors_meta_labels": "statistics",
+    "welch_by_factor": "statistics",
+    "correlation_heatmap": "figures", "error_ratio_bars": "figures",
+    "group_comparison": "figures", "meta_label_heatmap": "figures",
     "build_model": "predict", "predict_folder": "predict",
-    "analyse": "report", "write_report": "report",
+    "add_imagenetx_section": "report", "analyse": "report", "write_report": "report",
 }
 
 __all__ = sorted(_EXPORTS)

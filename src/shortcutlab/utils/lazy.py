@@ -12,7 +12,11 @@ def lazy_exports(
     package: str, exports: Mapping[str, str], namespace: dict[str, Any]
 ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """``__getattr__`` and ``__dir__`` for ``package`` whose ``exports`` map each public name
-    to the submodule defining it; a loaded name is cached in the package ``namespace``."""
+    to the submodule defining it; a loaded name is cached in the package ``namespace``.
+
+    A name equal to its submodule's (``evaluate`` in ``evaluate``) is imported now: importing
+    the submodule later would otherwise bind the package attribute to the module.
+    """
 
     def __getattr__(name: str) -> Any:
         module = exports.get(name)
@@ -25,4 +29,7 @@ def lazy_exports(
     def __dir__() -> list[str]:
         return sorted({*namespace, *exports})
 
+    for name, module in exports.items():
+        if name == module:
+            namespace[name] = getattr(importlib.import_module(f"{package}.{module}"), name)
     return __getattr__, __dir__
