@@ -345,35 +345,56 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
-@pytest.mark.slow
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
-def test_workers_die_with_a_killed_main_process(tmp_path, monkeypatch) -> None:
+def _kill_main_and_check(tmp_path: Path, backend: str, n: int, below: Callable[[int], list[int]],
+                         ) -> None:
+    """Run ``n`` hanging jobs in a forked main process, SIGKILL it alone once they started, and
+    check that every process it had started is gone within 20 s."""
     log = tmp_path / "runlog.txt"
-    monkeypatch.setenv(fake_jobs.RUNLOG, str(log))
-    jobs = [Job(experiment=f"noop/hang-x/{i}", kind="noop") for i in range(2)]
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child: the run's main process
-        try:
-            run_jobs(jobs, tmp_path / "run", backend="processes", workers=2, progress=False)
-        finally:
-            os._exit(1)
+    os.environ[fake_jobs.RUNLOG] = str(log)
+    jobs = [Job(experiment=f"noop/hang-{backend}/{i}", kind="noop") for i in range(n)]
+    try:
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child: the run's main process
+            try:
+                run_jobs(jobs, tmp_path / "run", backend=backend, workers=n, progress=False)
+            finally:
+                os._exit(1)
+    finally:
+        del os.environ[fake_jobs.RUNLOG]
     try:
         deadline = time.time() + 120
         while time.time() < deadline and (
-            not log.exists() or len(log.read_text().splitlines()) < 2
+            not log.exists() or len(log.read_text().splitlines()) < n
         ):
             time.sleep(0.2)
         workers = [int(line.split()[1]) for line in log.read_text().splitlines()]
-        assert len(workers) == 2
-        helpers = _children(pid)  # the workers and multiprocessing's resource tracker
+        assert len(workers) == n
+        helpers = below(pid)
         assert set(workers) <= set(helpers)
     finally:
         os.kill(pid, signal.SIGKILL)  # the main process only, as the OOM killer would
         os.waitpid(pid, 0)
-    deadline = time.time() + 15
+    deadline = time.time() + 20
     while time.time() < deadline and any(_alive(p) for p in helpers):
         time.sleep(0.2)
     assert [p for p in helpers if _alive(p)] == []
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_workers_die_with_a_killed_main_process(tmp_path) -> None:
+    # the workers and multiprocessing's resource tracker
+    _kill_main_and_check(tmp_path, "processes", 2, _children)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_local_ray_instance_dies_with_a_killed_main_process(tmp_path) -> None:
+    pytest.importorskip("ray")
+    from shortcutlab.runner.reaper import descendants
+
+    # raylet, GCS, Ray's agents and the worker running the job
+    _kill_main_and_check(tmp_path, "ray", 1, descendants)
 
 
 # ----------------------------------------------------------------------------- disk full

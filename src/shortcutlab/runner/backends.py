@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import subprocess
 import sys
 import threading
 import time
@@ -198,6 +199,7 @@ def _ray(
             kwargs["num_cpus"] = workers
         ray.init(address=ray_address, **kwargs)
         started = True
+    reaper = _reap_local_ray() if started else None
     try:
         on_gpu = device != "cpu" and ray.cluster_resources().get("GPU", 0) >= 1
         # Ray pins each task to its GPU share (CUDA_VISIBLE_DEVICES); jobs_per_gpu share one
@@ -214,6 +216,32 @@ def _ray(
     finally:
         if started:
             ray.shutdown()
+        if reaper is not None:
+            reaper.kill()
+            reaper.wait()
+
+
+def _reap_local_ray() -> subprocess.Popen[bytes] | None:
+    """Start a watcher that kills the local Ray instance's processes if this process dies
+    without shutting it down (Ray's agents would outlive it). Linux only (reads /proc)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    from shortcutlab.runner import reaper
+
+    targets = []
+    for pid in reaper.descendants(os.getpid()):
+        try:
+            is_ray = b"ray" in Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        start = reaper.start_time(pid)
+        if is_ray and start is not None:
+            targets.append(f"{pid}:{start}")
+    if not targets:
+        return None
+    return subprocess.Popen([sys.executable, reaper.__file__, str(os.getpid()), *targets],
+                            start_new_session=True, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def _slurm(
