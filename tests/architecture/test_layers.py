@@ -51,9 +51,9 @@ def violations(root: Path) -> list[str]:
                 continue
             for module in targets:
                 target = _package_of(module)
-                if target is None or target == source or source == "":
-                    continue
-                if target == "" or target not in LAYERS or source not in LAYERS:
+                if target is None or target == source or source == "" or target == "":
+                    continue  # the root package holds only the version and imports nothing
+                if target not in LAYERS or source not in LAYERS:
                     found.append(f"{rel}:{node.lineno} imports {module} (package not layered)")
                 elif LAYERS[target] > LAYERS[source]:
                     found.append(f"{rel}:{node.lineno} imports {module}: upward "
@@ -69,6 +69,11 @@ def test_every_package_has_a_layer() -> None:
     packages = {p.name for p in PACKAGE_ROOT.iterdir() if p.is_dir() and p.name != "__pycache__"}
     modules = {p.stem for p in PACKAGE_ROOT.glob("*.py") if p.stem != "__init__"}
     assert packages | modules == set(LAYERS)
+
+
+def test_the_root_package_imports_nothing_of_its_own() -> None:
+    tree = ast.parse((PACKAGE_ROOT / "__init__.py").read_text(encoding="utf-8"))
+    assert not [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
 
 
 def test_no_module_imports_a_higher_layer() -> None:

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from shortcutlab.cli.output import json_option, print_json
 from shortcutlab.diagvib.factors import FACTORS
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def _factor_table(title: str, frame: pd.DataFrame, keys: list[str], err: str = "sem",

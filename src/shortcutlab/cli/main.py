@@ -8,7 +8,6 @@ their functions, so ``--help`` stays fast.
 from __future__ import annotations
 
 import importlib
-import sys
 
 import typer
 
@@ -34,10 +33,9 @@ _GROUPS = {
 
 def _print_version(value: bool) -> None:
     if value:
-        # the root package is already imported (it is this module's parent); importing from it
-        # would break the layering rule (docs/architecture.md: the root is no layer)
-        version = sys.modules["shortcutlab"].__version__
-        typer.echo(f"shortcutlab {version}")
+        from shortcutlab import __version__
+
+        typer.echo(f"shortcutlab {__version__}")
         raise typer.Exit()
 
 
