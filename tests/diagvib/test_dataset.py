@@ -225,8 +225,8 @@ def test_cli_studies_and_export(tmp_path, fake: FakeGenerator) -> None:
     res = runner.invoke(app, ["diagvib", "export", str(tmp_path / "none.yaml"), "--out",
                               str(tmp_path / "bad.npz")])
     assert "none.yaml" in _cli_error(res)
-    res = runner.invoke(app, ["diagvib", "studies", "--out", str(tmp_path / "d"), "--samples", "-1"])
-    assert ">= 0" in _cli_error(res)
+    res = runner.invoke(app, ["diagvib", "studies", "--out", str(tmp_path / "d"), "--samples", "7"])
+    assert res.exit_code == 2 and "unknown dataset sample 7" in res.output
     assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing written
 
 
