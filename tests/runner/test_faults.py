@@ -433,3 +433,26 @@ def test_a_full_disk_before_anything_runs_stops_with_one_line(
     monkeypatch.setattr(jobs_mod, "write_text", _enospc)
     with pytest.raises(RunnerError, match=r"cannot write the job folder .*: No space left"):
         _run(_jobs(), tmp_path)
+
+
+# ----------------------------------------------------------------------------- real training
+
+
+def test_a_real_job_rerun_after_corruption_gives_the_clean_numbers(tmp_path) -> None:
+    """A tiny DiagViB-6 training job: its result corrupted, the rerun trains it again and
+    reproduces every number of the clean run (all but the wall time)."""
+    from shortcutlab.diagvib.jobs import build_jobs
+    from shortcutlab.train.config import TrainConfig
+
+    config = TrainConfig(protocol="demo").replace(epochs=1, batch_size=16)
+    jobs = build_jobs("small_cnn", ["ZSO"], ["hue-shape"], [0], [0], 0.002, config)
+    out = tmp_path / "run"
+    assert len(run_jobs(jobs, out, backend="serial", device="cpu", progress=False).done) == 1
+    clean_table, clean_epochs = _tables(out)
+    _truncate(out / jobs[0].job_id / "result.json")
+    again = run_jobs(jobs, out, backend="serial", device="cpu", progress=False)
+    assert len(again.done) == 1 and "moved aside" in again.notes[0].note
+    table, epochs = _tables(out)
+    timing = ["train_seconds"]
+    pd.testing.assert_frame_equal(table.drop(columns=timing), clean_table.drop(columns=timing))
+    pd.testing.assert_frame_equal(epochs, clean_epochs)
