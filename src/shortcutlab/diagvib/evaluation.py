@@ -86,8 +86,8 @@ def _macro_recall_torch(preds: Any, target: Any, num_classes: int | None) -> Any
     k = int(max(target.max(), preds.max()) + 1) if num_classes is None else num_classes
     support = torch.bincount(target, minlength=k)
     hits = torch.bincount(target, weights=(preds == target).double(), minlength=k)
-    seen = support > 0
-    return (hits[seen] / support[seen]).mean().float()
+    seen = (support > 0).double()  # a masked mean: no boolean indexing, so no host sync
+    return ((hits / support.clamp(min=1)) * seen).sum().div(seen.sum()).float()
 
 
 def mean_per_class_accuracy(preds: Any, target: Any, num_classes: int | None = None) -> Any:
@@ -95,9 +95,10 @@ def mean_per_class_accuracy(preds: Any, target: Any, num_classes: int | None = N
 
     ``preds``: class ids (N,) or scores/logits (N, C) (arg-max taken); ``target``: class ids (N,).
     numpy arrays or lists give a Python float; torch tensors give a 0-dim float tensor on the
-    targets' device (usable inside a training loop without a sync). Classes that only occur in
-    ``preds`` do not count (as in sklearn's ``balanced_accuracy_score``; torchmetrics' macro
-    accuracy would count them as 0). On a class-balanced set it equals plain accuracy.
+    targets' device (with ``num_classes`` given, no host sync inside a training loop). Classes
+    that only occur in ``preds`` do not count (as in sklearn's ``balanced_accuracy_score``;
+    torchmetrics' macro accuracy would count them as 0). On a class-balanced set it equals plain
+    accuracy.
     """
     if _is_tensor(preds) or _is_tensor(target):
         return _macro_recall_torch(preds, target, num_classes)
