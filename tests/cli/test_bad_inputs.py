@@ -260,3 +260,32 @@ def test_unreadable_job_files_are_named_and_skipped(
     assert str(victim / name) in res.output.replace("\n", "")
     if command == "collect":
         assert res.exit_code == 0 and "1 jobs (done 1, 1 unreadable skipped)" in res.output
+
+
+SPECS_DAMAGE: dict[str, tuple[Callable[[Path], None], str]] = {
+    "index path outside the folder": (
+        lambda d: (d / "index.csv").write_text((d / "index.csv").read_text().replace(
+            "ZSO/hue/0.yaml", "../../../etc/hostname")), "points outside"),
+    "spec edited after writing": (
+        lambda d: (d / "ZSO/hue/0.yaml").write_text(
+            (d / "ZSO/hue/0.yaml").read_text().replace("seed: 0", "seed: 1")),
+        "was changed after `diagvib studies` wrote it"),
+    "spec file missing": (lambda d: (d / "ZSO/hue/0.yaml").unlink(), "is missing"),
+    "index not UTF-8": (lambda d: (d / "index.csv").write_bytes(b"name,hash,path\n\xff,\xfe,x\n"),
+                        "cannot be read"),
+}
+
+
+@pytest.mark.parametrize("damage", list(SPECS_DAMAGE))
+def test_a_damaged_specs_folder_is_refused(work: Work, tmp_path: Path, damage: str) -> None:
+    specs = tmp_path / "specs"
+    res = runner.invoke(app, ["diagvib", "studies", "--study", "ZSO", "--samples", "0",
+                              "--scale", "0.001", "--out", str(specs)])
+    assert res.exit_code == 0, res.output
+    corrupt, fragment = SPECS_DAMAGE[damage]
+    corrupt(specs)
+    res = runner.invoke(app, ["diagvib", "run", "--model", "small_cnn", "--study", "ZSO",
+                              "--pairs", "hue-shape", "--scale", "0.001", "--specs", str(specs),
+                              "--out", str(tmp_path / "run")])
+    _check_clean(res, work, fragment)
+    assert not (tmp_path / "run").exists()  # refused before anything was written
