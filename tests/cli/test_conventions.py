@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -70,6 +71,14 @@ def _option(cmd: Any, flag: str) -> Any | None:
 def test_version_flag() -> None:
     res = runner.invoke(app, ["--version"])
     assert res.exit_code == 0 and res.stdout.strip() == f"shortcutlab {__version__}"
+
+
+def test_commands_render_json_in_one_place() -> None:
+    """No command module formats JSON itself: print_json of cli/output.py does."""
+    cli = Path(__file__).resolve().parents[2] / "src" / "shortcutlab" / "cli"
+    own = [f.name for f in sorted(cli.glob("*.py"))
+           if f.name != "output.py" and "json.dumps(" in f.read_text(encoding="utf-8")]
+    assert not own, own
 
 
 def test_exemptions_name_real_commands() -> None:
