@@ -15,6 +15,7 @@ import json
 import os
 import shutil
 import signal
+import subprocess
 import sys
 import time
 import traceback
@@ -345,35 +346,41 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
-def _kill_main_and_check(tmp_path: Path, backend: str, n: int, below: Callable[[int], list[int]],
-                         ) -> None:
-    """Run ``n`` hanging jobs in a forked main process, SIGKILL it alone once they started, and
-    check that every process it had started is gone within 20 s."""
+_MAIN = """
+import sys
+from shortcutlab.runner import Job, run_jobs
+from tests.runner import fake_jobs
+fake_jobs.register()
+backend, n, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+jobs = [Job(experiment=f"noop/hang-{backend}/{i}", kind="noop") for i in range(n)]
+run_jobs(jobs, out, backend=backend, workers=n, progress=False)
+"""
+
+
+def _kill_main_and_check(tmp_path: Path, backend: str, n: int,
+                         below: Callable[[int], list[int]]) -> None:
+    """Run ``n`` hanging jobs from a fresh main process (a fork would inherit this process's
+    Ray/gRPC state), SIGKILL it alone once they started, and check that every process it had
+    started is gone within 20 s."""
     log = tmp_path / "runlog.txt"
-    os.environ[fake_jobs.RUNLOG] = str(log)
-    jobs = [Job(experiment=f"noop/hang-{backend}/{i}", kind="noop") for i in range(n)]
+    env = {**os.environ, fake_jobs.RUNLOG: str(log)}
+    main = subprocess.Popen([sys.executable, "-c", _MAIN, backend, str(n), str(tmp_path / "run")],
+                            cwd=Path(__file__).resolve().parents[2], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        pid = os.fork()
-        if pid == 0:  # pragma: no cover - the child: the run's main process
-            try:
-                run_jobs(jobs, tmp_path / "run", backend=backend, workers=n, progress=False)
-            finally:
-                os._exit(1)
-    finally:
-        del os.environ[fake_jobs.RUNLOG]
-    try:
-        deadline = time.time() + 120
-        while time.time() < deadline and (
+        deadline = time.time() + 240
+        while time.time() < deadline and main.poll() is None and (
             not log.exists() or len(log.read_text().splitlines()) < n
         ):
             time.sleep(0.2)
+        assert main.poll() is None, "the run ended before its jobs started"
         workers = [int(line.split()[1]) for line in log.read_text().splitlines()]
         assert len(workers) == n
-        helpers = below(pid)
+        helpers = below(main.pid)
         assert set(workers) <= set(helpers)
     finally:
-        os.kill(pid, signal.SIGKILL)  # the main process only, as the OOM killer would
-        os.waitpid(pid, 0)
+        main.kill()  # SIGKILL to the main process only, as the OOM killer would
+        main.wait()
     deadline = time.time() + 20
     while time.time() < deadline and any(_alive(p) for p in helpers):
         time.sleep(0.2)
