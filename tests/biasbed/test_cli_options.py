@@ -15,7 +15,7 @@ from shortcutlab.train.models import create_model
 
 
 def _base(folders: dict[str, Path], out: Path) -> list[str]:
-    return ["biasbed", "run", "--algorithm", "erm", "--runs", "1", "--image-size", "16",
+    return ["biasbed", "run", "--algorithm", "erm", "--seeds", "0", "--image-size", "16",
             "--train-dir", f"imagenet={folders['train']}", "--val-dir",
             f"imagenet={folders['val']}", "--train-dir", f"stylized={folders['val']}",
             "--val-dir", f"stylized={folders['train']}", "--test-dir", f"cue={folders['cue']}",
@@ -82,7 +82,7 @@ def test_single_training_set_keeps_the_old_form(
         "shortcutlab.biasbed.protocol.run_jobs",
         lambda jobs, out, **kw: calls.append(list(jobs)) or RunSummary([]),
     )
-    args = ["biasbed", "run", "--algorithm", "erm", "--runs", "1", "--train-dir",
+    args = ["biasbed", "run", "--algorithm", "erm", "--seeds", "0", "--train-dir",
             str(folders["train"]), "--val-dir", str(folders["val"]), "--test-dir",
             f"cue={folders['cue']}", "--class-map", str(folders["map"]), "--out",
             str(tmp_path / "o")]

@@ -113,13 +113,13 @@ def test_report_files(protocol_dir: Path, tmp_path: Path) -> None:
     written = write_report(protocol_dir, tmp_path / "rep", rule="last_n", n_last=2)
     names = {p.name for p in written}
     assert {
-        "biasbed.html",
+        "index.html",
         "epochs.csv",
         "selection.csv",
         "comparison.json",
         "comparison_cd_diagram.png",
     } <= names
-    html = (tmp_path / "rep" / "biasbed.html").read_text()
+    html = (tmp_path / "rep" / "index.html").read_text()
     assert "cherry-picking" in html and "Iman-Davenport" in html and "data:image/png" in html
     saved = pd.read_csv(tmp_path / "rep" / "selection.csv")
     assert len(saved) == 4
@@ -197,8 +197,8 @@ def test_cli_on_diagvib(tmp_path: Path) -> None:
         "diagvib:ZGO/shape-texture/0",
         "--scale",
         "0.001",
-        "--runs",
-        "1",
+        "--seeds",
+        "0",
         "--epochs",
         "1",
         "--batch-size",
@@ -219,7 +219,7 @@ def test_cli_on_diagvib(tmp_path: Path) -> None:
         app, ["biasbed", "report", str(tmp_path / "runs"), "--out", str(tmp_path / "rep")]
     )
     assert res.exit_code == 0, res.output
-    assert "No statistical comparison" in (tmp_path / "rep" / "biasbed.html").read_text()
+    assert "No statistical comparison" in (tmp_path / "rep" / "index.html").read_text()
     res = runner.invoke(
         app,
         [

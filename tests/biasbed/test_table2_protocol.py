@@ -136,7 +136,7 @@ def test_report_cli_strict(table2_dir: tuple[Path, Path], tmp_path: Path) -> Non
     assert data["n_blocks"] == 7 and data["n_algorithms"] == 8
     assert sorted(data["excluded_blocks"]) == ["deepaug-cae", "deepaug-edsr", "stylized-imagenet"]
     assert data["df_convention"] == "pingouin" and data["nemenyi_clipped"]
-    html = (tmp_path / "biasbed.html").read_text()
+    html = (tmp_path / "index.html").read_text()
     assert "Strict setting: left out" in html and "erm on stylized" in html
     assert "biasbed (lr=0.001" in html
     assert (tmp_path / "competitors.csv").is_file()

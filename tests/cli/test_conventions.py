@@ -113,16 +113,11 @@ def test_shared_flags_mean_the_same(name: str) -> None:
 TRAINING = [n for n, c in COMMANDS.items() if _option(c, "--model") and _option(c, "--epochs")]
 
 
-SEEDS_PENDING = {  # commands of other issues that name their seeds differently today
-    "biasbed run": "takes --runs N --first-seed S; cli/biasbed.py belongs to issue 17",
-    "vqa baselines": "takes one --seed (cnn-bow and injection); cli/vqa.py belongs to issue 18",
-}
 
 
 @pytest.mark.parametrize(
     "name",
-    [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=SEEDS_PENDING[n]))
-     if n in SEEDS_PENDING else n for n in sorted(TRAINING)],
+    sorted(TRAINING),
 )
 def test_training_commands_take_seeds(name: str) -> None:
     """Every command that trains names its training seeds with --seeds (one run per seed)."""
@@ -134,8 +129,6 @@ def _backend_defaults() -> dict[str, str]:
             if _option(cmd, "--backend") is not None}
 
 
-@pytest.mark.xfail(strict=True, reason="`biasbed run` defaults to serial, `diagvib run` to "
-                   "processes; cli/biasbed.py belongs to issue 17 (remove this mark then)")
 def test_one_default_backend() -> None:
     defaults = _backend_defaults()
     assert "diagvib run" in defaults
@@ -149,9 +142,7 @@ def _html_names(cmd: Any) -> set[str]:
 
 @pytest.mark.parametrize(
     "name",
-    [pytest.param(n, marks=pytest.mark.xfail(
-        strict=True, reason="writes biasbed.html; cli/biasbed.py belongs to issue 17"))
-     if n == "biasbed report" else n for n in sorted(COMMANDS)],
+    sorted(COMMANDS),
 )
 def test_one_report_file_name(name: str) -> None:
     """A command that writes an HTML page calls it index.html (open <out>/index.html)."""

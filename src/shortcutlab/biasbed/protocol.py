@@ -152,8 +152,10 @@ def build_protocol_jobs(
     textures: str | Path | None = None,
     protocol: str | None = None,
     pretrained: str | Path | None = None,
+    seeds: Sequence[int] | None = None,
 ) -> list[PlannedRun]:
-    """One job per (algorithm, dataset, run); run r trains with seed ``first_seed + r``.
+    """One job per (algorithm, dataset, run); run r trains with seed ``first_seed + r``, or
+    with ``seeds[r]`` when ``seeds`` is given (then ``runs`` is ignored).
 
     ``datasets``: ``diagvib:...`` names and/or :class:`FolderExperiment` objects;
     ``dataset_names``: display names of the folder experiments (default ``folders``,
@@ -174,8 +176,14 @@ def build_protocol_jobs(
         raise ProtocolError("give a --dataset diagvib:... or --train-dir/--val-dir/--test-dir")
     if protocol is None and (epochs is None or batch_size is None or lr is None):
         raise ProtocolError("give epochs, batch size and lr, or a --protocol preset")
+    if seeds is not None:
+        if not seeds or len(set(seeds)) != len(seeds) or min(seeds) < 0:
+            raise ProtocolError(f"--seeds must be distinct non-negative integers (got {seeds})")
+        runs, run_seeds = len(seeds), [int(s) for s in seeds]
+    else:
+        run_seeds = [first_seed + r for r in range(max(runs, 0))]
     if runs < 1 or (epochs is not None and epochs < 1):
-        raise ProtocolError(f"--runs and --epochs must be >= 1 (got {runs} and {epochs})")
+        raise ProtocolError(f"runs and --epochs must be >= 1 (got {runs} and {epochs})")
     register()
     inputs = diagvib_jobs.source_inputs(mnist, textures)
     if inputs:
@@ -206,7 +214,7 @@ def build_protocol_jobs(
         for algorithm in algorithms:
             for r in range(runs):
                 config = _run_config(
-                    algorithm, model, r + first_seed, epochs, batch_size, lr, protocol,
+                    algorithm, model, run_seeds[r], epochs, batch_size, lr, protocol,
                     pretrained, dict(hparams.get(algorithm, {})),
                 )
                 job = Job(

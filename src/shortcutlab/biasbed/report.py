@@ -216,7 +216,7 @@ def write_report(
     alpha: float = 0.05,
     **options: Any,
 ) -> list[Path]:
-    """Write ``biasbed.html`` plus ``epochs.csv``, ``selection.csv``, ``competitors.csv`` and
+    """Write ``index.html`` plus ``epochs.csv``, ``selection.csv``, ``competitors.csv`` and
     the comparison files (JSON, CSV, LaTeX, CD diagram) into ``out_dir``; returns the written
     paths. ``options``: ``compare_by``, ``strict``, ``df``, ``nemenyi_clip`` of
     :func:`add_biasbed_section`."""
@@ -237,5 +237,5 @@ def write_report(
         written.append(out / name)
     if tables["comparison"] is not None:
         written.extend(tables["comparison"].write(out, stem="comparison"))
-    written.append(report.write(out / "biasbed.html"))
+    written.append(report.write(out / "index.html"))
     return written

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from shortcutlab.cli.errors import clean_errors
-from shortcutlab.cli.options import mnist_option, textures_option
+from shortcutlab.cli.options import mnist_option, seeds_option, textures_option
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 
@@ -73,7 +73,7 @@ def run(
     ),
     name: str = typer.Option("folders", help="Name of the image-folder dataset in tables."),
     image_size: int = typer.Option(224, help="Image-folder images are resized/cropped to this."),
-    runs: int = typer.Option(3, help="Runs (training seeds) per algorithm and dataset."),
+    seeds: list[int] = seeds_option([0, 1, 2]),
     protocol: str = typer.Option(
         None,
         help="Training recipe preset: paper, demo or biasbed (SGD momentum 0.9, wd 1e-4, "
@@ -93,8 +93,7 @@ def run(
     scale: float = typer.Option(0.01, help="DiagViB-6 dataset size relative to the paper's."),
     mnist: Path = mnist_option("DiagViB-6 datasets: "),
     textures: Path = textures_option("DiagViB-6 datasets: "),
-    first_seed: int = typer.Option(0, help="Run r trains with seed first_seed + r."),
-    backend: str = typer.Option("serial", help="serial | processes | ray | slurm."),
+    backend: str = typer.Option("processes", help="serial | processes | ray | slurm."),
     workers: int = typer.Option(None, help="Parallel jobs for the processes/ray backends."),
     ray_address: str = typer.Option(None, help="Join an existing Ray cluster (e.g. auto)."),
     slurm_partition: str = typer.Option(None, help="SLURM partition."),
@@ -171,11 +170,11 @@ def run(
     planned = build_protocol_jobs(
         algorithm,
         datasets,
-        runs,
+        len(seeds),
         epochs,
         model=model,
         scale=scale,
-        first_seed=first_seed,
+        seeds=seeds,
         batch_size=batch_size,
         lr=lr,
         hparams=parse_hparams(hparam or []),
@@ -188,7 +187,7 @@ def run(
     console = Console()
     console.print(
         f"{len(planned)} runs ({len(algorithm)} algorithms x {len(datasets)} datasets "
-        f"x {runs} runs) -> {out}"
+        f"x {len(seeds)} runs, seeds {', '.join(map(str, seeds))}) -> {out}"
     )
     recipe = planned[0].job.train.describe_protocol() if planned else ""
     console.print(f"training recipe: {recipe}; backend {backend}")
@@ -264,7 +263,7 @@ def report(
 ) -> None:
     """Write the BiasBed report of RUN_DIR: selection rules side by side, curves, statistics.
 
-    Files: biasbed.html, epochs.csv, selection.csv and (with >= 2 algorithms and >= 2 test sets)
+    Files: index.html, epochs.csv, selection.csv and (with >= 2 algorithms and >= 2 test sets)
     comparison.json/.tex/_scores.csv/_ranks.csv/_nemenyi.csv/_cd_diagram.png.
     """
     from rich.console import Console

@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from shortcutlab.cli.errors import clean_errors
+from shortcutlab.cli.options import seeds_option
 from shortcutlab.cli.output import json_option, print_json
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
@@ -277,10 +278,13 @@ def baselines(
     inject: str = typer.Option(
         None, help="Inject a correlation into cnn-bow's training split, e.g. 'color:shape:0.9'."
     ),
-    seed: int = typer.Option(0, help="Seed of cnn-bow and of the injection."),
+    seeds: list[int] = seeds_option(),
     as_json: bool = json_option(),
 ) -> None:
-    """Run no-GPU baselines on built splits, write their predictions and scores."""
+    """Run no-GPU baselines on built splits, write their predictions and scores.
+
+    cnn-bow trains once per --seeds value (seed of its weights and of the injection); with
+    several seeds its runs are named cnn-bow@seed=S."""
     from shortcutlab.errors import VQAError, unknown_choice
     from shortcutlab.utils.io import write_json
     from shortcutlab.vqa.baselines import (
@@ -305,9 +309,13 @@ def baselines(
     samples = read_samples(splits)
     console = Console(stderr=as_json)
     summary = {}
-    for m in models:
+    runs = [(m, None) for m in models if m in PRIORS] + [
+        ("cnn-bow" if len(seeds) == 1 else f"cnn-bow@seed={seed}", seed)
+        for seed in (seeds if "cnn-bow" in models else [])
+    ]
+    for m, seed in runs:
         with console.status(f"running {m}"):
-            if m in PRIORS:
+            if seed is None:
                 preds = prior_predictions(samples, m)
             else:
                 table = load_table(data)
