@@ -22,7 +22,7 @@ def test_demo_stage_writes_splits_scores_and_report(tmp_path):
         assert r["counts"]["iid"] == 750  # 25 % of 3,000
     # the question-type prior is at least as good as the global answer prior on IID data
     assert scores["question-type-prior"]["iid"] >= scores["answer-prior"]["iid"]
-    html = (tmp_path / "report.html").read_text()
+    html = (tmp_path / "index.html").read_text()
     for text in ("Statistics (cf. paper Table 1)", "Baselines", "acc-head and acc-tail",
                  "Relations between shortcuts", "<img"):  # fmt: skip
         assert text in html

@@ -50,7 +50,7 @@ def run_demo(
     )
     scores = {name: score_splits(samples, preds) for name, preds in runs.items()}
     write_json(out_dir / "scores.json", scores)
-    html = write_baseline_report(splits, scores, out_dir / "report.html")
+    html = write_baseline_report(splits, scores, out_dir / "index.html")
     table_df = baseline_table(scores)
     best = max(scores, key=lambda m: scores[m]["iid"])
     console.print(table_df.round(2).to_string())
