@@ -119,3 +119,15 @@ def test_unknown_rule():
         StatsError, match="unknown selection rule 'best'; valid choices: best_epoch"
     ):
         select(wide(), "best")
+
+
+def test_missing_values_are_named_without_numpy_reprs() -> None:
+    import numpy as np
+
+    from shortcutlab.errors import StatsError
+    from shortcutlab.stats.selection import _as_float
+
+    values = pd.Series([0.5, np.nan])
+    with pytest.raises(StatsError) as err:
+        _as_float(values, "val_acc", pd.Series(np.array([3, 3])), pd.Series([0.0, 1.0]))
+    assert str(err.value).endswith("at run 3 epoch 1.0 (nan)") and "np." not in str(err.value)

@@ -57,12 +57,18 @@ def _pick(columns: Sequence[str], given: str | None, candidates: Sequence[str], 
     )
 
 
+def _plain(value: object) -> object:
+    """A numpy scalar as the Python value it holds (messages show ``nan``, not a numpy repr)."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
 def _as_float(values: pd.Series, what: str, runs: pd.Series, epochs: pd.Series) -> np.ndarray:
     num = pd.to_numeric(values, errors="coerce")
     bad = ~np.isfinite(num.to_numpy(dtype=float))
     if bad.any():
         idx = values.index[bad][:5]
-        where = ", ".join(f"run {runs[i]} epoch {epochs[i]} ({values[i]!r})" for i in idx)
+        where = ", ".join(f"run {_plain(runs[i])} epoch {_plain(epochs[i])} "
+                          f"({_plain(values[i])!r})" for i in idx)
         raise StatsError(f"missing or non-numeric {what} value(s) at {where}")
     return num.to_numpy(dtype=float)
 
