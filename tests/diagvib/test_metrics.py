@@ -309,3 +309,10 @@ def test_planted_dominance_follows_the_papers_symmetry() -> None:
     m = compute_metrics(synthetic_table(studies=("ZGO",), samples=(0, 1)))
     assert len(m.symmetry) == 15  # every unordered pair once
     assert m.symmetry["deviation"].abs().max() < 0.15
+
+
+def test_models_with_their_own_algorithm_keep_their_name() -> None:
+    assert model_label("vae", "vae") == "vae"
+    assert model_label("asr_rn18", "asr") == "asr_rn18"
+    assert model_label("small_cnn", "asr") == "small_cnn+asr"
+    assert model_label("resnet18", "erm") == "resnet18"

@@ -19,7 +19,7 @@ from shortcutlab.errors import RunnerError
 from shortcutlab.runner.collect import collect
 from shortcutlab.runner.jobs import Job, JobOutput, register_job_kind
 from shortcutlab.train.config import TrainConfig
-from shortcutlab.train.generative import implied_algorithm
+from shortcutlab.train.implied import implied_algorithm
 from shortcutlab.utils.digest import content_digest
 
 if TYPE_CHECKING:

@@ -28,6 +28,7 @@ import pandas as pd
 
 from shortcutlab.diagvib.factors import FACTORS
 from shortcutlab.errors import DiagvibError, unknown_choice
+from shortcutlab.train.implied import implied_algorithm
 from shortcutlab.utils.sanitize import json_safe
 
 STUDIES: tuple[str, ...] = (
@@ -61,10 +62,13 @@ def mean_sem(values: Iterable[float]) -> tuple[float, float, int]:
 
 
 def model_label(model: str, algorithm: str | None = None) -> str:
-    """The name a model is reported under: ``model``, or ``model+algorithm`` for non-ERM runs."""
+    """The name a model is reported under: ``model``, or ``model+algorithm`` for runs with an
+    algorithm other than ERM or the one the model implies (``vae`` is trained as a VAE)."""
     missing = algorithm is None or (isinstance(algorithm, float) and math.isnan(algorithm))
     algo = "" if missing else str(algorithm)
-    return str(model) if algo.lower() in _DEFAULT_ALGORITHMS else f"{model}+{algo}"
+    if algo.lower() in _DEFAULT_ALGORITHMS or algo == implied_algorithm(str(model)):
+        return str(model)
+    return f"{model}+{algo}"
 
 
 def tag_columns(table: pd.DataFrame) -> list[str]:

@@ -27,17 +27,13 @@ import torchvision.models as tvm
 from torch import nn
 
 from shortcutlab.errors import TrainError
+from shortcutlab.train.implied import MODEL_ALGORITHMS, implied_algorithm
 
 #: Model name -> the algorithm that trains it (asr, vae, factor_vae in train/algorithms).
-MODEL_ALGORITHMS: dict[str, str] = {"asr_rn18": "asr", "vae": "vae", "factor_vae": "factor_vae"}
 
 #: Latent size of both VAEs (paper appendix A.2).
 LATENT_SIZE = 12
 
-
-def implied_algorithm(model: str) -> str | None:
-    """The algorithm a registered model must be trained with (None: any algorithm)."""
-    return MODEL_ALGORITHMS.get(model)
 
 
 # --------------------------------------------------------------------------- ASR
