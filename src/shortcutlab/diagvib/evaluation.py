@@ -17,8 +17,6 @@ Nothing here imports torch: tensors are recognised when torch is already loaded.
 
 from __future__ import annotations
 
-import math
-import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -27,67 +25,14 @@ import numpy as np
 from shortcutlab.diagvib.metrics import TAG_PREFIX
 from shortcutlab.diagvib.spec import N_SELECTED
 from shortcutlab.errors import DiagvibError
+from shortcutlab.train.metrics import as_labels, is_tensor
+from shortcutlab.train.metrics import mean_per_class_accuracy as _mean_per_class_accuracy
 
 if TYPE_CHECKING:
     from shortcutlab.diagvib.dataset import DiagvibDataset
 
-def _is_tensor(value: Any) -> bool:
-    torch = sys.modules.get("torch")
-    return torch is not None and isinstance(value, torch.Tensor)
-
-
 def _as_labels(preds: np.ndarray, n: int, what: str = "predictions") -> np.ndarray:
-    """Class ids from ids (N,) or scores/logits (N, C); an error naming the shape otherwise."""
-    if preds.ndim == 2:
-        preds = preds.argmax(axis=1)
-    if preds.ndim != 1 or preds.shape[0] != n:
-        raise DiagvibError(
-            f"{what} have shape {tuple(preds.shape)}; expected ({n},) class ids or ({n}, C) "
-            "scores, one per target"
-        )
-    if preds.size and not np.issubdtype(preds.dtype, np.integer):
-        as_int = preds.astype(np.int64)
-        if not np.array_equal(as_int, preds):
-            raise DiagvibError(f"{what} must be integer class ids, got {preds.dtype} values")
-        preds = as_int
-    return preds.astype(np.int64, copy=False)
-
-
-def _macro_recall_numpy(preds: Any, target: Any, num_classes: int | None) -> float:
-    target = np.asarray(target).reshape(-1).astype(np.int64)
-    labels = _as_labels(np.asarray(preds), target.shape[0])
-    if target.size == 0:
-        return math.nan
-    if target.min() < 0:
-        raise DiagvibError(f"targets must be class ids >= 0, got {int(target.min())}")
-    k = int(max(target.max(), labels.max(initial=0)) + 1) if num_classes is None else num_classes
-    support = np.bincount(target, minlength=k)
-    hits = np.bincount(target, weights=(labels == target).astype(np.float64),
-                       minlength=k)
-    seen = support > 0
-    return float((hits[seen] / support[seen]).mean())
-
-
-def _macro_recall_torch(preds: Any, target: Any, num_classes: int | None) -> Any:
-    import torch
-
-    target = torch.as_tensor(target).reshape(-1).long()
-    preds = torch.as_tensor(preds, device=target.device)
-    if preds.ndim == 2:
-        preds = preds.argmax(dim=1)
-    if preds.ndim != 1 or preds.shape[0] != target.shape[0]:
-        raise DiagvibError(
-            f"predictions have shape {tuple(preds.shape)}; expected ({target.shape[0]},) class "
-            f"ids or ({target.shape[0]}, C) scores, one per target"
-        )
-    if target.numel() == 0:
-        return torch.tensor(math.nan, device=target.device)
-    preds = preds.long()
-    k = int(max(target.max(), preds.max()) + 1) if num_classes is None else num_classes
-    support = torch.bincount(target, minlength=k)
-    hits = torch.bincount(target, weights=(preds == target).double(), minlength=k)
-    seen = (support > 0).double()  # a masked mean: no boolean indexing, so no host sync
-    return ((hits / support.clamp(min=1)) * seen).sum().div(seen.sum()).float()
+    return as_labels(preds, n, what, error=DiagvibError)
 
 
 def mean_per_class_accuracy(preds: Any, target: Any, num_classes: int | None = None) -> Any:
@@ -98,15 +43,13 @@ def mean_per_class_accuracy(preds: Any, target: Any, num_classes: int | None = N
     targets' device (with ``num_classes`` given, no host sync inside a training loop). Classes
     that only occur in ``preds`` do not count (as in sklearn's ``balanced_accuracy_score``;
     torchmetrics' macro accuracy would count them as 0). On a class-balanced set it equals plain
-    accuracy.
+    accuracy. The trainer's metric (:mod:`shortcutlab.train.metrics`), raising DiagvibError.
     """
-    if _is_tensor(preds) or _is_tensor(target):
-        return _macro_recall_torch(preds, target, num_classes)
-    return _macro_recall_numpy(preds, target, num_classes)
+    return _mean_per_class_accuracy(preds, target, num_classes, error=DiagvibError)
 
 
 def _to_numpy(values: Any) -> np.ndarray:
-    if _is_tensor(values):
+    if is_tensor(values):
         return values.detach().cpu().numpy()
     return np.asarray(values)
 

@@ -33,6 +33,7 @@ from shortcutlab.errors import TrainError
 from shortcutlab.train.algorithms import create_algorithm
 from shortcutlab.train.algorithms.base import Algorithm, AlgorithmContext
 from shortcutlab.train.config import TrainConfig
+from shortcutlab.train.metrics import mean_per_class_accuracy as _mean_per_class_accuracy
 from shortcutlab.train.models import expects_imagenet_inputs
 from shortcutlab.train.normalization import (
     STATS_BATCH_SIZE,
@@ -47,15 +48,9 @@ EPOCH_COLUMNS = ("epoch", "train_loss", "val_loss", "val_acc", "test_set", "tag"
 
 
 def mean_per_class_accuracy(y_true: np.ndarray, y_pred: np.ndarray, num_classes: int) -> float:
-    """Recall averaged over the classes present in ``y_true`` (NaN for no samples)."""
-    y_true = np.asarray(y_true, dtype=np.int64)
-    y_pred = np.asarray(y_pred, dtype=np.int64)
-    if y_true.size == 0:
-        return math.nan
-    total = np.bincount(y_true, minlength=num_classes)
-    correct = np.bincount(y_true[y_true == y_pred], minlength=num_classes)
-    present = total > 0
-    return float(np.mean(correct[present] / total[present]))
+    """Recall averaged over the classes present in ``y_true`` (NaN for no samples); targets
+    first, as in sklearn. :func:`shortcutlab.train.metrics.mean_per_class_accuracy`."""
+    return _mean_per_class_accuracy(y_pred, y_true, num_classes)
 
 
 class EpochBatches(Sampler[list[int]]):
