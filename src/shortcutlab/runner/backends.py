@@ -36,6 +36,7 @@ from shortcutlab.runner.jobs import (
     is_done,
     job_dir,
     job_kind,
+    last_error_line,
     os_reason,
     run_one,
     write_job_file,
@@ -398,11 +399,9 @@ def _wait_for_others(busy: list[Job], out: Path,
             if is_done(path):
                 settled.append(Outcome(job.job_id, "skipped", note="done by another run"))
             elif read_claim(path) is None:
-                error = path / ERROR_FILE
-                if error.is_file():
-                    lines = error.read_text(encoding="utf-8", errors="replace").splitlines()
-                    last = lines[-1] if lines else ""
-                    settled.append(Outcome(job.job_id, "failed", f"in another run: {last}"))
+                if (path / ERROR_FILE).is_file():
+                    settled.append(Outcome(job.job_id, "failed",
+                                           f"in another run: {last_error_line(path)}"))
                 else:
                     rerun.append(job)
             elif is_stale(path):

@@ -25,11 +25,12 @@ from shortcutlab.runner.jobs import (
     EPOCHS_FILE,
     ERROR_FILE,
     JOB_FILE,
-    RESULT_FILE,
     JobFileError,
     describe_job,
     done_problem,
+    last_error_line,
     read_json_object,
+    read_result,
 )
 from shortcutlab.train.config import describe_protocol
 from shortcutlab.utils.io import atomic_path
@@ -87,21 +88,19 @@ def _row(path: Path) -> dict[str, Any]:
         "error": "",
     }
     if (path / DONE_FILE).is_file():
-        problem = done_problem(path)
-        if problem is not None:
+        try:
+            result = read_result(path)
+        except JobFileError as exc:
             raise JobFileError(path / DONE_FILE, f"marks a job whose results are unreadable: "
-                               f"{problem}")
+                               f"{exc}") from None
         row["status"] = "done"
-        result = read_json_object(path / RESULT_FILE)
         for key in ("best_epoch", "epochs_run", "val_loss", "val_acc", "test_acc",
                     "train_seconds"):
             row[key] = result.get(key)
         row.update({k: v for k, v in result.items() if k.startswith("test_acc@")})
     elif (path / ERROR_FILE).is_file():
         row["status"] = "failed"
-        text = (path / ERROR_FILE).read_text(encoding="utf-8", errors="replace")
-        lines = text.strip().splitlines()
-        row["error"] = lines[-1] if lines else ""
+        row["error"] = last_error_line(path)
     else:
         row["status"] = "pending"
     return row

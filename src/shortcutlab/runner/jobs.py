@@ -178,21 +178,34 @@ def _check_parquet(target: Path) -> None:
                            ) from None
 
 
+def read_result(path: Path) -> dict[str, Any]:
+    """``result.json`` of the job in ``path``, checked to be a JSON object of this job with a
+    readable ``epochs.parquet`` (if any); a :class:`JobFileError` naming the file otherwise."""
+    result = read_json_object(path / RESULT_FILE)
+    owner = result.get("job_id", path.name)
+    if owner != path.name:
+        raise JobFileError(path / RESULT_FILE, f"belongs to job {owner}, not to "
+                           f"{path.name} (a copied folder?)")
+    if (path / EPOCHS_FILE).exists():
+        _check_parquet(path / EPOCHS_FILE)
+    return result
+
+
 def done_problem(path: Path) -> str | None:
     """Why the results of the job in ``path`` cannot be read (a line naming the file), or
-    None when ``result.json`` is a JSON object of this job and ``epochs.parquet`` (if any)
-    is readable."""
+    None when :func:`read_result` reads them."""
     try:
-        result = read_json_object(path / RESULT_FILE)
-        owner = result.get("job_id", path.name)
-        if owner != path.name:
-            raise JobFileError(path / RESULT_FILE, f"belongs to job {owner}, not to "
-                               f"{path.name} (a copied folder?)")
-        if (path / EPOCHS_FILE).exists():
-            _check_parquet(path / EPOCHS_FILE)
+        read_result(path)
     except JobFileError as exc:
         return str(exc)
     return None
+
+
+def last_error_line(path: Path) -> str:
+    """The last line of the job's ``error.txt`` (the exception), "" when it is empty."""
+    text = (path / ERROR_FILE).read_text(encoding="utf-8", errors="replace")
+    lines = text.strip().splitlines()
+    return lines[-1] if lines else ""
 
 
 def is_done(path: Path) -> bool:
