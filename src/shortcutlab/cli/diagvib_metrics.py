@@ -10,7 +10,6 @@ from rich.console import Console
 from rich.table import Table
 
 from shortcutlab.cli.output import json_option, print_json
-from shortcutlab.diagvib.factors import FACTORS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -18,22 +17,18 @@ if TYPE_CHECKING:
 
 def _factor_table(title: str, frame: pd.DataFrame, keys: list[str], err: str = "sem",
                   scale: float = 1.0, digits: int = 2) -> Table:
-    """A rich table: one row per ``keys`` tuple, one column per factor, cells "mean ± err"."""
-    from shortcutlab.diagvib.report import format_mean_err
+    """A rich table of :func:`~shortcutlab.diagvib.report.factor_frame`: one row per ``keys``
+    tuple, one column per factor, cells "mean ± err"."""
+    from shortcutlab.diagvib.report import factor_frame
 
+    cells = factor_frame(frame, keys, err, scale, digits)
     table = Table(title=title, title_justify="left")
-    for key in keys:
-        table.add_column("model" if key == "label" else key)
-    for factor in FACTORS:
+    for name in cells.index.names:
+        table.add_column(name)
+    for factor in cells.columns:
         table.add_column(factor, justify="right")
-    for key_values, group in frame.groupby(keys, sort=False):
-        by_factor = group.set_index("factor")
-        cells = [
-            format_mean_err(by_factor.at[f, "mean"], by_factor.at[f, err], scale, digits)
-            if f in by_factor.index else "–"
-            for f in FACTORS
-        ]
-        table.add_row(*map(str, key_values), *cells)
+    for key_values, row in cells.iterrows():
+        table.add_row(*map(str, key_values), *row)
     return table
 
 

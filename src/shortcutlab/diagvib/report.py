@@ -79,8 +79,8 @@ def load_job_tables(sources: Iterable[str | os.PathLike[str]]) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True, sort=False)
 
 
-def _factor_frame(frame: pd.DataFrame, keys: Sequence[str], err: str = "sem",
-                  scale: float = 1.0, digits: int = 2) -> pd.DataFrame:
+def factor_frame(frame: pd.DataFrame, keys: Sequence[str], err: str = "sem",
+                 scale: float = 1.0, digits: int = 2) -> pd.DataFrame:
     """Rows ``keys``, one column per factor, cells "mean ± err"."""
     rows = {}
     for key, group in frame.groupby(list(keys), sort=False):
@@ -151,7 +151,7 @@ def _metric_sections(report: HtmlReport, metrics: DiagvibMetrics) -> None:
     report.paragraph("P_i: mean per-class test accuracy on the training distribution, mean ± "
                      "standard error over dataset samples; chance is 0.33.")
     if len(metrics.zso):
-        zso = _factor_frame(metrics.zso, ["label"])
+        zso = factor_frame(metrics.zso, ["label"])
         for label, factor, _ in _flagged(metrics, "ZSO"):
             if (label,) in zso.index and zso.at[(label,), factor] != "–":
                 zso.at[(label,), factor] += " !"
@@ -172,7 +172,7 @@ def _metric_sections(report: HtmlReport, metrics: DiagvibMetrics) -> None:
         sub = sub.sort_values(["label", "study"], kind="stable",
                               key=lambda c: c.map(rank) if c.name == "study" else c)
         report.paragraph(f"{metric}:", note=True)
-        frame = _factor_frame(sub, ["label", "study"])
+        frame = factor_frame(sub, ["label", "study"])
         for r in metrics.unfit.itertuples():
             key = (r.label, r.study)
             if key in frame.index and frame.at[key, r.predicted] != "–" and not str(
@@ -232,7 +232,7 @@ def _metric_sections(report: HtmlReport, metrics: DiagvibMetrics) -> None:
             "opportunity in CHGO over the same pair in ZGO (mean ± std over dataset samples). "
             "Near 0: the generalisation opportunities of the other classes did not transfer."
         )
-        report.table(_factor_frame(metrics.chgo, ["label"], err="std", scale=100, digits=1))
+        report.table(factor_frame(metrics.chgo, ["label"], err="std", scale=100, digits=1))
         report.figure(figs.plot_chgo_improvement(metrics), "CHGO − ZGO per factor.")
 
 
