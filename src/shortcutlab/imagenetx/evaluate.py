@@ -37,6 +37,7 @@ from shortcutlab.imagenetx.annotations import (
 )
 from shortcutlab.imagenetx.predictions import Predictions, PredictionSource, as_predictions
 from shortcutlab.utils.rng import rng
+from shortcutlab.utils.sanitize import finite_or_none as num
 
 ErrorType = Literal["class", "metaclass", "real_class"]
 ERROR_TYPES: tuple[ErrorType, ...] = get_args(ErrorType)
@@ -308,9 +309,6 @@ class EvaluationResult:
         """JSON-ready: model → ``average``, ``worst_factor``, ``factors`` (factor → numbers)."""
         acc, ratio, shift = self.accuracy, self.error_ratio, self.prevalence_shift
         worst = self.worst_factor
-
-        def num(x: float) -> float | None:
-            return None if not np.isfinite(x) else float(x)
 
         out: dict[str, Any] = {}
         for m, model in enumerate(self.models):
