@@ -21,7 +21,6 @@ packed file's ``answers_word`` (the human answers already filtered by that vocab
 
 from __future__ import annotations
 
-import json
 import zipfile
 from collections.abc import Set
 from dataclasses import dataclass, field
@@ -35,6 +34,7 @@ from shortcutlab.errors import DataNotFoundError, VQAError
 from shortcutlab.vqa.accuracy import VOCABULARY_MIN_COUNT, training_vocabulary
 from shortcutlab.vqa.concepts import SHORTCUTS
 from shortcutlab.vqa.evaluate import score_sets
+from shortcutlab.vqa.loaders import _read_json_bytes as _load_json
 
 __all__ = [
     "LAYOUT",
@@ -84,13 +84,6 @@ class VQAVSRelease:
 
 
 # ------------------------------------------------------------------------------ file access
-def _load_json(raw: bytes, name: str) -> Any:
-    try:
-        return json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise VQAError(f"{name}: not valid JSON ({exc})") from exc
-
-
 def _find(root: Path, folder: str, rel: str) -> tuple[str, Any] | None:
     """``root/folder/rel`` as a file, or as a member of ``root/folder.zip``; None if absent."""
     path = root / folder / rel
