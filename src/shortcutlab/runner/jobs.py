@@ -376,9 +376,9 @@ def _run_claimed(job: Job, path: Path, device: str, run: JobFunction,
                  start: float) -> Outcome:
     note = ""
     try:
-        if is_done(path):  # finished by another run between our check and our claim
-            return Outcome(job.job_id, "skipped")
         problem = done_problem(path) if (path / DONE_FILE).exists() else None
+        if problem is None and (path / DONE_FILE).is_file():
+            return Outcome(job.job_id, "skipped")  # done by another run since our check
         if problem is not None:
             aside = quarantine(path)
             note = f"{problem}; moved aside to {aside}, running the job again"
