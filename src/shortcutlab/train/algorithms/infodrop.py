@@ -312,8 +312,8 @@ class InfoDrop(ERM):
     ) -> None:
         super().__init__(num_classes, config, context)  # ERM: network and optimizer
         h = self.hparams
-        settings = {k: h[k] for k in ("drop_rate", "temperature", "bandwidth", "radius")}
-        settings["n_offsets"] = h["n_offsets"]
+        keys = ("drop_rate", "temperature", "bandwidth", "radius", "n_offsets")
+        settings = {k: h[k] for k in keys}
         if h["placement"] == "block":
             conv, after_name = stem_block(self.network, h["after"])
             modules = dict(self.network.named_modules())
