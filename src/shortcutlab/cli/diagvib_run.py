@@ -88,8 +88,6 @@ def run(
         "pretrained": str(pretrained) if pretrained is not None else None,
     }
     base = base.replace(model=model, **{k: v for k, v in overrides.items() if v is not None})
-    if specs is not None:
-        check_specs_folder(specs)
     jobs = build_jobs(model, study, pairs or None, samples, seeds, scale, base,
                       benchmark_seed=benchmark_seed, selection=selection, specs_dir=specs,
                       mnist=mnist, textures=textures)
@@ -120,41 +118,6 @@ def run(
             f"{len(summary.failed)} of {len(jobs)} jobs failed; "
             "rerun the same command to retry them"
         )
-
-
-def check_specs_folder(specs: Path) -> None:
-    """Refuse a `diagvib studies` folder whose index.csv points outside the folder, names a
-    missing spec, or whose spec files were edited since (their content hash differs)."""
-    import pandas as pd
-
-    from shortcutlab.diagvib.spec import ExperimentSpec
-    from shortcutlab.errors import RunnerError
-
-    index = specs / "index.csv"
-    if not index.is_file():
-        return  # build_jobs says how to write one
-    try:
-        table = pd.read_csv(index, dtype=str, keep_default_na=False)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else "empty"
-        raise RunnerError(f"{index} cannot be read ({reason}); write the folder again with "
-                          "`shortcutlab diagvib studies --out`") from None
-    lacking = [c for c in ("name", "hash", "path") if c not in table.columns]
-    if lacking:
-        raise RunnerError(f"{index} lacks the column(s) {', '.join(lacking)}; write the folder "
-                          "again with `shortcutlab diagvib studies --out`")
-    root = specs.resolve()
-    for line, (rel, digest) in enumerate(zip(table["path"], table["hash"], strict=True), 2):
-        target = (specs / rel).resolve()
-        if not target.is_relative_to(root):
-            raise RunnerError(f"{index} line {line}: path {rel!r} points outside {specs}")
-        if not target.is_file():
-            raise RunnerError(f"{index} line {line}: spec file {rel!r} is missing")
-        found = ExperimentSpec.from_yaml(target.read_text(encoding="utf-8")).content_hash()
-        if found != digest:
-            raise RunnerError(f"{target} was changed after `diagvib studies` wrote it (content "
-                              f"hash {found[:12]}, index.csv says {digest[:12]}); write the "
-                              "folder again")
 
 
 def collect(

@@ -131,8 +131,12 @@ def collect_jobs(root: str | Path) -> pd.DataFrame:
 
 
 def _load_generated(specs_dir: Path) -> dict[str, dict[str, Any]]:
-    """name -> spec dict from a folder written by ``shortcutlab diagvib studies --out``."""
+    """name -> spec dict from a folder written by ``shortcutlab diagvib studies --out``; refused
+    when its index.csv cannot be read, points outside the folder, names a missing spec, or a
+    spec file was edited since (its content hash differs)."""
     import yaml
+
+    from shortcutlab.diagvib.spec import ExperimentSpec
 
     index = specs_dir / "index.csv"
     if not index.is_file():
@@ -140,11 +144,33 @@ def _load_generated(specs_dir: Path) -> dict[str, dict[str, Any]]:
             f"{specs_dir} holds no generated benchmark (no index.csv); write one with "
             f"`shortcutlab diagvib studies --out {specs_dir}`"
         )
-    table = pd.read_csv(index, keep_default_na=False)
-    return {
-        row["name"]: yaml.safe_load((specs_dir / row["path"]).read_text(encoding="utf-8"))
-        for _, row in table.iterrows()
-    }
+    try:
+        table = pd.read_csv(index, dtype=str, keep_default_na=False)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else "empty"
+        raise RunnerError(f"{index} cannot be read ({reason}); write the folder again with "
+                          "`shortcutlab diagvib studies --out`") from None
+    lacking = [c for c in ("name", "hash", "path") if c not in table.columns]
+    if lacking:
+        raise RunnerError(f"{index} lacks the column(s) {', '.join(lacking)}; write the folder "
+                          "again with `shortcutlab diagvib studies --out`")
+    root = specs_dir.resolve()
+    generated = {}
+    for line, (name, rel, digest) in enumerate(
+            zip(table["name"], table["path"], table["hash"], strict=True), 2):
+        target = (specs_dir / rel).resolve()
+        if not target.is_relative_to(root):
+            raise RunnerError(f"{index} line {line}: path {rel!r} points outside {specs_dir}")
+        if not target.is_file():
+            raise RunnerError(f"{index} line {line}: spec file {rel!r} is missing")
+        text = target.read_text(encoding="utf-8")
+        found = ExperimentSpec.from_yaml(text).content_hash()
+        if found != digest:
+            raise RunnerError(f"{target} was changed after `diagvib studies` wrote it (content "
+                              f"hash {found[:12]}, index.csv says {digest[:12]}); write the "
+                              "folder again")
+        generated[name] = yaml.safe_load(text)
+    return generated
 
 
 def build_jobs(
