@@ -570,35 +570,33 @@ class Debiased(_StylisingAlgorithm):
 
         ``mix="pair"``: 2B rows, the clean batch followed by its stylised version."""
         pair = self.hparams["mix"] == "pair"
+        table: np.ndarray | None = None
         if self.restyler is None:
             x, perm, used = self._transfer_styles(batch, mix=not pair)
-            targets = self._targets(batch["y"], perm, used)
+        else:
+            classes, index = self._batch_arrays(batch)
+            perm = torch.randperm(classes.shape[0], generator=self.generator("debiased-donor"))
+            columns = self.restyler.columns(style_factors(self.hparams["hue"]))
+            new = donor_style_classes(classes, perm.numpy(), columns)
+            x = self._restyled(new, index, batch["x"])
             if pair:
-                x = torch.cat([batch["x"], x])
-                targets = torch.cat([self._hard(batch["y"]), targets])
-            return x, targets, None
-        classes, index = self._batch_arrays(batch)
-        perm = torch.randperm(classes.shape[0], generator=self.generator("debiased-donor"))
-        assert self.restyler is not None
-        columns = self.restyler.columns(style_factors(self.hparams["hue"]))
-        new = donor_style_classes(classes, perm.numpy(), columns)
-        restyled = self._restyled(new, index, batch["x"])
-        if pair:
-            used = torch.ones(len(classes), dtype=torch.bool, device=batch["x"].device)
-            targets = self._targets(batch["y"], perm, used)
-            x = torch.cat([batch["x"], restyled])
-            return x, torch.cat([self._hard(batch["y"]), targets]), np.concatenate([classes, new])
-        x, used = self._mix(batch["x"], restyled)
+                used = torch.ones(len(classes), dtype=torch.bool, device=batch["x"].device)
+                table = np.concatenate([classes, new])
+            else:
+                x, used = self._mix(batch["x"], x)
+                table = np.where(used.cpu().numpy()[:, None], new, classes)
         targets = self._targets(batch["y"], perm, used)
-        return x, targets, np.where(used.cpu().numpy()[:, None], new, classes)
+        if pair:
+            x = torch.cat([batch["x"], x])
+            targets = torch.cat([self._hard(batch["y"]), targets])
+        return x, targets, table
 
     def _hard(self, y: torch.Tensor) -> torch.Tensor:
         return torch.eye(self.num_classes, device=y.device)[y]
 
     def _targets(self, y: torch.Tensor, perm: torch.Tensor, used: torch.Tensor) -> torch.Tensor:
         soft = debiased_targets(y, y[perm.to(y.device)], self.num_classes, self.hparams["gamma"])
-        hard = torch.eye(self.num_classes, device=y.device)[y]
-        return torch.where(used.view(-1, 1), soft, hard)
+        return torch.where(used.view(-1, 1), soft, self._hard(y))
 
     def update(self, batch: dict[str, torch.Tensor]) -> dict[str, float]:
         x, targets, _ = self.stylize(batch)
