@@ -345,6 +345,11 @@ def chgo_over_zgo(table: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns)
 
 
+def _estimate(row: Any) -> dict[str, Any]:
+    """``{"mean", "sem", "n"}`` of a result row, JSON-ready."""
+    return {"mean": json_safe(row.mean), "sem": json_safe(row.sem), "n": int(row.n)}
+
+
 def _order(values: Iterable[str], order: Iterable[str]) -> list[str]:
     rank = {v: i for i, v in enumerate(order)}
     return sorted(set(values), key=lambda v: (rank.get(v, len(rank)), v))
@@ -386,23 +391,16 @@ class DiagvibMetrics:
             entry: dict[str, Any] = {}
             z = self.zso[self.zso["label"] == label]
             if len(z):
-                entry["ZSO"] = {"P": {
-                    r.factor: {"mean": json_safe(r.mean), "sem": json_safe(r.sem), "n": int(r.n)}
-                    for r in z.itertuples()
-                }}
+                entry["ZSO"] = {"P": {r.factor: _estimate(r) for r in z.itertuples()}}
             p = self.pairs[self.pairs["label"] == label]
             for study in _order(p["study"], STUDIES):
                 ps = p[p["study"] == study]
-                entry[study] = {"P": {
-                    f"{r.predicted}-{r.correlated}":
-                        {"mean": json_safe(r.mean), "sem": json_safe(r.sem), "n": int(r.n)}
-                    for r in ps.itertuples()
-                }}
+                entry[study] = {"P": {f"{r.predicted}-{r.correlated}": _estimate(r)
+                                      for r in ps.itertuples()}}
             a = self.aggregates[self.aggregates["label"] == label]
             for r in a.itertuples():
                 block = entry.setdefault(r.study, {}).setdefault(r.metric, {})
-                block[r.factor] = {"mean": json_safe(r.mean), "sem": json_safe(r.sem),
-                                   "n": int(r.n)}
+                block[r.factor] = _estimate(r)
                 if r.study != "ZSO":
                     block[r.factor]["n_pairs"] = int(r.n_pairs)
             c = self.chgo[self.chgo["label"] == label]
