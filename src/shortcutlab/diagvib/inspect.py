@@ -31,7 +31,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from shortcutlab.errors import DiagvibError
-from shortcutlab.runner.jobs import JOB_FILE, RESULT_FILE, is_done, read_job
+from shortcutlab.runner.jobs import JOB_FILE, RESULT_FILE, Job, is_done, read_job
 from shortcutlab.utils.html import HtmlReport, figure_to_png
 from shortcutlab.utils.io import atomic_path, write_bytes
 
@@ -166,11 +166,11 @@ def inspectable_jobs(run_dir: str | os.PathLike[str]) -> list[Path]:
 
 @dataclass
 class Inspected:
-    """One inspected job: its folder, the trained algorithm, test images and a note on where
-    the weights came from."""
+    """One inspected job: its folder, the job, the trained algorithm, test images and a note on
+    where the weights came from."""
 
     path: Path
-    experiment: str
+    job: Job
     algorithm: Any
     images: Any
     note: str
@@ -222,7 +222,7 @@ def load_trained(path: Path, device: str = "cpu", images: int = 6) -> Inspected:
     algo.load_state_dict(state)
     algo.to(torch_device).eval()
     x = algo.input_norm(sample_images(test_ds, images).to(torch_device))
-    return Inspected(path, job.experiment, algo, x, note)
+    return Inspected(path, job, algo, x, note)
 
 
 def write_inspection(run_dir: str | os.PathLike[str], out: str | os.PathLike[str] | None = None,
@@ -245,8 +245,8 @@ def write_inspection(run_dir: str | os.PathLike[str], out: str | os.PathLike[str
         if progress is not None:
             progress(path.name)
         item = load_trained(path, device, images)
-        job = read_job(path)
-        page.heading(f"{job.train.model} ({job.train.algorithm}) · {item.experiment} · "
+        job = item.job
+        page.heading(f"{job.train.model} ({job.train.algorithm}) · {job.experiment} · "
                      f"seed {job.train.seed} · job {path.name}")
         page.paragraph(item.note, note=True)
         for stem, fig in figures_for(item.algorithm, item.images, traversals).items():
