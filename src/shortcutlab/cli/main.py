@@ -30,7 +30,6 @@ _GROUPS = {
 }
 
 
-
 def _print_version(value: bool) -> None:
     if value:
         from shortcutlab import __version__
