@@ -73,6 +73,8 @@ def test_bad_folder_inputs(folders: dict[str, Path], tmp_path: Path) -> None:
         parse_test_dirs(["cue"])
     with pytest.raises(BiasbedDataError, match="given twice"):
         parse_test_dirs(["a=x", "a=y"])
+    with pytest.raises(BiasbedDataError, match="given twice"):
+        parse_test_dirs(["a=x", " a=y"])  # the same name once stripped
     assert parse_test_dirs(["a=x", "b=y"]) == {"a": Path("x"), "b": Path("y")}
 
 

@@ -354,11 +354,12 @@ def parse_test_dirs(items: Sequence[str]) -> dict[str, Path]:
     out: dict[str, Path] = {}
     for item in items:
         name, sep, root = item.partition("=")
-        if not sep or not name.strip() or not root.strip():
+        name = name.strip()
+        if not sep or not name or not root.strip():
             raise BiasbedDataError(f"--test-dir expects NAME=DIR, got {item!r}")
         if name in out:
             raise BiasbedDataError(f"test set name {name!r} is given twice")
-        out[name.strip()] = Path(root.strip())
+        out[name] = Path(root.strip())
     return out
 
 
