@@ -251,23 +251,24 @@ def evaluate(
         if head is not None:
             logits = head(logits)
         y = batch["y"]
-        losses.append(F.cross_entropy(logits.double(), y, reduction="none").cpu().numpy())
-        labels.append(y.cpu().numpy())
-        preds.append(logits.argmax(1).cpu().numpy())
+        # Kept where they are made and copied to the host once at the end (one device sync
+        # per evaluation, not four per batch).
+        losses.append(F.cross_entropy(logits.double(), y, reduction="none"))
+        labels.append(y)
+        preds.append(logits.argmax(1))
         idx = batch.get("index")
         n = len(y)
         if isinstance(idx, torch.Tensor):
-            indices.append(idx.cpu().numpy())
+            indices.append(idx)
         else:
-            indices.append(np.arange(position, position + n))
+            indices.append(torch.arange(position, position + n))
         position += n
     algorithm.train(was_training)
-    y_true = np.concatenate(labels) if labels else np.zeros(0, np.int64)
-    y_pred = np.concatenate(preds) if preds else np.zeros(0, np.int64)
-    index = np.concatenate(indices) if indices else np.zeros(0, np.int64)
+    y_true, y_pred, index, loss_all = (
+        _host_concat(parts) for parts in (labels, preds, indices, losses))
     k = algorithm.num_classes
     result = EvalResult(
-        loss=float(np.concatenate(losses).mean()) if losses else math.nan,
+        loss=float(loss_all.mean()) if len(loss_all) else math.nan,
         acc=mean_per_class_accuracy(y_true, y_pred, k),
         n=len(y_true),
     )
@@ -281,6 +282,13 @@ def evaluate(
                 int(mask.sum()),
             )
     return result
+
+
+def _host_concat(parts: list[torch.Tensor]) -> np.ndarray:
+    """The concatenation of ``parts`` (on any devices) as one host array (int64 when empty)."""
+    if not parts:
+        return np.zeros(0, np.int64)
+    return torch.cat([p.to(parts[0].device) for p in parts]).cpu().numpy()
 
 
 def _num_classes(ds: Dataset) -> int:
@@ -417,21 +425,30 @@ def _fit(
         algo.train()
         sampler.set_epoch(epoch)
         algo.start_epoch(epoch)  # step learning-rate schedule (BiasBed recipe)
-        loss_sum, seen = 0.0, 0
+        loss_sum: float | torch.Tensor = 0.0
+        seen, first_step = 0, step
         for batch in train_loader:
             batch = _to_device(batch, device)
             batch["x"] = _prepare_inputs(algo, batch["x"], config.channels_last)
             algo.step = step
             with _autocast(device, config.precision):
                 out = algo.update(batch)
-            if "loss" not in out or not math.isfinite(out["loss"]):
+            loss = out.get("loss")
+            if loss is None or (not isinstance(loss, torch.Tensor) and not math.isfinite(loss)):
                 raise TrainError(
                     f"algorithm {config.algorithm!r} returned no finite 'loss' at step "
                     f"{step}: {out}"
                 )
-            loss_sum += out["loss"] * len(batch["y"])
+            # A tensor loss stays on the device: no host round trip per step (the GPU never
+            # waits for Python); it is checked once per epoch below.
+            loss_sum = loss_sum + loss.detach().double() * len(batch["y"]) if isinstance(
+                loss, torch.Tensor) else loss_sum + loss * len(batch["y"])
             seen += len(batch["y"])
             step += 1
+        loss_sum = float(loss_sum)
+        if not math.isfinite(loss_sum):
+            raise TrainError(f"algorithm {config.algorithm!r} returned no finite 'loss' in "
+                             f"steps {first_step}-{step - 1} (epoch {epoch})")
         val = evaluate(algo, val_ds, device=device, loader=eval_loaders["__val__"], **forward)
         tests = {
             name: evaluate(algo, ds, device=device, loader=eval_loaders[name], **forward)

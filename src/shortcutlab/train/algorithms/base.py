@@ -153,7 +153,8 @@ class Algorithm(nn.Module):
 
     # ---------------------------------------------------------------- the interface
     def update(self, batch: dict[str, torch.Tensor]) -> dict[str, float]:
-        """One optimisation step on ``batch``; returns losses (must include ``loss``)."""
+        """One optimisation step on ``batch``; returns losses (must include ``loss``: a float, or
+        a 0-d tensor the trainer sums on the device without waiting for it)."""
         raise NotImplementedError
 
     def predict(self, x: torch.Tensor) -> torch.Tensor:
