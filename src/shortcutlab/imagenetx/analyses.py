@@ -357,8 +357,9 @@ TAILORED_GROUPS: dict[str, tuple[str, str | None]] = {
 
 def tailored_augmentation(tables: pd.DataFrame, alpha: float = 0.05) -> dict[str, pd.DataFrame]:
     """Figure 17 from the authors' result tables: error ratios of models trained with crop only
-    (strongest with 5+ models, as the authors), colour jitter only (strongest), both, and colour jitter tailored to the
-    meta-labels that benefit from it; Alexander-Govern test per factor across the four.
+    (strongest with 5+ models, as the authors), colour jitter only (strongest), both, and
+    colour jitter tailored to the meta-labels that benefit from it; Alexander-Govern test
+    per factor across the four.
 
     Returns ``ratios`` (models × factors with ``augmentation``) and ``tests``.
     """
