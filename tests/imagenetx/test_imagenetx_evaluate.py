@@ -47,12 +47,6 @@ def test_ignore_empty_real_drops_images_without_real_labels(top_val):
     assert (1 - ignored.average[0]) * ignored.n_images == pytest.approx(wrong - 3_085)
 
 
-@pytest.fixture(scope="module")
-def package_frame(model_dir, top_val):
-    models, _ = imagenet_x.load_model_predictions(str(model_dir))
-    return imagenet_x.augment_model_predictions(imagenet_x.load_annotations(), models)
-
-
 @pytest.mark.parametrize(
     ("error_type", "column"),
     [("class", "is_correct"), ("metaclass", "is_metaclass_correct"),

@@ -261,7 +261,9 @@ def calibration_by_factor(
 
 def _aligned_probabilities(predictions: Predictions, rows: slice, cols: np.ndarray) -> np.ndarray:
     assert predictions.probabilities is not None
-    block = predictions.probabilities[rows].astype(np.float64)
+    # Probabilities are kept as float32; rounding to 7 decimals gives back the float64 of the
+    # decimal written in the CSV (float32 resolves no finer), so bin edges fall as in float64.
+    block = np.round(predictions.probabilities[rows].astype(np.float64), 7)
     out = np.full((block.shape[0], len(cols)), np.nan)
     have = cols >= 0
     out[:, have] = block[:, cols[have]]
