@@ -168,3 +168,22 @@ def test_read_result_tables_and_figure4_set(tmp_path):
     assert fig4.loc["DINO", "family"] == "self_supervised"
     with pytest.raises(Exception, match="accuracies_per_factor.csv"):
         analyses.read_result_tables(tmp_path / "results", "top", "metaclass")
+
+
+def test_cubic_procedure_compares_the_strengths_where_the_fit_is_extreme():
+    """A peak at a middle strength: the authors' procedure compares it with the lowest point
+    of the fit, not the two end strengths; the Welch procedure compares the end thirds."""
+    gen = np.random.default_rng(3)
+    levels = [0, 25, 50, 75, 100]
+    peak = {0: 1.0, 25: 1.3, 50: 1.6, 75: 1.3, 100: 1.05}
+    strength = pd.Series({f"m{s}_{r}": s for s in levels for r in range(6)}, dtype=float)
+    ratios = pd.DataFrame({"pose": [peak[s] + gen.normal(0, 0.01) for s in strength]},
+                          index=strength.index)
+    cubic = spillover.spillover(ratios, strength, "cubic").loc["pose"]
+    assert {cubic["weak"], cubic["strong"]} == {"0", "50"}
+    assert cubic["direction"] == "higher" and cubic["significant"]
+    welch = spillover.spillover(ratios, strength, "welch").loc["pose"]
+    assert (welch["weak"], welch["strong"]) == ("0", "100")
+    few = strength[strength < 50].index.append(pd.Index(["m50_0"]))
+    with pytest.raises(ImagenetXError, match="5\\+ models"):
+        spillover.spillover(ratios.loc[few].iloc[:9], strength)
