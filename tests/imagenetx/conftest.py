@@ -48,3 +48,12 @@ def model_dir(tmp_path_factory, val_labels):
     for i, acc in enumerate((0.55, 0.7, 0.85)):
         synthetic_predictions(val_labels, acc, seed=i).to_csv(folder / f"m{i}.csv", index=False)
     return folder
+
+
+@pytest.fixture(scope="session")
+def package_frame(model_dir):
+    """The imagenet-x package's merged frame of the synthetic models (top factor, val)."""
+    import imagenet_x
+
+    models, _ = imagenet_x.load_model_predictions(str(model_dir))
+    return imagenet_x.augment_model_predictions(imagenet_x.load_annotations(), models)

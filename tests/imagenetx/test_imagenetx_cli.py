@@ -85,6 +85,41 @@ def test_report_with_groups(model_dir, tmp_path):
         pd.read_csv(tmp_path / "rep" / "summary.csv", index_col=0).columns[:16])
 
 
+def test_report_with_the_authors_result_tables(model_dir, tmp_path):
+    """--results adds figures 4/1b/6/17 (here: synthetic tables of the same layout)."""
+    from .test_imagenetx_analyses import _fake_group
+
+    root = tmp_path / "results" / "val" / "top_factor"
+    parts = {"crop": ("crop", [8, 30, 50, 70, 92]), "colorjitter": ("color", [0, 50, 100]),
+             "gaussian_blur": ("smoothing", [0, 50, 100])}
+    tables = {g: _fake_group(g, name, levels, {"pose": -0.2}, i)
+              for i, (g, (name, levels)) in enumerate(parts.items())}
+    tables["colorjitter_crop"] = tables["adaptive_colorjitter"] = tables["colorjitter"]
+    known = ["resnet50", "alexnet", "BiT-M-R50x1-ILSVRC2012", "BiT-M-R101x1-ILSVRC2012", "MoCo",
+             "PIRL", "alexnet_lpf2", "densenet121_lpf2"]  # two per main family
+    tables["imagenet_testbed"] = tables["crop"].iloc[:8].set_axis(known)
+    for group, table in tables.items():
+        folder = root / group / "class"
+        folder.mkdir(parents=True)
+        table.drop(columns="group").rename_axis("model").to_csv(
+            folder / "accuracies_per_factor.csv")
+    for method in ("welch", "cubic"):
+        out = runner.invoke(app, ["imagenetx", "report", str(model_dir), "--bootstrap", "0",
+                                  "--results", str(tmp_path / "results"), "--spillover", method,
+                                  "--out", str(tmp_path / method)])
+        assert out.exit_code == 0, out.output
+        html = (tmp_path / method / "index.html").read_text()
+        assert "figure 17" in html and "figure 7" in html and "Table 3" in html
+        data = json.loads((tmp_path / method / "imagenetx.json").read_text())
+        assert data["result_tables"]["spillover_method"] == method
+        assert len(data["result_tables"]["paper_claims"]) == 10
+        assert data["result_tables"]["spillover"]["crop"]["pose"]["direction"] == "lower"
+    assert "cubic fit" in html
+    assert (tmp_path / "cubic" / "table3.csv").is_file()
+    bad = runner.invoke(app, ["imagenetx", "report", str(model_dir), "--spillover", "loess"])
+    assert bad.exit_code == 2 and "cubic" in bad.output
+
+
 def _image_folder(root, n=5):
     gen = np.random.default_rng(0)
     for i in range(n):

@@ -6,7 +6,11 @@ import imagenet_x
 import numpy as np
 import pandas as pd
 import pytest
-from imagenet_x.aggregate import compute_factor_accuracies, compute_factor_metaclass_accuracies
+from imagenet_x.aggregate import (
+    compute_factor_accuracies,
+    compute_factor_metaclass_accuracies,
+    worst_k_class_acc,
+)
 from imagenet_x.prevalence import Prevalence
 
 from shortcutlab.errors import ImagenetXError
@@ -43,12 +47,6 @@ def test_ignore_empty_real_drops_images_without_real_labels(top_val):
     assert (1 - ignored.average[0]) * ignored.n_images == pytest.approx(wrong - 3_085)
 
 
-@pytest.fixture(scope="module")
-def package_frame(model_dir, top_val):
-    models, _ = imagenet_x.load_model_predictions(str(model_dir))
-    return imagenet_x.augment_model_predictions(imagenet_x.load_annotations(), models)
-
-
 @pytest.mark.parametrize(
     ("error_type", "column"),
     [("class", "is_correct"), ("metaclass", "is_metaclass_correct"),
@@ -57,16 +55,31 @@ def package_frame(model_dir, top_val):
 def test_matches_imagenet_x_package_top_factor(model_dir, top_val, package_frame, error_type,
                                                column):
     reference = compute_factor_accuracies(package_frame, list(FACTORS), column)
-    mine = evaluate(load_predictions([model_dir]), top_val, error_type).summary()
+    mine = evaluate(load_predictions([model_dir]), top_val, error_type).summary(worst_classes=None)
     reference = reference.loc[list(mine.index), list(mine.columns)]
     np.testing.assert_allclose(mine.to_numpy(), reference.to_numpy(), rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("error_type", "column"), [("class", "is_correct"), ("real_class", "is_correct_real")]
+)
+def test_worst_100_classes_matches_the_authors_function(model_dir, top_val, package_frame,
+                                                        error_type, column):
+    """The authors' accuracies_per_factor.csv column ``worst_100_classes``."""
+    reference = worst_k_class_acc(package_frame, k=100, error_type=column)
+    mine = evaluate(load_predictions([model_dir]), top_val, error_type).summary()
+    assert "worst_100_classes" in mine.columns
+    np.testing.assert_allclose(mine["worst_100_classes"].to_numpy(),
+                               reference.loc[mine.index].to_numpy(), rtol=0, atol=1e-12)
+    assert (mine["worst_100_classes"] < mine["average"]).all()
 
 
 def test_matches_imagenet_x_package_public_api_multi_factor(model_dir):
     reference = imagenet_x.get_factor_accuracies(
         str(model_dir), which_factor="multi", error_type="class"
     )
-    mine = evaluate(load_predictions([model_dir]), load_annotations("multi"), "class").summary()
+    mine = evaluate(load_predictions([model_dir]), load_annotations("multi"), "class").summary(
+        worst_classes=None)
     reference = reference.loc[list(mine.index), list(mine.columns)]
     np.testing.assert_allclose(mine.to_numpy(), reference.to_numpy(), rtol=0, atol=1e-12)
 

@@ -10,7 +10,13 @@ from matplotlib.container import BarContainer
 from shortcutlab.errors import ImagenetXError
 from shortcutlab.imagenetx.annotations import FACTORS, META_LABELS
 from shortcutlab.imagenetx.evaluate import bootstrap_ci, evaluate
-from shortcutlab.imagenetx.figures import error_ratio_bars, group_comparison, meta_label_heatmap
+from shortcutlab.imagenetx.figures import (
+    active_factors_bars,
+    error_ratio_bars,
+    factor_vs_overall,
+    group_comparison,
+    meta_label_heatmap,
+)
 from shortcutlab.imagenetx.predictions import load_predictions
 
 
@@ -66,5 +72,36 @@ def test_meta_label_heatmap_cells(result_and_ci):
     counts = result.meta_table("m0", "count")
     dog, pose = META_LABELS.index("dog"), FACTORS.index("pose")
     assert data[dog, pose] == pytest.approx(table.loc["dog", "pose"])
-    few = counts[list(FACTORS)].to_numpy() < 10
-    assert few.any() and np.ma.getmaskarray(np.ma.masked_invalid(data))[few].all()
+    counts = counts[list(FACTORS)].to_numpy()
+    few = (counts < 10) & (counts > 0)
+    values = table[list(FACTORS)].to_numpy()
+    # Small cells are drawn (not blank), hatched and labelled with their image count.
+    assert few.any()
+    np.testing.assert_allclose(np.ma.filled(data, np.nan)[few], values[few])
+    hatched = [p for p in fig.axes[0].patches if p.get_hatch()]
+    assert len(hatched) == int(few.sum())
+    labels = {(round(t.get_position()[1]), round(t.get_position()[0])): t.get_text()
+              for t in fig.axes[0].texts}
+    g, f = map(int, np.argwhere(few)[0])
+    assert labels[(g, f)] == str(int(counts[g, f]))
+
+
+def test_factor_vs_overall_panels_and_points(result_and_ci):
+    result, _ = result_and_ci
+    summary = result.summary()
+    families = pd.Series({"m0": "supervised_1k", "m2": "more_data"})
+    fig = factor_vs_overall(summary, families)
+    panels = [ax for ax in fig.axes if ax.get_visible()]
+    assert [ax.get_title() for ax in panels][-2:] == ["worst factor", "worst 100 classes"]
+    assert len(panels) == len(FACTORS) + 2
+    pose = panels[0]
+    points = np.concatenate([c.get_offsets() for c in pose.collections])
+    expected = summary[["average", "pose"]].to_numpy()
+    np.testing.assert_allclose(sorted(map(tuple, points)), sorted(map(tuple, expected)))
+
+
+def test_active_factors_bars_heights():
+    counts = pd.DataFrame({"val": [5, 100, 10], "train": [1, 20, 3]})
+    fig = active_factors_bars(counts)
+    heights = sorted(p.get_height() for p in fig.axes[0].patches)
+    assert heights == sorted(counts.to_numpy().ravel().tolist())

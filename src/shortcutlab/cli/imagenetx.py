@@ -195,8 +195,18 @@ def report_cmd(
     title: str = typer.Option("ImageNet-X error analysis", help="Report title."),
     file_col: str = _file_col_option(),
     pred_col: str = _pred_col_option(),
+    results: Path = typer.Option(
+        None, "--results", help="The authors' results folder (results/val/{top,multi}_factor/"
+        "<group>/<error_type>/accuracies_per_factor.csv): adds figures 1b, 4, 6 and 17."),
+    spillover: str = typer.Option(
+        "cubic", "--spillover", help="Spill-over procedure for figure 6: cubic (the authors' "
+        "cubic fit in augmentation strength) or welch (strongest vs weakest third)."),
+    families: Path = typer.Option(
+        None, "--families", help="CSV model,family adding to / overriding the shipped model-"
+        "family map (figure 4)."),
 ) -> None:
-    """Write an HTML report: error ratios with CIs, group tests, meta-label heatmaps, data stats."""
+    """Write an HTML report: error ratios with CIs, group tests, meta-label heatmaps, data stats,
+    figures 4, 7, per-factor calibration, table 3 (and figures 1b, 4, 6, 17 with --results)."""
     import pandas as pd
 
     from shortcutlab.errors import ImagenetXError
@@ -214,9 +224,33 @@ def report_cmd(
                 f"{groups}: needs columns model,group; found {list(frame.columns)}"
             )
         group_map = dict(zip(frame["model"], frame["group"], strict=True))
+    family_map = _report_extras(results, spillover, families)
     analysis = analyse(
         predictions, which, error_type, ignore_empty_real, group_map, n_boot=bootstrap,
-        seed=seed,
+        seed=seed, results_dir=results, spillover_method=spillover, families=family_map,
     )
     path = write_report(analysis, out, title)
-    typer.echo(f"report written to {path} (imagenetx.json, summary.csv, meta_labels.csv beside it)")
+    typer.echo(f"report written to {path} (imagenetx.json, summary.csv, meta_labels.csv, "
+               "table3.csv beside it)")
+
+
+def _report_extras(results: Path | None, spillover: str, families: Path | None
+                   ) -> dict[str, str] | None:
+    """Check --results / --spillover and read --families (model,family CSV)."""
+    import pandas as pd
+
+    from shortcutlab.errors import DataNotFoundError, ImagenetXError, unknown_choice
+    from shortcutlab.imagenetx.spillover import METHODS
+
+    if spillover not in METHODS:
+        raise ImagenetXError(unknown_choice("spill-over method", spillover, METHODS))
+    if results is not None and not results.is_dir():
+        raise DataNotFoundError(f"results folder {str(results)!r} does not exist")
+    if families is None:
+        return None
+    if not families.is_file():
+        raise DataNotFoundError(f"families file {str(families)!r} does not exist")
+    frame = pd.read_csv(families, dtype=str)
+    if not {"model", "family"} <= set(frame.columns):
+        raise ImagenetXError(f"{families}: needs columns model,family; found {list(frame.columns)}")
+    return dict(zip(frame["model"], frame["family"], strict=True))

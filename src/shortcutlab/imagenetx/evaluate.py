@@ -28,6 +28,7 @@ from shortcutlab.errors import ImagenetXError, unknown_choice
 from shortcutlab.imagenetx.annotations import (
     FACTORS,
     META_LABELS,
+    NUM_CLASSES,
     Annotations,
     Partition,
     Which,
@@ -193,6 +194,8 @@ class EvaluationResult:
     meta_images: np.ndarray
     evaluated: np.ndarray
     options: dict[str, Any] = field(default_factory=dict)
+    class_correct: np.ndarray | None = None  # (models, 1000) right predictions per class
+    class_count: np.ndarray | None = None  # (models, 1000) predicted images per class
 
     @property
     def accuracy(self) -> np.ndarray:
@@ -245,14 +248,32 @@ class EvaluationResult:
         frame.index.name = "model"
         return frame
 
-    def summary(self) -> pd.DataFrame:
-        """The imagenet-x package's table: factor accuracies, ``worst_factor`` (min), ``average``.
+    def worst_classes_accuracy(self, k: int = 100) -> np.ndarray:
+        """Accuracy of each model over the images of its ``k`` worst classes (pooled).
 
-        Directly comparable with its ``accuracies_per_factor.csv``.
+        As the authors' ``worst_k_class_acc``: classes ranked by the model's accuracy (ties by
+        class id), the images of the ``k`` lowest pooled.
         """
+        if self.class_correct is None or self.class_count is None:
+            raise ImagenetXError("this result has no per-class counts (evaluate() records them)")
+        if not 1 <= k <= NUM_CLASSES:
+            raise ImagenetXError(f"k must be in 1–{NUM_CLASSES}, got {k}")
+        acc = _ratio(self.class_correct, self.class_count)
+        acc = np.where(self.class_count > 0, acc, np.inf)  # classes without images rank last
+        worst = np.argsort(acc, axis=1, kind="stable")[:, :k]
+        right = np.take_along_axis(self.class_correct, worst, axis=1).sum(axis=1)
+        total = np.take_along_axis(self.class_count, worst, axis=1).sum(axis=1)
+        return _ratio(right, total)
+
+    def summary(self, worst_classes: int | None = 100) -> pd.DataFrame:
+        """The authors' ``accuracies_per_factor.csv`` layout: factor accuracies,
+        ``worst_factor`` (min), ``average`` and ``worst_<k>_classes`` (None: left out, as the
+        package's ``get_factor_accuracies``)."""
         frame = self.table("accuracy")
         frame["worst_factor"] = frame.min(axis=1)
         frame["average"] = self.average
+        if worst_classes is not None and self.class_correct is not None:
+            frame[f"worst_{worst_classes}_classes"] = self.worst_classes_accuracy(worst_classes)
         return frame
 
     def meta_table(self, model: str, metric: str = "error_ratio") -> pd.DataFrame:
@@ -353,6 +374,9 @@ def evaluate(
     m_total = predictions.num_models
     correct = np.empty((m_total, _NCOLS), dtype=np.float64)
     count = np.empty((m_total, _NCOLS), dtype=np.float64)
+    class_correct = np.empty((m_total, NUM_CLASSES), dtype=np.float64)
+    class_count = np.empty((m_total, NUM_CLASSES), dtype=np.float64)
+    by_class = _class_indicator(images.labels)
     full = signatures.counts(np.ones((1, len(images)), dtype=bool))[0]
     step = max(1, chunk_size)
     for start in range(0, m_total, step):
@@ -361,9 +385,12 @@ def evaluate(
             images.file_names, rows, index
         )
         stop = start + len(chunk)
-        correct[start:stop] = signatures.counts(correct_matrix(chunk, images, error_type, real))
+        ok = correct_matrix(chunk, images, error_type, real)
+        correct[start:stop] = signatures.counts(ok)
         valid = chunk >= 0
         count[start:stop] = full if valid.all() else signatures.counts(valid)
+        class_correct[start:stop] = (by_class @ ok.T.astype(np.float32)).T
+        class_count[start:stop] = (by_class @ valid.T.astype(np.float32)).T
     if (count[:, _AVG] == 0).any():
         empty = [predictions.models[i] for i in np.flatnonzero(count[:, _AVG] == 0)]
         raise ImagenetXError(
@@ -384,7 +411,16 @@ def evaluate(
         meta_images=count[:, _META],
         evaluated=count[:, _AVG].astype(np.int64),
         options={"ignore_empty_real": ignore_empty_real, "partition": annotations.partition},
+        class_correct=class_correct,
+        class_count=class_count,
     )
+
+
+def _class_indicator(labels: np.ndarray) -> sp.csr_matrix:
+    """Sparse classes × images 0/1 matrix of the images' labels."""
+    n = len(labels)
+    data = np.ones(n, dtype=np.float32)
+    return sp.csr_matrix((data, (labels.astype(np.int64), np.arange(n))), shape=(NUM_CLASSES, n))
 
 
 @dataclass(frozen=True)
@@ -490,7 +526,7 @@ def get_factor_accuracies(
     (files or folders of CSVs, timm's CSV, a DataFrame, a mapping file name -> class id)."""
     preds = as_predictions(predictions, model, partition, file_col=file_col, pred_col=pred_col)
     annotations = load_annotations(which_factor, partition, filter_prototypes)
-    return evaluate(preds, annotations, error_type).summary()
+    return evaluate(preds, annotations, error_type).summary(worst_classes=None)
 
 
 def error_ratio(accuracies: pd.DataFrame) -> pd.DataFrame:

@@ -3,7 +3,11 @@
 * :func:`error_ratio_bars` — error ratio per factor for a few models with bootstrap intervals.
 * :func:`group_comparison` — mean error ratio per model group (paper figure 1b); factors where
   the Alexander-Govern test finds no difference between groups are drawn transparent.
-* :func:`meta_label_heatmap` — error ratio per meta-label and factor for one model.
+* :func:`meta_label_heatmap` — error ratio per meta-label and factor for one model (figures
+  5/13), small cells hatched with their count.
+* :func:`factor_vs_overall` — factor accuracy against overall accuracy by family (figure 4).
+* :func:`active_factors_bars` — images and accuracy by number of active factors (figure 7).
+* :func:`augmentation_comparison` — tailored against universal augmentation (figure 17).
 * :func:`correlation_heatmap` — Spearman correlations, blank where not significant (figure 8).
 """
 
@@ -14,12 +18,14 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
 
 from shortcutlab.errors import ImagenetXError
 from shortcutlab.imagenetx.annotations import FACTORS
 from shortcutlab.imagenetx.evaluate import BootstrapCI, EvaluationResult
 
 _PRETTY = {f: f.replace("_", " ") for f in FACTORS}
+MAX_LINES = 12
 
 
 def _pretty(names: Sequence[str]) -> list[str]:
@@ -110,11 +116,11 @@ def group_comparison(
 def meta_label_heatmap(
     result: EvaluationResult, model: str, metric: str = "error_ratio", min_count: int = 10
 ) -> Figure:
-    """Meta-labels × factors heatmap of ``metric`` for one model; blank where < ``min_count``."""
+    """Meta-labels × factors heatmap of ``metric`` for one model (figures 5 and 13): every cell
+    drawn; cells with fewer than ``min_count`` images hatched and labelled with their count."""
     values = result.meta_table(model, metric).drop(columns="average")
-    counts = result.meta_table(model, "count").drop(columns="average")
+    counts = result.meta_table(model, "count").drop(columns="average").to_numpy()
     data = np.array(values.to_numpy(dtype=float))
-    data[counts.to_numpy() < min_count] = np.nan
     fig = Figure(figsize=(9.5, 6.0))
     ax = fig.add_subplot()
     if metric == "error_ratio":
@@ -125,13 +131,87 @@ def meta_label_heatmap(
         image = ax.imshow(data, cmap="RdBu_r", norm=norm, aspect="auto")
     else:
         image = ax.imshow(data, cmap="viridis", aspect="auto")
+    for g, f in zip(*np.nonzero((counts < min_count) & (counts > 0)), strict=True):
+        ax.add_patch(Rectangle((f - 0.5, g - 0.5), 1, 1, fill=False, hatch="///",
+                               edgecolor="0.35", linewidth=0))
+        ax.text(f, g, f"{int(counts[g, f])}", ha="center", va="center", fontsize=6)
     ax.set_xticks(range(len(values.columns)), _pretty(values.columns), rotation=60, ha="right")
     ax.set_yticks(range(len(values.index)), _pretty(values.index))
     fig.colorbar(image, ax=ax, label=metric.replace("_", " "))
     ax.set_title(f"{model}: {metric.replace('_', ' ')} by meta-label and factor "
-                 f"(blank: fewer than {min_count} images)", fontsize=10)
+                 f"(hatched: fewer than {min_count} images, count shown; grey: none)",
+                 fontsize=9)
     fig.tight_layout()
     return fig
+
+
+def factor_vs_overall(
+    summary: pd.DataFrame, families: pd.Series, title: str = ""
+) -> Figure:
+    """Figure 4: accuracy on each factor's images (and on the worst factor and the worst 100
+    classes) against overall accuracy, one panel per factor, one colour per model family."""
+    panels = [f for f in FACTORS if f in summary.columns]
+    panels += [c for c in ("worst_factor", "worst_100_classes") if c in summary.columns]
+    ncols = 6
+    nrows = -(-len(panels) // ncols)
+    fig = Figure(figsize=(2.3 * ncols, 2.2 * nrows + 0.6))
+    axes = fig.subplots(nrows, ncols, sharex=True, sharey=True, squeeze=False).ravel()
+    family = families.reindex(summary.index).fillna("other")
+    names = list(dict.fromkeys(family))
+    x = summary["average"].to_numpy(dtype=float)
+    for ax, panel in zip(axes, panels, strict=False):
+        y = summary[panel].to_numpy(dtype=float)
+        for i, name in enumerate(names):
+            sel = (family == name).to_numpy()
+            ax.scatter(x[sel], y[sel], s=8, alpha=0.6, color=f"C{i}", label=_pretty([name])[0],
+                       linewidths=0)
+        ax.plot([0, 1], [0, 1], color="black", lw=0.8, ls="--")
+        ax.set_title(_pretty([panel])[0], fontsize=9)
+    for ax in axes[len(panels):]:
+        ax.set_visible(False)
+    axes[0].set_xlim(0, 1)
+    axes[0].set_ylim(0, 1)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="upper center", ncol=min(5, len(names)), fontsize=8)
+    fig.supxlabel("overall accuracy", fontsize=9)
+    fig.supylabel("accuracy on the factor's images", fontsize=9)
+    if title:
+        fig.suptitle(title, y=0.01, fontsize=9)
+    fig.tight_layout(rect=(0, 0, 1, 0.93))
+    return fig
+
+
+def active_factors_bars(counts: pd.DataFrame, accuracy: pd.DataFrame | None = None) -> Figure:
+    """Figure 7: images per number of active factors (log scale) per partition, and beside it
+    each model's accuracy by number of active factors."""
+    fig = Figure(figsize=(10.0 if accuracy is not None else 5.5, 3.2))
+    axes = fig.subplots(1, 2 if accuracy is not None else 1, squeeze=False).ravel()
+    x = np.arange(len(counts))
+    width = 0.8 / max(1, counts.shape[1])
+    for i, column in enumerate(counts.columns):
+        axes[0].bar(x + (i - (counts.shape[1] - 1) / 2) * width, counts[column], width,
+                    label=str(column))
+    axes[0].set_yscale("log")
+    axes[0].set_xticks(x, [str(i) for i in counts.index])
+    axes[0].set_xlabel("number of active factors")
+    axes[0].set_ylabel("images")
+    axes[0].legend(fontsize=8)
+    if accuracy is not None:
+        for model in accuracy.index[:MAX_LINES]:
+            axes[1].plot(accuracy.columns, accuracy.loc[model], marker="o", ms=3, label=model)
+        axes[1].set_xlabel("number of active factors")
+        axes[1].set_ylabel("accuracy")
+        axes[1].legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def augmentation_comparison(ratios: pd.DataFrame, tests: pd.DataFrame, alpha: float = 0.05,
+                            title: str = "Tailored against universal color jitter") -> Figure:
+    """Figure 17: mean error ratio per factor for each augmentation recipe; factors where the
+    Alexander-Govern test finds no difference drawn transparent."""
+    return group_comparison(ratios.drop(columns="augmentation"), ratios["augmentation"], tests,
+                            alpha, title)
 
 
 def correlation_heatmap(

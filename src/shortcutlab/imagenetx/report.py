@@ -3,7 +3,8 @@
 :func:`analyse` runs everything a report shows (evaluation, bootstrap intervals for the models
 drawn, group tests, dataset statistics); :func:`add_imagenetx_section` renders it into a shared
 :class:`~shortcutlab.utils.html.HtmlReport`; :func:`write_report` writes ``index.html`` with
-``imagenetx.json``, ``summary.csv`` (the package's table) and ``meta_labels.csv`` beside it.
+``imagenetx.json``, ``summary.csv`` (the authors' table layout), ``meta_labels.csv``,
+``table3.csv``, ``active_factors.csv`` and (with probabilities) ``calibration.csv`` beside it.
 """
 
 from __future__ import annotations
@@ -44,6 +45,12 @@ class ImagenetXAnalysis:
     spearman: tuple[pd.DataFrame, pd.DataFrame] | None = None
     chi2: dict[str, Any] | None = None
     notes: list[str] = field(default_factory=list)
+    families: pd.Series | None = None
+    calibration: pd.DataFrame | None = None
+    active_counts: pd.DataFrame | None = None
+    active_accuracy: pd.DataFrame | None = None
+    listing: pd.DataFrame | None = None
+    paper: PaperTables | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready results (per-model numbers, group tests, χ²)."""
@@ -61,7 +68,77 @@ class ImagenetXAnalysis:
             out["group_tests"] = frame.to_dict(orient="index")
         if self.chi2 is not None:
             out["chi2_train_vs_val"] = {k: v for k, v in self.chi2.items() if k != "counts"}
+        if self.calibration is not None:
+            out["calibration_ece"] = _records(self.calibration, orient="index")
+        if self.active_accuracy is not None:
+            out["accuracy_by_active_factors"] = _records(self.active_accuracy, orient="index")
+        if self.listing is not None:
+            out["table3"] = _records(self.listing, orient="records")
+        if self.paper is not None:
+            out["result_tables"] = self.paper.to_dict()
         return out
+
+
+def _records(frame: pd.DataFrame, orient: str) -> Any:
+    frame = frame.copy()
+    frame.columns = [str(c) for c in frame.columns]
+    return frame.astype(object).where(frame.notna(), None).to_dict(orient=orient)
+
+
+@dataclass
+class PaperTables:
+    """Analyses computed from the authors' result tables (figures 1b, 4, 6 and 17)."""
+
+    which: str
+    error_type: str
+    spillover_method: str
+    figure4: pd.DataFrame
+    family_tests: pd.DataFrame
+    spillover: dict[str, pd.DataFrame]
+    claims: pd.DataFrame
+    tailored: dict[str, pd.DataFrame] | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "which": self.which, "error_type": self.error_type,
+            "spillover_method": self.spillover_method,
+            "figure4_models": len(self.figure4),
+            "figure4_families": self.figure4["family"].value_counts().to_dict(),
+            "family_tests": _records(self.family_tests, orient="index"),
+            "spillover": {g: _records(t, orient="index") for g, t in self.spillover.items()},
+            "paper_claims": _records(self.claims, orient="records"),
+            "tailored_augmentation": None if self.tailored is None
+            else _records(self.tailored["tests"], orient="index"),
+        }
+
+
+def analyse_result_tables(
+    results_dir: str | os.PathLike[str],
+    which: Which = "top",
+    error_type: ErrorType = "class",
+    spillover_method: str = "cubic",
+) -> PaperTables:
+    """Figures 1b, 4, 6 and 17 from the authors' ``results`` folder (never shipped)."""
+    from shortcutlab.imagenetx import analyses, spillover, statistics
+
+    tables = analyses.read_result_tables(results_dir, which, error_type)
+    figure4 = analyses.figure4_models(tables, error_type)
+    main = figure4[figure4["family"].isin(analyses.MAIN_FAMILIES)]
+    family_tests = statistics.alexander_govern_by_factor(
+        analyses.error_ratios(main), main["family"]
+    )
+    groups = set(tables["group"])
+    spill = {
+        g: spillover.group_spillover(tables, g, spillover_method)  # type: ignore[arg-type]
+        for g in spillover.PARAMETERS if g in groups
+    }
+    claims = (spillover.claim_verdicts(tables) if set(spillover.PARAMETERS) <= groups
+              else pd.DataFrame())
+    tailored = None
+    if {g for g, _ in analyses.TAILORED_GROUPS.values()} <= groups:
+        tailored = analyses.tailored_augmentation(tables)
+    return PaperTables(which, error_type, spillover_method, figure4, family_tests, spill,
+                       claims, tailored)
 
 
 def analyse(
@@ -74,13 +151,28 @@ def analyse(
     seed: int = 0,
     dataset_statistics: bool = True,
     annotations: Annotations | None = None,
+    results_dir: str | os.PathLike[str] | None = None,
+    spillover_method: str = "cubic",
+    families: Mapping[str, str] | None = None,
 ) -> ImagenetXAnalysis:
-    """Evaluate, bootstrap the models drawn in the bar chart, test groups, describe the data."""
-    from shortcutlab.imagenetx import statistics
+    """Evaluate, bootstrap the models drawn in the bar chart, test groups, describe the data;
+    per-factor calibration (when probabilities are given), accuracy by number of active
+    factors, table 3; with ``results_dir`` the analyses of the authors' result tables."""
+    from shortcutlab.imagenetx import analyses, statistics
 
     annotations = annotations or load_annotations(which, "val")
     result = evaluate(predictions, annotations, error_type, ignore_empty_real)
     analysis = ImagenetXAnalysis(result)
+    analysis.families = analyses.model_families(result.models, families)
+    analysis.listing = analyses.meta_label_listing(result)
+    if predictions.probabilities is not None:
+        analysis.calibration = analyses.calibration_by_factor(
+            predictions, annotations, error_type
+        )
+    multi = annotations if annotations.which == "multi" else load_annotations("multi", "val")
+    analysis.active_accuracy = analyses.accuracy_by_active_factors(predictions, multi, error_type)
+    if results_dir is not None:
+        analysis.paper = analyse_result_tables(results_dir, which, error_type, spillover_method)
     if n_boot > 0:
         shown = list(result.models[:MAX_BAR_MODELS])
         analysis.ci = bootstrap_ci(
@@ -96,6 +188,9 @@ def analyse(
         analysis.spearman = statistics.spearman_factors_meta_labels(annotations)
         analysis.chi2 = statistics.chi2_train_vs_val(
             load_annotations(annotations.which, "train"), annotations
+        )
+        analysis.active_counts = analyses.active_factor_counts(
+            multi, load_annotations("multi", "train")
         )
     return analysis
 
@@ -144,12 +239,27 @@ def add_imagenetx_section(
             "Mean error ratio per model group (as paper figure 1b).",
         )
         report.table(analysis.group_tests)
-    report.heading("By meta-label", level=3)
-    for model in result.models[:2]:
+    _add_overall_sections(report, analysis)
+    report.heading("By meta-label (figures 5 and 13)", level=3)
+    shown_models = result.models[:MAX_TABLE_MODELS]
+    if len(result.models) > MAX_TABLE_MODELS:
+        report.paragraph(f"Heatmaps of the first {MAX_TABLE_MODELS} of {len(result.models)} "
+                         "models; meta_labels.csv holds every model.", note=True)
+    for model in shown_models:
         report.figure(
             figures.meta_label_heatmap(result, model),
             f"{model}: error ratio per meta-label and factor.",
         )
+    if analysis.listing is not None:
+        from shortcutlab.imagenetx.analyses import listing_text
+
+        report.paragraph(
+            "Table 3: the up to 4 most robust (error ratio ≤ 1) and most susceptible (> 1) "
+            "factors per meta-label; † n marks a value resting on fewer than 10 images. "
+            "table3.csv gives every count and 95% Wilson interval."
+        )
+        listing = analysis.listing[analysis.listing["model"].isin(shown_models)]
+        report.table(listing_text(listing).set_index(["model", "meta_label"]))
     shift = result.table("prevalence_shift").head(MAX_TABLE_MODELS)
     report.paragraph("Prevalence shift of each factor among the mistakes ((P(f | wrong) − P(f)) / "
                      "P(f)):")
@@ -173,6 +283,78 @@ def add_imagenetx_section(
         report.table(chi2["counts"].T, float_format="{:.0f}")
 
 
+def _add_overall_sections(report: HtmlReport, analysis: ImagenetXAnalysis) -> None:
+    """Figure 4 (own models), figure 7, calibration and the result-table analyses."""
+    from shortcutlab.imagenetx import figures
+
+    result = analysis.result
+    if analysis.families is not None:
+        summary = result.summary()
+        report.heading("Factor accuracy against overall accuracy (figure 4)", level=3)
+        report.figure(
+            figures.factor_vs_overall(summary, analysis.families),
+            "Accuracy on each factor's images against overall accuracy; dashed: a model "
+            "equally good on every factor. Families from the shipped map (other: not in it).",
+        )
+    if analysis.active_accuracy is not None:
+        report.heading("Number of active factors (figure 7)", level=3)
+        counts = analysis.active_counts
+        report.figure(
+            figures.active_factors_bars(
+                counts if counts is not None else pd.DataFrame(
+                    {"val": analysis.active_accuracy.attrs["n_images"]}),
+                analysis.active_accuracy),
+            "Images per number of active factors (multi-factor annotations) and each model's "
+            "accuracy on them.",
+        )
+        report.table(analysis.active_accuracy.head(MAX_TABLE_MODELS))
+    if analysis.calibration is not None:
+        report.heading("Calibration per factor", level=3)
+        report.paragraph("Expected calibration error (15 equal-width confidence bins) on the "
+                         "images of each factor.")
+        report.table(analysis.calibration.head(MAX_TABLE_MODELS).T)
+    if analysis.paper is not None:
+        _add_paper_sections(report, analysis.paper)
+
+
+def _add_paper_sections(report: HtmlReport, paper: PaperTables) -> None:
+    from shortcutlab.imagenetx import analyses, figures
+
+    report.heading("From the authors' result tables", level=3)
+    fams = ", ".join(f"{k} {v}" for k, v in paper.figure4["family"].value_counts().items())
+    report.paragraph(f"Figure 4's model set: {len(paper.figure4)} models ({fams}); "
+                     f"{paper.which} factor, error type {paper.error_type}.")
+    report.figure(figures.factor_vs_overall(paper.figure4, paper.figure4["family"]),
+                  "Figure 4 from the authors' tables.")
+    report.figure(
+        figures.group_comparison(analyses.error_ratios(paper.figure4), paper.figure4["family"],
+                                 paper.family_tests, title="Error ratio by model family"),
+        "Figure 1b: mean error ratio per family, Alexander-Govern test per factor.",
+    )
+    report.table(paper.family_tests)
+    method = {"cubic": "the authors' procedure (cubic fit of error ratio in augmentation "
+                       "strength, Welch's t-test between the strengths where the fit is lowest "
+                       "and highest)",
+              "welch": "shortcutlab's procedure (Welch's t-test of the strongest third of the "
+                       "strengths against the weakest third)"}[paper.spillover_method]
+    report.heading("Augmentation spill-over (figure 6)", level=3)
+    report.paragraph(f"Computed by {method}. change = mean error ratio at the stronger − at the "
+                     "weaker strength.")
+    for group, table in paper.spillover.items():
+        report.paragraph(f"{group}:")
+        report.table(table)
+    if not paper.claims.empty:
+        report.paragraph("The paper's ten spill-over claims under both procedures "
+                         "(reproduced: significant at 0.05 in the stated direction):")
+        report.table(paper.claims.set_index(["augmentation", "factor"]), "{:.3g}")
+    if paper.tailored is not None:
+        report.heading("Tailored augmentation (figure 17)", level=3)
+        report.figure(figures.augmentation_comparison(paper.tailored["ratios"],
+                                                      paper.tailored["tests"]),
+                      "Figure 17: error ratio per factor for four augmentation recipes.")
+        report.table(paper.tailored["tests"])
+
+
 def write_report(
     results: ImagenetXAnalysis | EvaluationResult,
     out_dir: str | os.PathLike[str],
@@ -186,4 +368,10 @@ def write_report(
     write_json(out / "imagenetx.json", analysis.to_dict())
     write_text(out / "summary.csv", analysis.result.summary().to_csv())
     write_text(out / "meta_labels.csv", analysis.result.meta_long().to_csv(index=False))
+    if analysis.listing is not None:
+        write_text(out / "table3.csv", analysis.listing.to_csv(index=False))
+    if analysis.calibration is not None:
+        write_text(out / "calibration.csv", analysis.calibration.to_csv())
+    if analysis.active_accuracy is not None:
+        write_text(out / "active_factors.csv", analysis.active_accuracy.to_csv())
     return report.write(out / "index.html")

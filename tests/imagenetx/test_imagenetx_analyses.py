@@ -1,0 +1,189 @@
+"""The paper's analyses beyond the factor tables, on small synthetic predictions and tables."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from imagenet_x.aggregate import compute_factor_calibration_errors
+
+from shortcutlab.errors import ImagenetXError
+from shortcutlab.imagenetx import analyses, spillover
+from shortcutlab.imagenetx.annotations import FACTORS, META_LABELS, load_annotations
+from shortcutlab.imagenetx.evaluate import evaluate
+from shortcutlab.imagenetx.predictions import Predictions, load_predictions
+
+
+def test_calibration_per_factor_matches_the_package(model_dir, top_val, package_frame):
+    reference = compute_factor_calibration_errors(package_frame, list(FACTORS), "is_correct")
+    mine = analyses.calibration_by_factor(load_predictions([model_dir]), top_val, "class")
+    reference = reference.loc[mine.index, mine.columns]
+    np.testing.assert_allclose(mine.to_numpy(), reference.to_numpy(), rtol=0, atol=1e-12)
+
+
+def test_calibration_needs_probabilities(top_val):
+    preds = Predictions(("m",), top_val.file_names[:5], top_val.labels[None, :5])
+    with pytest.raises(ImagenetXError, match="probabilities"):
+        analyses.calibration_by_factor(preds, top_val)
+
+
+def test_accuracy_by_active_factors_counts_images_by_number_of_factors():
+    multi = load_annotations("multi")
+    n_active = multi.factors.sum(axis=1)
+    # A model right exactly on the images with 2 active factors.
+    classes = np.where(n_active == 2, multi.labels, (multi.labels + 1) % 1000)
+    preds = Predictions(("two",), multi.file_names, classes[None, :])
+    acc = analyses.accuracy_by_active_factors(preds, multi)
+    assert acc.loc["two", 2] == 1.0
+    assert np.nansum(acc.drop(columns=2).to_numpy()) == 0.0
+    assert acc.attrs["n_images"][2] == int((n_active == 2).sum())
+    counts = analyses.active_factor_counts(multi)
+    assert counts["val"].sum() == len(multi)
+    assert counts.loc[2, "val"] == int((n_active == 2).sum())
+
+
+def test_table3_listing_robust_and_susceptible_with_counts(top_val):
+    # Wrong exactly on the 'dog' images with the texture factor and on those with pose: in the
+    # dog meta-label texture is the most susceptible factor and pose is never robust.
+    dog = top_val.meta_label == META_LABELS.index("dog")
+    f = {name: top_val.factors[:, FACTORS.index(name)] for name in ("texture", "pose")}
+    wrong = dog & (f["texture"] | (f["pose"] & (np.arange(len(top_val)) % 2 == 0)))
+    classes = np.where(wrong, (top_val.labels + 1) % 1000, top_val.labels)
+    result = evaluate(Predictions(("m",), top_val.file_names, classes[None, :]), top_val)
+    listing = analyses.meta_label_listing(result)
+    part = listing[(listing["meta_label"] == "dog")]
+    susceptible = part[part["kind"] == "susceptible"].sort_values("rank")
+    assert susceptible.iloc[0]["factor"] == "texture"
+    n_texture = int((dog & f["texture"]).sum())
+    assert susceptible.iloc[0]["n_images"] == n_texture
+    expected = 1.0 / (1 - result.meta_average[0, META_LABELS.index("dog")])
+    assert susceptible.iloc[0]["error_ratio"] == pytest.approx(expected)
+    assert (susceptible["lower"] <= susceptible["error_ratio"]).all()
+    robust = part[part["kind"] == "robust"]
+    assert (robust["error_ratio"] <= 1).all() and len(robust) == 4
+    assert "pose" not in set(robust["factor"])
+    assert (part[part["kind"] == "susceptible"]["error_ratio"] > 1).all()
+    text = analyses.listing_text(listing)
+    row = text[(text["meta_label"] == "dog")].iloc[0]
+    assert row["susceptible"].endswith(f"texture ({expected:.1f})" if n_texture >= 10
+                                       else f"texture ({expected:.1f} †{n_texture})")
+
+
+def test_wilson_interval_contains_the_proportion_and_is_nan_without_data():
+    bounds = analyses.wilson_interval(np.array([3, 0]), np.array([10, 0]))
+    assert bounds[0, 0] < 0.3 < bounds[0, 1]
+    assert bounds[0] == pytest.approx([0.1078, 0.6032], abs=1e-4)
+    assert np.isnan(bounds[1]).all()
+
+
+def test_model_families_from_the_shipped_map_with_overrides():
+    fam = analyses.model_families(["resnet50", "DINO", "BiT-M-R50x1-ILSVRC2012", "human", "mine"],
+                                  extra={"mine": "self_supervised"})
+    assert fam.to_dict() == {
+        "resnet50": "supervised_1k", "DINO": "self_supervised",
+        "BiT-M-R50x1-ILSVRC2012": "more_data", "human": "original_labels",
+        "mine": "self_supervised",
+    }
+    known = analyses.load_model_families()
+    assert set(known) <= set(analyses.FAMILIES)
+    assert (known == "self_supervised").sum() == 13
+
+
+def _fake_group(group: str, name: str, strengths, effect: dict[str, float], seed: int):
+    """Models of one augmentation group whose factor accuracies follow ``effect`` × strength."""
+    gen = np.random.default_rng(seed)
+    rows = {}
+    for s in strengths:
+        for rep in range(6):
+            acc = {f: 0.7 + gen.normal(0, 0.005) for f in FACTORS}
+            for factor, slope in effect.items():
+                acc[factor] = 0.7 - slope * s / 100 + gen.normal(0, 0.005)
+            acc["average"] = 0.75
+            value = 100 - s if group == "crop" else s
+            rows[f"resnet50_{name}{value:g}_id{rep}"] = acc
+    frame = pd.DataFrame(rows).T
+    frame.insert(0, "group", group)
+    return frame
+
+
+@pytest.fixture(scope="module")
+def fake_tables():
+    levels = [0, 25, 50, 75, 100]
+    parts = [
+        # crop: stronger -> pose error ratio lower (accuracy up), subcategory higher.
+        _fake_group("crop", "crop", [8, 30, 50, 70, 92], {"pose": -0.2, "subcategory": 0.2}, 0),
+        _fake_group("colorjitter", "color", levels, {"color": -0.2, "pose": 0.1}, 1),
+        _fake_group("gaussian_blur", "smoothing", levels, {"texture": -0.3}, 2),
+    ]
+    return pd.concat(parts)
+
+
+@pytest.mark.parametrize("method", ["cubic", "welch"])
+def test_spillover_finds_the_planted_effects(fake_tables, method):
+    crop = spillover.group_spillover(fake_tables, "crop", method)
+    assert crop.loc["pose", "direction"] == "lower" and crop.loc["pose", "significant"]
+    assert crop.loc["subcategory", "direction"] == "higher"
+    assert crop.loc["subcategory", "significant"]
+    # The 14 flat factors are mostly not significant (the cubic procedure compares the two
+    # strengths where the fit to noise is extreme, so it flags more of them).
+    assert crop["significant"].sum() <= (8 if method == "cubic" else 4)
+    assert crop.attrs["method"] == method
+    if method == "cubic":  # the authors' procedure: the fit's extremes are the end strengths
+        assert set(crop.loc["pose", ["weak", "strong"]]) == {"8", "92"}
+
+
+def test_claim_verdicts_use_both_methods(fake_tables):
+    verdicts = spillover.claim_verdicts(fake_tables)
+    assert len(verdicts) == 10
+    row = verdicts[(verdicts["augmentation"] == "crop") & (verdicts["factor"] == "pose")].iloc[0]
+    assert row["reproduced_cubic"] and row["reproduced_welch"]
+    flat = verdicts[(verdicts["augmentation"] == "crop") & (verdicts["factor"] == "pattern")]
+    assert not flat.iloc[0]["reproduced_cubic"] or flat.iloc[0]["pvalue_cubic"] <= 0.05
+
+
+def test_crop_strength_is_100_minus_the_crop_parameter():
+    strength = spillover.augmentation_strength(["r_crop8.0_wd1e-05_id1", "r_crop100_id2"], "crop")
+    assert strength.tolist() == [92.0, 0.0]
+    with pytest.raises(ImagenetXError, match="augmentation group"):
+        spillover.augmentation_strength(["x"], "rotation")
+    with pytest.raises(ImagenetXError, match="spill-over method"):
+        spillover.spillover(pd.DataFrame({"pose": [1.0]}), pd.Series([1.0]), "bogus")
+
+
+def test_read_result_tables_and_figure4_set(tmp_path):
+    root = tmp_path / "results" / "val" / "top_factor"
+    rows = {"resnet50": 0.76, "BiT-M-R50x1-ILSVRC2012": 0.8, "unknown_net": 0.5, "DINO": 0.77}
+    for group in ("imagenet_testbed", "base"):
+        folder = root / group / "class"
+        folder.mkdir(parents=True)
+        table = pd.DataFrame({f: rows for f in FACTORS})
+        table["average"] = pd.Series(rows)
+        table.index.name = "model"
+        table.to_csv(folder / "accuracies_per_factor.csv")
+    tables = analyses.read_result_tables(tmp_path / "results", "top", "class")
+    assert set(tables["group"]) == {"imagenet_testbed", "base"}
+    fig4 = analyses.figure4_models(tables)
+    # testbed models of the four main families, plus base's self-supervised models only.
+    assert sorted(fig4.index) == ["BiT-M-R50x1-ILSVRC2012", "DINO", "resnet50"]
+    assert fig4.loc["DINO", "family"] == "self_supervised"
+    with pytest.raises(Exception, match="accuracies_per_factor.csv"):
+        analyses.read_result_tables(tmp_path / "results", "top", "metaclass")
+
+
+def test_cubic_procedure_compares_the_strengths_where_the_fit_is_extreme():
+    """A peak at a middle strength: the authors' procedure compares it with the lowest point
+    of the fit, not the two end strengths; the Welch procedure compares the end thirds."""
+    gen = np.random.default_rng(3)
+    levels = [0, 25, 50, 75, 100]
+    peak = {0: 1.0, 25: 1.3, 50: 1.6, 75: 1.3, 100: 1.05}
+    strength = pd.Series({f"m{s}_{r}": s for s in levels for r in range(6)}, dtype=float)
+    ratios = pd.DataFrame({"pose": [peak[s] + gen.normal(0, 0.01) for s in strength]},
+                          index=strength.index)
+    cubic = spillover.spillover(ratios, strength, "cubic").loc["pose"]
+    assert {cubic["weak"], cubic["strong"]} == {"0", "50"}
+    assert cubic["direction"] == "higher" and cubic["significant"]
+    welch = spillover.spillover(ratios, strength, "welch").loc["pose"]
+    assert (welch["weak"], welch["strong"]) == ("0", "100")
+    few = strength[strength < 50].index.append(pd.Index(["m50_0"]))
+    with pytest.raises(ImagenetXError, match="5\\+ models"):
+        spillover.spillover(ratios.loc[few].iloc[:9], strength)
