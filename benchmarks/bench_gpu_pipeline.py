@@ -128,8 +128,9 @@ def bench_numpy(rev: str, batches: list[int], min_time: float) -> dict:
     return out
 
 
-def epoch_child(device: str, scale: float, precision: str, channels_last: bool) -> None:
-    """One job: resnet18 on EXPERIMENT at ``scale`` for 2 epochs; prints the second epoch's
+def epoch_child(device: str, scale: float, precision: str, channels_last: bool,
+                model: str = "resnet18") -> None:
+    """One job: ``model`` on EXPERIMENT at ``scale`` for 2 epochs; prints the second epoch's
     seconds (train + val + test) and the statistics pass as JSON."""
     import torch
 
@@ -143,7 +144,7 @@ def epoch_child(device: str, scale: float, precision: str, channels_last: bool) 
     spec = make_experiment(EXPERIMENT, scale=scale)
     sets = {s: DiagvibDataset(spec, s) for s in ("train", "val", "test")}
     marks = [time.perf_counter()]
-    config = TrainConfig(model="resnet18", epochs=2, precision=precision,
+    config = TrainConfig(model=model, epochs=2, precision=precision,
                          channels_last=channels_last)
     res = train(config, sets["train"], sets["val"], {"test": sets["test"]}, device=device,
                 progress=lambda _: marks.append(time.perf_counter()))
@@ -164,16 +165,20 @@ def _utilisation(stop: threading.Event, samples: list[float]) -> None:
 
 
 def bench_epoch(device: str, scale: float, jobs_list: list[int], precision: str,
-                channels_last: bool) -> dict:
+                channels_last: bool, model: str = "resnet18",
+                env: dict[str, str] | None = None) -> dict:
+    """Seconds per full-scale epoch of ``model`` for each number of concurrent jobs in
+    ``jobs_list`` (separate processes, started with ``env``: e.g. a CUDA MPS pipe directory)."""
     out = {}
     for jobs in jobs_list:
         cmd = [sys.executable, __file__, "--child", device, str(scale), precision,
-               str(int(channels_last))]
+               str(int(channels_last)), model]
         stop, samples = threading.Event(), []
         monitor = threading.Thread(target=_utilisation, args=(stop, samples), daemon=True)
         if shutil.which("nvidia-smi") and device.startswith("cuda"):
             monitor.start()
-        procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True) for _ in range(jobs)]
+        procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env)
+                 for _ in range(jobs)]
         results = [json.loads(p.communicate()[0].strip().splitlines()[-1]) for p in procs]
         stop.set()
         epoch = float(np.mean([r["epoch_s"] for r in results]))
@@ -182,7 +187,7 @@ def bench_epoch(device: str, scale: float, jobs_list: list[int], precision: str,
         hours = RUNS * EPOCHS * full_epoch / jobs / 3600
         util = f"{np.mean(samples):.0f} % (mean of {len(samples)} samples)" if samples else "n/a"
         note = "" if factor == 1 else f" (measured at scale {scale}: {epoch:.2f} s, x{factor:.0f})"
-        print(f"resnet18 epoch, {jobs} job(s) at once on {device} ({precision}"
+        print(f"{model} epoch, {jobs} job(s) at once on {device} ({precision}"
               f"{', channels_last' if channels_last else ''}): {full_epoch:8.2f} s per full-scale "
               f"epoch each{note}; utilisation {util}; full benchmark {hours:,.1f} device-hours",
               flush=True)
@@ -265,7 +270,7 @@ def bench_cli(n: int, rev: str) -> dict:
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
         device, scale, precision, layout = sys.argv[2:6]
-        epoch_child(device, float(scale), precision, layout == "1")
+        epoch_child(device, float(scale), precision, layout == "1", *sys.argv[6:7])
         return
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", default="cuda", help="cuda (default) or cpu")

@@ -92,6 +92,13 @@ def test_render_with_user_sources(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     with np.load(out) as z:
         assert z["images"].shape == (3, 3, 128, 128)
+        as_given = z["images"]
+    res = runner.invoke(app, ["diagvib", "render", "--n", "3", "--out", str(out), "--mnist",
+                              str(tmp_path / "mnist.npz"), "--textures", str(tex),
+                              "--device", "cpu", "--equalize-textures"])
+    assert res.exit_code == 0, res.output
+    with np.load(out) as z:  # 0/255 stripes equalise to 1/4 and 3/4: other object colours
+        assert (z["images"] != as_given).any()
     bad = tmp_path / "bad.npz"
     np.savez(bad, pictures=digits)
     assert "valid array pairs" in _fails(["diagvib", "render", "--out", str(tmp_path / "b.npz"),

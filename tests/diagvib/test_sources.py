@@ -111,22 +111,38 @@ def test_preprocess_thresholds_are_the_authors() -> None:
 
 @pytest.mark.parametrize("gz", [False, True])
 def test_idx_folder_loader(tmp_path: Path, gz: bool) -> None:
-    x, y = _fake_digits()
+    x, y = _fake_digits(6)
+    order = np.random.default_rng(3).permutation(len(x))  # classes interleaved, as in MNIST
+    x, y = x[order], y[order]
+    test = np.zeros(len(x), bool)
+    test[[int(np.flatnonzero(y == d)[-1]) for d in range(10)]] = True  # one test digit per class
     ext = ".gz" if gz else ""
-    _write_idx(tmp_path / f"train-images-idx3-ubyte{ext}", x[:30])
-    _write_idx(tmp_path / f"train-labels-idx1-ubyte{ext}", y[:30])
-    _write_idx(tmp_path / f"t10k-images-idx3-ubyte{ext}", x[30:])
-    _write_idx(tmp_path / f"t10k-labels-idx1-ubyte{ext}", y[30:])
+    _write_idx(tmp_path / f"train-images-idx3-ubyte{ext}", x[~test])
+    _write_idx(tmp_path / f"train-labels-idx1-ubyte{ext}", y[~test])
+    _write_idx(tmp_path / f"t10k-images-idx3-ubyte{ext}", x[test])
+    _write_idx(tmp_path / f"t10k-labels-idx1-ubyte{ext}", y[test])
     shapes = load_shapes(tmp_path)
     assert shapes.count.sum() == len(x)
-    assert (shapes.count >= 1).all()
-    # every pooled mask equals the preprocessed input digit it came from
-    expect = preprocess_digits(x.astype(np.float32) / 255)
-    for s in SPLITS:
-        for d in (0, 9):
-            ids = shapes.pool_ids(s, d)
-            assert (y[ids] == d).all()
-            assert (shapes.pool(s, d) == expect[ids]).all()
+    # the authors' split: 5 training digits per class -> int(0.8 * 5) = 4 train, 1 val (the
+    # first four and the last in MNIST-train's order), MNIST-test -> test; no seed involved
+    assert shapes.count.tolist() == [[4] * 10, [1] * 10, [1] * 10]
+    xs, ys = np.concatenate([x[~test], x[test]]), np.concatenate([y[~test], y[test]])
+    expect = preprocess_digits(xs.astype(np.float32) / 255)
+    for d in range(10):
+        mine = np.flatnonzero(ys[:-10] == d)
+        assert shapes.pool_ids("train", d).tolist() == mine[:4].tolist()
+        assert shapes.pool_ids("val", d).tolist() == mine[4:].tolist()
+        assert shapes.pool_ids("test", d).tolist() == (len(xs) - 10 + np.flatnonzero(
+            ys[-10:] == d)).tolist()
+        for s in SPLITS:  # every pooled mask is the preprocessed input digit it came from
+            assert (shapes.pool(s, d) == expect[shapes.pool_ids(s, d)]).all()
+    assert (load_shapes(tmp_path, seed=5).source_index == shapes.source_index).all()
+    # without the test files the pools are a seeded 70/15/15 split of MNIST-train
+    for name in ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"):
+        (tmp_path / f"{name}{ext}").unlink()
+    alone = load_shapes(tmp_path)
+    assert alone.count.tolist() == [[3] * 10, [1] * 10, [1] * 10]
+    assert alone.split_rule.startswith("seeded")
 
 
 def test_idx_errors(tmp_path: Path) -> None:
@@ -151,12 +167,16 @@ def test_idx_errors(tmp_path: Path) -> None:
 def test_npz_loader_and_errors(tmp_path: Path) -> None:
     x, y = _fake_digits(3)
     flat = tmp_path / "flat.npz"
-    np.savez(flat, x_train=x[:20].reshape(20, -1), y_train=y[:20], x_test=x[20:], y_test=y[20:])
+    first = np.arange(30) % 3 < 2  # two digits per class for MNIST-train, one for MNIST-test
+    np.savez(flat, x_train=x[first].reshape(20, -1), y_train=y[first], x_test=x[~first],
+             y_test=y[~first])
     shapes = load_shapes(flat)
     assert shapes.count.sum() == 30 and (shapes.count == 1).all()
+    assert shapes.split_rule.startswith("authors'")
     plain = tmp_path / "plain.npz"
     np.savez(plain, images=x.astype(np.float32) / 255, labels=y)
-    assert (load_shapes(plain).pool("val", 4) == load_shapes(flat).pool("val", 4)).all()
+    assert load_shapes(plain).split_rule.startswith("seeded")
+    assert load_shapes(plain).count[:, 4].tolist() == [1, 1, 1]
     bad = tmp_path / "bad.npz"
     np.savez(bad, pictures=x)
     with pytest.raises(DiagvibError, match=r"valid array pairs: \(images, labels\)"):
@@ -259,7 +279,14 @@ def test_texture_folder(tmp_path: Path) -> None:
     (folder / "README.txt").write_text("ignored")
     tex = load_textures(folder)
     assert tex.texture(0).shape == (80, 90)
-    assert abs(float(tex.texture(4).mean()) - 0.5) < 0.01
+    # used as given, as the authors use their PNGs: the grey image's levels / 255
+    with Image.open(folder / "lava.png") as im:
+        grey = np.asarray(im.convert("L"), dtype=np.float32) / 255
+    assert np.array_equal(tex.texture(4), grey)
+    # equalised only when asked: then uniform on [0, 1]
+    eq = load_textures(folder, equalize=True)
+    assert abs(float(eq.texture(4).mean()) - 0.5) < 0.01 and not np.allclose(eq.texture(4), grey)
+    assert np.allclose(np.quantile(eq.texture(4), [0.1, 0.9]), [0.1, 0.9], atol=0.01)
 
 
 def test_texture_folder_errors(tmp_path: Path) -> None:

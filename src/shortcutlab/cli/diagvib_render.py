@@ -12,7 +12,7 @@ import typer
 from rich.console import Console
 
 from shortcutlab.cli.errors import clean_errors
-from shortcutlab.cli.options import mnist_option, textures_option
+from shortcutlab.cli.options import equalize_textures_option, mnist_option, textures_option
 
 if TYPE_CHECKING:
     import numpy as np
@@ -52,13 +52,13 @@ def factors() -> None:
 
 
 def _generator(mnist: Path | None, textures: Path | None, shape_seed: int,
-               image_size: int = 128) -> ImageGenerator:
+               image_size: int = 128, equalize: bool = False) -> ImageGenerator:
     from shortcutlab.diagvib.render import ImageGenerator, check_image_size
     from shortcutlab.diagvib.sources import load_shapes, load_textures
 
     check_image_size(image_size)  # before the (slower) source loading
-    return ImageGenerator(load_shapes(mnist, seed=shape_seed), load_textures(textures),
-                          image_size=image_size)
+    return ImageGenerator(load_shapes(mnist, seed=shape_seed),
+                          load_textures(textures, equalize=equalize), image_size=image_size)
 
 
 def _may_have_cuda() -> bool:
@@ -92,6 +92,7 @@ def render(
     split: str = typer.Option("train", help="Digit pool: train, val or test."),
     mnist: Path = mnist_option(),
     textures: Path = textures_option(),
+    equalize_textures: bool = equalize_textures_option(),
     shape_seed: int = typer.Option(0, help="Seed of the digits' split into pools."),
     image_size: int = typer.Option(128, help="Image side in pixels (32..1024)."),
     device: str = typer.Option(
@@ -112,7 +113,7 @@ def render(
     check_split(split)
     fixed = parse_assignments(set_ or [])
     backend, dev = _backend(device)
-    gen = _generator(mnist, textures, shape_seed, image_size)
+    gen = _generator(mnist, textures, shape_seed, image_size, equalize_textures)
     classes = random_classes(n, seed=seed, split=split, fixed=fixed)
     size = gen.image_size
     real = gen.realisations(classes, seed=seed, split=split, indices=np.arange(n))
@@ -157,11 +158,12 @@ def traverse(
     seed: int = typer.Option(0, help="Seed of the realisations shared by all cells."),
     mnist: Path = mnist_option(),
     textures: Path = textures_option(),
+    equalize_textures: bool = equalize_textures_option(),
 ) -> None:
     """Draw the figure-2 traversal: one column per factor, its classes varying down the column."""
     from shortcutlab.diagvib.gallery import save_traversal
 
-    save_traversal(out, _generator(mnist, textures, 0), seed=seed)
+    save_traversal(out, _generator(mnist, textures, 0, equalize=equalize_textures), seed=seed)
     Console().print(f"wrote the factor traversal to {out}")
 
 

