@@ -90,6 +90,19 @@ def epoch_curves(epochs: pd.DataFrame) -> Figure:
     return fig
 
 
+METRIC_NAMES = {"top1": "top-1 accuracy (the fraction of correct predictions, as BiasBed reports)",
+                "mean_per_class": "mean per-class accuracy (recall averaged over the classes)"}
+
+
+def _metric_text(competitors: pd.DataFrame) -> str:
+    """Which accuracy the numbers are, per training set when they differ."""
+    used = competitors.groupby("dataset")["metric"].first()
+    if used.nunique() == 1:
+        return f"Accuracy is the {METRIC_NAMES.get(used.iloc[0], used.iloc[0])}."
+    parts = [f"{d}: {METRIC_NAMES.get(m, m)}" for d, m in used.items()]
+    return "Accuracy per training set — " + "; ".join(parts) + "."
+
+
 def _rank_table(
     epochs: pd.DataFrame, n_last: int, alpha: float, options: dict[str, Any]
 ) -> tuple[pd.DataFrame, dict[str, str]]:
@@ -136,8 +149,7 @@ def add_biasbed_section(
     report.paragraph(
         f"{epochs['algorithm'].nunique()} algorithm(s) on {epochs['dataset'].nunique()} "
         f"dataset(s), {int(runs.min())}–{int(runs.max())} runs each (different training seeds), "
-        f"{n_epochs} epochs, every epoch evaluated on every test set. Accuracy is the mean "
-        "per-class accuracy."
+        f"{n_epochs} epochs, every epoch evaluated on every test set. {_metric_text(competitors)}"
     )
     report.heading("Competitors: algorithm, training set and training recipe", 3)
     report.paragraph(
