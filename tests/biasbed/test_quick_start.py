@@ -45,6 +45,12 @@ def test_quick_start_writes_a_comparison(tmp_path: Path) -> None:
     assert sorted(result["blocks"]) == ["ZGO/shape-hue/0/test", "ZGO/shape-texture/0/test"]
     html = (tmp_path / "rep" / "index.html").read_text()
     assert "Accuracy is the mean per-class accuracy" in html  # DiagViB-6: the paper's metric
+    res = runner.invoke(app, ["biasbed", "report", str(tmp_path / "runs"), "--out",
+                              str(tmp_path / "rep2"), "--nemenyi", "table"])
+    assert res.exit_code == 0, res.output
+    table = json.loads((tmp_path / "rep2" / "comparison.json").read_text())
+    assert table["nemenyi_method"] == "table"
+    assert 0.001 <= table["nemenyi"]["erm"]["padain"] <= 0.9
     competitors = pd.read_csv(tmp_path / "rep" / "competitors.csv")
     assert set(competitors["metric"]) == {"mean_per_class"}
 

@@ -476,6 +476,8 @@ def compare_algorithms(
     exclude_test_sets: Sequence[str] = (),
     df: str = "textbook",
     nemenyi_clip: bool = False,
+    nemenyi_method: str = "exact",
+    tie_correction: bool = True,
 ) -> ComparisonResult:
     """D's Friedman / Iman-Davenport / Nemenyi comparison of the competitors under one rule.
 
@@ -484,8 +486,8 @@ def compare_algorithms(
     with one training set) and the blocks are the test sets. ``"dataset"``: the algorithms
     compete over blocks ``dataset/test set``. A block's score per competitor is the mean over
     runs. ``exclude_test_sets``: test sets left out (the strict setting,
-    :func:`strict_test_sets`); ``df``/``nemenyi_clip``: conventions of
-    :func:`shortcutlab.stats.compare`. Needs >= 2 competitors and >= 2 blocks.
+    :func:`strict_test_sets`); ``df``/``nemenyi_clip``/``nemenyi_method``/``tie_correction``:
+    conventions of :func:`shortcutlab.stats.compare`. Needs >= 2 competitors and >= 2 blocks.
     """
     if rule not in RULES:
         raise StatsError(unknown_choice("selection rule", rule, RULES))
@@ -506,8 +508,8 @@ def compare_algorithms(
     runs = runs_for_comparison(picked)
     dropped = runs["block"][test_sets.isin(list(exclude_test_sets)).to_numpy()]
     return compare(
-        runs, alpha=alpha, df=df, nemenyi_clip=nemenyi_clip,
-        exclude_blocks=list(dict.fromkeys(dropped)),
+        runs, alpha=alpha, df=df, nemenyi_clip=nemenyi_clip, nemenyi_method=nemenyi_method,
+        tie_correction=tie_correction, exclude_blocks=list(dict.fromkeys(dropped)),
     )
 
 

@@ -130,6 +130,8 @@ def add_biasbed_section(
     strict: bool = False,
     df: str = "textbook",
     nemenyi_clip: bool = False,
+    nemenyi_method: str = "exact",
+    tie_correction: bool = True,
 ) -> dict[str, Any]:
     """Add the BiasBed section for the protocol in ``run_dir``; returns the computed tables
     (``epochs``, ``selection``, ``competitors``, ``comparison`` or None,
@@ -140,7 +142,8 @@ def add_biasbed_section(
     competitors = competitor_table(run_dir)
     excluded = strict_test_sets(run_dir) if strict else []
     options = {"compare_by": compare_by, "exclude_test_sets": excluded, "df": df,
-               "nemenyi_clip": nemenyi_clip}
+               "nemenyi_clip": nemenyi_clip, "nemenyi_method": nemenyi_method,
+               "tie_correction": tie_correction}
     n = default_n_last(epochs) if n_last is None else n_last
     table = selection_table(epochs, n)
     runs = epochs.groupby(["algorithm", "dataset"])["run"].nunique()
@@ -194,6 +197,10 @@ def add_biasbed_section(
         who = "competitors (algorithm, training set)" if mode == "competitor" else "algorithms"
         left_out = f" Strict setting: left out {', '.join(excluded)}." if excluded else ""
         clip = " Nemenyi p-values bounded to [0.001, 0.9]." if nemenyi_clip else ""
+        if nemenyi_method == "table":
+            clip = " Nemenyi p-values from the studentized-range table, bounded to [0.001, 0.9]."
+        if not tie_correction:
+            clip += " Friedman χ² without tie correction."
         report.paragraph(
             f"Rule: {rule_label(rule, n)}. {len(result.algorithms)} {who} over "
             f"{len(result.blocks)} blocks (test sets): Friedman χ² = {result.chi2:.3f} "

@@ -286,6 +286,13 @@ def report(
     nemenyi_clip: bool = typer.Option(
         False, "--nemenyi-clip", help="Bound Nemenyi p-values to [0.001, 0.9] (old tables)."
     ),
+    nemenyi: str = typer.Option(
+        "exact", "--nemenyi", help="Nemenyi p-values: exact, or table (the bounded "
+        "studentized-range table of BiasBed's Tables 4-5)."
+    ),
+    no_tie_correction: bool = typer.Option(
+        False, "--no-tie-correction", help="Friedman chi2 without tie correction (paper eq. 4)."
+    ),
 ) -> None:
     """Write the BiasBed report of RUN_DIR: selection rules side by side, curves, statistics.
 
@@ -306,9 +313,14 @@ def report(
         raise StatsError(unknown_choice("--compare-by", compare_by, COMPARE_BY))
     if df not in DF_CONVENTIONS:
         raise StatsError(unknown_choice("--df convention", df, DF_CONVENTIONS))
+    from shortcutlab.stats.posthoc import NEMENYI_METHODS
+
+    if nemenyi not in NEMENYI_METHODS:
+        raise StatsError(unknown_choice("--nemenyi method", nemenyi, NEMENYI_METHODS))
     written = write_report(
         run_dir, out, rule=rule, n_last=last_n, alpha=alpha, compare_by=compare_by,
-        strict=strict, df=df, nemenyi_clip=nemenyi_clip,
+        strict=strict, df=df, nemenyi_clip=nemenyi_clip, nemenyi_method=nemenyi,
+        tie_correction=not no_tie_correction,
     )
     for path in written:
         Console().print(f"wrote {path}")
