@@ -261,6 +261,39 @@ def _pairs(items: list[str], option: str, form: str) -> dict[str, list[str]]:
 
 @app.command()
 @clean_errors
+def stylize(
+    content_dir: Path = typer.Argument(..., help="ImageNet split: <dir>/<wnid>/<images>."),
+    style_dir: Path = typer.Argument(..., help="Folder of style images (paintings)."),
+    out: Path = typer.Option(..., "--out", help="Output folder (<wnid>/<image>.png)."),
+    vgg_weights: Path = typer.Option(..., help="AdaIN encoder: local vgg_normalised.pth."),
+    decoder_weights: Path = typer.Option(..., help="AdaIN decoder: local decoder.pth."),
+    size: int = typer.Option(224, help="Content crop and style size (the authors' 224)."),
+    alpha: float = typer.Option(1.0, help="AdaIN strength (Stylized ImageNet: 1.0)."),
+    seed: int = typer.Option(0, help="Seed of the style assignment."),
+    batch_size: int = typer.Option(16, help="Images per AdaIN batch."),
+    device: str = typer.Option("auto", help="auto | cpu | cuda."),
+) -> None:
+    """Build Stylized ImageNet from a local ImageNet split, style images and the AdaIN weights.
+
+    Resumable: images already written are skipped. Run once for train and once for val.
+    """
+    from rich.console import Console
+
+    from shortcutlab.biasbed.stylize import stylize_folder
+    from shortcutlab.utils.device import resolve_device
+
+    summary = stylize_folder(
+        content_dir, style_dir, out, vgg_weights, decoder_weights, size=size, alpha=alpha,
+        seed=seed, batch_size=batch_size, device=resolve_device(device),
+    )
+    Console(stderr=True).print(
+        f"wrote {summary.written}, skipped {summary.skipped} (already there); "
+        f"{summary.styles} style images, {summary.styles_too_small} left out (too small)"
+    )
+
+
+@app.command()
+@clean_errors
 def report(
     run_dir: Path = typer.Argument(..., help="Run folder written by `biasbed run`."),
     out: Path = typer.Option(Path("report"), "--out", help="Folder for the report files."),
