@@ -415,6 +415,8 @@ def load_epochs(out: str | Path) -> pd.DataFrame:
         )
     info = pd.DataFrame.from_dict(meta, orient="index")
     info.index.name = "job_id"
+    if "kind" not in info:  # protocol files written before the kind was recorded
+        info["kind"] = ""
     info = info.reset_index()[["job_id", "algorithm", "model", "dataset", "seed", "kind"]]
     table = info.merge(epochs, on="job_id", how="inner").rename(columns={"job_id": "run"})
     if table["model"].nunique() > 1:  # several models in one folder: compare algorithm/model
