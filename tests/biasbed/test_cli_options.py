@@ -58,7 +58,7 @@ def test_run_passes_slurm_options_and_recipe(
     assert set(by_dataset) == {"imagenet", "stylized"}
     assert by_dataset["stylized"]["in_distribution"] == ["cue"]
     assert by_dataset["imagenet"]["protocol"] == "biasbed (lr=0.0001, epochs=2)"
-    assert "training recipe: biasbed" in res.output
+    assert "erm on imagenet: small_cnn, biasbed (lr=0.0001, epochs=2), lr 0.0001" in res.output
 
 
 def test_run_option_errors(folders: dict[str, Path], tmp_path: Path) -> None:
@@ -92,3 +92,41 @@ def test_single_training_set_keeps_the_old_form(
     cfg = jobs[0].train
     assert (cfg.protocol, cfg.epochs, cfg.batch_size, cfg.lr) == ("paper", 10, 64, 1e-3)
     assert jobs[0].experiment == "folders:folders"
+
+
+def test_paper_defaults_precision_metric_and_own_settings(
+    folders: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[list] = []
+    monkeypatch.setattr(
+        "shortcutlab.biasbed.protocol.run_jobs",
+        lambda jobs, out, **kw: calls.append(list(jobs)) or RunSummary([]),
+    )
+    base = ["biasbed", "run", "--algorithm", "erm", "--algorithm", "padain", "--train-dir",
+            str(folders["train"]), "--val-dir", str(folders["val"]), "--test-dir",
+            f"cue={folders['cue']}", "--class-map", str(folders["map"]), "--device", "cpu"]
+    args = base + ["--protocol", "biasbed", "--precision", "bf16", "--metric", "top1",
+                   "--out", str(tmp_path / "o")]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, res.output
+    (jobs,) = calls
+    assert sorted({j.train.seed for j in jobs}) == list(range(10))  # BiasBed's ten runs
+    assert len(jobs) == 20 and {j.train.precision for j in jobs} == {"bf16"}
+    assert jobs[0].spec["preprocess"] == "biasbed" and jobs[0].spec["image_size"] == 256
+    assert jobs[0].spec["metric"] == "top1"
+    meta = json.loads((tmp_path / "o" / "protocol.json").read_text())["jobs"]
+    assert {m["metric"] for m in meta.values()} == {"top1"}
+    assert {m["precision"] for m in meta.values()} == {"bf16"}
+    # each competitor's own learning rate, not the first job's for all
+    assert "erm on folders: small_cnn, biasbed (lr=0.0001), lr 0.0001" in res.output
+    assert "padain on folders: small_cnn, biasbed, lr 0.2" in res.output
+    calls.clear()
+    res = CliRunner().invoke(app, base + ["--out", str(tmp_path / "p")])
+    assert res.exit_code == 0, res.output
+    (jobs,) = calls
+    assert sorted({j.train.seed for j in jobs}) == [0, 1, 2]
+    assert "preprocess" not in jobs[0].spec and jobs[0].spec["image_size"] == 224
+    bad = CliRunner().invoke(app, base + ["--precision", "fp16", "--out", str(tmp_path / "q")])
+    assert bad.exit_code == 2 and "valid choices: fp32, bf16" in bad.output
+    bad = CliRunner().invoke(app, base + ["--metric", "top5", "--out", str(tmp_path / "q")])
+    assert bad.exit_code == 2 and "valid choices: auto, top1, mean_per_class" in bad.output

@@ -37,3 +37,13 @@ ROWS = [
     [73.7, 51.3, 34.7, 63.5, 29.9, 12.7, 2.6, 27.8, 61.4, 55.8],
     [72.8, 51.6, 31.7, 61.1, 32.4, 11.0, 2.0, 26.5, 52.3, 65.1],
 ]
+
+
+def corrected_rows() -> list[list[float]]:
+    """Table 2 with the two rank orders that reproduce every printed statistic (F 7.46, strict
+    F 4.98 / p 0.00045, Tables 4 and 5): on ImageNet-A ERM above DAug. EDSR (both printed 2.0),
+    on Silhouette DAug. CAE above DAug. EDSR (the appendix's 9-run CAE mean, 51.9)."""
+    rows = [list(r) for r in ROWS]
+    rows[0][TEST_SETS.index("ImageNet-A")] = 2.01
+    rows[ALGORITHMS.index("DAug. ERM (CAE)")][TEST_SETS.index("Silhouette")] = 51.9
+    return rows

@@ -32,7 +32,8 @@ def test_textbook_is_the_default():
     assert result.df_convention == "textbook"
     assert result.p_value == pytest.approx(1.400e-6, rel=1e-3)
     strict = compare(wide_table(), exclude_blocks=STRICT)
-    assert strict.p_value == pytest.approx(3.776e-4, rel=1e-3)
+    # At the exact F (4.9566...); 3.776e-4 is the p-value at F rounded to 4.957.
+    assert strict.p_value == pytest.approx(3.7743e-4, abs=5e-9)
     assert (strict.df_num, strict.df_den) == (7, 42)
 
 
@@ -43,7 +44,7 @@ def test_pingouin_degrees_of_freedom_reproduce_the_paper():
     assert all_ten.p_value == pytest.approx(1.916e-6, rel=1e-3)
     strict = compare(wide_table(), df="pingouin", exclude_blocks=STRICT)
     assert strict.F == pytest.approx(4.957, abs=1e-3)  # the paper prints 4.98 (unrounded scores)
-    assert strict.p_value == pytest.approx(4.78e-4, rel=2e-3)  # the paper prints 0.00045
+    assert strict.p_value == pytest.approx(4.7796e-4, abs=5e-9)  # the paper prints 0.00045
     # Same F as the textbook; only the reference distribution changes.
     assert strict.F == compare(wide_table(), exclude_blocks=STRICT).F
 
@@ -97,6 +98,6 @@ def test_cli_strict_pingouin(tmp_path):
     data = json.loads(res.stdout)
     assert data["excluded_blocks"] == STRICT and data["n_blocks"] == 7
     assert data["df_convention"] == "pingouin"
-    assert data["p_value"] == pytest.approx(4.78e-4, rel=2e-3)
+    assert data["p_value"] == pytest.approx(4.7796e-4, abs=5e-9)
     bad = CliRunner().invoke(app, ["stats", "compare", str(path), "--strict"])
     assert bad.exit_code == 2 and "--trained-on" in bad.output

@@ -407,7 +407,8 @@ def test_adain_weights_must_be_local_and_fit(tmp_path) -> None:
 
 
 def test_sagnet_with_frozen_backbone_trains_only_heads() -> None:
-    cfg = TrainConfig(algorithm="sagnet", model="small_cnn", freeze_backbone=True)
+    cfg = TrainConfig(algorithm="sagnet", model="small_cnn", freeze_backbone=True,
+                      hparams={"step": "sequential"})
     algo = create_algorithm("sagnet", 3, cfg).train()
     assert algo.opt_f is None
     before = {k: v.clone() for k, v in algo.state_dict().items()}
@@ -453,7 +454,9 @@ def test_sagnet_randomises_before_layer3_and_adversary_moves_only_batchnorms() -
         model = create_model("resnet18", 3)
     featurizer, head = split_for_sagnet(model)
     assert featurizer[-1] is model.layer2 and head[0] is model.layer3
-    algo = create_algorithm("sagnet", 3, TrainConfig(algorithm="sagnet", seed=1)).train()
+    algo = create_algorithm(
+        "sagnet", 3, TrainConfig(algorithm="sagnet", seed=1, hparams={"step": "sequential"})
+    ).train()
     bn_ids = {id(p) for p in batchnorm_parameters(algo.featurizer)}
     assert {id(p) for p in algo.adv_params} == bn_ids and bn_ids
     algo.opt_f.step = lambda *a, **k: None  # freeze the content step: only the adversary moves f
@@ -500,7 +503,8 @@ def test_debiased_batches_hold_clean_and_stylised_halves(diagvib_train) -> None:
     from shortcutlab.train.algorithms.stylized import DualBatchNorm2d
 
     ds, batch = diagvib_train
-    algo = create_algorithm("debiased", 3, TrainConfig(algorithm="debiased"), _context(ds))
+    cfg = TrainConfig(algorithm="debiased", hparams={"labels": "paper"})
+    algo = create_algorithm("debiased", 3, cfg, _context(ds))
     assert algo.hparams["alpha"] == 0.5 and algo.hparams["mix"] == "pair"
     algo.train()
     algo.step = 2
@@ -552,7 +556,9 @@ def test_biasbed_recipe_is_sgd_with_a_step_schedule() -> None:
     assert (cfg.optimizer, cfg.momentum, cfg.weight_decay) == ("sgd", 0.9, 1e-4)
     assert (cfg.batch_size, cfg.epochs, cfg.lr_milestones, cfg.lr) == (128, 100, (30, 60, 90), 0.2)
     assert cfg.describe_protocol() == "biasbed"
-    algo = create_algorithm("sagnet", 3, cfg.replace(algorithm="sagnet"))
+    algo = create_algorithm(
+        "sagnet", 3, cfg.replace(algorithm="sagnet", hparams={"step": "sequential"})
+    )
     assert isinstance(algo.opt_c, torch.optim.SGD)
     for epoch, lr in ((0, 0.2), (29, 0.2), (30, 0.02), (60, 0.002), (99, 0.0002)):
         algo.start_epoch(epoch)

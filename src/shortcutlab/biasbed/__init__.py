@@ -4,6 +4,7 @@ Datasets (:mod:`.datasets`): DiagViB-6 experiments and any image folders with a 
 BiasBed's 1000-class setting with 16-class and ImageNet-A/R test heads (:mod:`.imagenet`).
 Protocol (:mod:`.protocol`): runs through the runner, per-epoch records, selection rules and the
 Friedman / Iman-Davenport / Nemenyi comparison. Report (:mod:`.report`): the HTML section.
+Stylized ImageNet from local ImageNet, style images and AdaIN weights: :mod:`.stylize`.
 The algorithms themselves live in :mod:`shortcutlab.train.algorithms`. Public names load on
 first use (the image-folder dataset needs torch; reading a finished run does not).
 """
@@ -17,7 +18,7 @@ _EXPORTS: dict[str, str] = {
     "load_class_map": "datasets", "parse_dataset": "datasets",
     "build_protocol_jobs": "protocol", "compare_algorithms": "protocol",
     "load_epochs": "protocol", "parse_hparams": "protocol", "run_protocol": "protocol",
-    "selection_table": "protocol", "write_report": "report",
+    "selection_table": "protocol", "write_report": "report", "stylize_folder": "stylize",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -17,10 +17,23 @@ DiagViB-6 datasets use (those add ``"classes"``).
 classifier (training and validation folders hold WordNet-id class folders), and every test
 folder is scored through a *head* (:mod:`.imagenet`): the 16 Geirhos categories by averaging
 their member logits, ImageNet-A/R by their 200 classes, 1000-class folders (ImageNet,
-ImageNet-Sketch, DeepAugment) by all logits; nothing is skipped. ``preprocess="imagenet"``: the
-authors' pipeline, RandomResizedCrop + horizontal flip for training, resize to 256/224 of the
-crop size and centre crop for validation and tests (ImageNet normalisation is the training
-protocol's ``normalization``, which the ``biasbed`` preset sets).
+ImageNet-Sketch, DeepAugment) by all logits; nothing is skipped.
+
+Preprocessing: ``preprocess="biasbed"`` is the authors' pipeline (their ``ImageNet1k`` and
+``ImageNetStylized`` loaders): training images are a RandomResizedCrop of ``image_size`` (256)
+with scale (0.5, 1) and aspect ratio (0.8, 1), flipped half of the time; ImageNet-style
+evaluation sets (1000-class and 200-class heads) take the centre 224/256 of the shorter side at
+``image_size``; the 16-class sets (cue-conflict, edge, silhouette, sketch: their torchvision
+loaders) are resized to 256 and centre-cropped to 224 (``image_size`` · 224/256).
+``preprocess="imagenet"`` is torchvision's ImageNet recipe (RandomResizedCrop with its default
+scale (0.08, 1) and ratio (3/4, 4/3); resize to 256/224 of the crop size and centre crop for
+evaluation), ``resize`` a plain resize and centre crop. ImageNet normalisation is the training
+protocol's ``normalization``, which the ``biasbed`` preset sets.
+
+``metric``: ``top1`` (the fraction of correct predictions, what BiasBed reports) or
+``mean_per_class`` (recall averaged over classes); ``auto`` is ``top1`` in the ``imagenet1k``
+label space and ``mean_per_class`` otherwise. Datasets carry it as ``metric``, which the trainer
+reads.
 """
 
 from __future__ import annotations
@@ -43,6 +56,7 @@ from shortcutlab.errors import DataNotFoundError, ShortcutlabError, unknown_choi
 __all__ = [
     "IMAGE_EXTENSIONS",
     "LABEL_SPACES",
+    "METRICS",
     "PREPROCESSING",
     "BiasbedDataError",
     "FolderExperiment",
@@ -54,8 +68,15 @@ __all__ = [
 IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".bmp", ".ppm", ".tif", ".tiff", ".webp")
 #: ``map``: the class map's targets (or the training classes); ``imagenet1k``: BiasBed's setting.
 LABEL_SPACES = ("map", "imagenet1k")
-#: ``resize``: shorter side to the size, centre crop; ``imagenet``: BiasBed's augmentation.
-PREPROCESSING = ("resize", "imagenet")
+#: ``resize``: shorter side to the size, centre crop; ``biasbed``: the authors' pipeline;
+#: ``imagenet``: torchvision's ImageNet recipe (see the module docstring).
+PREPROCESSING = ("resize", "biasbed", "imagenet")
+#: Accuracy of a test set: top-1, or recall averaged over classes (``auto``: see the docstring).
+METRICS = ("auto", "top1", "mean_per_class")
+#: The authors' RandomResizedCrop parameters (scale, ratio) for ``preprocess="biasbed"``.
+BIASBED_CROP = ((0.5, 1.0), (0.8, 1.0))
+#: torchvision's RandomResizedCrop defaults, for ``preprocess="imagenet"``.
+TORCHVISION_CROP = ((0.08, 1.0), (3 / 4, 4 / 3))
 
 
 class BiasbedDataError(ShortcutlabError):
@@ -137,9 +158,10 @@ class ImageFolderDataset(Dataset):
     Images are resized (shorter side) and centre-cropped to ``image_size`` squares, so batches
     stack; the file order is sorted, so ``index`` is stable across machines. ``preprocess``:
     ``resize`` (that), ``imagenet-eval`` (shorter side to ``image_size * 256 / 224``, centre
-    crop) or ``imagenet-train`` (RandomResizedCrop and horizontal flip, drawn from torch's
-    generator, which the trainer seeds). ``head``: a module turning the model's logits into this
-    folder's labels (exposed as ``reduce_logits`` for the trainer).
+    crop) or ``imagenet-train`` (RandomResizedCrop with ``crop`` = (scale, ratio) and
+    horizontal flip, drawn from torch's generator, which the trainer seeds). ``head``: a module
+    turning the model's logits into this folder's labels (exposed as ``reduce_logits`` for the
+    trainer); ``metric``: ``top1`` or ``mean_per_class`` (read by the trainer).
     """
 
     def __init__(
@@ -151,13 +173,19 @@ class ImageFolderDataset(Dataset):
         name: str = "",
         preprocess: str = "resize",
         head: torch.nn.Module | None = None,
+        crop: tuple[tuple[float, float], tuple[float, float]] = TORCHVISION_CROP,
+        metric: str = "mean_per_class",
     ) -> None:
         if image_size < 1:
             raise BiasbedDataError(f"image_size must be positive, got {image_size}")
         modes = ("resize", "imagenet-eval", "imagenet-train")
         if preprocess not in modes:
             raise BiasbedDataError(unknown_choice("preprocessing", preprocess, modes))
+        if metric not in METRICS[1:]:
+            raise BiasbedDataError(unknown_choice("metric", metric, METRICS[1:]))
         self.preprocess = preprocess
+        self.crop = crop
+        self.metric = metric
         self.reduce_logits = head
         self.root = Path(root)
         self.name = name or self.root.name
@@ -203,7 +231,8 @@ class ImageFolderDataset(Dataset):
                 if self.preprocess == "imagenet-train":
                     from torchvision.transforms import RandomHorizontalFlip, RandomResizedCrop
 
-                    im = RandomResizedCrop(self.image_size)(im)
+                    scale, ratio = self.crop
+                    im = RandomResizedCrop(self.image_size, scale=scale, ratio=ratio)(im)
                     arr = np.asarray(RandomHorizontalFlip()(im), dtype=np.uint8)
                     return torch.from_numpy(arr.copy()).permute(2, 0, 1).float().div_(255.0)
                 w, h = im.size
@@ -239,8 +268,11 @@ class FolderExperiment:
     preprocess: str = "resize"
     test_heads: dict[str, str] = field(default_factory=dict)
     in_distribution: tuple[str, ...] = ()
+    metric: str = "auto"
 
     def __post_init__(self) -> None:
+        if self.metric not in METRICS:
+            raise BiasbedDataError(unknown_choice("metric", self.metric, METRICS))
         for name in self.test_dirs:
             if name in ("train", "val") or not name:
                 raise BiasbedDataError(
@@ -278,6 +310,12 @@ class FolderExperiment:
     def mapping(self) -> dict[str, str] | None:
         return None if self.class_map is None else load_class_map(self.class_map)
 
+    def resolved_metric(self) -> str:
+        """``top1`` or ``mean_per_class`` (``auto``: top-1 in the imagenet1k label space)."""
+        if self.metric != "auto":
+            return self.metric
+        return "top1" if self.label_space_kind == "imagenet1k" else "mean_per_class"
+
     def label_space(self) -> tuple[str, ...]:
         """The labels: the class map's targets, or the training folder's class names (the 1000
         ImageNet WordNet ids in the ``imagenet1k`` setting)."""
@@ -296,11 +334,14 @@ class FolderExperiment:
         """(train, val, {test name: dataset}) in one label space (``imagenet1k``: each test
         folder in its head's labels, see :mod:`.imagenet`)."""
         labels, mapping = self.label_space(), self.mapping()
-        imagenet = self.preprocess == "imagenet"
+        imagenet = self.preprocess in ("imagenet", "biasbed")
         evaluation = "imagenet-eval" if imagenet else "resize"
+        crop = BIASBED_CROP if self.preprocess == "biasbed" else TORCHVISION_CROP
+        metric = self.resolved_metric()
 
         def make(root: Path, name: str, mode: str = evaluation) -> ImageFolderDataset:
-            return ImageFolderDataset(root, labels, mapping, self.image_size, name, mode)
+            return ImageFolderDataset(root, labels, mapping, self.image_size, name, mode,
+                                      crop=crop, metric=metric)
 
         train = make(self.train_dir, "train", "imagenet-train" if imagenet else "resize")
         if self.label_space_kind == "imagenet1k":
@@ -326,8 +367,11 @@ class FolderExperiment:
                 f"test folder {str(root)!r} ({head} head) has classes outside its label space: "
                 f"{outside[:5]}; valid are the {head} classes"
             )
-        return ImageFolderDataset(root, head_labels(head), None, self.image_size, name, mode,
-                                  make_head(head))
+        size = self.image_size
+        if self.preprocess == "biasbed" and head == "imagenet16":
+            size = round(self.image_size * 224 / 256)  # the authors' Resize(256), CenterCrop(224)
+        return ImageFolderDataset(root, head_labels(head), None, size, name, mode,
+                                  make_head(head), metric=self.resolved_metric())
 
     def describe(self) -> dict[str, Any]:
         """JSON-compatible description with absolute paths (hashed into the run's job id)."""
@@ -346,6 +390,8 @@ class FolderExperiment:
             **({"label_space": self.label_space_kind} if self.label_space_kind != "map" else {}),
             **({"preprocess": self.preprocess} if self.preprocess != "resize" else {}),
             **({"test_heads": dict(sorted(self.test_heads.items()))} if self.test_heads else {}),
+            **({"metric": self.resolved_metric()}
+               if self.resolved_metric() != "mean_per_class" else {}),
         }
 
 

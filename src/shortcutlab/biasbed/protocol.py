@@ -95,6 +95,7 @@ def _folder_from_spec(spec: Mapping[str, Any]) -> FolderExperiment:
         label_space_kind=str(spec.get("label_space", "map")),
         preprocess=str(spec.get("preprocess", "resize")),
         test_heads=dict(spec.get("test_heads", {})),
+        metric=str(spec.get("metric", "mean_per_class")),
     )
 
 
@@ -132,6 +133,15 @@ class PlannedRun:
     run: int
     train_dir: str = ""
     in_distribution: tuple[str, ...] = ()
+    metric: str = "mean_per_class"
+
+    def settings(self) -> str:
+        """This competitor's own training settings, for the console."""
+        t = self.job.train
+        return (f"{self.algorithm} on {self.dataset}: {t.model}, {t.describe_protocol()}, "
+                f"lr {t.lr:g}, batch {t.batch_size}, {t.epochs} epochs, {t.precision}, "
+                f"{'pretrained ' + str(t.pretrained) if t.pretrained else 'from scratch'}, "
+                f"metric {self.metric}")
 
 
 def build_protocol_jobs(
@@ -153,6 +163,7 @@ def build_protocol_jobs(
     protocol: str | None = None,
     pretrained: str | Path | None = None,
     seeds: Sequence[int] | None = None,
+    precision: str | None = None,
 ) -> list[PlannedRun]:
     """One job per (algorithm, dataset, run); run r trains with seed ``first_seed + r``, or
     with ``seeds[r]`` when ``seeds`` is given (then ``runs`` is ignored).
@@ -165,7 +176,8 @@ def build_protocol_jobs(
     ``biasbed``); with one, ``epochs``/``batch_size``/``lr`` given as None take the preset's
     values (``biasbed``: lr 1e-4 for erm and sagnet, as the authors configured them); without
     one the fast defaults above apply. ``pretrained``: a local weights file every run starts
-    from. Every setting is validated before anything runs.
+    from; ``precision``: ``bf16`` for mixed precision (the trainer's autocast; the authors
+    trained in fp16). Every setting is validated before anything runs.
     """
     if not algorithms:
         raise ProtocolError("give at least one --algorithm")
@@ -215,7 +227,7 @@ def build_protocol_jobs(
             for r in range(runs):
                 config = _run_config(
                     algorithm, model, run_seeds[r], epochs, batch_size, lr, protocol,
-                    pretrained, dict(hparams.get(algorithm, {})),
+                    pretrained, dict(hparams.get(algorithm, {})), precision,
                 )
                 job = Job(
                     experiment=experiment,
@@ -233,6 +245,7 @@ def build_protocol_jobs(
                         job, algorithm, label, r,
                         train_dir=str(spec.get("train_dir", "")) if folder else experiment,
                         in_distribution=folder.in_distribution if folder else (),
+                        metric=folder.resolved_metric() if folder else "mean_per_class",
                     )
                 )
     _check_algorithms(planned)
@@ -249,10 +262,13 @@ def _run_config(
     protocol: str | None,
     pretrained: str | Path | None,
     hparams: dict[str, Any],
+    precision: str | None = None,
 ) -> TrainConfig:
     """One run's TrainConfig: the fast defaults, or a preset with the given overrides."""
     fields: dict[str, Any] = {"model": model, "algorithm": algorithm, "seed": seed,
                               "patience": None, "hparams": hparams}
+    if precision is not None:
+        fields["precision"] = precision
     if pretrained is not None:
         fields["pretrained"] = str(pretrained)
     if protocol is None:
@@ -342,6 +358,9 @@ def run_protocol(
             "pretrained": p.job.train.pretrained,
             "train_dir": p.train_dir,
             "in_distribution": list(p.in_distribution),
+            "metric": p.metric,
+            "precision": p.job.train.precision,
+            "lr": p.job.train.lr,
         }
     write_json(path, {"version": 1, "jobs": jobs})
     return run_jobs(
@@ -360,11 +379,15 @@ def competitor_table(out: str | Path) -> pd.DataFrame:
     """One row per competitor (algorithm, training set) of the protocol in ``out``: how it was
     trained (model, recipe, pretrained start, training folder) and how many runs it has."""
     meta = pd.DataFrame.from_dict(read_protocol(out), orient="index")
-    for col, default in (("protocol", ""), ("pretrained", None), ("train_dir", "")):
+    for col, default in (("protocol", ""), ("pretrained", None), ("train_dir", ""),
+                         ("metric", "mean_per_class"), ("precision", "fp32")):
         if col not in meta:
             meta[col] = default
     meta["pretrained"] = meta["pretrained"].map(lambda v: v or "no")
-    keys = ["algorithm", "dataset", "model", "protocol", "pretrained", "train_dir", "epochs"]
+    meta["metric"] = meta["metric"].fillna("mean_per_class")
+    meta["precision"] = meta["precision"].fillna("fp32")
+    keys = ["algorithm", "dataset", "model", "protocol", "pretrained", "train_dir", "epochs",
+            "precision", "metric"]
     table = meta.groupby(keys, sort=True, dropna=False).size().rename("runs").reset_index()
     return table
 
@@ -392,7 +415,9 @@ def load_epochs(out: str | Path) -> pd.DataFrame:
         )
     info = pd.DataFrame.from_dict(meta, orient="index")
     info.index.name = "job_id"
-    info = info.reset_index()[["job_id", "algorithm", "model", "dataset", "seed"]]
+    if "kind" not in info:  # protocol files written before the kind was recorded
+        info["kind"] = ""
+    info = info.reset_index()[["job_id", "algorithm", "model", "dataset", "seed", "kind"]]
     table = info.merge(epochs, on="job_id", how="inner").rename(columns={"job_id": "run"})
     if table["model"].nunique() > 1:  # several models in one folder: compare algorithm/model
         table["algorithm"] = table["algorithm"].astype(str) + "/" + table["model"].astype(str)
@@ -425,10 +450,17 @@ def resolve_compare_by(epochs: pd.DataFrame, compare_by: str = "auto") -> str:
     if compare_by not in COMPARE_BY:
         raise StatsError(unknown_choice("compare_by", compare_by, COMPARE_BY))
     sets = epochs.groupby("dataset")["test_set"].agg(lambda t: frozenset(map(str, t)))
-    same = len(sets) > 1 and len(set(sets)) == 1
+    # A DiagViB-6 experiment's test set is its own (the study's test cells), whatever its name.
+    own = "kind" in epochs and bool((epochs["kind"] == diagvib_jobs.KIND).any())
+    same = len(sets) > 1 and len(set(sets)) == 1 and not own
     if compare_by == "auto":
         return "competitor" if same else "dataset"
-    if compare_by == "competitor" and len(sets) > 1 and not same:
+    if compare_by == "competitor" and len(sets) > 1 and (own or len(set(sets)) != 1):
+        if own:
+            raise StatsError(
+                "compare_by=competitor needs training sets scored on the same test sets; each "
+                "DiagViB-6 experiment has its own test set: use compare_by=dataset"
+            )
         raise StatsError(
             "compare_by=competitor needs every training set scored on the same test sets; got "
             + "; ".join(f"{d}: {sorted(t)}" for d, t in sets.items())
@@ -446,6 +478,8 @@ def compare_algorithms(
     exclude_test_sets: Sequence[str] = (),
     df: str = "textbook",
     nemenyi_clip: bool = False,
+    nemenyi_method: str = "exact",
+    tie_correction: bool = True,
 ) -> ComparisonResult:
     """D's Friedman / Iman-Davenport / Nemenyi comparison of the competitors under one rule.
 
@@ -454,8 +488,8 @@ def compare_algorithms(
     with one training set) and the blocks are the test sets. ``"dataset"``: the algorithms
     compete over blocks ``dataset/test set``. A block's score per competitor is the mean over
     runs. ``exclude_test_sets``: test sets left out (the strict setting,
-    :func:`strict_test_sets`); ``df``/``nemenyi_clip``: conventions of
-    :func:`shortcutlab.stats.compare`. Needs >= 2 competitors and >= 2 blocks.
+    :func:`strict_test_sets`); ``df``/``nemenyi_clip``/``nemenyi_method``/``tie_correction``:
+    conventions of :func:`shortcutlab.stats.compare`. Needs >= 2 competitors and >= 2 blocks.
     """
     if rule not in RULES:
         raise StatsError(unknown_choice("selection rule", rule, RULES))
@@ -476,8 +510,8 @@ def compare_algorithms(
     runs = runs_for_comparison(picked)
     dropped = runs["block"][test_sets.isin(list(exclude_test_sets)).to_numpy()]
     return compare(
-        runs, alpha=alpha, df=df, nemenyi_clip=nemenyi_clip,
-        exclude_blocks=list(dict.fromkeys(dropped)),
+        runs, alpha=alpha, df=df, nemenyi_clip=nemenyi_clip, nemenyi_method=nemenyi_method,
+        tie_correction=tie_correction, exclude_blocks=list(dict.fromkeys(dropped)),
     )
 
 

@@ -90,6 +90,19 @@ def epoch_curves(epochs: pd.DataFrame) -> Figure:
     return fig
 
 
+METRIC_NAMES = {"top1": "top-1 accuracy (the fraction of correct predictions, as BiasBed reports)",
+                "mean_per_class": "mean per-class accuracy (recall averaged over the classes)"}
+
+
+def _metric_text(competitors: pd.DataFrame) -> str:
+    """Which accuracy the numbers are, per training set when they differ."""
+    used = competitors.groupby("dataset")["metric"].first()
+    if used.nunique() == 1:
+        return f"Accuracy is the {METRIC_NAMES.get(used.iloc[0], used.iloc[0])}."
+    parts = [f"{d}: {METRIC_NAMES.get(m, m)}" for d, m in used.items()]
+    return "Accuracy per training set — " + "; ".join(parts) + "."
+
+
 def _rank_table(
     epochs: pd.DataFrame, n_last: int, alpha: float, options: dict[str, Any]
 ) -> tuple[pd.DataFrame, dict[str, str]]:
@@ -117,6 +130,8 @@ def add_biasbed_section(
     strict: bool = False,
     df: str = "textbook",
     nemenyi_clip: bool = False,
+    nemenyi_method: str = "exact",
+    tie_correction: bool = True,
 ) -> dict[str, Any]:
     """Add the BiasBed section for the protocol in ``run_dir``; returns the computed tables
     (``epochs``, ``selection``, ``competitors``, ``comparison`` or None,
@@ -127,7 +142,8 @@ def add_biasbed_section(
     competitors = competitor_table(run_dir)
     excluded = strict_test_sets(run_dir) if strict else []
     options = {"compare_by": compare_by, "exclude_test_sets": excluded, "df": df,
-               "nemenyi_clip": nemenyi_clip}
+               "nemenyi_clip": nemenyi_clip, "nemenyi_method": nemenyi_method,
+               "tie_correction": tie_correction}
     n = default_n_last(epochs) if n_last is None else n_last
     table = selection_table(epochs, n)
     runs = epochs.groupby(["algorithm", "dataset"])["run"].nunique()
@@ -136,8 +152,7 @@ def add_biasbed_section(
     report.paragraph(
         f"{epochs['algorithm'].nunique()} algorithm(s) on {epochs['dataset'].nunique()} "
         f"dataset(s), {int(runs.min())}–{int(runs.max())} runs each (different training seeds), "
-        f"{n_epochs} epochs, every epoch evaluated on every test set. Accuracy is the mean "
-        "per-class accuracy."
+        f"{n_epochs} epochs, every epoch evaluated on every test set. {_metric_text(competitors)}"
     )
     report.heading("Competitors: algorithm, training set and training recipe", 3)
     report.paragraph(
@@ -182,6 +197,10 @@ def add_biasbed_section(
         who = "competitors (algorithm, training set)" if mode == "competitor" else "algorithms"
         left_out = f" Strict setting: left out {', '.join(excluded)}." if excluded else ""
         clip = " Nemenyi p-values bounded to [0.001, 0.9]." if nemenyi_clip else ""
+        if nemenyi_method == "table":
+            clip = " Nemenyi p-values from the studentized-range table, bounded to [0.001, 0.9]."
+        if not tie_correction:
+            clip += " Friedman χ² without tie correction."
         report.paragraph(
             f"Rule: {rule_label(rule, n)}. {len(result.algorithms)} {who} over "
             f"{len(result.blocks)} blocks (test sets): Friedman χ² = {result.chi2:.3f} "

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from shortcutlab.cli.errors import clean_errors
-from shortcutlab.cli.options import mnist_option, seeds_option, textures_option
+from shortcutlab.cli.options import mnist_option, textures_option
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 
@@ -62,9 +62,19 @@ def run(
         "16-class test sets by logit averaging, ImageNet-A/R by their 200 classes).",
     ),
     preprocess: str = typer.Option(
-        "resize",
-        help="resize (shorter side, centre crop) or imagenet (RandomResizedCrop + flip for "
-        "training; resize 256/224 and centre crop for evaluation).",
+        None,
+        help="biasbed (the authors': 256 px RandomResizedCrop scale (0.5, 1) ratio (0.8, 1) + "
+        "flip; centre 224/256 at 256 px, 16-class sets resize 256 crop 224; the default with "
+        "--protocol biasbed), imagenet (torchvision's crop at --image-size) or resize (shorter "
+        "side, centre crop; the default otherwise).",
+    ),
+    metric: str = typer.Option(
+        "auto",
+        help="Test-set accuracy: top1 (BiasBed's), mean_per_class, or auto (top1 with "
+        "--label-space imagenet1k, else mean_per_class).",
+    ),
+    precision: str = typer.Option(
+        None, help="fp32 or bf16 (mixed precision: bfloat16 autocast; the authors used fp16)."
     ),
     class_map: Path = typer.Option(
         None,
@@ -72,8 +82,14 @@ def run(
         "e.g. 1000 ImageNet ids to 16 classes.",
     ),
     name: str = typer.Option("folders", help="Name of the image-folder dataset in tables."),
-    image_size: int = typer.Option(224, help="Image-folder images are resized/cropped to this."),
-    seeds: list[int] = seeds_option([0, 1, 2]),
+    image_size: int = typer.Option(
+        None, help="Image-folder images are resized/cropped to this (256 with --preprocess "
+        "biasbed, else 224)."
+    ),
+    seeds: list[int] = typer.Option(
+        None, "--seeds", help="Training seed (repeatable); one run each. Default 0-9 (BiasBed's "
+        "ten runs) with --protocol biasbed, else 0, 1, 2."
+    ),
     protocol: str = typer.Option(
         None,
         help="Training recipe preset: paper, demo or biasbed (SGD momentum 0.9, wd 1e-4, "
@@ -108,6 +124,8 @@ def run(
     Resumable: finished runs are skipped. Afterwards `shortcutlab biasbed report OUT` applies the
     model-selection rules and the Friedman / Iman-Davenport / Nemenyi comparison.
     """
+    from typing import get_args
+
     from rich.console import Console
 
     from shortcutlab.biasbed.datasets import FolderExperiment, parse_test_dirs
@@ -119,12 +137,17 @@ def run(
     )
     from shortcutlab.errors import unknown_choice
     from shortcutlab.runner.backends import SlurmOptions, describe_failures
-    from shortcutlab.train.config import PROTOCOLS
+    from shortcutlab.train.config import PROTOCOLS, Precision
     from shortcutlab.utils.device import resolve_device
 
     resolve_device(device)
     if protocol is not None and protocol not in PROTOCOLS:
         raise ProtocolError(unknown_choice("--protocol", protocol, tuple(PROTOCOLS)))
+    if precision is not None and precision not in get_args(Precision):
+        raise ProtocolError(unknown_choice("--precision", precision, get_args(Precision)))
+    seeds = list(seeds or (range(10) if protocol == "biasbed" else (0, 1, 2)))
+    preprocess = preprocess or ("biasbed" if protocol == "biasbed" else "resize")
+    image_size = image_size or (256 if preprocess == "biasbed" else 224)
     if protocol is None:  # the fast defaults
         epochs, batch_size, lr = epochs or 10, batch_size or 64, lr or 1e-3
     datasets: list[str | FolderExperiment] = list(dataset or [])
@@ -162,6 +185,7 @@ def run(
                     preprocess=preprocess,
                     test_heads={k: v[0] for k, v in heads.items()},
                     in_distribution=tuple(marks.get(label, [])),
+                    metric=metric,
                 )
             )
             names.append(label)
@@ -183,14 +207,16 @@ def run(
         textures=textures,
         protocol=protocol,
         pretrained=pretrained,
+        precision=precision,
     )
     console = Console()
     console.print(
         f"{len(planned)} runs ({len(algorithm)} algorithms x {len(datasets)} datasets "
         f"x {len(seeds)} runs, seeds {', '.join(map(str, seeds))}) -> {out}"
     )
-    recipe = planned[0].job.train.describe_protocol() if planned else ""
-    console.print(f"training recipe: {recipe}; backend {backend}")
+    for line in dict.fromkeys(p.settings() for p in planned):
+        console.print(f"  {line}")
+    console.print(f"backend {backend}")
     slurm = SlurmOptions(partition=slurm_partition, timeout_min=slurm_time,
                          gpus_per_node=slurm_gpus, cpus_per_task=slurm_cpus)
     summary = run_protocol(planned, out, backend=backend, workers=workers, device=device,
@@ -235,6 +261,39 @@ def _pairs(items: list[str], option: str, form: str) -> dict[str, list[str]]:
 
 @app.command()
 @clean_errors
+def stylize(
+    content_dir: Path = typer.Argument(..., help="ImageNet split: <dir>/<wnid>/<images>."),
+    style_dir: Path = typer.Argument(..., help="Folder of style images (paintings)."),
+    out: Path = typer.Option(..., "--out", help="Output folder (<wnid>/<image>.png)."),
+    vgg_weights: Path = typer.Option(..., help="AdaIN encoder: local vgg_normalised.pth."),
+    decoder_weights: Path = typer.Option(..., help="AdaIN decoder: local decoder.pth."),
+    size: int = typer.Option(224, help="Content crop and style size (the authors' 224)."),
+    alpha: float = typer.Option(1.0, help="AdaIN strength (Stylized ImageNet: 1.0)."),
+    seed: int = typer.Option(0, help="Seed of the style assignment."),
+    batch_size: int = typer.Option(16, help="Images per AdaIN batch."),
+    device: str = typer.Option("auto", help="auto | cpu | cuda."),
+) -> None:
+    """Build Stylized ImageNet from a local ImageNet split, style images and the AdaIN weights.
+
+    Resumable: images already written are skipped. Run once for train and once for val.
+    """
+    from rich.console import Console
+
+    from shortcutlab.biasbed.stylize import stylize_folder
+    from shortcutlab.utils.device import resolve_device
+
+    summary = stylize_folder(
+        content_dir, style_dir, out, vgg_weights, decoder_weights, size=size, alpha=alpha,
+        seed=seed, batch_size=batch_size, device=resolve_device(device),
+    )
+    Console(stderr=True).print(
+        f"wrote {summary.written}, skipped {summary.skipped} (already there); "
+        f"{summary.styles} style images, {summary.styles_too_small} left out (too small)"
+    )
+
+
+@app.command()
+@clean_errors
 def report(
     run_dir: Path = typer.Argument(..., help="Run folder written by `biasbed run`."),
     out: Path = typer.Option(Path("report"), "--out", help="Folder for the report files."),
@@ -260,6 +319,13 @@ def report(
     nemenyi_clip: bool = typer.Option(
         False, "--nemenyi-clip", help="Bound Nemenyi p-values to [0.001, 0.9] (old tables)."
     ),
+    nemenyi: str = typer.Option(
+        "exact", "--nemenyi", help="Nemenyi p-values: exact, or table (the bounded "
+        "studentized-range table of BiasBed's Tables 4-5)."
+    ),
+    no_tie_correction: bool = typer.Option(
+        False, "--no-tie-correction", help="Friedman chi2 without tie correction (paper eq. 4)."
+    ),
 ) -> None:
     """Write the BiasBed report of RUN_DIR: selection rules side by side, curves, statistics.
 
@@ -280,9 +346,14 @@ def report(
         raise StatsError(unknown_choice("--compare-by", compare_by, COMPARE_BY))
     if df not in DF_CONVENTIONS:
         raise StatsError(unknown_choice("--df convention", df, DF_CONVENTIONS))
+    from shortcutlab.stats.posthoc import NEMENYI_METHODS
+
+    if nemenyi not in NEMENYI_METHODS:
+        raise StatsError(unknown_choice("--nemenyi method", nemenyi, NEMENYI_METHODS))
     written = write_report(
         run_dir, out, rule=rule, n_last=last_n, alpha=alpha, compare_by=compare_by,
-        strict=strict, df=df, nemenyi_clip=nemenyi_clip,
+        strict=strict, df=df, nemenyi_clip=nemenyi_clip, nemenyi_method=nemenyi,
+        tie_correction=not no_tie_correction,
     )
     for path in written:
         Console().print(f"wrote {path}")

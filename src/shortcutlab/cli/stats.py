@@ -54,6 +54,17 @@ def compare_cmd(
         help="Bound Nemenyi p-values to [0.001, 0.9] like old scikit-posthocs (for comparison "
         "with published tables).",
     ),
+    nemenyi: str = typer.Option(
+        "exact",
+        "--nemenyi",
+        help="Nemenyi p-values: exact (scipy's studentized range) or table (statsmodels' "
+        "psturng table bounded to [0.001, 0.9], as the scikit-posthocs of BiasBed's Tables 4-5).",
+    ),
+    no_tie_correction: bool = typer.Option(
+        False,
+        "--no-tie-correction",
+        help="Friedman chi2 without the tie correction (BiasBed's eq. 4; its printed F 7.46).",
+    ),
     exclude_block: list[str] = typer.Option(
         None, "--exclude-block", help="Leave this block out; repeat for several."
     ),
@@ -65,15 +76,16 @@ def compare_cmd(
     ),
 ) -> None:
     """Compare algorithms over blocks: Friedman, Iman-Davenport, Nemenyi, critical difference."""
-    from shortcutlab.errors import StatsError
+    from shortcutlab.errors import StatsError, unknown_choice
     from shortcutlab.stats.compare import compare, strict_blocks
     from shortcutlab.stats.friedman import DF_CONVENTIONS
+    from shortcutlab.stats.posthoc import NEMENYI_METHODS
     from shortcutlab.stats.tables import load_table
 
     if df not in DF_CONVENTIONS:
-        from shortcutlab.errors import unknown_choice
-
         raise StatsError(unknown_choice("--df convention", df, DF_CONVENTIONS))
+    if nemenyi not in NEMENYI_METHODS:
+        raise StatsError(unknown_choice("--nemenyi method", nemenyi, NEMENYI_METHODS))
     pairs = []
     for item in trained_on or []:
         algo, sep, block = item.partition("=")
@@ -93,6 +105,8 @@ def compare_cmd(
         df=df,
         nemenyi_clip=nemenyi_clip,
         exclude_blocks=excluded,
+        nemenyi_method=nemenyi,
+        tie_correction=not no_tie_correction,
     )
     written = result.write(out) if out is not None else []
     if as_json:

@@ -8,6 +8,7 @@ best validation) whose effect BiasBed's Table 1 shows.
 from shortcutlab.stats.compare import ComparisonResult, compare, strict_blocks
 from shortcutlab.stats.friedman import DF_CONVENTIONS, FriedmanResult, friedman_test
 from shortcutlab.stats.posthoc import (
+    NEMENYI_METHODS,
     cd_cliques,
     cd_diagram,
     critical_difference,
@@ -19,6 +20,7 @@ from shortcutlab.stats.tables import ScoreTable, load_table, parse_table
 
 __all__ = [
     "DF_CONVENTIONS",
+    "NEMENYI_METHODS",
     "RULES",
     "ComparisonResult",
     "FriedmanResult",

@@ -57,6 +57,8 @@ class ComparisonResult(FriedmanResult):
     lower_is_better: bool
     nemenyi_clipped: bool = False
     excluded_blocks: tuple[str, ...] = ()
+    nemenyi_method: str = "exact"
+    tie_corrected: bool = True
 
     @property
     def algorithms(self) -> list[str]:
@@ -105,6 +107,8 @@ class ComparisonResult(FriedmanResult):
             "df": [self.df_num, self.df_den],
             "df_convention": self.df_convention,
             "nemenyi_clipped": self.nemenyi_clipped,
+            "nemenyi_method": self.nemenyi_method,
+            "tie_corrected": self.tie_corrected,
             "excluded_blocks": list(self.excluded_blocks),
             "critical_difference": finite_or_none(self.critical_difference),
             "alpha": self.alpha,
@@ -309,6 +313,8 @@ def compare(
     df: str = "textbook",
     nemenyi_clip: bool = False,
     exclude_blocks: list[str] | tuple[str, ...] = (),
+    nemenyi_method: str = "exact",
+    tie_correction: bool = True,
 ) -> ComparisonResult:
     """Compare algorithms over blocks with Friedman, Iman-Davenport and Nemenyi at level α.
 
@@ -316,7 +322,9 @@ def compare(
     :class:`ScoreTable`, or a path to a CSV/TSV/Parquet file. ``df``: ``textbook`` (default) or
     ``pingouin`` degrees of freedom of the F test; ``nemenyi_clip``: bound Nemenyi p-values to
     [0.001, 0.9] as old scikit-posthocs did; ``exclude_blocks``: blocks left out (BiasBed's
-    strict setting, :func:`strict_blocks`).
+    strict setting, :func:`strict_blocks`); ``nemenyi_method``: ``exact`` or ``table`` (the
+    bounded studentized-range table of BiasBed's Tables 4-5, see :func:`nemenyi_p_values`);
+    ``tie_correction=False``: Friedman χ² without the tie correction (BiasBed's eq. 4).
     """
     if not isinstance(alpha, int | float) or not 0.0 < float(alpha) < 1.0:
         raise StatsError(f"alpha must lie strictly between 0 and 1, got {alpha!r}")
@@ -331,7 +339,7 @@ def compare(
         parsed = _drop_blocks(parsed, excluded)
     means = parsed.means
     scores = means.to_numpy(dtype=float)
-    omnibus = friedman_test(scores, df=df)
+    omnibus = friedman_test(scores, df=df, tie_correction=tie_correction)
     ranks_arr = mean_ranks(scores, lower_is_better=lower_is_better)
     algos = list(means.columns)
     block_ranks = pd.DataFrame(
@@ -340,7 +348,7 @@ def compare(
         columns=means.columns,
     )
     nemenyi = pd.DataFrame(
-        nemenyi_p_values(ranks_arr, scores.shape[0], clip=nemenyi_clip),
+        nemenyi_p_values(ranks_arr, scores.shape[0], clip=nemenyi_clip, method=nemenyi_method),
         index=pd.Index(algos, name="algorithm"),
         columns=pd.Index(algos, name="algorithm"),
     )
@@ -357,4 +365,6 @@ def compare(
         lower_is_better=lower_is_better,
         nemenyi_clipped=bool(nemenyi_clip),
         excluded_blocks=tuple(excluded),
+        nemenyi_method=nemenyi_method,
+        tie_corrected=bool(tie_correction),
     )

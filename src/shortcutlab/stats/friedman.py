@@ -57,11 +57,13 @@ def check_score_matrix(scores: np.ndarray) -> np.ndarray:
     return arr
 
 
-def friedman_chi2(scores: np.ndarray) -> tuple[float, float]:
+def friedman_chi2(scores: np.ndarray, tie_correction: bool = True) -> tuple[float, float]:
     """Tie-corrected Friedman χ² and its p-value (χ² with k−1 df) for an (N, k) score matrix.
 
     Uses scipy for k ≥ 3; scipy refuses k = 2, where the same tie-corrected formula is evaluated
     directly (it then reduces to a two-sided sign test statistic with ties counted as halves).
+    ``tie_correction=False``: the plain formula on average ranks (BiasBed's eq. 4, and what its
+    printed F = 7.46 needs).
     """
     arr = check_score_matrix(scores)
     n, k = arr.shape
@@ -71,7 +73,9 @@ def friedman_chi2(scores: np.ndarray) -> tuple[float, float]:
     ties = sum(float(np.sum(c**3 - c)) for c in counts)
     if ties >= n * (k**3 - k):  # every block completely tied: no evidence of any difference
         return 0.0, 1.0
-    if k >= 3:
+    if not tie_correction:
+        ties = 0.0
+    elif k >= 3:
         res = stats.friedmanchisquare(*arr.T)
         return float(res.statistic), float(res.pvalue)
     mean_ranks = ranks.mean(axis=0)
@@ -114,13 +118,16 @@ def iman_davenport(
     return float(f), float(stats.f.sf(f, df_num, df_den))
 
 
-def friedman_test(scores: np.ndarray, df: str = "textbook") -> FriedmanResult:
-    """Friedman χ² (tie-corrected) and Iman-Davenport F for an (N blocks, k algorithms) matrix;
-    ``df``: the degrees-of-freedom convention of the F test (``textbook`` or ``pingouin``)."""
+def friedman_test(
+    scores: np.ndarray, df: str = "textbook", tie_correction: bool = True
+) -> FriedmanResult:
+    """Friedman χ² (tie-corrected unless ``tie_correction=False``) and Iman-Davenport F for an
+    (N blocks, k algorithms) matrix; ``df``: the degrees-of-freedom convention of the F test
+    (``textbook`` or ``pingouin``)."""
     arr = check_score_matrix(scores)
     n, k = arr.shape
     df_num, df_den = degrees_of_freedom(n, k, df)
-    chi2, chi2_p = friedman_chi2(arr)
+    chi2, chi2_p = friedman_chi2(arr, tie_correction)
     f, p = iman_davenport(chi2, n, k, df)
     return FriedmanResult(
         chi2=chi2,

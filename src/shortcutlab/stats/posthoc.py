@@ -5,9 +5,11 @@ Nemenyi: two algorithms differ when their mean ranks differ by at least
 CD = q_α/√2 · √(k(k+1)/(6N)), with q_α the upper-α quantile of the studentized range with k groups
 and infinite degrees of freedom. Pairwise p-values come from the same distribution
 (``scipy.stats.studentized_range``, the computation scikit-posthocs' ``posthoc_nemenyi_friedman``
-performs); they are reported as computed by default. ``clip=True`` reproduces older
-scikit-posthocs releases, whose p-values came from statsmodels' ``psturng`` table and were
-therefore bounded to [0.001, 0.9] (BiasBed's Tables 4 and 5 show such 0.9 entries).
+performs); they are reported as computed by default (``method="exact"``). ``method="table"``
+is what BiasBed's Tables 4 and 5 were computed with: the scikit-posthocs of 2022 read the
+p-values from statsmodels' studentized-range table (``psturng``), which interpolates the
+tabulated quantiles (interior values differ from the exact ones by up to ~0.03) and bounds them
+to [0.001, 0.9]. ``clip=True`` only applies those bounds to the exact values.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from scipy import stats
 
-from shortcutlab.errors import StatsError
+from shortcutlab.errors import StatsError, unknown_choice
 from shortcutlab.stats.friedman import check_score_matrix
 
 
@@ -37,21 +39,34 @@ def _rank_scale(n_algorithms: int, n_blocks: int) -> float:
 #: Range of the p-values of old scikit-posthocs (statsmodels ``psturng``): ``clip=True``.
 PSTURNG_RANGE = (0.001, 0.9)
 
+#: How Nemenyi p-values are computed: the exact studentized-range tail (scipy) or the
+#: interpolated studentized-range table (statsmodels ``psturng``) that BiasBed's tables used.
+NEMENYI_METHODS = ("exact", "table")
+
 
 def nemenyi_p_values(
-    ranks: Sequence[float] | np.ndarray, n_blocks: int, clip: bool = False
+    ranks: Sequence[float] | np.ndarray, n_blocks: int, clip: bool = False, method: str = "exact"
 ) -> np.ndarray:
     """Symmetric (k, k) matrix of Nemenyi p-values from mean ranks over ``n_blocks`` blocks.
 
     p_ij = P(Q > √2·|R_i − R_j| / √(k(k+1)/(6N))) with Q studentized-range(k, ∞); diagonal is 1.
-    ``clip``: bound off-diagonal values to :data:`PSTURNG_RANGE` as old scikit-posthocs did.
+    ``method``: ``exact`` (scipy) or ``table`` (statsmodels' ``psturng``, bounded to
+    :data:`PSTURNG_RANGE`, as the scikit-posthocs BiasBed used). ``clip``: bound exact
+    off-diagonal values to :data:`PSTURNG_RANGE`.
     """
+    if method not in NEMENYI_METHODS:
+        raise StatsError(unknown_choice("Nemenyi method", method, NEMENYI_METHODS))
     r = np.asarray(ranks, dtype=float)
     k = r.size
     if k < 2 or n_blocks < 1:
         raise StatsError(f"Nemenyi needs ≥2 algorithms and ≥1 block, got k={k}, N={n_blocks}")
-    z = np.abs(r[:, None] - r[None, :]) / _rank_scale(k, n_blocks)
-    p = stats.studentized_range.sf(z * np.sqrt(2.0), k, np.inf)
+    q = np.abs(r[:, None] - r[None, :]) / _rank_scale(k, n_blocks) * np.sqrt(2.0)
+    if method == "table":
+        from statsmodels.stats.libqsturng import psturng
+
+        p = np.reshape(np.asarray(psturng(q.ravel(), k, np.inf), dtype=float), q.shape)
+    else:
+        p = stats.studentized_range.sf(q, k, np.inf)
     if clip:
         p = np.clip(p, *PSTURNG_RANGE)
     np.fill_diagonal(p, 1.0)

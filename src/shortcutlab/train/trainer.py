@@ -266,10 +266,10 @@ def evaluate(
     algorithm.train(was_training)
     y_true, y_pred, index, loss_all = (
         _host_concat(parts) for parts in (labels, preds, indices, losses))
-    k = algorithm.num_classes
+    k, accuracy = algorithm.num_classes, _accuracy_of(dataset)
     result = EvalResult(
         loss=float(loss_all.mean()) if len(loss_all) else math.nan,
-        acc=mean_per_class_accuracy(y_true, y_pred, k),
+        acc=accuracy(y_true, y_pred, k),
         n=len(y_true),
     )
     tags = getattr(dataset, "tags", None)
@@ -278,10 +278,17 @@ def evaluate(
         for tag in sorted(set(tag_of.tolist())):
             mask = tag_of == tag
             result.tags[str(tag)] = (
-                mean_per_class_accuracy(y_true[mask], y_pred[mask], k),
+                accuracy(y_true[mask], y_pred[mask], k),
                 int(mask.sum()),
             )
     return result
+
+
+def _accuracy_of(dataset: Dataset) -> Any:
+    """Accuracy as the dataset asks (``metric = "top1"``: top-1), else mean per-class."""
+    if getattr(dataset, "metric", "mean_per_class") == "top1":
+        return lambda y, p, _k: float(np.mean(y == p)) if len(y) else math.nan
+    return mean_per_class_accuracy
 
 
 def _host_concat(parts: list[torch.Tensor]) -> np.ndarray:

@@ -16,7 +16,22 @@ classifier). The
 adversarial step updates only the featurizer's batch-norm affine parameters (the reference's
 ``adv_params``), with their gradient norm clipped to ``clip_adv``; ``adv_params="all"`` keeps
 the earlier variant that updates every featurizer parameter. An ImageNet-pretrained start is
-``config.pretrained`` (``biasbed run --pretrained``).
+``config.pretrained`` (``biasbed run --pretrained``); as in the reference, the content
+classifier then starts fresh too (``fresh_classifier``).
+
+Two choices follow BiasBed's code by default, with Nam et al.'s behaviour as named options:
+
+- ``step="joint"`` (BiasBed): one forward pass; the style and adversarial losses are
+  back-propagated (the adversary's gradient clipped on ``adv_params``), then the content loss,
+  and three SGD optimisers step: the style head's, the adversary's and a main one over *all*
+  parameters, so the featurizer also receives the style loss's (cooperative) gradient and the
+  style-head and batch-norm parameters step twice. ``step="sequential"`` (Nam et al.'s
+  original code and paper): content step, then style step on detached features, then the
+  adversarial step, each with its own forward pass.
+- ``content="identity"`` (BiasBed: its content randomisation is ``Randomizer(alpha=False)``,
+  which re-applies each sample's own statistics, i.e. does nothing, so the style head sees the
+  featurizer's own features); ``content="swap"`` (the SagNet paper): the style head sees another
+  sample's normalised content with the sample's own statistics.
 """
 
 from __future__ import annotations
@@ -100,6 +115,10 @@ def split_for_sagnet(model: nn.Module) -> tuple[nn.Module, nn.Module]:
 
 
 SAGNET_ADV_PARAMS = ("bn", "all")
+#: How the three losses step (``joint``: BiasBed's code; ``sequential``: Nam et al.'s).
+SAGNET_STEPS = ("joint", "sequential")
+#: The style head's input (``identity``: BiasBed's code; ``swap``: the SagNet paper).
+SAGNET_CONTENT = ("identity", "swap")
 
 
 def batchnorm_parameters(module: nn.Module) -> list[nn.Parameter]:
@@ -125,19 +144,27 @@ def _reinitialise(module: nn.Module) -> None:
             reset()
 
 
+def _losses(content: torch.Tensor, style: torch.Tensor, adv: torch.Tensor) -> dict[str, float]:
+    return {"loss": float(content.detach()), "loss_style": float(style.detach()),
+            "loss_adv": float(adv.detach())}
+
+
 @register_algorithm
 class SagNet(Algorithm):
     """Style-agnostic network: content head on style-randomised features, adversarial style head.
 
     Hyper-parameters: ``w_adv`` (weight of the adversarial entropy loss, paper 0.1),
     ``clip_adv`` (max gradient norm of the adversarial step, paper 0.1; 0 disables clipping)
-    and ``adv_params`` (``bn``: the featurizer's batch-norm affine parameters, reference;
-    ``all``: every featurizer parameter). Models are trained from scratch unless
-    ``config.pretrained`` is set.
+    ``adv_params`` (``bn``: the featurizer's batch-norm affine parameters, reference;
+    ``all``: every featurizer parameter), ``step`` (:data:`SAGNET_STEPS`), ``content``
+    (:data:`SAGNET_CONTENT`) and ``fresh_classifier`` (with ``config.pretrained``: a new content
+    classifier, as BiasBed's code). Models are trained from scratch unless ``config.pretrained``
+    is set.
     """
 
     name = "sagnet"
-    hparams_defaults = {"w_adv": 0.1, "clip_adv": 0.1, "adv_params": "bn"}
+    hparams_defaults = {"w_adv": 0.1, "clip_adv": 0.1, "adv_params": "bn", "step": "joint",
+                        "content": "identity", "fresh_classifier": True}
 
     def __init__(
         self, num_classes: int, config: TrainConfig, context: AlgorithmContext | None = None
@@ -149,12 +176,21 @@ class SagNet(Algorithm):
             torch.manual_seed(torch_seed(config.seed, "sagnet-style-head"))
             if config.pretrained:  # the reference starts the style stages from the same weights
                 _reinitialise(_last_linear(self.style_head))
+                if self.hparams["fresh_classifier"]:  # the reference drops the pretrained fc
+                    _reinitialise(_last_linear(self.content_head))
             else:
                 _reinitialise(self.style_head)
+        for key, choices in (("step", SAGNET_STEPS), ("content", SAGNET_CONTENT)):
+            if self.hparams[key] not in choices:
+                raise TrainError(unknown_choice(f"SagNet {key}", self.hparams[key], choices))
         trainable_f = any(p.requires_grad for p in self.featurizer.parameters())
-        # a frozen backbone (freeze_backbone / rn50_in) leaves only the heads to train
-        self.opt_f = self.make_optimizer(self.featurizer.parameters()) if trainable_f else None
-        self.opt_c = self.make_optimizer(self.content_head.parameters())
+        self.opt_f = self.opt_c = self.opt_main = None
+        if self.hparams["step"] == "joint":  # BiasBed: a main optimiser over every parameter
+            self.opt_main = self.make_optimizer(self.parameters())
+        else:
+            # a frozen backbone (freeze_backbone / rn50_in) leaves only the heads to train
+            self.opt_f = self.make_optimizer(self.featurizer.parameters()) if trainable_f else None
+            self.opt_c = self.make_optimizer(self.content_head.parameters())
         self.opt_s = self.make_optimizer(self.style_head.parameters())
         choice = self.hparams["adv_params"]
         if choice not in SAGNET_ADV_PARAMS:
@@ -169,6 +205,14 @@ class SagNet(Algorithm):
         gen = self.generator(f"sagnet-{purpose}")
         return torch.randperm(n, generator=gen), torch.rand(n, generator=gen)
 
+    def _style_input(self, feats: torch.Tensor, perm: torch.Tensor) -> torch.Tensor:
+        """What the style head sees: the features themselves (``identity``) or swapped content."""
+        return feats if self.hparams["content"] == "identity" else content_randomize(feats, perm)
+
+    def _adversarial_loss(self, style_logits: torch.Tensor) -> torch.Tensor:
+        """``w_adv`` × the cross entropy of the style head's prediction with the uniform label."""
+        return -F.log_softmax(style_logits, dim=1).mean(dim=1).mean() * self.hparams["w_adv"]
+
     def update(self, batch: dict[str, torch.Tensor]) -> dict[str, float]:
         x, y = batch["x"], batch["y"]
         n, device = x.shape[0], x.device
@@ -177,6 +221,8 @@ class SagNet(Algorithm):
         perm_a, _ = self._draws(n, "adversary")
         perm_c, alpha = perm_c.to(device), alpha.to(device)
         perm_s, perm_a = perm_s.to(device), perm_a.to(device)
+        if self.opt_main is not None:
+            return self._joint_update(x, y, perm_c, alpha, perm_s)
 
         # content: learn the label from style-randomised features (featurizer + content head)
         feats = self.featurizer(x)
@@ -190,14 +236,14 @@ class SagNet(Algorithm):
         # style: learn the label from content-randomised features (style head only)
         with torch.no_grad():
             feats = self.featurizer(x)
-        loss_s = F.cross_entropy(self.style_head(content_randomize(feats, perm_s)), y)
+        loss_s = F.cross_entropy(self.style_head(self._style_input(feats, perm_s)), y)
         self.opt_s.zero_grad(set_to_none=True)
         loss_s.backward()
         self.opt_s.step()
 
         # adversary: make the style head's prediction uniform (featurizer only)
-        logits = self.style_head(content_randomize(self.featurizer(x), perm_a))
-        loss_adv = -F.log_softmax(logits, dim=1).mean(dim=1).mean() * self.hparams["w_adv"]
+        logits = self.style_head(self._style_input(self.featurizer(x), perm_a))
+        loss_adv = self._adversarial_loss(logits)
         if self.opt_adv is not None:
             self.zero_grad(set_to_none=True)
             loss_adv.backward()
@@ -205,11 +251,29 @@ class SagNet(Algorithm):
                 nn.utils.clip_grad_norm_(self.adv_params, self.hparams["clip_adv"])
             self.opt_adv.step()
             self.zero_grad(set_to_none=True)
-        return {
-            "loss": float(loss_c.detach()),
-            "loss_style": float(loss_s.detach()),
-            "loss_adv": float(loss_adv.detach()),
-        }
+        return _losses(loss_c, loss_s, loss_adv)
+
+    def _joint_update(
+        self, x: torch.Tensor, y: torch.Tensor, perm_c: torch.Tensor, alpha: torch.Tensor,
+        perm_s: torch.Tensor,
+    ) -> dict[str, float]:
+        """BiasBed's step: one forward, gradients of all three losses, then three optimisers."""
+        feats = self.featurizer(x)
+        loss_c = F.cross_entropy(self.content_head(style_randomize(feats, perm_c, alpha)), y)
+        style_logits = self.style_head(self._style_input(feats, perm_s))
+        loss_s = F.cross_entropy(style_logits, y)
+        loss_adv = self._adversarial_loss(style_logits)
+        self.zero_grad(set_to_none=True)
+        (loss_s + loss_adv).backward(retain_graph=True)
+        if self.adv_params and self.hparams["clip_adv"] > 0:
+            nn.utils.clip_grad_norm_(self.adv_params, self.hparams["clip_adv"])
+        loss_c.backward()
+        self.opt_s.step()
+        if self.opt_adv is not None:
+            self.opt_adv.step()
+        self.opt_main.step()
+        self.zero_grad(set_to_none=True)
+        return _losses(loss_c, loss_s, loss_adv)
 
     def predict(self, x: torch.Tensor) -> torch.Tensor:
         return self.content_head(self.featurizer(x))

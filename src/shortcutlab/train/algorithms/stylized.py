@@ -78,6 +78,13 @@ __all__ = [
 
 TEXTURE_POOLS = ("selected", "all")
 DEBIASED_MIXES = ("pair", "replace")
+#: Debiased's targets: ``reference`` (BiasBed's code: its mean-reduced cross entropy puts every
+#: row, clean ones too, on the batch-mean label weight, 0.9/0.1 for pairs) or ``paper`` (Li et
+#: al.: clean rows hard labels, stylised rows gamma/1-gamma).
+DEBIASED_LABELS = ("reference", "paper")
+#: What Debiased's AdaIN network sees: ``normalised`` (BiasBed's code: the normalised batch, the
+#: output fed to the model as is) or ``pixels`` ([0, 1] images, re-normalised afterwards).
+DEBIASED_ADAIN_INPUTS = ("normalised", "pixels")
 
 
 def style_factors(hue: bool) -> tuple[str, ...]:
@@ -408,12 +415,18 @@ class _StylisingAlgorithm(Algorithm):
         x = batch["x"]
         perm = torch.randperm(x.shape[0], generator=self.generator(f"{self.name}-donor"))
         perm = perm.to(x.device)
-        pixels = self.input_norm.inverse(x)  # the transfer network works on [0, 1] images
-        styled = self.input_norm(self.transfer(pixels, pixels[perm], self.hparams["alpha"]))
+        pixels = self._to_transfer(x)  # the transfer network works on [0, 1] images
+        styled = self._from_transfer(self.transfer(pixels, pixels[perm], self.hparams["alpha"]))
         if not mix:
             return styled, perm, torch.ones(x.shape[0], dtype=torch.bool, device=x.device)
         mixed, used = self._mix(x, styled)
         return mixed, perm, used
+
+    def _to_transfer(self, x: torch.Tensor) -> torch.Tensor:
+        return self.input_norm.inverse(x)
+
+    def _from_transfer(self, images: torch.Tensor) -> torch.Tensor:
+        return self.input_norm(images)
 
     def _batch_arrays(self, batch: dict[str, torch.Tensor]) -> tuple[np.ndarray, np.ndarray]:
         for key in ("classes", "index"):
@@ -536,7 +549,9 @@ class Debiased(_StylisingAlgorithm):
     Hyper-parameters: ``gamma`` (0.8, the paper's), ``mix`` (``pair``: train on the clean and the
     stylised images together, reference; ``replace``: stylised images replace the originals with
     probability ``p``), ``aux_bn`` (pair mix: auxiliary batch norms for the stylised half, True),
-    ``alpha`` (AdaIN strength, 0.5 as in the reference), ``p`` (replace mix only), ``hue``.
+    ``alpha`` (AdaIN strength, 0.5 as in the reference), ``p`` (replace mix only), ``hue``,
+    ``labels`` (:data:`DEBIASED_LABELS`: ``reference`` by default) and ``adain_input``
+    (:data:`DEBIASED_ADAIN_INPUTS`: ``normalised`` by default, BiasBed's code).
     """
 
     name = "debiased"
@@ -550,14 +565,18 @@ class Debiased(_StylisingAlgorithm):
         "vgg_weights": "",
         "decoder_weights": "",
         "alpha": 0.5,
+        "labels": "reference",
+        "adain_input": "normalised",
     }
 
     def __init__(
         self, num_classes: int, config: TrainConfig, context: AlgorithmContext | None = None
     ) -> None:
         super().__init__(num_classes, config, context)
-        if self.hparams["mix"] not in DEBIASED_MIXES:
-            raise TrainError(unknown_choice("debiased mix", self.hparams["mix"], DEBIASED_MIXES))
+        for key, choices in (("mix", DEBIASED_MIXES), ("labels", DEBIASED_LABELS),
+                             ("adain_input", DEBIASED_ADAIN_INPUTS)):
+            if self.hparams[key] not in choices:
+                raise TrainError(unknown_choice(f"debiased {key}", self.hparams[key], choices))
         self.dual_bns: list[DualBatchNorm2d] = []
         if self.hparams["mix"] == "pair" and self.hparams["aux_bn"]:
             self.dual_bns = add_auxiliary_batchnorms(self.network)
@@ -589,7 +608,33 @@ class Debiased(_StylisingAlgorithm):
         if pair:
             x = torch.cat([batch["x"], x])
             targets = torch.cat([self._hard(batch["y"]), targets])
+        if self.hparams["labels"] == "reference":
+            targets = self._reference_targets(batch["y"], perm, used, pair)
         return x, targets, table
+
+    def _to_transfer(self, x: torch.Tensor) -> torch.Tensor:
+        if self.hparams["adain_input"] == "normalised":  # BiasBed's code skips un-normalising
+            return x
+        return super()._to_transfer(x)
+
+    def _from_transfer(self, images: torch.Tensor) -> torch.Tensor:
+        if self.hparams["adain_input"] == "normalised":
+            return images
+        return super()._from_transfer(images)
+
+    def _reference_targets(
+        self, y: torch.Tensor, perm: torch.Tensor, used: torch.Tensor, pair: bool
+    ) -> torch.Tensor:
+        """BiasBed's loss, (1 − w̄)·CE(y) + w̄·CE(y_donor) with w̄ the batch mean of the per-row
+        donor weights (1 − gamma for stylised rows, 0 for clean ones), as soft targets: every
+        row, clean ones too, on w̄ (0.1 for clean/stylised pairs at gamma 0.8)."""
+        donor = y[perm.to(y.device)]
+        weights = used.float() * (1.0 - self.hparams["gamma"])
+        if pair:
+            y, donor = torch.cat([y, y]), torch.cat([donor, donor])
+            weights = torch.cat([torch.zeros_like(weights), weights])
+        w = weights.mean()
+        return (1.0 - w) * self._hard(y) + w * self._hard(donor)
 
     def _hard(self, y: torch.Tensor) -> torch.Tensor:
         return torch.eye(self.num_classes, device=y.device)[y]
