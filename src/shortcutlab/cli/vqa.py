@@ -150,6 +150,24 @@ def score(
         help="Training annotations (Training-Ans.json, Training.zip or a release folder) for "
         "the vqa-vs vocabulary; default: the release's or the built splits' training split.",
     ),  # fmt: skip
+    no_vocabulary: bool = typer.Option(
+        False,
+        "--no-vocabulary",
+        help="With --metric vqa-vs, score without the training vocabulary (the authors' scorer "
+        "always uses it; without this flag a release lacking it is an error).",
+    ),  # fmt: skip
+    numbers: str = typer.Option(
+        "wrong",
+        "--numbers",
+        help="Answers written as JSON numbers: 'wrong' (score 0, as the authors' scorer does) "
+        "or 'text' (score them as their text, e.g. 2 as '2').",
+    ),  # fmt: skip
+    on: str = typer.Option(
+        "test",
+        "--on",
+        help="With --splits: 'test' (IID test + nine OOD test sets) or 'val' (IID val + nine "
+        "OOD val sets, for model selection as in the paper's Table 4).",
+    ),  # fmt: skip
     as_json: bool = json_option(),
     count_missing_wrong: bool = typer.Option(
         False, "--count-missing-wrong", help="Score questions without a prediction as wrong."
@@ -161,7 +179,13 @@ def score(
     from shortcutlab.errors import VQAError, unknown_choice
     from shortcutlab.utils.io import write_json
     from shortcutlab.vqa.accuracy import METRICS, training_vocabulary
-    from shortcutlab.vqa.evaluate import load_predictions, score_splits, score_table
+    from shortcutlab.vqa.evaluate import (
+        EVAL_SPLITS,
+        NUMBER_RULES,
+        load_predictions,
+        score_splits,
+        score_table,
+    )
     from shortcutlab.vqa.loaders import load_table
     from shortcutlab.vqa.release import read_release, read_vocabulary, score_release
     from shortcutlab.vqa.store import read_samples
@@ -172,6 +196,14 @@ def score(
         raise VQAError(unknown_choice("metric", metric, METRICS))
     if train is not None and metric != "vqa-vs":
         raise VQAError("--train gives the vocabulary of --metric vqa-vs only; add --metric vqa-vs")
+    if no_vocabulary and (metric != "vqa-vs" or train is not None):
+        raise VQAError("--no-vocabulary goes with --metric vqa-vs and without --train")
+    if numbers not in NUMBER_RULES:
+        raise VQAError(unknown_choice("--numbers", numbers, NUMBER_RULES))
+    if on not in EVAL_SPLITS:
+        raise VQAError(unknown_choice("--on", on, EVAL_SPLITS))
+    if on != "test" and splits is None:
+        raise VQAError("--on val scores the OOD val sets of built splits: add --splits DIR")
     vocab = read_vocabulary(train) if train is not None else None
     preds = load_predictions(predictions)
     if release is not None:
@@ -181,19 +213,27 @@ def score(
             preds,
             metric,
             count_missing_wrong,
-            vocab if vocab is not None else True,
+            vocab if vocab is not None else not no_vocabulary,
             str(train) if train is not None else None,
+            numbers,
         )
     elif splits is not None:
         samples = read_samples(splits)
-        if metric == "vqa-vs" and vocab is None:
+        if metric == "vqa-vs" and vocab is None and not no_vocabulary:
             is_train = samples["split"] == "train"
             vocab = training_vocabulary(samples.loc[is_train, "question_id"],
                                         samples.loc[is_train, "answer"])  # fmt: skip
-        result = score_splits(samples, preds, count_missing_wrong, metric, vocab)
+        result = score_splits(samples, preds, count_missing_wrong, metric, vocab, numbers, on)
     else:
+        if metric == "vqa-vs" and vocab is None and not no_vocabulary:
+            raise VQAError(
+                "--metric vqa-vs filters by the training vocabulary: give --train FILE, or "
+                "--no-vocabulary to score without it"
+            )
         source = str(train) if vocab is not None else None
-        result = score_table(load_table(data), preds, count_missing_wrong, metric, vocab, source)
+        result = score_table(
+            load_table(data), preds, count_missing_wrong, metric, vocab, source, numbers
+        )
     if out is not None:
         write_json(out, result)
     if as_json:
@@ -208,7 +248,11 @@ def score(
     else:
         console.print(_row_table(result, with_head=splits is not None))
         cells = [*result["ood"].values(), result["ood_mean"], result["iid"]]
-        typer.echo("as in the paper's Table 2 (" + " ".join([*result["ood"], "mean", "IID"]) + "):")
+        iid = "IID val" if on == "val" else "IID"
+        typer.echo(
+            f"as in the paper's Table {'4' if on == 'val' else '2'} ("
+            + " ".join([*result["ood"], "mean", iid]) + "):"
+        )
         typer.echo(" & ".join(_fmt(v) for v in cells))
     console.print(f"[dim]metric: {_metric_line(result['metric'])}")
 
@@ -221,6 +265,9 @@ def _metric_line(info: dict) -> str:  # type: ignore[type-arg]
     text = f"{info['name']} ({vocab})" if info["name"] == "vqa-vs" else info["name"]
     if info["single_answer_questions"]:
         text += f"; {info['single_answer_questions']:,} single-answer question(s) by exact match"
+    if info.get("numeric_answers"):
+        rule = "scored 0" if info["numbers"] == "wrong" else "scored as text"
+        text += f"; {info['numeric_answers']:,} answer(s) written as JSON numbers {rule}"
     return text
 
 
