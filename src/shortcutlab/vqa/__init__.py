@@ -28,6 +28,7 @@ from shortcutlab.vqa.baselines import (
     prior_predictions,
     question_type_prior,
     train_cnn_bow,
+    train_cnn_bow_epochs,
 )
 from shortcutlab.vqa.concepts import (
     ENGLISH_STOP_WORDS,
@@ -52,6 +53,7 @@ from shortcutlab.vqa.release import (
     read_vocabulary,
     score_release,
 )
+from shortcutlab.vqa.selection import STRATEGIES, select_checkpoints
 from shortcutlab.vqa.splits import (
     BuildConfig,
     VQASplits,
@@ -70,6 +72,7 @@ __all__ = [
     "METRICS",
     "PRIORS",
     "SHORTCUTS",
+    "STRATEGIES",
     "SHORTCUT_GROUPS",
     "BuildConfig",
     "CnnBowConfig",
@@ -103,7 +106,9 @@ __all__ = [
     "score_sets",
     "score_splits",
     "score_table",
+    "select_checkpoints",
     "train_cnn_bow",
+    "train_cnn_bow_epochs",
     "training_vocabulary",
     "vqa_accuracies",
     "vqa_accuracy",
