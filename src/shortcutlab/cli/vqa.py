@@ -417,3 +417,68 @@ def _selection_table(run: str, selected: dict) -> Table:  # type: ignore[type-ar
         t.add_row(name, str(sel["epoch"]), *(_fmt(row[g]) for g in SHORTCUT_GROUPS),
                   _fmt(row["ood_mean"]), _fmt(row["iid"]))  # fmt: skip
     return t
+
+
+@app.command()
+@clean_errors
+def analyze(
+    release: Path = typer.Option(..., "--release", help="VQA-VS release folder (as `score`)."),
+    data: list[str] = typer.Option(
+        ...,
+        "--data",
+        help="The release's training and IID test questions with annotations (Training.zip, "
+        "IID-Test.zip or their -Ques/-Ans.json; + COCO instances JSON for KO, KOP, ...).",
+    ),  # fmt: skip
+    out: Path = typer.Option(..., "--out", help="Folder for the tables and figures."),
+    predictions: Path = typer.Option(
+        None, "--predictions", help="IID-test predictions: adds Fig. 6 and head/tail accuracy."
+    ),
+    metric: str = typer.Option("official", "--metric", help="official or vqa-vs."),
+    no_vocabulary: bool = typer.Option(
+        False, "--no-vocabulary", help="With --metric vqa-vs: score without the vocabulary."
+    ),
+    as_json: bool = json_option(),
+) -> None:
+    """The paper's analyses for a released split: Table 1, Fig. 5a/5b, E per shortcut, and with
+    --predictions E against OOD accuracy (Fig. 6) and head/tail accuracy (Figs. 7, 10)."""
+    import pandas as pd
+
+    from shortcutlab.utils.io import write_bytes, write_text
+    from shortcutlab.vqa.analysis import analyze_release
+    from shortcutlab.vqa.evaluate import load_predictions
+    from shortcutlab.vqa.figures import figure_png, heatmap, imbalance_vs_accuracy
+    from shortcutlab.vqa.loaders import load_table
+    from shortcutlab.vqa.release import read_release
+
+    console = Console(stderr=as_json)
+    rel = read_release(release)
+    preds = load_predictions(predictions) if predictions is not None else None
+    with console.status("loading the release's questions"):
+        table = load_table(data)
+    with console.status(f"recomputing concepts for {len(table):,} questions"):
+        result = analyze_release(
+            table, rel, preds, metric=metric, vocabulary=not no_vocabulary
+        )
+    out.mkdir(parents=True, exist_ok=True)
+    frames = {k: v for k, v in result.items() if isinstance(v, (pd.DataFrame, pd.Series))}
+    for name, frame in frames.items():
+        index = name not in ("statistics", "imbalance", "agreement", "imbalance_vs_accuracy")
+        write_text(out / f"{name}.csv", frame.to_csv(index=index, float_format="%.6g"))
+    figs = {
+        "jaccard.png": heatmap(result["jaccard"], "Jaccard of head splits (train)", "Jaccard"),
+        "coincidence.png": heatmap(result["coincidence"], "Coincidence of released OOD sets",
+                                   "ratio"),
+    }  # fmt: skip
+    if "imbalance_vs_accuracy" in result:
+        figs["imbalance_vs_accuracy.png"] = imbalance_vs_accuracy(result["imbalance_vs_accuracy"])
+    for name, fig in figs.items():
+        write_bytes(out / name, figure_png(fig))
+    if as_json:
+        print_json({"out": str(out), "sizes": result["sizes"],
+                    **{k: v.to_dict() for k, v in frames.items()}})  # fmt: skip
+        return
+    console.print(_stats_table(result["statistics"]))
+    console.print(result["agreement"].round(3).to_string(index=False))
+    if "head_tail" in result:
+        console.print((100 * result["head_tail"]).round(2).to_string())
+    console.print(f"wrote {out}/ ({', '.join(sorted([*frames, *figs]))})")

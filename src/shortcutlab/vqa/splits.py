@@ -230,12 +230,27 @@ def statistics_table(flags: dict[tuple[str, str], GroupFlags]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def build_splits(table: pd.DataFrame, config: BuildConfig | None = None) -> VQASplits:
-    """Run the VQA-VS construction on a validated VQA table."""
+def build_splits(
+    table: pd.DataFrame, config: BuildConfig | None = None, split: np.ndarray | None = None
+) -> VQASplits:
+    """Run the VQA-VS construction on a validated VQA table.
+
+    ``split`` (``train``/``val``/``test`` per row) replaces the seeded 70/5/25 split, e.g. to
+    analyse a released split as it is (:mod:`shortcutlab.vqa.analysis`).
+    """
     config = config or BuildConfig()
     validate_table(table)
     concepts = compute_concepts(table, config.concepts)
-    split = split_questions(table["question_id"], config.seed, config.fractions)
+    if split is None:
+        split = split_questions(table["question_id"], config.seed, config.fractions)
+    else:
+        split = np.asarray(split, dtype=object)
+        bad = sorted(set(split) - set(SPLITS))
+        if len(split) != len(table) or bad:
+            raise VQAError(
+                f"a given split needs one of {', '.join(SPLITS)} per row ({len(table)} rows); "
+                f"got {len(split)} labels{', including ' + repr(bad[0]) if bad else ''}"
+            )
     answer, _ = pd.factorize(table["answer"], sort=True)
     samples = pd.DataFrame(
         {
