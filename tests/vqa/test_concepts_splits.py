@@ -212,3 +212,42 @@ def test_agnostic_score_is_the_mutual_information_of_word_presence_and_answer():
     pmi = _scores(sample, item, answers, 3, "pmi")
     # PMI(a, answer 0) for sample 0: f(a,0)=2, f(a)=3, f(0)=2, K=6
     assert pmi[0] == pytest.approx(np.log(2 * 6 / (3 * 2)))
+
+
+def test_open_choices_pair_order_and_single_item_pairs():
+    # "banana" (always "yellow") outscores "ripe"; it comes second in the question
+    rows = [(i, i, "is the ripe banana?", "is the", "yellow", ["bowl", "banana"])
+            for i in range(4)]
+    rows += [(10 + i, 10 + i, "is the ripe apple?", "is the", "red", ["apple"]) for i in range(4)]
+    rows += [(20, 20, "is the?", "is the", "no", [])]
+    t = _table(rows)
+    by_score = compute_concepts(t)
+    assert by_score.loc[0, "KW"] == "banana" and by_score.loc[0, "KWP"] == "banana + ripe"
+    by_pos = compute_concepts(t, ConceptConfig(pair_order="position"))
+    assert by_pos.loc[0, "KW"] == "banana"  # the key word itself does not change
+    assert by_pos.loc[0, "KWP"] == "ripe + banana" and by_pos.loc[0, "KOP"] == "bowl + banana"
+    single = compute_concepts(t).loc[4]
+    assert single["KOP"] == "apple"  # one object: the pair concept is that object alone
+    dropped = compute_concepts(t, ConceptConfig(single_pairs="drop"))
+    assert dropped.loc[4, "KOP"] == NONE and dropped.loc[0, "KWP"] == "banana + ripe"
+    with pytest.raises(VQAError, match="unknown pair order 'alpha'.*score, position"):
+        ConceptConfig(pair_order="alpha")
+
+
+def test_open_choices_one_answer_groups_and_tail_rule():
+    # group 0: answers 6, 4 of 10 -> mean 5, 1.2 x mean = 6; group 1: one answer (10 samples)
+    concept = np.array([0] * 10 + [1] * 10)
+    answer = np.array([0] * 6 + [1] * 4 + [2] * 10)
+    strict = group_flags(concept, answer, entropy_threshold=1.0)
+    assert strict.tail[:10].sum() == 4  # 6 is not < 6: head
+    inclusive = group_flags(concept, answer, entropy_threshold=1.0, tail_inclusive=True)
+    assert inclusive.tail[:10].sum() == 10
+    balanced = imbalance_degree(strict)
+    zero = imbalance_degree(group_flags(concept, answer, one_answer_entropy=0.0))
+    assert balanced == pytest.approx((strict.group_entropy[0] * 10 + 10) / 20)
+    assert zero == pytest.approx(strict.group_entropy[0] * 10 / 20)
+    assert not group_flags(concept, answer, one_answer_entropy=0.0).tail[10:].any()
+    with pytest.raises(VQAError, match="unknown tail rule '<<'"):
+        BuildConfig(tail_rule="<<")
+    with pytest.raises(VQAError, match="unknown one-answer group rule"):
+        BuildConfig(one_answer_groups="zero")

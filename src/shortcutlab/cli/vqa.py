@@ -49,6 +49,20 @@ def build(
     ),
     entropy_threshold: float = typer.Option(0.9, help="Imbalanced below this normalised entropy."),
     tail_factor: float = typer.Option(1.2, help="Tail answers: fewer than this x mean count."),
+    tail_rule: str = typer.Option(
+        "<", help="Tail answers: count '<' (paper: 'less than') or '<=' tail-factor x mean."
+    ),
+    pair_order: str = typer.Option(
+        "score", help="KWP/KOP order: 'score' (best first) or 'position' (as in the question)."
+    ),
+    single_pairs: str = typer.Option(
+        "keep", help="KWP/KOP of a question with one keyword (image with one object): "
+        "'keep' (that item alone) or 'drop' (no concept).",
+    ),  # fmt: skip
+    one_answer_groups: str = typer.Option(
+        "balanced", help="A group with one answer in E: 'balanced' (entropy 1) or 'imbalanced' "
+        "(entropy 0).",
+    ),  # fmt: skip
     figures: bool = typer.Option(True, help="Write the PNG figures."),
     as_json: bool = json_option(),
 ) -> None:
@@ -78,10 +92,12 @@ def build(
             else frozenset()
         ),  # fmt: skip
         question_types=tuple(qts) if qts is not None else DEFAULT_QUESTION_TYPES,
+        pair_order=pair_order,
+        single_pairs=single_pairs,
     )
     cfg = BuildConfig(
         seed=seed, entropy_threshold=entropy_threshold, tail_factor=tail_factor,
-        concepts=concepts,
+        concepts=concepts, one_answer_groups=one_answer_groups, tail_rule=tail_rule,
     )  # fmt: skip
     with console.status("loading data"):
         table = load_table(data)
