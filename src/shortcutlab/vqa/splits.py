@@ -44,8 +44,9 @@ __all__ = [
 SPLITS: tuple[str, ...] = ("train", "val", "test")
 # Open choices of the construction (the first is the default): a group with a single answer
 # has normalised entropy 1 ("balanced") or 0 ("imbalanced") in the imbalance degree E (either
-# way it yields no head or tail: it has no rare answer to hold out); an answer is in the tail when its count is "<" (strict, as the paper's "less
-# than") or "<=" 1.2 x the group's mean count per answer.
+# way it yields no head or tail: it has no rare answer to hold out); an answer is in the tail
+# when its count is "<" (strict, as the paper's "less than") or "<=" 1.2 x the group's mean
+# count per answer.
 ONE_ANSWER_GROUPS: tuple[str, ...] = ("balanced", "imbalanced")
 TAIL_RULES: tuple[str, ...] = ("<", "<=")
 
