@@ -118,7 +118,7 @@ def release_round_trip(path: Path, table, preds: dict[str, str]) -> bool:  # typ
             (folder / f"OOD-Test-{s}-Ques.json").write_text(json.dumps(docs))
         t0 = time.perf_counter()
         release = read_release(root)
-        row = score_release(release, preds, metric="vqa-vs")
+        row = score_release(release, preds, metric="vqa-vs", vocabulary=False)
         t1 = time.perf_counter()
     per_q = dict(zip(table["question_id"],
                      accuracies([preds[q] for q in table["question_id"]], table["answers"],
