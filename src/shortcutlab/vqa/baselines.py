@@ -21,6 +21,7 @@ __all__ = [
     "PRIORS",
     "CnnBowConfig",
     "answer_prior",
+    "concept_prior",
     "inject_correlation",
     "keyword_prior",
     "prior_predictions",
@@ -93,6 +94,19 @@ def keyword_prior(
         ]
         out[q] = max(scored)[2] if scored else qt_pred[q]
     return out
+
+
+def concept_prior(train: pd.DataFrame, test: pd.DataFrame, shortcut: str) -> dict[str, str]:
+    """The majority training answer of the test question's concept for ``shortcut`` (a column
+    of built samples), else the answer prior: a model that has learnt exactly that shortcut."""
+    if shortcut not in train.columns:
+        raise VQAError(f"no concept column {shortcut!r}; give built samples")
+    fallback = _majority(train["answer"].tolist())
+    by_concept = {k: _majority(v.tolist()) for k, v in train.groupby(shortcut)["answer"]}
+    return {
+        str(q): by_concept.get(c, fallback)
+        for q, c in zip(test["question_id"], test[shortcut], strict=True)
+    }
 
 
 PRIORS = {
