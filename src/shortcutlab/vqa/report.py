@@ -46,7 +46,7 @@ def _planted_section(report: HtmlReport, study: Mapping[str, Any]) -> None:
     report.table(study["population"], float_format="{:.2f}")
     splits = study["splits"]
     report.figure(heatmap(splits.coincidence, "Coincidence of planted OOD sets", "ratio"),
-                  "Row A, column B: |A ∩ B| / |A| (off-diagonal: overlap between sets)")  # fmt: skip
+                  "Row A, column B: |A ∩ B| / |A| (off-diagonal: overlap)")  # fmt: skip
     report.paragraph(
         "Each 'S prior' answers with the majority training answer of the question's S concept "
         "(a model that learnt shortcut S and nothing else). Accuracy in %: it scores 0 on its "
