@@ -251,3 +251,33 @@ def test_open_choices_one_answer_groups_and_tail_rule():
         BuildConfig(tail_rule="<<")
     with pytest.raises(VQAError, match="unknown one-answer group rule"):
         BuildConfig(one_answer_groups="zero")
+
+
+def test_cli_build_takes_the_open_choices(tmp_path):
+    import json
+
+    from typer.testing import CliRunner
+
+    from shortcutlab.cli.main import app
+
+    rows = [{"question_id": i, "image_id": i, "question": f"is the {w} big?",
+             "answers": json.dumps([a] * 10), "question_type": "is the"}
+            for i, (w, a) in enumerate([("dog", "yes")] * 30 + [("cat", "no")] * 30)]
+    pd.DataFrame(rows).to_csv(tmp_path / "t.csv", index=False)
+    runner = CliRunner()
+    out = {}
+    for flag in ("balanced", "imbalanced"):
+        res = runner.invoke(app, ["vqa", "build", "--data", str(tmp_path / "t.csv"), "--out",
+                                  str(tmp_path / flag), "--no-figures", "--one-answer-groups",
+                                  flag, "--pair-order", "position", "--single-pairs", "drop",
+                                  "--tail-rule", "<="])  # fmt: skip
+        assert res.exit_code == 0, res.output
+        out[flag] = pd.read_csv(tmp_path / flag / "imbalance.csv").set_index("shortcut")
+        cfg = json.loads((tmp_path / flag / "build.json").read_text())["config"]
+        assert cfg["tail_rule"] == "<=" and cfg["concepts"]["pair_order"] == "position"
+    # KW groups (dog, cat) have one answer each: E is 1 when balanced, 0 when imbalanced
+    assert out["balanced"].loc["KW", "E_train"] == 1.0
+    assert out["imbalanced"].loc["KW", "E_train"] == 0.0
+    res = runner.invoke(app, ["vqa", "build", "--data", str(tmp_path / "t.csv"), "--out",
+                              str(tmp_path / "x"), "--pair-order", "alpha"])  # fmt: skip
+    assert res.exit_code == 2 and "valid choices: score, position" in res.output
