@@ -138,6 +138,10 @@ def test_cli_analyze_writes_tables_and_figures(release, tmp_path):
         assert (tmp_path / "a" / name).stat().st_size > 0, name
     fig6 = pd.read_csv(tmp_path / "a" / "imbalance_vs_accuracy.csv").set_index("shortcut")
     assert fig6.loc["KO", "ood"] == pytest.approx(100.0)  # perfect predictions
+    res = CliRunner().invoke(app, [*args, "--json"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    assert doc["sizes"] == {"train": 600, "test": 200} and "coincidence" in doc
     res = CliRunner().invoke(app, ["vqa", "analyze", "--release", str(root), "--out",
                                    str(tmp_path / "b"), "--data", data[0], "--data",
                                    data[1]])  # fmt: skip
