@@ -80,11 +80,11 @@ def test_cnn_bow_checkpoints_learn_and_cli_writes_table_4(tmp_path):
     s = splits.samples
     train = s.loc[s["split"] == "train", "question_id"].tolist()
     evals = s.loc[s["split"] != "train", "question_id"].tolist()
-    cfg = CnnBowConfig(epochs=3, batch_size=64)
+    cfg = CnnBowConfig(epochs=2, batch_size=64)
     ck = train_cnn_bow_epochs(table, train, evals, cfg)
-    assert len(ck) == 3 and all(set(p) == set(evals) for p in ck)
+    assert len(ck) == 2 and all(set(p) == set(evals) for p in ck)
     # the optimiser moves the model: the checkpoints answer differently (no step: identical)
-    assert ck[0] != ck[2]
+    assert ck[0] != ck[1]
     res = CliRunner().invoke(app, ["vqa", "baselines", "--splits", str(tmp_path / "s"),
                                    "--out", str(tmp_path / "b"), "--model", "cnn-bow",
                                    "--data", "easy-vqa", "--epochs", "2", "--select"])  # fmt: skip
