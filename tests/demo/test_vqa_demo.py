@@ -12,7 +12,7 @@ from shortcutlab.vqa.concepts import SHORTCUTS
 @pytest.mark.slow
 def test_demo_stage_writes_splits_scores_and_report(tmp_path):
     lines = run_demo(tmp_path, Console(quiet=True), epochs=1, max_questions=3000)
-    assert len(lines) == 3 and "3,000 questions" in lines[0]
+    assert len(lines) == 4 and "3,000 questions" in lines[0]
     assert (tmp_path / "splits" / "build.json").exists()
     scores = json.loads((tmp_path / "scores.json").read_text())
     assert set(scores) == {"answer-prior", "question-type-prior", "keyword-prior", "cnn-bow",
@@ -24,5 +24,9 @@ def test_demo_stage_writes_splits_scores_and_report(tmp_path):
     assert scores["question-type-prior"]["iid"] >= scores["answer-prior"]["iid"]
     html = (tmp_path / "index.html").read_text()
     for text in ("Statistics (cf. paper Table 1)", "Baselines", "acc-head and acc-tail",
-                 "Relations between shortcuts", "<img"):  # fmt: skip
+                 "Relations between shortcuts", "<img", "Planted shortcuts"):  # fmt: skip
         assert text in html
+    planted = json.loads((tmp_path / "planted.json").read_text())
+    assert planted["max_overlap"] <= 0.05  # nine distinct OOD sets
+    for k in SHORTCUTS:
+        assert planted["accuracy"][f"{k} prior"][k] == 0.0

@@ -212,3 +212,72 @@ def test_agnostic_score_is_the_mutual_information_of_word_presence_and_answer():
     pmi = _scores(sample, item, answers, 3, "pmi")
     # PMI(a, answer 0) for sample 0: f(a,0)=2, f(a)=3, f(0)=2, K=6
     assert pmi[0] == pytest.approx(np.log(2 * 6 / (3 * 2)))
+
+
+def test_open_choices_pair_order_and_single_item_pairs():
+    # "banana" (always "yellow") outscores "ripe"; it comes second in the question
+    rows = [(i, i, "is the ripe banana?", "is the", "yellow", ["bowl", "banana"])
+            for i in range(4)]
+    rows += [(10 + i, 10 + i, "is the ripe apple?", "is the", "red", ["apple"]) for i in range(4)]
+    rows += [(20, 20, "is the?", "is the", "no", [])]
+    t = _table(rows)
+    by_score = compute_concepts(t)
+    assert by_score.loc[0, "KW"] == "banana" and by_score.loc[0, "KWP"] == "banana + ripe"
+    by_pos = compute_concepts(t, ConceptConfig(pair_order="position"))
+    assert by_pos.loc[0, "KW"] == "banana"  # the key word itself does not change
+    assert by_pos.loc[0, "KWP"] == "ripe + banana" and by_pos.loc[0, "KOP"] == "bowl + banana"
+    single = compute_concepts(t).loc[4]
+    assert single["KOP"] == "apple"  # one object: the pair concept is that object alone
+    dropped = compute_concepts(t, ConceptConfig(single_pairs="drop"))
+    assert dropped.loc[4, "KOP"] == NONE and dropped.loc[0, "KWP"] == "banana + ripe"
+    with pytest.raises(VQAError, match="unknown pair order 'alpha'.*score, position"):
+        ConceptConfig(pair_order="alpha")
+
+
+def test_open_choices_one_answer_groups_and_tail_rule():
+    # group 0: answers 6, 4 of 10 -> mean 5, 1.2 x mean = 6; group 1: one answer (10 samples)
+    concept = np.array([0] * 10 + [1] * 10)
+    answer = np.array([0] * 6 + [1] * 4 + [2] * 10)
+    strict = group_flags(concept, answer, entropy_threshold=1.0)
+    assert strict.tail[:10].sum() == 4  # 6 is not < 6: head
+    inclusive = group_flags(concept, answer, entropy_threshold=1.0, tail_inclusive=True)
+    assert inclusive.tail[:10].sum() == 10
+    balanced = imbalance_degree(strict)
+    zero = imbalance_degree(group_flags(concept, answer, one_answer_entropy=0.0))
+    assert balanced == pytest.approx((strict.group_entropy[0] * 10 + 10) / 20)
+    assert zero == pytest.approx(strict.group_entropy[0] * 10 / 20)
+    assert not group_flags(concept, answer, one_answer_entropy=0.0).tail[10:].any()
+    with pytest.raises(VQAError, match="unknown tail rule '<<'"):
+        BuildConfig(tail_rule="<<")
+    with pytest.raises(VQAError, match="unknown one-answer group rule"):
+        BuildConfig(one_answer_groups="zero")
+
+
+def test_cli_build_takes_the_open_choices(tmp_path):
+    import json
+
+    from typer.testing import CliRunner
+
+    from shortcutlab.cli.main import app
+
+    rows = [{"question_id": i, "image_id": i, "question": f"is the {w} big?",
+             "answers": json.dumps([a] * 10), "question_type": "is the"}
+            for i, (w, a) in enumerate([("dog", "yes")] * 30 + [("cat", "no")] * 30)]
+    pd.DataFrame(rows).to_csv(tmp_path / "t.csv", index=False)
+    runner = CliRunner()
+    out = {}
+    for flag in ("balanced", "imbalanced"):
+        res = runner.invoke(app, ["vqa", "build", "--data", str(tmp_path / "t.csv"), "--out",
+                                  str(tmp_path / flag), "--no-figures", "--one-answer-groups",
+                                  flag, "--pair-order", "position", "--single-pairs", "drop",
+                                  "--tail-rule", "<="])  # fmt: skip
+        assert res.exit_code == 0, res.output
+        out[flag] = pd.read_csv(tmp_path / flag / "imbalance.csv").set_index("shortcut")
+        cfg = json.loads((tmp_path / flag / "build.json").read_text())["config"]
+        assert cfg["tail_rule"] == "<=" and cfg["concepts"]["pair_order"] == "position"
+    # KW groups (dog, cat) have one answer each: E is 1 when balanced, 0 when imbalanced
+    assert out["balanced"].loc["KW", "E_train"] == 1.0
+    assert out["imbalanced"].loc["KW", "E_train"] == 0.0
+    res = runner.invoke(app, ["vqa", "build", "--data", str(tmp_path / "t.csv"), "--out",
+                              str(tmp_path / "x"), "--pair-order", "alpha"])  # fmt: skip
+    assert res.exit_code == 2 and "valid choices: score, position" in res.output

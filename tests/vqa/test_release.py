@@ -215,7 +215,9 @@ def test_missing_release_files_name_the_file_and_the_layout(tmp_path):
         read_release(_write(tmp_path / "d", {"test_annotations.json": packed}))
     rel = read_release(_write(tmp_path / "e", _files(training=False)))
     assert rel.vocabulary is None
-    r = score_release(rel, PREDICTIONS, metric="vqa-vs")
+    with pytest.raises(DataNotFoundError, match="has none .*--no-vocabulary"):
+        score_release(rel, PREDICTIONS, metric="vqa-vs")
+    r = score_release(rel, PREDICTIONS, metric="vqa-vs", vocabulary=False)
     assert r["metric"]["vocabulary"] is None and r["iid"] == pytest.approx(_mean(VS, TEST))
 
 
@@ -346,9 +348,12 @@ def test_cli_metric_and_vocabulary_options_on_data_and_splits(tmp_path):
     preds.write_text(json.dumps({str(a["question_id"]): a["multiple_choice_answer"]
                                  for a in annotations}))  # fmt: skip
     runner = CliRunner()
-    # --data: no vocabulary unless --train; the rare answers (4 questions each) drop out with it
+    # --data: vqa-vs needs --train or an explicit --no-vocabulary; the rare answers (4
+    # questions each) drop out with the vocabulary
+    res = runner.invoke(app, ["vqa", "score", str(preds), "--data", str(z), "--metric", "vqa-vs"])
+    assert res.exit_code == 2 and "--no-vocabulary" in res.output
     res = runner.invoke(app, ["vqa", "score", str(preds), "--data", str(z), "--metric", "vqa-vs",
-                              "--json"])  # fmt: skip
+                              "--no-vocabulary", "--json"])  # fmt: skip
     assert res.exit_code == 0, res.output
     out = json.loads(res.output)
     assert out["overall"] == 1.0 and out["metric"]["vocabulary"] is None
@@ -384,3 +389,74 @@ def test_cli_metric_and_vocabulary_options_on_data_and_splits(tmp_path):
     res = runner.invoke(app, ["vqa", "build", "--data", str(z), "--out", str(tmp_path / "t"),
                               "--remove-stop-words", "--stop-words", str(train)])  # fmt: skip
     assert res.exit_code == 2 and "not both" in res.output
+
+
+def test_answers_written_as_numbers_score_zero_unless_told_text(release_dir):
+    """The authors' scorer compares a JSON number with string answers: 0. ``numbers="text"``
+    scores it as its text; both are stated and counted in the metric entry."""
+    preds = [{"question_id": q, "answer": a} for q, a in PREDICTIONS.items()]
+    preds[2]["answer"] = 2  # question 3: "2" is right for 2 of 10 humans (vqa-vs 2/3)
+    release = read_release(release_dir)
+    for metric, scores in (("vqa-vs", VS_VOCAB), ("official", OFFICIAL)):
+        wrong = score_release(release, preds, metric=metric)
+        assert wrong["iid"] == pytest.approx((sum(scores.values()) - scores[3]) / 6), metric
+        assert wrong["ood"]["KW"] == 0.0  # KW holds question 3 only
+        assert wrong["metric"]["numbers"] == "wrong" and wrong["metric"]["numeric_answers"] == 1
+        text = score_release(release, preds, metric=metric, numbers="text")
+        assert text["iid"] == pytest.approx(_mean(scores, TEST)), metric
+        assert text["metric"]["numeric_answers"] == 1
+    assert parse_predictions(preds).numeric == {"3"}
+    with pytest.raises(VQAError, match="unknown numbers rule 'zero'.*wrong, text"):
+        score_release(release, preds, numbers="zero")
+
+
+def test_cli_numbers_option_and_count(release_dir, tmp_path):
+    preds = tmp_path / "p.json"
+    preds.write_text(json.dumps([{"question_id": q, "answer": 2 if q == 3 else a}
+                                 for q, a in PREDICTIONS.items()]))  # fmt: skip
+    runner = CliRunner()
+    res = runner.invoke(app, ["vqa", "score", str(preds), "--release", str(release_dir),
+                              "--metric", "vqa-vs"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert "1 answer(s) written as JSON numbers scored 0" in " ".join(res.output.split())
+    res = runner.invoke(app, ["vqa", "score", str(preds), "--release", str(release_dir),
+                              "--metric", "vqa-vs", "--numbers", "text", "--json"])  # fmt: skip
+    assert json.loads(res.output)["iid"] == pytest.approx(_mean(VS_VOCAB, TEST))
+    res = runner.invoke(app, ["vqa", "score", str(preds), "--release", str(release_dir),
+                              "--numbers", "str"])  # fmt: skip
+    assert res.exit_code == 2 and "wrong, text" in res.output
+
+
+def test_the_authors_zipped_training_answers_and_packed_zip_are_read(release_dir, tmp_path):
+    """``Training/Training-Ans.json.zip`` gives the vocabulary; ``test_annotations.json.zip``
+    the answers and OOD sets; without any vocabulary vqa-vs is an error unless opted out."""
+    root = tmp_path / "authors"
+    files = _files()
+    training = files.pop("Training/Training-Ans.json")
+    _write(root, files)
+    (root / "Training").mkdir()
+    with zipfile.ZipFile(root / "Training" / "Training-Ans.json.zip", "w") as zf:
+        zf.writestr("Training-Ans.json", json.dumps(training))
+    rel = read_release(root)
+    assert rel.vocabulary == VOCAB and "Training-Ans.json.zip" in rel.vocabulary_source
+    got = score_release(rel, PREDICTIONS, metric="vqa-vs")
+    assert got["iid"] == pytest.approx(_mean(VS_VOCAB, TEST))
+    packed = tmp_path / "packed"
+    packed.mkdir()
+    with zipfile.ZipFile(packed / "test_annotations.json.zip", "w") as zf:
+        zf.writestr("test_annotations.json", json.dumps(_packed()))
+    for source in (packed, packed / "test_annotations.json.zip"):
+        rel = read_release(source)
+        assert rel.vocabulary == VOCAB and rel.ood["QT+KW"] == {"1", "2"}
+        assert score_release(rel, PREDICTIONS, metric="vqa-vs")["ood"] == pytest.approx(
+            got["ood"]
+        )
+    runner = CliRunner()
+    bare = _write(tmp_path / "bare", _files(training=False))
+    p = tmp_path / "p.json"
+    p.write_text(json.dumps({str(q): a for q, a in PREDICTIONS.items()}))
+    res = runner.invoke(app, ["vqa", "score", str(p), "--release", str(bare), "--metric", "vqa-vs"])
+    assert res.exit_code == 2 and "--no-vocabulary" in res.output
+    res = runner.invoke(app, ["vqa", "score", str(p), "--release", str(bare), "--metric", "vqa-vs",
+                              "--no-vocabulary", "--json"])  # fmt: skip
+    assert res.exit_code == 0 and json.loads(res.output)["iid"] == pytest.approx(_mean(VS, TEST))

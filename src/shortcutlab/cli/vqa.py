@@ -49,6 +49,20 @@ def build(
     ),
     entropy_threshold: float = typer.Option(0.9, help="Imbalanced below this normalised entropy."),
     tail_factor: float = typer.Option(1.2, help="Tail answers: fewer than this x mean count."),
+    tail_rule: str = typer.Option(
+        "<", help="Tail answers: count '<' (paper: 'less than') or '<=' tail-factor x mean."
+    ),
+    pair_order: str = typer.Option(
+        "score", help="KWP/KOP order: 'score' (best first) or 'position' (as in the question)."
+    ),
+    single_pairs: str = typer.Option(
+        "keep", help="KWP/KOP of a question with one keyword (image with one object): "
+        "'keep' (that item alone) or 'drop' (no concept).",
+    ),  # fmt: skip
+    one_answer_groups: str = typer.Option(
+        "balanced", help="A group with one answer in E: 'balanced' (entropy 1) or 'imbalanced' "
+        "(entropy 0).",
+    ),  # fmt: skip
     figures: bool = typer.Option(True, help="Write the PNG figures."),
     as_json: bool = json_option(),
 ) -> None:
@@ -78,10 +92,12 @@ def build(
             else frozenset()
         ),  # fmt: skip
         question_types=tuple(qts) if qts is not None else DEFAULT_QUESTION_TYPES,
+        pair_order=pair_order,
+        single_pairs=single_pairs,
     )
     cfg = BuildConfig(
         seed=seed, entropy_threshold=entropy_threshold, tail_factor=tail_factor,
-        concepts=concepts,
+        concepts=concepts, one_answer_groups=one_answer_groups, tail_rule=tail_rule,
     )  # fmt: skip
     with console.status("loading data"):
         table = load_table(data)
@@ -150,6 +166,24 @@ def score(
         help="Training annotations (Training-Ans.json, Training.zip or a release folder) for "
         "the vqa-vs vocabulary; default: the release's or the built splits' training split.",
     ),  # fmt: skip
+    no_vocabulary: bool = typer.Option(
+        False,
+        "--no-vocabulary",
+        help="With --metric vqa-vs, score without the training vocabulary (the authors' scorer "
+        "always uses it; without this flag a release lacking it is an error).",
+    ),  # fmt: skip
+    numbers: str = typer.Option(
+        "wrong",
+        "--numbers",
+        help="Answers written as JSON numbers: 'wrong' (score 0, as the authors' scorer does) "
+        "or 'text' (score them as their text, e.g. 2 as '2').",
+    ),  # fmt: skip
+    on: str = typer.Option(
+        "test",
+        "--on",
+        help="With --splits: 'test' (IID test + nine OOD test sets) or 'val' (IID val + nine "
+        "OOD val sets, for model selection as in the paper's Table 4).",
+    ),  # fmt: skip
     as_json: bool = json_option(),
     count_missing_wrong: bool = typer.Option(
         False, "--count-missing-wrong", help="Score questions without a prediction as wrong."
@@ -161,7 +195,13 @@ def score(
     from shortcutlab.errors import VQAError, unknown_choice
     from shortcutlab.utils.io import write_json
     from shortcutlab.vqa.accuracy import METRICS, training_vocabulary
-    from shortcutlab.vqa.evaluate import load_predictions, score_splits, score_table
+    from shortcutlab.vqa.evaluate import (
+        EVAL_SPLITS,
+        NUMBER_RULES,
+        load_predictions,
+        score_splits,
+        score_table,
+    )
     from shortcutlab.vqa.loaders import load_table
     from shortcutlab.vqa.release import read_release, read_vocabulary, score_release
     from shortcutlab.vqa.store import read_samples
@@ -172,6 +212,14 @@ def score(
         raise VQAError(unknown_choice("metric", metric, METRICS))
     if train is not None and metric != "vqa-vs":
         raise VQAError("--train gives the vocabulary of --metric vqa-vs only; add --metric vqa-vs")
+    if no_vocabulary and (metric != "vqa-vs" or train is not None):
+        raise VQAError("--no-vocabulary goes with --metric vqa-vs and without --train")
+    if numbers not in NUMBER_RULES:
+        raise VQAError(unknown_choice("--numbers", numbers, NUMBER_RULES))
+    if on not in EVAL_SPLITS:
+        raise VQAError(unknown_choice("--on", on, EVAL_SPLITS))
+    if on != "test" and splits is None:
+        raise VQAError("--on val scores the OOD val sets of built splits: add --splits DIR")
     vocab = read_vocabulary(train) if train is not None else None
     preds = load_predictions(predictions)
     if release is not None:
@@ -181,19 +229,27 @@ def score(
             preds,
             metric,
             count_missing_wrong,
-            vocab if vocab is not None else True,
+            vocab if vocab is not None else not no_vocabulary,
             str(train) if train is not None else None,
+            numbers,
         )
     elif splits is not None:
         samples = read_samples(splits)
-        if metric == "vqa-vs" and vocab is None:
+        if metric == "vqa-vs" and vocab is None and not no_vocabulary:
             is_train = samples["split"] == "train"
             vocab = training_vocabulary(samples.loc[is_train, "question_id"],
                                         samples.loc[is_train, "answer"])  # fmt: skip
-        result = score_splits(samples, preds, count_missing_wrong, metric, vocab)
+        result = score_splits(samples, preds, count_missing_wrong, metric, vocab, numbers, on)
     else:
+        if metric == "vqa-vs" and vocab is None and not no_vocabulary:
+            raise VQAError(
+                "--metric vqa-vs filters by the training vocabulary: give --train FILE, or "
+                "--no-vocabulary to score without it"
+            )
         source = str(train) if vocab is not None else None
-        result = score_table(load_table(data), preds, count_missing_wrong, metric, vocab, source)
+        result = score_table(
+            load_table(data), preds, count_missing_wrong, metric, vocab, source, numbers
+        )
     if out is not None:
         write_json(out, result)
     if as_json:
@@ -208,7 +264,11 @@ def score(
     else:
         console.print(_row_table(result, with_head=splits is not None))
         cells = [*result["ood"].values(), result["ood_mean"], result["iid"]]
-        typer.echo("as in the paper's Table 2 (" + " ".join([*result["ood"], "mean", "IID"]) + "):")
+        iid = "IID val" if on == "val" else "IID"
+        typer.echo(
+            f"as in the paper's Table {'4' if on == 'val' else '2'} ("
+            + " ".join([*result["ood"], "mean", iid]) + "):"
+        )
         typer.echo(" & ".join(_fmt(v) for v in cells))
     console.print(f"[dim]metric: {_metric_line(result['metric'])}")
 
@@ -221,6 +281,9 @@ def _metric_line(info: dict) -> str:  # type: ignore[type-arg]
     text = f"{info['name']} ({vocab})" if info["name"] == "vqa-vs" else info["name"]
     if info["single_answer_questions"]:
         text += f"; {info['single_answer_questions']:,} single-answer question(s) by exact match"
+    if info.get("numeric_answers"):
+        rule = "scored 0" if info["numbers"] == "wrong" else "scored as text"
+        text += f"; {info['numeric_answers']:,} answer(s) written as JSON numbers {rule}"
     return text
 
 
@@ -278,13 +341,20 @@ def baselines(
     inject: str = typer.Option(
         None, help="Inject a correlation into cnn-bow's training split, e.g. 'color:shape:0.9'."
     ),
+    select: bool = typer.Option(
+        False,
+        "--select",
+        help="cnn-bow: keep a checkpoint per epoch and choose one by the OOD test, OOD val or "
+        "IID val mean (the paper's Table 4); writes selection-<run>.json.",
+    ),  # fmt: skip
     seeds: list[int] = seeds_option(),
     as_json: bool = json_option(),
 ) -> None:
     """Run no-GPU baselines on built splits, write their predictions and scores.
 
-    cnn-bow trains once per --seeds value (seed of its weights and of the injection); with
-    several seeds its runs are named cnn-bow@seed=S."""
+    Priors predict the val and test questions (score val with `vqa score --on val`). cnn-bow
+    trains once per --seeds value (seed of its weights and of the injection); with several
+    seeds its runs are named cnn-bow@seed=S."""
     from shortcutlab.errors import VQAError, unknown_choice
     from shortcutlab.utils.io import write_json
     from shortcutlab.vqa.baselines import (
@@ -292,10 +362,11 @@ def baselines(
         CnnBowConfig,
         inject_correlation,
         prior_predictions,
-        train_cnn_bow,
+        train_cnn_bow_epochs,
     )
     from shortcutlab.vqa.evaluate import score_splits
     from shortcutlab.vqa.loaders import load_table
+    from shortcutlab.vqa.selection import select_checkpoints
     from shortcutlab.vqa.store import read_samples
 
     choices = [*PRIORS, "cnn-bow"]
@@ -306,6 +377,8 @@ def baselines(
     injection = _parse_inject(inject) if inject else None
     if injection is not None and "cnn-bow" not in models:
         raise VQAError("--inject changes the training split of cnn-bow only: add --model cnn-bow")
+    if select and "cnn-bow" not in models:
+        raise VQAError("--select chooses among cnn-bow's epoch checkpoints: add --model cnn-bow")
     samples = read_samples(splits)
     console = Console(stderr=as_json)
     summary = {}
@@ -320,12 +393,19 @@ def baselines(
             else:
                 table = load_table(data)
                 train_ids = samples.loc[samples["split"] == "train", "question_id"].tolist()
-                test_ids = samples.loc[samples["split"] == "test", "question_id"].tolist()
+                split = samples["split"]
+                eval_ids = samples.loc[split.isin(["val", "test"]), "question_id"].tolist()
                 if injection is not None:
                     train_ids = inject_correlation(table, train_ids, *injection, seed=seed)
-                preds = train_cnn_bow(
-                    table, train_ids, test_ids, CnnBowConfig(epochs=epochs, seed=seed)
+                checkpoints = train_cnn_bow_epochs(
+                    table, train_ids, eval_ids, CnnBowConfig(epochs=epochs, seed=seed), select
                 )
+                preds = checkpoints[-1]
+                if select:
+                    chosen = select_checkpoints(samples, checkpoints)
+                    write_json(out / f"selection-{m}.json", chosen)
+                    if not as_json:
+                        console.print(_selection_table(m, chosen["selected"]))
         records = [{"question_id": q, "answer": a} for q, a in sorted(preds.items())]
         write_json(out / f"predictions-{m}.json", records, indent=None)
         result = score_splits(samples, preds)
@@ -338,3 +418,83 @@ def baselines(
     write_json(out / "scores.json", summary)
     if as_json:
         print_json(summary)
+
+
+def _selection_table(run: str, selected: dict) -> Table:  # type: ignore[type-arg]
+    """Table 4's rows for one run: test accuracy (%) of the checkpoint each strategy chose."""
+    from shortcutlab.vqa.concepts import SHORTCUT_GROUPS
+
+    t = Table(title=f"{run}: model selection (cf. paper Table 4), test accuracy % "
+                    "(per OOD set in the JSON)")  # fmt: skip
+    for col in ("selected on", "epoch", *SHORTCUT_GROUPS, "OOD mean", "IID"):
+        t.add_column(col, justify="right")
+    for name, sel in selected.items():
+        row = sel["test"]
+        t.add_row(name, str(sel["epoch"]), *(_fmt(row[g]) for g in SHORTCUT_GROUPS),
+                  _fmt(row["ood_mean"]), _fmt(row["iid"]))  # fmt: skip
+    return t
+
+
+@app.command()
+@clean_errors
+def analyze(
+    release: Path = typer.Option(..., "--release", help="VQA-VS release folder (as `score`)."),
+    data: list[str] = typer.Option(
+        ...,
+        "--data",
+        help="The release's training and IID test questions with annotations (Training.zip, "
+        "IID-Test.zip or their -Ques/-Ans.json; + COCO instances JSON for KO, KOP, ...).",
+    ),  # fmt: skip
+    out: Path = typer.Option(..., "--out", help="Folder for the tables and figures."),
+    predictions: Path = typer.Option(
+        None, "--predictions", help="IID-test predictions: adds Fig. 6 and head/tail accuracy."
+    ),
+    metric: str = typer.Option("official", "--metric", help="official or vqa-vs."),
+    no_vocabulary: bool = typer.Option(
+        False, "--no-vocabulary", help="With --metric vqa-vs: score without the vocabulary."
+    ),
+    as_json: bool = json_option(),
+) -> None:
+    """The paper's analyses for a released split: Table 1, Fig. 5a/5b, E per shortcut, and with
+    --predictions E against OOD accuracy (Fig. 6) and head/tail accuracy (Figs. 7, 10)."""
+    import pandas as pd
+
+    from shortcutlab.utils.io import write_bytes, write_text
+    from shortcutlab.vqa.analysis import analyze_release
+    from shortcutlab.vqa.evaluate import load_predictions
+    from shortcutlab.vqa.figures import figure_png, heatmap, imbalance_vs_accuracy
+    from shortcutlab.vqa.loaders import load_table
+    from shortcutlab.vqa.release import read_release
+
+    console = Console(stderr=as_json)
+    rel = read_release(release)
+    preds = load_predictions(predictions) if predictions is not None else None
+    with console.status("loading the release's questions"):
+        table = load_table(data)
+    with console.status(f"recomputing concepts for {len(table):,} questions"):
+        result = analyze_release(
+            table, rel, preds, metric=metric, vocabulary=not no_vocabulary
+        )
+    out.mkdir(parents=True, exist_ok=True)
+    frames = {k: v for k, v in result.items() if isinstance(v, (pd.DataFrame, pd.Series))}
+    for name, frame in frames.items():
+        index = name not in ("statistics", "imbalance", "agreement", "imbalance_vs_accuracy")
+        write_text(out / f"{name}.csv", frame.to_csv(index=index, float_format="%.6g"))
+    figs = {
+        "jaccard.png": heatmap(result["jaccard"], "Jaccard of head splits (train)", "Jaccard"),
+        "coincidence.png": heatmap(result["coincidence"], "Coincidence of released OOD sets",
+                                   "ratio"),
+    }  # fmt: skip
+    if "imbalance_vs_accuracy" in result:
+        figs["imbalance_vs_accuracy.png"] = imbalance_vs_accuracy(result["imbalance_vs_accuracy"])
+    for name, fig in figs.items():
+        write_bytes(out / name, figure_png(fig))
+    if as_json:
+        print_json({"out": str(out), "sizes": result["sizes"],
+                    **{k: v.to_dict() for k, v in frames.items()}})  # fmt: skip
+        return
+    console.print(_stats_table(result["statistics"]))
+    console.print(result["agreement"].round(3).to_string(index=False))
+    if "head_tail" in result:
+        console.print((100 * result["head_tail"]).round(2).to_string())
+    console.print(f"wrote {out}/ ({', '.join(sorted([*frames, *figs]))})")

@@ -19,15 +19,18 @@ from shortcutlab.vqa.accuracy import (
     vqa_accuracy,
     vqa_vs_accuracy,
 )
+from shortcutlab.vqa.analysis import analyze_release
 from shortcutlab.vqa.baselines import (
     PRIORS,
     CnnBowConfig,
     answer_prior,
+    concept_prior,
     inject_correlation,
     keyword_prior,
     prior_predictions,
     question_type_prior,
     train_cnn_bow,
+    train_cnn_bow_epochs,
 )
 from shortcutlab.vqa.concepts import (
     ENGLISH_STOP_WORDS,
@@ -45,6 +48,7 @@ from shortcutlab.vqa.evaluate import (
     score_table,
 )
 from shortcutlab.vqa.loaders import load_easy_vqa, load_table
+from shortcutlab.vqa.planted import planted_study
 from shortcutlab.vqa.release import (
     VQAVSRelease,
     read_release,
@@ -52,6 +56,7 @@ from shortcutlab.vqa.release import (
     read_vocabulary,
     score_release,
 )
+from shortcutlab.vqa.selection import STRATEGIES, select_checkpoints
 from shortcutlab.vqa.splits import (
     BuildConfig,
     VQASplits,
@@ -63,6 +68,7 @@ from shortcutlab.vqa.splits import (
     normalized_entropy,
 )
 from shortcutlab.vqa.store import read_samples, write_splits
+from shortcutlab.vqa.synthetic import synthetic_vqa
 from shortcutlab.vqa.table import make_table
 
 __all__ = [
@@ -70,6 +76,7 @@ __all__ = [
     "METRICS",
     "PRIORS",
     "SHORTCUTS",
+    "STRATEGIES",
     "SHORTCUT_GROUPS",
     "BuildConfig",
     "CnnBowConfig",
@@ -77,10 +84,12 @@ __all__ = [
     "VQASplits",
     "VQAVSRelease",
     "accuracies",
+    "analyze_release",
     "answer_prior",
     "build_splits",
     "coincidence_matrix",
     "compute_concepts",
+    "concept_prior",
     "group_flags",
     "imbalance_degree",
     "inject_correlation",
@@ -93,6 +102,7 @@ __all__ = [
     "normalize_answer",
     "normalized_entropy",
     "parse_predictions",
+    "planted_study",
     "prior_predictions",
     "question_type_prior",
     "read_release",
@@ -103,7 +113,10 @@ __all__ = [
     "score_sets",
     "score_splits",
     "score_table",
+    "select_checkpoints",
+    "synthetic_vqa",
     "train_cnn_bow",
+    "train_cnn_bow_epochs",
     "training_vocabulary",
     "vqa_accuracies",
     "vqa_accuracy",

@@ -21,11 +21,13 @@ __all__ = [
     "PRIORS",
     "CnnBowConfig",
     "answer_prior",
+    "concept_prior",
     "inject_correlation",
     "keyword_prior",
     "prior_predictions",
     "question_type_prior",
     "train_cnn_bow",
+    "train_cnn_bow_epochs",
 ]
 
 
@@ -94,6 +96,19 @@ def keyword_prior(
     return out
 
 
+def concept_prior(train: pd.DataFrame, test: pd.DataFrame, shortcut: str) -> dict[str, str]:
+    """The majority training answer of the test question's concept for ``shortcut`` (a column
+    of built samples), else the answer prior: a model that has learnt exactly that shortcut."""
+    if shortcut not in train.columns:
+        raise VQAError(f"no concept column {shortcut!r}; give built samples")
+    fallback = _majority(train["answer"].tolist())
+    by_concept = {k: _majority(v.tolist()) for k, v in train.groupby(shortcut)["answer"]}
+    return {
+        str(q): by_concept.get(c, fallback)
+        for q, c in zip(test["question_id"], test[shortcut], strict=True)
+    }
+
+
 PRIORS = {
     "answer-prior": answer_prior,
     "question-type-prior": question_type_prior,
@@ -102,11 +117,12 @@ PRIORS = {
 
 
 def prior_predictions(samples: pd.DataFrame, name: str) -> dict[str, str]:
-    """Fit prior ``name`` on the train rows of built samples and predict the test rows."""
+    """Fit prior ``name`` on the train rows of built samples and predict the val and test rows
+    (val for the OOD val sets of model selection, ``vqa score --on val``)."""
     if name not in PRIORS:
         raise VQAError(unknown_choice("baseline", name, PRIORS))
     split = samples["split"]
-    return PRIORS[name](samples[split == "train"], samples[split == "test"])
+    return PRIORS[name](samples[split == "train"], samples[split.isin(["val", "test"])])
 
 
 def inject_correlation(
@@ -176,10 +192,25 @@ def train_cnn_bow(
     Needs an ``image_path`` column (easy-VQA tables have one). ``train_ids`` may repeat ids
     (resampled training sets).
     """
+    return train_cnn_bow_epochs(table, train_ids, test_ids, config, every_epoch=False)[-1]
+
+
+def train_cnn_bow_epochs(
+    table: pd.DataFrame,
+    train_ids: Sequence[str],
+    predict_ids: Sequence[str],
+    config: CnnBowConfig | None = None,
+    every_epoch: bool = True,
+) -> list[dict[str, str]]:
+    """Train as :func:`train_cnn_bow` and predict ``predict_ids`` after every epoch (one dict
+    per epoch): the checkpoints among which model selection chooses (paper Table 4). With
+    ``every_epoch=False``, only after the last epoch (a list of one)."""
     import torch
     from torch import nn
 
     from shortcutlab.utils.device import resolve_device
+
+    test_ids = predict_ids
 
     cfg = config or CnnBowConfig()
     if "image_path" not in table.columns:
@@ -242,6 +273,7 @@ def train_cnn_bow(
     by_image = torch.argsort(question_image, stable=True)
     bounds = torch.searchsorted(question_image[by_image], torch.arange(len(train_images) + 1))
     images_per_step = max(1, cfg.batch_size // 8)
+    epoch_predictions: list[dict[str, str]] = []
     for epoch in range(cfg.epochs):
         order = rng(cfg.seed, "cnn-bow-order", epoch).permutation(len(train_images))
         for start in range(0, len(order), images_per_step):
@@ -253,6 +285,17 @@ def train_cnn_bow(
             opt.zero_grad()
             loss.backward()
             opt.step()
+        if every_epoch or epoch == cfg.epochs - 1:
+            epoch_predictions.append(
+                _predict(image_features, forward, i_test, x_test, test_rows.index, answers)
+            )
+    return epoch_predictions
+
+
+def _predict(image_features, forward, i_test, x_test, ids, answers):  # type: ignore[no-untyped-def]
+    """Answers of the questions ``ids`` (image indices ``i_test``, bags of words ``x_test``)."""
+    import torch
+
     preds = []
     with torch.no_grad():
         test_images, test_local = torch.unique(i_test, return_inverse=True)
@@ -263,4 +306,4 @@ def train_cnn_bow(
             sl = slice(start, start + 4096)
             preds.append(forward(feats[test_local[sl]], x_test[sl]).argmax(dim=1).cpu())
     pred = torch.cat(preds).numpy() if preds else np.zeros(0, dtype=np.int64)
-    return {str(q): answers[int(p)] for q, p in zip(test_rows.index, pred, strict=True)}
+    return {str(q): answers[int(p)] for q, p in zip(ids, pred, strict=True)}

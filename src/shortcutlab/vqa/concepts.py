@@ -29,7 +29,9 @@ __all__ = [
     "ENGLISH_STOP_WORDS",
     "MODES",
     "NONE",
+    "PAIR_ORDERS",
     "SHORTCUTS",
+    "SINGLE_PAIRS",
     "SHORTCUT_GROUPS",
     "ConceptConfig",
     "assign_question_types",
@@ -84,9 +86,19 @@ DEFAULT_QUESTION_TYPES: tuple[str, ...] = tuple(
 )
 
 
+# Choices the paper leaves open (named options; the first is the default):
+# the order of a keyword/object pair: by score rank (best first) or by position in the question
+# (objects: in the image's object list); a question with a single keyword (an image with a
+# single object): its pair concept is that item alone ("keep") or it has none ("drop").
+PAIR_ORDERS: tuple[str, ...] = ("score", "position")
+SINGLE_PAIRS: tuple[str, ...] = ("keep", "drop")
+
+
 @dataclass(frozen=True)
 class ConceptConfig:
-    """How concepts are chosen: scoring mode, stop words and question-type prefixes.
+    """How concepts are chosen: scoring mode, stop words, question-type prefixes, and the open
+    choices for KWP/KOP (``pair_order`` in :data:`PAIR_ORDERS`, ``single_pairs`` in
+    :data:`SINGLE_PAIRS`).
 
     ``stop_words`` is empty by default, as in the paper (``ENGLISH_STOP_WORDS`` is the built-in
     list to drop instead)."""
@@ -94,10 +106,17 @@ class ConceptConfig:
     mode: Mode = "pmi"
     stop_words: frozenset[str] = frozenset()
     question_types: tuple[str, ...] = DEFAULT_QUESTION_TYPES
+    pair_order: str = "score"
+    single_pairs: str = "keep"
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise VQAError(unknown_choice("concept mode", self.mode, MODES))
+        if self.pair_order not in PAIR_ORDERS:
+            raise VQAError(unknown_choice("pair order", self.pair_order, PAIR_ORDERS))
+        if self.single_pairs not in SINGLE_PAIRS:
+            raise VQAError(unknown_choice("single-item pair rule", self.single_pairs,
+                                          SINGLE_PAIRS))  # fmt: skip
 
 
 def tokenize(texts: Iterable[str]) -> list[list[str]]:
@@ -180,12 +199,21 @@ def top_two(
 
     Ties go to the item that comes first in the sample (question word order, object order).
     """
+    best, second, _ = _top_two(items, answer_codes, mode)
+    return best, second
+
+
+def _top_two(
+    items: Sequence[Sequence[str]], answer_codes: np.ndarray, mode: Mode
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`top_two` plus, per sample, whether the second item comes first in the sample."""
     n = len(items)
     best = np.full(n, NONE, dtype=object)
     second = np.full(n, NONE, dtype=object)
+    earlier = np.zeros(n, dtype=bool)
     sample, item, pos, names = _pairs(items)
     if len(sample) == 0:
-        return best, second
+        return best, second, earlier
     score = _scores(sample, item, answer_codes, len(names), mode)
     order = np.lexsort((pos, -score, sample))
     s_sorted, i_sorted = sample[order], item[order]
@@ -197,7 +225,17 @@ def top_two(
     has_second = nxt < len(order)
     has_second[has_second] = s_sorted[nxt[has_second]] == s_sorted[first_idx[has_second]]
     second[s_sorted[first_idx[has_second]]] = names[i_sorted[nxt[has_second]]]
-    return best, second
+    a, b = first_idx[has_second], nxt[has_second]
+    earlier[s_sorted[a]] = pos[order][b] < pos[order][a]
+    return best, second, earlier
+
+
+def _pair(first: np.ndarray, second: np.ndarray, earlier: np.ndarray, config: ConceptConfig):  # type: ignore[no-untyped-def]
+    """The KWP/KOP concept from the top two items under the configured open choices."""
+    if config.pair_order == "position":
+        first, second = np.where(earlier, second, first), np.where(earlier, first, second)
+    alone = first if config.single_pairs == "keep" else np.full(len(first), NONE, dtype=object)
+    return np.where(second == NONE, alone, _join(first, second))
 
 
 def _join(*cols: np.ndarray) -> np.ndarray:
@@ -226,10 +264,10 @@ def compute_concepts(table: pd.DataFrame, config: ConceptConfig | None = None) -
         words.append([w for w in toks if w not in stop])
     answer_codes, _ = pd.factorize(table["answer"], sort=True)
     answer_codes = answer_codes.astype(np.int64)
-    kw, kw2 = top_two(words, answer_codes, config.mode)
-    ko, ko2 = top_two(table["objects"].tolist(), answer_codes, config.mode)
-    kwp = np.where(kw2 == NONE, kw, _join(kw, kw2))
-    kop = np.where(ko2 == NONE, ko, _join(ko, ko2))
+    kw, kw2, kw_swap = _top_two(words, answer_codes, config.mode)
+    ko, ko2, ko_swap = _top_two(table["objects"].tolist(), answer_codes, config.mode)
+    kwp = _pair(kw, kw2, kw_swap, config)
+    kop = _pair(ko, ko2, ko_swap, config)
     qt = qt.astype(object)
     return pd.DataFrame(
         {

@@ -28,6 +28,9 @@ from shortcutlab.vqa.accuracy import METRICS, Metric, vqa_accuracies, vqa_vs_acc
 from shortcutlab.vqa.concepts import SHORTCUT_GROUPS, SHORTCUTS
 
 __all__ = [
+    "NUMBER_RULES",
+    "ParsedPredictions",
+    "EVAL_SPLITS",
     "accuracies",
     "load_predictions",
     "metric_info",
@@ -42,6 +45,18 @@ PREDICTION_FORMS = (
     "a DataFrame with columns question_id and answer (or a dict of those two columns), "
     "or a Series indexed by question id"
 )
+
+
+# How an answer written as a JSON number (``"answer": 2``) is scored. The authors' scorer
+# compares it with the human answers (strings) and gives it 0; the official script fails on it.
+NUMBER_RULES: tuple[str, ...] = ("wrong", "text")
+
+
+class ParsedPredictions(dict):  # type: ignore[type-arg]
+    """``{question_id: answer}`` with answers as text, remembering in ``numeric`` the ids whose
+    answer was written as a number (scored 0 under the default ``numbers="wrong"``)."""
+
+    numeric: frozenset[str] = frozenset()
 
 
 def _preview(ids: list[str], limit: int = 5) -> str:
@@ -95,15 +110,20 @@ def _records(predictions: Any, source: str) -> list[Any]:
     raise VQAError(f"{source}: expected {PREDICTION_FORMS}; got {type(predictions).__name__}")
 
 
-def parse_predictions(predictions: Any, source: str = "predictions") -> dict[str, str]:
+def parse_predictions(predictions: Any, source: str = "predictions") -> ParsedPredictions:
     """Validate predictions in any supported form into ``{question_id (str): answer (str)}``.
 
     Forms: a dict ``{question_id: answer}``, a list of ``{question_id, answer}`` records, a
     DataFrame with columns ``question_id`` and ``answer``, a Series indexed by question id. Ids
-    may be integers or strings (``1`` and ``"1"`` are the same id); answers are strings (numbers
-    are turned into text). Raises :class:`VQAError` on a malformed entry or a duplicate id.
+    may be integers or strings (``1`` and ``"1"`` are the same id); answers are strings; an
+    answer written as a number is turned into text and its id recorded in the result's
+    ``numeric`` (scoring gives it 0 unless told ``numbers="text"``). Raises :class:`VQAError`
+    on a malformed entry or a duplicate id.
     """
-    out: dict[str, str] = {}
+    if isinstance(predictions, ParsedPredictions):
+        return predictions
+    out = ParsedPredictions()
+    numeric: set[str] = set()
     dups: list[str] = []
     for n, rec in enumerate(_records(predictions, source)):
         if not isinstance(rec, Mapping) or "question_id" not in rec or "answer" not in rec:
@@ -127,12 +147,15 @@ def parse_predictions(predictions: Any, source: str = "predictions") -> dict[str
         if qid in out:
             dups.append(qid)
         out[qid] = answer
+        if not isinstance(rec["answer"], str):
+            numeric.add(qid)
     if dups:
         raise VQAError(f"{source}: {len(dups)} duplicate question id(s): {_preview(sorted(dups))}")
+    out.numeric = frozenset(numeric)
     return out
 
 
-def load_predictions(path: str | Path) -> dict[str, str]:
+def load_predictions(path: str | Path) -> ParsedPredictions:
     """Read a predictions JSON file: a list of records or an object ``{question_id: answer}``
     (see :func:`parse_predictions`)."""
     p = Path(path)
@@ -166,9 +189,13 @@ def metric_info(
     vocabulary: Set[str] | None = None,
     single_answer_questions: int = 0,
     vocabulary_source: str | None = None,
+    numbers: str = "wrong",
+    numeric_answers: int = 0,
 ) -> dict[str, Any]:
-    """What a score means: the metric's rule, the vocabulary filter and the single-answer rule."""
+    """What a score means: the metric's rule, the vocabulary filter, the single-answer rule and
+    how answers written as JSON numbers were scored (and how many there were)."""
     metric = _check_metric(metric)
+    numbers = _check_numbers(numbers)
     if metric == "official":
         rule = (
             "official VQA accuracy: prediction and human answers normalised (punctuation, case, "
@@ -195,7 +222,21 @@ def metric_info(
             "leave-one-out rule would give 0, the authors' rule 1/3)"
         ),
         "single_answer_questions": int(single_answer_questions),
+        "numbers": numbers,
+        "numbers_rule": (
+            "answers written as JSON numbers score 0, as in the authors' scorer (the official "
+            "script fails on them)"
+            if numbers == "wrong"
+            else "answers written as JSON numbers are scored as their text (e.g. 2 as '2')"
+        ),
+        "numeric_answers": int(numeric_answers),
     }
+
+
+def _check_numbers(numbers: str) -> str:
+    if numbers not in NUMBER_RULES:
+        raise VQAError(unknown_choice("numbers rule", numbers, NUMBER_RULES))
+    return numbers
 
 
 def accuracies(
@@ -313,8 +354,10 @@ def _scored(
     metric: str,
     vocabulary: Set[str] | None,
     vocabulary_source: str | None,
+    numbers: str = "wrong",
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """Per-question accuracy of ``frame``'s questions and the result's missing/metric entries."""
+    numbers = _check_numbers(numbers)
     preds = parse_predictions(predictions)
     qids = frame["question_id"].astype(str).to_numpy(dtype=object)
     acc, n_missing = _per_question(
@@ -326,11 +369,12 @@ def _scored(
         metric,
         vocabulary,
     )
+    numeric = np.fromiter((q in preds.numeric for q in qids), bool, count=len(qids))
+    if numbers == "wrong":
+        acc[numeric] = 0.0
     single = sum(len(a) == 1 for a in frame["answers"])
-    return acc, {
-        "missing": n_missing,
-        "metric": metric_info(metric, vocabulary, single, vocabulary_source),
-    }
+    info = metric_info(metric, vocabulary, single, vocabulary_source, numbers, int(numeric.sum()))
+    return acc, {"missing": n_missing, "metric": info}
 
 
 def score_sets(
@@ -342,6 +386,7 @@ def score_sets(
     metric: str = "official",
     vocabulary: Set[str] | None = None,
     vocabulary_source: str | None = None,
+    numbers: str = "wrong",
 ) -> dict[str, Any]:
     """The paper's table row for the questions of ``frame`` (the IID test set) and its OOD
     subsets ``sets`` (shortcut -> boolean mask over ``frame``).
@@ -352,12 +397,17 @@ def score_sets(
     ``language``, ``visual``, ``multimodal`` (means of their OOD sets), ``ood_mean`` (mean of the
     nine), ``gap`` (IID - OOD mean), ``per_answer_type`` (IID), ``ood_per_answer_type``,
     ``counts``, ``missing``, ``metric``; fractions in [0, 1]. Empty sets score None and are left
-    out of the means.
+    out of the means. ``numbers``: ``"wrong"`` (the authors' rule: an answer written as a JSON
+    number scores 0) or ``"text"`` (scored as its text); the count is in ``metric``.
     """
     acc, extra = _scored(
-        frame, predictions, known, count_missing_wrong, metric, vocabulary, vocabulary_source
-    )
+        frame, predictions, known, count_missing_wrong, metric, vocabulary, vocabulary_source,
+        numbers,
+    )  # fmt: skip
     return json_safe({**_row(acc, frame, sets), **extra})
+
+
+EVAL_SPLITS: tuple[str, ...] = ("test", "val")
 
 
 def score_splits(
@@ -366,15 +416,22 @@ def score_splits(
     count_missing_wrong: bool = False,
     metric: str = "official",
     vocabulary: Set[str] | None = None,
+    numbers: str = "wrong",
+    on: str = "test",
 ) -> dict[str, Any]:
-    """Accuracy on the IID test set, each OOD test set (tail), each head split, and the gap.
+    """Accuracy on the IID set, each OOD set (tail), each head split, and the gap, of one
+    evaluation split: ``on="test"`` (IID test and the nine OOD test sets) or ``on="val"``
+    (IID val and the nine OOD val sets, built from the val split as the OOD test sets are from
+    the test split: the paper's Table 4 selects models on them).
 
-    ``samples`` is a built split table (:func:`shortcutlab.vqa.store.read_samples`). Every IID
-    test question needs a prediction unless ``count_missing_wrong``; predictions for train/val
-    questions are ignored, ids unknown to the table are an error. Keys as :func:`score_sets`,
-    plus ``head`` and ``tail`` (= ``ood``) per shortcut, all fractions.
+    ``samples`` is a built split table (:func:`shortcutlab.vqa.store.read_samples`). Every
+    question of the split needs a prediction unless ``count_missing_wrong``; predictions for
+    other splits' questions are ignored, ids unknown to the table are an error. Keys as
+    :func:`score_sets`, plus ``head`` and ``tail`` (= ``ood``) per shortcut and ``split``.
     """
-    sub = samples.loc[samples["split"].to_numpy() == "test"].reset_index(drop=True)
+    if on not in EVAL_SPLITS:
+        raise VQAError(unknown_choice("evaluation split", on, EVAL_SPLITS))
+    sub = samples.loc[samples["split"].to_numpy() == on].reset_index(drop=True)
     acc, extra = _scored(
         sub,
         predictions,
@@ -383,12 +440,14 @@ def score_splits(
         metric,
         vocabulary,
         "training split",
+        numbers,
     )
     result = {**_row(acc, sub, {s: sub[f"tail:{s}"].to_numpy() for s in SHORTCUTS}), **extra}
     heads = {s: sub[f"head:{s}"].to_numpy(dtype=bool) for s in SHORTCUTS}
     result["head"] = {s: _mean(acc, heads[s]) for s in SHORTCUTS}
     result["tail"] = dict(result["ood"])
     result["counts"]["head"] = {s: int(heads[s].sum()) for s in SHORTCUTS}
+    result["split"] = on
     return json_safe(result)
 
 
@@ -399,13 +458,15 @@ def score_table(
     metric: str = "official",
     vocabulary: Set[str] | None = None,
     vocabulary_source: str | None = None,
+    numbers: str = "wrong",
 ) -> dict[str, Any]:
     """Accuracy over any annotated question set: ``overall``, ``count``, ``missing``,
     ``per_question_type`` and ``per_answer_type`` (where the data has them), as fractions, and
     the ``metric`` statement."""
     acc, extra = _scored(
-        table, predictions, None, count_missing_wrong, metric, vocabulary, vocabulary_source
-    )
+        table, predictions, None, count_missing_wrong, metric, vocabulary, vocabulary_source,
+        numbers,
+    )  # fmt: skip
     return json_safe(
         {
             "overall": _mean(acc, np.ones(len(table), dtype=bool)),

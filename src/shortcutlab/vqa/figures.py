@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-__all__ = ["figure_png", "heatmap", "imbalance_bars", "accuracy_bars"]
+__all__ = ["accuracy_bars", "figure_png", "heatmap", "imbalance_bars", "imbalance_vs_accuracy"]
 
 
 def heatmap(matrix: pd.DataFrame, title: str, label: str) -> Figure:
@@ -66,3 +66,19 @@ def figure_png(fig: Figure) -> bytes:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", metadata={"Software": None})
     return buf.getvalue()
+
+
+def imbalance_vs_accuracy(frame: pd.DataFrame) -> Figure:
+    """The paper's Fig. 6: per shortcut, the imbalance degree E of the training data (x) against
+    the accuracy (%) on its OOD test set (y); ``frame`` has ``shortcut``, ``E_train``, ``ood``."""
+    fig = Figure(figsize=(6.0, 4.2), dpi=100)
+    ax = fig.add_subplot()
+    ax.scatter(frame["E_train"], frame["ood"], color="#b03a74")
+    for row in frame.itertuples(index=False):
+        ax.annotate(row.shortcut, (row.E_train, row.ood), textcoords="offset points",
+                    xytext=(4, 3), fontsize=8)  # fmt: skip
+    ax.set_xlabel("imbalance degree E of the training data (lower: more imbalanced)")
+    ax.set_ylabel("accuracy on the OOD test set (%)")
+    ax.set_title("Imbalance against OOD accuracy (cf. paper Fig. 6)")
+    fig.tight_layout()
+    return fig

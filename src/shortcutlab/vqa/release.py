@@ -9,7 +9,9 @@ Layout (each top folder may also be a ``.zip`` holding it, as the authors distri
                                             {"annotations": [{question_id, answer_type,
                                             answer_count, answers_word, ...}], "QT_qid": [...],
                                             "KW_qid": [...], ..., "QTKWKO_qid": [...]}
-    DIR/Training/Training-Ans.json          optional: the training answer vocabulary
+    DIR/test_annotations.json.zip           the same, zipped
+    DIR/Training/Training-Ans.json          the training answer vocabulary (also as
+                                            Training/Training-Ans.json.zip or Training.zip)
 
 ``S`` is one of QT, KW, KWP, QT+KW, KO, KOP, QT+KO, KW+KO, QT+KW+KO. Answers come from
 ``IID-Test-Ans.json`` where present, otherwise from ``test_annotations.json``; each OOD set
@@ -84,22 +86,34 @@ class VQAVSRelease:
 
 
 # ------------------------------------------------------------------------------ file access
+def _zip_member(archive: Path, rel: str) -> tuple[str, Any] | None:
+    """The member of ``archive`` named ``rel`` (or ending in ``/rel``), read as JSON."""
+    with zipfile.ZipFile(archive) as zf:
+        for info in zf.infolist():
+            name = info.filename
+            if "__MACOSX" in name or info.is_dir():
+                continue
+            if name == rel or name.endswith("/" + rel):
+                label = f"{archive}:{name}"
+                return label, _load_json(zf.read(info), label)
+    return None
+
+
 def _find(root: Path, folder: str, rel: str) -> tuple[str, Any] | None:
-    """``root/folder/rel`` as a file, or as a member of ``root/folder.zip``; None if absent."""
+    """``root/folder/rel`` as a file, zipped on its own (``root/folder/rel.zip``, as the authors
+    ship ``Training/Training-Ans.json.zip``), or as a member of ``root/folder.zip``; None if
+    absent."""
     path = root / folder / rel
     if path.is_file():
         return str(path), _load_json(path.read_bytes(), str(path))
+    single = path.with_name(path.name + ".zip")
+    if single.is_file():
+        found = _zip_member(single, path.name)
+        if found is None:
+            raise VQAError(f"{single} does not hold {path.name}")
+        return found
     archive = root / f"{folder}.zip"
-    if archive.is_file():
-        with zipfile.ZipFile(archive) as zf:
-            for info in zf.infolist():
-                name = info.filename
-                if "__MACOSX" in name or info.is_dir():
-                    continue
-                if name == rel or name.endswith("/" + rel):
-                    label = f"{archive}:{name}"
-                    return label, _load_json(zf.read(info), label)
-    return None
+    return _zip_member(archive, rel) if archive.is_file() else None
 
 
 def _annotation_list(doc: Any, name: str) -> list[dict[str, Any]]:
@@ -188,11 +202,17 @@ def _vocabulary(name: str, doc: Any, min_count: int = VOCABULARY_MIN_COUNT) -> f
 
 
 def read_test_annotations(path: str | Path) -> VQAVSRelease:
-    """Read the authors' packed ``test_annotations.json`` (answers, answer types, the nine OOD
-    id lists; the vocabulary is the union of its vocabulary-filtered ``answers_word``)."""
+    """Read the authors' packed ``test_annotations.json`` or ``test_annotations.json.zip``
+    (answers, answer types, the nine OOD id lists; the vocabulary is the union of its
+    vocabulary-filtered ``answers_word``)."""
     p = Path(path)
     if not p.is_file():
         raise DataNotFoundError(f"{str(p)!r} does not exist; expected the release's {PACKED}")
+    if p.suffix.lower() == ".zip":
+        found = _zip_member(p, PACKED)
+        if found is None:
+            raise VQAError(f"{p} does not hold {PACKED}")
+        return _from_packed(*found)
     return _from_packed(str(p), _load_json(p.read_bytes(), str(p)))
 
 
@@ -222,7 +242,7 @@ def read_release(path: str | Path) -> VQAVSRelease:
     :class:`VQAError` when an OOD set holds ids outside the IID test set.
     """
     root = Path(path)
-    if root.is_file() and root.name.endswith(".json"):
+    if root.is_file() and root.name.endswith((".json", ".json.zip")):
         return read_test_annotations(root)
     if root.is_file():
         raise VQAError(
@@ -231,8 +251,10 @@ def read_release(path: str | Path) -> VQAVSRelease:
         )
     if not root.is_dir():
         raise DataNotFoundError(f"VQA-VS release {str(root)!r} does not exist; expected {LAYOUT}")
-    packed_path = root / PACKED
-    packed = read_test_annotations(packed_path) if packed_path.is_file() else None
+    packed_path = next(
+        (p for p in (root / PACKED, root / f"{PACKED}.zip") if p.is_file()), None
+    )
+    packed = read_test_annotations(packed_path) if packed_path is not None else None
     sources: list[str] = []
     answers = _find(root, "IID-Test", "IID-Test-Ans.json")
     if answers is not None:
@@ -293,18 +315,28 @@ def score_release(
     count_missing_wrong: bool = False,
     vocabulary: Set[str] | None | bool = True,
     vocabulary_source: str | None = None,
+    numbers: str = "wrong",
 ) -> dict[str, Any]:
     """Score one IID-test prediction file on the IID test set and each OOD set (by question-id
     subset): the paper's table row (see :func:`shortcutlab.vqa.evaluate.score_sets`).
 
-    ``vocabulary`` (``vqa-vs`` metric only): True uses the release's training vocabulary where
-    it has one, False none, or give a set (``vocabulary_source`` names where it came from). The
-    result's ``metric`` entry says which applied.
+    ``vocabulary`` (``vqa-vs`` metric only): True uses the release's training vocabulary and
+    raises :class:`DataNotFoundError` when the release has none (the authors' scorer always
+    filters by it), False scores without one (an explicit opt-out), or give a set
+    (``vocabulary_source`` names where it came from). ``numbers``: see ``score_sets``. The
+    result's ``metric`` entry says what applied.
     """
     source = None
     if vocabulary is True:
         vocab = release.vocabulary if metric == "vqa-vs" else None
         source = release.vocabulary_source
+        if metric == "vqa-vs" and vocab is None:
+            raise DataNotFoundError(
+                "the vqa-vs metric filters predictions by the training answer vocabulary, and "
+                "the release has none (no Training/Training-Ans.json, Training-Ans.json.zip, "
+                f"Training.zip or {PACKED}); give --train FILE, or --no-vocabulary "
+                "(vocabulary=False) to score without it"
+            )
     elif vocabulary is False or vocabulary is None:
         vocab = None
     else:
@@ -318,4 +350,5 @@ def score_release(
         metric,
         vocab,
         source,
+        numbers,
     )

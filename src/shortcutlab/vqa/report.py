@@ -31,11 +31,40 @@ def baseline_table(scores: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index("model")
 
 
+def _planted_section(report: HtmlReport, study: Mapping[str, Any]) -> None:
+    """The planted-shortcut study (:func:`shortcutlab.vqa.planted.planted_study`)."""
+    report.heading("Planted shortcuts: nine OOD sets, nine populations")
+    report.paragraph(
+        "easy-VQA cannot show nine different shortcuts: its key-object set is all colour "
+        "questions, its keyword set all shape questions, three sets are all yes/no questions, "
+        "and a yes/no question's key object is decided by its answer (see the coincidence "
+        "matrix above). This synthetic VQA plants each shortcut in its own population (only "
+        "that shortcut's concept predicts the answer, 80 % majority; composite shortcuts as "
+        "Latin squares, so their parts alone are balanced), with answer-independent concepts. "
+        "Rows: OOD test set; columns: the planted population of its questions (share)."
+    )
+    report.table(study["population"], float_format="{:.2f}")
+    splits = study["splits"]
+    report.figure(heatmap(splits.coincidence, "Coincidence of planted OOD sets", "ratio"),
+                  "Row A, column B: |A ∩ B| / |A| (off-diagonal: overlap)")  # fmt: skip
+    report.paragraph(
+        "Each 'S prior' answers with the majority training answer of the question's S concept "
+        "(a model that learnt shortcut S and nothing else). Accuracy in %: it scores 0 on its "
+        "own OOD set (which holds exactly the answers S does not predict) and its usual level "
+        "on the other sets, where S carries no information."
+    )
+    report.table(100.0 * study["accuracy"], float_format="{:.1f}")
+
+
 def write_baseline_report(
-    splits: VQASplits, scores: Mapping[str, Mapping[str, Any]], path: str | Path
+    splits: VQASplits,
+    scores: Mapping[str, Mapping[str, Any]],
+    path: str | Path,
+    planted: Mapping[str, Any] | None = None,
 ) -> Path:
     """The HTML report of the easy-VQA baselines ``cnn-bow`` and ``cnn-bow+color~shape`` (plus
-    any priors) on ``splits``; returns its path."""
+    any priors) on ``splits``, and of the planted-shortcut study when given; returns its
+    path."""
     table_df = baseline_table(scores)
     report = HtmlReport("VQA-VS on easy-VQA")
     report.paragraph(
@@ -85,4 +114,6 @@ def write_baseline_report(
     report.figure(heatmap(splits.coincidence, "Coincidence of OOD sets", "ratio"),
                   "Row A, column B: |A ∩ B| / |A|")  # fmt: skip
     report.figure(imbalance_bars(splits.imbalance), "Imbalance degree E per shortcut")
+    if planted is not None:
+        _planted_section(report, planted)
     return report.write(path)

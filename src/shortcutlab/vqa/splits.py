@@ -19,13 +19,15 @@ from fractions import Fraction
 import numpy as np
 import pandas as pd
 
-from shortcutlab.errors import VQAError
+from shortcutlab.errors import VQAError, unknown_choice
 from shortcutlab.utils.rng import rng
 from shortcutlab.vqa.concepts import NONE, SHORTCUTS, ConceptConfig, compute_concepts
 from shortcutlab.vqa.table import validate_table
 
 __all__ = [
     "SPLITS",
+    "ONE_ANSWER_GROUPS",
+    "TAIL_RULES",
     "BuildConfig",
     "GroupFlags",
     "VQASplits",
@@ -40,6 +42,13 @@ __all__ = [
 ]
 
 SPLITS: tuple[str, ...] = ("train", "val", "test")
+# Open choices of the construction (the first is the default): a group with a single answer
+# has normalised entropy 1 ("balanced") or 0 ("imbalanced") in the imbalance degree E (either
+# way it yields no head or tail: it has no rare answer to hold out); an answer is in the tail
+# when its count is "<" (strict, as the paper's "less than") or "<=" 1.2 x the group's mean
+# count per answer.
+ONE_ANSWER_GROUPS: tuple[str, ...] = ("balanced", "imbalanced")
+TAIL_RULES: tuple[str, ...] = ("<", "<=")
 
 
 @dataclass(frozen=True)
@@ -51,6 +60,8 @@ class BuildConfig:
     entropy_threshold: float = 0.9
     tail_factor: float = 1.2
     concepts: ConceptConfig = field(default_factory=ConceptConfig)
+    one_answer_groups: str = "balanced"
+    tail_rule: str = "<"
 
     def __post_init__(self) -> None:
         if len(self.fractions) != 3 or any(f < 0 for f in self.fractions):
@@ -61,6 +72,11 @@ class BuildConfig:
             raise VQAError(f"entropy threshold {self.entropy_threshold} must lie in (0, 1]")
         if self.tail_factor <= 0:
             raise VQAError(f"tail factor {self.tail_factor} must be positive")
+        if self.one_answer_groups not in ONE_ANSWER_GROUPS:
+            raise VQAError(unknown_choice("one-answer group rule", self.one_answer_groups,
+                                          ONE_ANSWER_GROUPS))  # fmt: skip
+        if self.tail_rule not in TAIL_RULES:
+            raise VQAError(unknown_choice("tail rule", self.tail_rule, TAIL_RULES))
 
 
 def split_questions(
@@ -120,11 +136,15 @@ def group_flags(
     entropy_threshold: float = 0.9,
     tail_factor: float = 1.2,
     n_groups: int | None = None,
+    one_answer_entropy: float = 1.0,
+    tail_inclusive: bool = False,
 ) -> GroupFlags:
     """Group samples by integer concept code and mark head/tail samples (vectorised).
 
     ``tail_factor`` is compared exactly (as a fraction) so that an answer count equal to
-    1.2 x the mean is not rare.
+    1.2 x the mean is not rare (rare with ``tail_inclusive``). A one-answer group gets the
+    normalised entropy ``one_answer_entropy`` (1: balanced, the default; 0: imbalanced), which
+    enters E only: with one answer there is nothing rare to hold out.
     """
     concept = np.asarray(concept, dtype=np.int64)
     answer = np.asarray(answer, dtype=np.int64)
@@ -144,10 +164,11 @@ def group_flags(
     p = cnt / size[g]
     h = -np.bincount(g, weights=p * np.log(p), minlength=n_groups)
     with np.errstate(divide="ignore", invalid="ignore"):
-        ent = np.where(m > 1, h / np.log(np.maximum(m, 2)), 1.0)
-    imb = (ent < entropy_threshold) & (m > 1)
+        ent = np.where(m > 1, h / np.log(np.maximum(m, 2)), float(one_answer_entropy))
+    imb = (ent < entropy_threshold) & (m > 1)  # one answer: nothing rare to hold out
     frac = Fraction(str(tail_factor)).limit_denominator(10**6)
-    rare_pair = cnt * m[g] * frac.denominator < frac.numerator * size[g]
+    lhs, rhs = cnt * m[g] * frac.denominator, frac.numerator * size[g]
+    rare_pair = lhs <= rhs if tail_inclusive else lhs < rhs
     sample_imb = imb[concept]
     tail = sample_imb & rare_pair[inv]
     head = sample_imb & ~rare_pair[inv]
@@ -230,12 +251,27 @@ def statistics_table(flags: dict[tuple[str, str], GroupFlags]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def build_splits(table: pd.DataFrame, config: BuildConfig | None = None) -> VQASplits:
-    """Run the VQA-VS construction on a validated VQA table."""
+def build_splits(
+    table: pd.DataFrame, config: BuildConfig | None = None, split: np.ndarray | None = None
+) -> VQASplits:
+    """Run the VQA-VS construction on a validated VQA table.
+
+    ``split`` (``train``/``val``/``test`` per row) replaces the seeded 70/5/25 split, e.g. to
+    analyse a released split as it is (:mod:`shortcutlab.vqa.analysis`).
+    """
     config = config or BuildConfig()
     validate_table(table)
     concepts = compute_concepts(table, config.concepts)
-    split = split_questions(table["question_id"], config.seed, config.fractions)
+    if split is None:
+        split = split_questions(table["question_id"], config.seed, config.fractions)
+    else:
+        split = np.asarray(split, dtype=object)
+        bad = sorted(set(split) - set(SPLITS))
+        if len(split) != len(table) or bad:
+            raise VQAError(
+                f"a given split needs one of {', '.join(SPLITS)} per row ({len(table)} rows); "
+                f"got {len(split)} labels{', including ' + repr(bad[0]) if bad else ''}"
+            )
     answer, _ = pd.factorize(table["answer"], sort=True)
     samples = pd.DataFrame(
         {
@@ -263,6 +299,8 @@ def build_splits(table: pd.DataFrame, config: BuildConfig | None = None) -> VQAS
             f = group_flags(
                 codes[mask], answer[mask], config.entropy_threshold, config.tail_factor,
                 n_groups=len(uniques),
+                one_answer_entropy=1.0 if config.one_answer_groups == "balanced" else 0.0,
+                tail_inclusive=config.tail_rule == "<=",
             )  # fmt: skip
             flags[(s, name)] = f
             head[mask], tail[mask] = f.head, f.tail
