@@ -3,6 +3,8 @@ networks; ``selected``: 3 outputs) and the other open choices recorded in DiagVi
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -74,3 +76,35 @@ def test_vae_jobs_record_their_classifier_and_settings_are_tabulated() -> None:
                                     "vae_classifier": "joint"}
     rn50 = TrainConfig(model="rn50_in", frozen_batchnorm="eval").model_dump(mode="json")
     assert job_settings(rn50)["frozen_batchnorm"] == "eval"
+
+
+def test_cli_error_bars_head_and_budget(tmp_path) -> None:
+    from typer.testing import CliRunner
+
+    from shortcutlab.cli.main import app
+    from shortcutlab.diagvib.metrics import synthetic_table
+
+    runner = CliRunner()
+    table = synthetic_table(studies=("ZSO",), samples=(0, 1, 2))
+    path = tmp_path / "jobs.csv"
+    table.to_csv(path, index=False)
+    std = runner.invoke(app, ["diagvib", "metrics", str(path), "--error-bars", "std"])
+    sem = runner.invoke(app, ["diagvib", "metrics", str(path)])
+    assert std.exit_code == 0 and "mean ± std" in std.output
+    assert sem.exit_code == 0 and "mean ± sem" in sem.output
+    assert std.output != sem.output
+    bad = runner.invoke(app, ["diagvib", "metrics", str(path), "--error-bars", "ci"])
+    assert bad.exit_code == 2 and "unknown error bars 'ci'; valid choices: sem, std" in bad.output
+    report = runner.invoke(app, ["report", str(path), "--out", str(tmp_path / "r"),
+                                 "--error-bars", "std"])
+    assert report.exit_code == 0
+    assert "standard deviation (ddof 0" in (tmp_path / "r" / "index.html").read_text()
+    run = ["diagvib", "run", "--model", "small_cnn", "--study", "ZSO", "--pairs", "hue-shape",
+           "--scale", "0.002", "--device", "cpu", "--backend", "serial",
+           "--out", str(tmp_path / "run")]
+    wide = runner.invoke(app, [*run, "--head", "wide"])
+    assert wide.exit_code == 2 and "unknown head 'wide'" in wide.output
+    none = runner.invoke(app, [*run, "--head", "selected", "--budget-seconds", "0"])
+    assert none.exit_code == 0 and "1 jobs remain" in none.output
+    [job] = [json.loads(p.read_text()) for p in (tmp_path / "run").glob("*/job.json")]
+    assert job["train"]["head"] == "selected"

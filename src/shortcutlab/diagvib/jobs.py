@@ -163,8 +163,9 @@ def collect_jobs(root: str | Path) -> pd.DataFrame:
             rows.append(job_settings(train["train"]))
         except (OSError, ValueError, KeyError, TypeError, ShortcutlabError):
             rows.append(dict.fromkeys(SETTING_COLUMNS, ""))
-    settings = pd.DataFrame(rows, columns=list(SETTING_COLUMNS), index=table.index)
-    return pd.concat([table, settings], axis=1)
+    for col in SETTING_COLUMNS:  # in place: the table's attrs (skipped folders) stay
+        table[col] = [row[col] for row in rows]
+    return table
 
 
 def _load_generated(specs_dir: Path) -> dict[str, dict[str, Any]]:
