@@ -104,7 +104,11 @@ def test_cli_error_bars_head_and_budget(tmp_path) -> None:
            "--out", str(tmp_path / "run")]
     wide = runner.invoke(app, [*run, "--head", "wide"])
     assert wide.exit_code == 2 and "unknown head 'wide'" in wide.output
-    none = runner.invoke(app, [*run, "--head", "selected", "--budget-seconds", "0"])
+    none = runner.invoke(app, [*run, "--head", "selected", "--budget-seconds", "0",
+                               "--normalization", "imagenet", "--frozen-batchnorm", "eval"])
     assert none.exit_code == 0 and "1 jobs remain" in none.output
     [job] = [json.loads(p.read_text()) for p in (tmp_path / "run").glob("*/job.json")]
-    assert job["train"]["head"] == "selected"
+    assert job["train"]["head"] == "selected" and job["train"]["normalization"] == "imagenet"
+    assert job["train"]["frozen_batchnorm"] == "eval"
+    sideways = runner.invoke(app, [*run, "--frozen-batchnorm", "sideways"])
+    assert sideways.exit_code == 2 and "frozen_batchnorm" in sideways.output

@@ -48,6 +48,14 @@ def run(
         "the authors' networks; paper protocol default) or selected (the 3 selected classes; "
         "demo default). Part of the job id."
     ),
+    normalization: str = typer.Option(
+        None, help="Input statistics: train (paper default, every model), imagenet, auto "
+        "(imagenet for rn50_in) or none."
+    ),
+    frozen_batchnorm: str = typer.Option(
+        None, "--frozen-batchnorm", help="BatchNorm of a frozen backbone (rn50_in) while "
+        "training: train (paper default, the authors' fixed=True) or eval."
+    ),
     budget_seconds: float = typer.Option(
         None, "--budget-seconds", min=0, help="Start no new job after this many seconds and "
         "stop cleanly; the same command goes on with the rest."
@@ -94,6 +102,7 @@ def run(
     overrides = {
         "algorithm": algorithm, "epochs": epochs, "lr": lr, "batch_size": batch_size,
         "patience": patience, "freeze_backbone": freeze_backbone,
+        "normalization": normalization, "frozen_batchnorm": frozen_batchnorm,
         "pretrained": str(pretrained) if pretrained is not None else None,
     }
     base = base.replace(model=model, **{k: v for k, v in overrides.items() if v is not None})
