@@ -203,7 +203,8 @@ def test_summary_json_shape_and_no_nan() -> None:
     assert set(model["ZSO"]["P"]) == set(FACTORS)
     assert model["ZSO"]["P"]["hue"]["sem"] is None and model["ZSO"]["P"]["hue"]["n"] == 1
     assert len(model["ZGO"]["P"]) == 30 and "hue-shape" in model["ZGO"]["P"]
-    assert set(model["ZGO"]["FAAvg"]["hue"]) == {"mean", "sem", "n", "n_pairs"}
+    assert set(model["ZGO"]["FAAvg"]["hue"]) == {"mean", "sem", "std", "n", "n_pairs"}
+    assert model["ZSO"]["P"]["hue"]["std"] == 0.0  # ddof 0: defined for one sample
     assert set(model["ZGO"]["FAMin"]) == set(FACTORS)
     assert set(model["CHGO_over_ZGO"]["lightness"]) >= {"mean", "std", "sem", "n", "source"}
     assert json.loads(text)["jobs"] == {"small_cnn": {"done": 66, "failed": 0, "pending": 0}}

@@ -408,7 +408,7 @@ def test_adain_weights_must_be_local_and_fit(tmp_path) -> None:
 
 def test_sagnet_with_frozen_backbone_trains_only_heads() -> None:
     cfg = TrainConfig(algorithm="sagnet", model="small_cnn", freeze_backbone=True,
-                      hparams={"step": "sequential"})
+                      hparams={"step": "sequential"}, frozen_batchnorm="eval")
     algo = create_algorithm("sagnet", 3, cfg).train()
     assert algo.opt_f is None
     before = {k: v.clone() for k, v in algo.state_dict().items()}

@@ -28,7 +28,9 @@ def test_paper_protocol_is_the_authors_resnet18_config() -> None:
     assert cfg.protocol == "paper"
     assert (cfg.lr, cfg.adam_betas, cfg.batch_size, cfg.epochs) == (2e-4, (0.9, 0.999), 64, 30)
     assert (cfg.patience, cfg.weight_decay, cfg.drop_last) == (None, 0.0, True)
-    assert cfg.normalization == "auto" and cfg.overrides() == {}
+    assert cfg.normalization == "train" and cfg.overrides() == {}
+    # the choices the paper leaves open, as the authors' code takes them
+    assert (cfg.head, cfg.frozen_batchnorm) == ("full", "train")
     algo = create_algorithm("erm", 3, cfg)
     group = algo.optimizer.param_groups[0]
     assert isinstance(algo.optimizer, torch.optim.Adam)

@@ -135,7 +135,8 @@ def test_rn50_in_frozen_backbone_trains_only_the_head(tmp_path) -> None:
     torch.manual_seed(2)
     path = tmp_path / "rn50.pth"
     torch.save(create_model("resnet50", 1000).state_dict(), path)
-    algo = create_algorithm("erm", 3, TrainConfig(model="rn50_in", pretrained=str(path), lr=0.1))
+    algo = create_algorithm("erm", 3, TrainConfig(model="rn50_in", pretrained=str(path), lr=0.1,
+                                                  frozen_batchnorm="eval"))
     net = algo.network
     trainable = {n for n, p in net.named_parameters() if p.requires_grad}
     assert trainable == {"fc.weight", "fc.bias"}
@@ -145,3 +146,24 @@ def test_rn50_in_frozen_backbone_trains_only_the_head(tmp_path) -> None:
     after = net.state_dict()
     changed = {k for k in before if not torch.equal(before[k], after[k])}
     assert changed == {"fc.weight", "fc.bias"}
+
+
+def test_rn50_in_frozen_batchnorm_train_mode_updates_running_statistics(tmp_path) -> None:
+    """``frozen_batchnorm="train"`` (the paper protocol, the authors' ``fixed=True``): the frozen
+    backbone's weights stay, its BatchNorm running statistics move with the batches."""
+    from shortcutlab.train.algorithms import create_algorithm
+    from shortcutlab.train.config import TrainConfig
+
+    torch.manual_seed(2)
+    path = tmp_path / "rn50.pth"
+    torch.save(create_model("resnet50", 1000).state_dict(), path)
+    cfg = TrainConfig(model="rn50_in", pretrained=str(path), lr=0.1)
+    assert cfg.frozen_batchnorm == "train"
+    algo = create_algorithm("erm", 3, cfg)
+    net = algo.network
+    before = {k: v.clone() for k, v in net.state_dict().items()}
+    algo.train()
+    algo.update({"x": torch.rand(4, 3, 64, 64), "y": torch.tensor([0, 1, 2, 0])})
+    changed = {k for k, v in net.state_dict().items() if not torch.equal(before[k], v)}
+    assert "bn1.running_mean" in changed and "layer1.0.bn1.running_var" in changed
+    assert "conv1.weight" not in changed and "bn1.weight" not in changed

@@ -69,8 +69,11 @@ def test_input_normalization_is_a_per_channel_affine_and_invertible() -> None:
 
 
 def test_auto_normalization_uses_imagenet_statistics_for_imagenet_models() -> None:
-    assert resolve_normalization(TrainConfig(model="rn50_in")) == "imagenet"
-    assert resolve_normalization(TrainConfig(model="resnet18")) == "train"
+    auto = TrainConfig(normalization="auto")
+    assert resolve_normalization(auto.replace(model="rn50_in")) == "imagenet"
+    assert resolve_normalization(auto.replace(model="resnet18")) == "train"
+    # the paper protocol z-scores every model with the training split, as the authors' pipeline
+    assert resolve_normalization(TrainConfig(model="rn50_in")) == "train"
     assert resolve_normalization(TrainConfig(model="rn50_in", normalization="train")) == "train"
     assert resolve_normalization(TrainConfig(normalization="none")) == "none"
     imagenet = ChannelStats.imagenet()

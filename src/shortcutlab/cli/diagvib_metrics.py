@@ -39,15 +39,21 @@ def metrics(
     as_json: bool = json_option(
         "Print one JSON object (P, FAAvg, FAMin, CHGO_over_ZGO per model; fractions)."
     ),
+    error_bars: str = typer.Option(
+        "sem", "--error-bars", help="What ± shows: sem (standard error over dataset samples, "
+        "ddof 1, as the paper's captions say) or std (ddof 0, as the authors' plotting script)."
+    ),
 ) -> None:
     """Compute DiagViB-6 metrics: P_i (ZSO), P_ij, FAAvg, FAMin and CHGO over ZGO per model.
 
     Reads <DIR>/jobs.parquet or jobs.csv when present, otherwise collects the run directory.
-    Accuracies are averaged over training seeds, then mean ± standard error over dataset samples.
+    Accuracies are averaged over training seeds, then mean ± standard error (or, with
+    --error-bars std, standard deviation) over dataset samples; the JSON holds both.
     """
-    from shortcutlab.diagvib.metrics import STUDIES, compute_metrics
+    from shortcutlab.diagvib.metrics import STUDIES, check_error_bars, compute_metrics
     from shortcutlab.diagvib.report import load_job_tables
 
+    err = check_error_bars(error_bars)
     result = compute_metrics(load_job_tables(dirs))
     if as_json:
         print_json(result.to_dict())
@@ -58,8 +64,8 @@ def metrics(
         console.print(f"[bold]{label}[/]: " + ", ".join(f"{n} {s}" for s, n in counts.items())
                       + " jobs")
     if len(result.zso):
-        console.print(_factor_table("ZSO accuracy P_i (mean ± sem over dataset samples)",
-                                    result.zso, ["label"]))
+        console.print(_factor_table(f"ZSO accuracy P_i (mean ± {err} over dataset samples)",
+                                    result.zso, ["label"], err=err))
     rank = {s: i for i, s in enumerate(STUDIES)}
     agg = result.aggregates.sort_values(
         ["label", "study"], key=lambda c: c.map(rank) if c.name == "study" else c, kind="stable"
@@ -67,8 +73,8 @@ def metrics(
     for metric in ("FAAvg", "FAMin"):
         sub = agg[agg["metric"] == metric]
         if len(sub):
-            console.print(_factor_table(f"{metric} (mean ± sem over dataset samples)", sub,
-                                        ["label", "study"]))
+            console.print(_factor_table(f"{metric} (mean ± {err} over dataset samples)", sub,
+                                        ["label", "study"], err=err))
     if len(result.chgo):
         console.print(_factor_table(
             "CHGO over ZGO, percentage points (mean ± std over dataset samples)",

@@ -43,6 +43,23 @@ def run(
     patience: int = typer.Option(None, help="Early-stopping patience in epochs."),
     pretrained: Path = typer.Option(None, help="Local weights file (state dict)."),
     freeze_backbone: bool = typer.Option(None, help="Train only the classifier head."),
+    head: str = typer.Option(
+        None, "--head", help="Classifier outputs: full (one per class of the predicted factor, "
+        "the authors' networks; paper protocol default) or selected (the 3 selected classes; "
+        "demo default). Part of the job id."
+    ),
+    normalization: str = typer.Option(
+        None, help="Input statistics: train (paper default, every model), imagenet, auto "
+        "(imagenet for rn50_in) or none."
+    ),
+    frozen_batchnorm: str = typer.Option(
+        None, "--frozen-batchnorm", help="BatchNorm of a frozen backbone (rn50_in) while "
+        "training: train (paper default, the authors' fixed=True) or eval."
+    ),
+    budget_seconds: float = typer.Option(
+        None, "--budget-seconds", min=0, help="Start no new job after this many seconds and "
+        "stop cleanly; the same command goes on with the rest."
+    ),
     backend: str = typer.Option("processes", help="serial | processes | ray | slurm."),
     workers: int = typer.Option(None, help="Parallel jobs (processes) / CPUs of a local Ray."),
     jobs_per_gpu: int = typer.Option(
@@ -85,21 +102,25 @@ def run(
     overrides = {
         "algorithm": algorithm, "epochs": epochs, "lr": lr, "batch_size": batch_size,
         "patience": patience, "freeze_backbone": freeze_backbone,
+        "normalization": normalization, "frozen_batchnorm": frozen_batchnorm,
         "pretrained": str(pretrained) if pretrained is not None else None,
     }
     base = base.replace(model=model, **{k: v for k, v in overrides.items() if v is not None})
     jobs = build_jobs(model, study, pairs or None, samples, seeds, scale, base,
                       benchmark_seed=benchmark_seed, selection=selection, specs_dir=specs,
-                      mnist=mnist, textures=textures)
+                      mnist=mnist, textures=textures, head=head)
     if threads != 1:
         jobs = [job.model_copy(update={"threads": threads}) for job in jobs]
     console = Console(stderr=True)
     console.print(f"{len(jobs)} jobs of {model} in {out} (protocol "
-                  f"{base.describe_protocol()}, scale {scale:g}, backend {backend})")
+                  f"{jobs[0].train.describe_protocol() if jobs else base.describe_protocol()}, "
+                  f"head {jobs[0].train.head if jobs else base.head}, scale {scale:g}, "
+                  f"backend {backend})")
     slurm = SlurmOptions(partition=slurm_partition, timeout_min=slurm_time,
                          gpus_per_node=slurm_gpus, cpus_per_task=slurm_cpus)
     summary = run_jobs(jobs, out, backend=backend, workers=workers, device=device,
-                       ray_address=ray_address, slurm=slurm, jobs_per_gpu=jobs_per_gpu)
+                       ray_address=ray_address, slurm=slurm, jobs_per_gpu=jobs_per_gpu,
+                       budget_seconds=budget_seconds)
     for outcome in summary.notes:
         console.print(f"[yellow]note[/yellow] {outcome.job_id}: {outcome.note}",
                       highlight=False, soft_wrap=True)
@@ -107,9 +128,13 @@ def run(
         f"done {len(summary.done)}, already done {len(summary.skipped)}, "
         f"failed {len(summary.failed)} in {summary.seconds:.0f} s; table: {out / 'jobs.csv'}"
     )
+    if summary.remaining:
+        console.print(f"time budget spent: {len(summary.remaining)} jobs remain; run the same "
+                      "command again to go on")
     if as_json:
         print_json({"jobs": len(jobs), "done": len(summary.done),
                     "skipped": len(summary.skipped), "failed": len(summary.failed),
+                    "remaining": len(summary.remaining),
                     "table": str(out / "jobs.csv")})
     if summary.failed:
         for line in describe_failures(summary, out):

@@ -14,6 +14,10 @@ def report(
     ),
     out: Path = typer.Option(Path("report"), "--out", help="Folder for index.html and metrics."),
     title: str = typer.Option("DiagViB-6 shortcut report", help="Title of the report."),
+    error_bars: str = typer.Option(
+        "sem", "--error-bars", help="What ± shows: sem (standard error over dataset samples, "
+        "ddof 1, as the paper's captions say) or std (ddof 0, as the authors' plotting script)."
+    ),
 ) -> None:
     """Write an HTML report (tables, figs. 4a/4b/5b, Table 2) plus metrics.json and metrics.csv.
 
@@ -21,7 +25,7 @@ def report(
     """
     from shortcutlab.diagvib.report import write_report
 
-    path = write_report(dirs, out, title=title)
+    path = write_report(dirs, out, title=title, error_bars=error_bars)
     typer.echo(f"report written to {path} (metrics.json, metrics.csv beside it)")
 
 

@@ -39,6 +39,8 @@ ExportFormat = Literal["npz", "png"]
 EXPORT_FORMATS: tuple[ExportFormat, ...] = get_args(ExportFormat)
 ItemKind = Literal["dict", "tuple"]
 ITEM_KINDS: tuple[ItemKind, ...] = get_args(ItemKind)
+Head = Literal["selected", "full"]
+HEADS: tuple[Head, ...] = get_args(Head)
 
 
 class _Renderer(Protocol):
@@ -66,6 +68,9 @@ class DiagvibDataset(Dataset):
     ``transform`` is applied to each image tensor ``x`` (e.g. a torchvision transform);
     ``items="tuple"`` gives ``(x, y)`` pairs as torchvision datasets do, for one's own loop.
     :meth:`eval` scores predictions on the split (mean-per-class accuracy per cell).
+    ``head="full"``: ``y`` is the predicted factor's class index among all its classes (e.g.
+    0..8 for position) and ``num_classes`` their count, for a classifier with one output per
+    class as in the authors' networks (an arg-max on a class no image has counts as wrong).
     """
 
     num_classes = N_SELECTED
@@ -81,6 +86,7 @@ class DiagvibDataset(Dataset):
         dtype: ItemDtype = "float32",
         transform: Callable[[torch.Tensor], Any] | None = None,
         items: ItemKind = "dict",
+        head: Head = "selected",
     ) -> None:
         if split not in SPLITS:
             raise SpecError(unknown_choice("split", split, SPLITS))
@@ -92,6 +98,8 @@ class DiagvibDataset(Dataset):
             raise DiagvibError(f"seed must be >= 0 (got {seed})")
         if items not in ITEM_KINDS:
             raise DiagvibError(unknown_choice("item kind", items, ITEM_KINDS))
+        if head not in HEADS:
+            raise DiagvibError(unknown_choice("head", head, HEADS))
         if transform is not None and not callable(transform):
             raise DiagvibError(f"transform must be callable, got {type(transform).__name__}")
         self.transform = transform
@@ -105,6 +113,12 @@ class DiagvibDataset(Dataset):
         self.image_hash = spec.image_hash()
         self.render_seed = torch_seed(self.seed, "diagvib-render", self.image_hash)
         self._assignment = assign_classes(spec, split)
+        self.head = head
+        self._labels = self._assignment.labels
+        if head == "full":
+            predicted = FACTORS.index(spec.predicted)
+            self._labels = np.ascontiguousarray(self._assignment.classes[:, predicted])
+            self.num_classes = len(FACTOR_TABLE[spec.predicted].classes)
         # Built now, not lazily: DataLoader workers then inherit it instead of each loading the
         # image sources again. For the class table alone use ``assign_classes``
         # from :mod:`shortcutlab.diagvib.spec`.
@@ -125,8 +139,8 @@ class DiagvibDataset(Dataset):
 
     @property
     def labels(self) -> np.ndarray:
-        """(N,) labels 0..2."""
-        return self._assignment.labels
+        """(N,) labels: 0..2 (``head="selected"``) or the predicted factor's class index."""
+        return self._labels
 
     @property
     def cells(self) -> np.ndarray:

@@ -9,16 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, get_args
 
 import pandas as pd
 
 from shortcutlab.diagvib.spec import Selection
 from shortcutlab.diagvib.studies import experiment_names, make_experiment
-from shortcutlab.errors import RunnerError
+from shortcutlab.errors import RunnerError, ShortcutlabError, unknown_choice
 from shortcutlab.runner.collect import collect
 from shortcutlab.runner.jobs import Job, JobOutput, register_job_kind
-from shortcutlab.train.config import TrainConfig
+from shortcutlab.train.config import VAE_CLASSIFIER_DEFAULT, Head, TrainConfig
 from shortcutlab.train.implied import implied_algorithm
 from shortcutlab.utils.digest import content_digest
 
@@ -82,9 +82,10 @@ def job_datasets(job: Job) -> tuple[Any, Any, Any, Any]:
         spec = ExperimentSpec(**job.spec)
     else:
         spec = make_experiment(job.experiment, scale=job.scale, seed=job.benchmark_seed)
-    train_ds = DiagvibDataset(spec, "train", generator=source_generator(**job.inputs))
-    val_ds = DiagvibDataset(spec, "val", generator=train_ds.generator)
-    test_ds = DiagvibDataset(spec, "test", generator=train_ds.generator)
+    head = job.train.head
+    train_ds = DiagvibDataset(spec, "train", generator=source_generator(**job.inputs), head=head)
+    val_ds = DiagvibDataset(spec, "val", generator=train_ds.generator, head=head)
+    test_ds = DiagvibDataset(spec, "test", generator=train_ds.generator, head=head)
     return spec, train_ds, val_ds, test_ds
 
 
@@ -108,8 +109,11 @@ def source_inputs(mnist: str | Path | None = None,
 
 def with_implied_algorithm(config: TrainConfig) -> TrainConfig:
     """``config`` with the algorithm its model implies (asr_rn18: asr, vae: vae, factor_vae:
-    factor_vae; see docs/diagvib-baselines.md) in place of the default ``erm``."""
+    factor_vae; see docs/diagvib-baselines.md) in place of the default ``erm``. VAE jobs record
+    their ``classifier`` hyperparameter (``joint`` unless given) so it is part of the job id."""
     implied = implied_algorithm(config.model)
+    if implied in ("vae", "factor_vae") and "classifier" not in config.hparams:
+        config = config.replace(hparams={**config.hparams, "classifier": VAE_CLASSIFIER_DEFAULT})
     if implied is None or config.algorithm == implied:
         return config
     if config.algorithm != "erm":
@@ -123,11 +127,45 @@ def register() -> None:
     register_job_kind(KIND, run_diagvib_job, describe=describe_experiment)
 
 
+#: Training choices the paper leaves open, one job-table column each (see job_settings).
+SETTING_COLUMNS = ("head", "lr", "batch_size", "normalization", "frozen_batchnorm",
+                   "vae_classifier")
+
+
+def job_settings(train: dict[str, Any]) -> dict[str, Any]:
+    """The :data:`SETTING_COLUMNS` of a job's stored training config: head, lr, batch size,
+    normalisation, the BatchNorm mode of a frozen backbone ('' when nothing is frozen) and a
+    VAE's classifier ('' for other models)."""
+    from shortcutlab.train.models import freezes_backbone
+
+    cfg = TrainConfig(**train)
+    frozen = cfg.freeze_backbone or freezes_backbone(cfg.model)
+    vae = implied_algorithm(cfg.model) in ("vae", "factor_vae")
+    return {"head": cfg.head, "lr": cfg.lr, "batch_size": cfg.batch_size,
+            "normalization": cfg.normalization,
+            "frozen_batchnorm": cfg.frozen_batchnorm if frozen else "",
+            "vae_classifier": str(cfg.hparams.get("classifier", "")) if vae else ""}
+
+
 def collect_jobs(root: str | Path) -> pd.DataFrame:
     """The job table of a DiagViB-6 run folder (:func:`shortcutlab.runner.collect` with the
-    study, predicted, correlated and sample columns)."""
+    study, predicted, correlated and sample columns, and the :data:`SETTING_COLUMNS`)."""
+    import json
+
+    from shortcutlab.runner.jobs import JOB_FILE
+
     register()
-    return collect(root)
+    table = collect(root)
+    rows = []
+    for job_id in table["job_id"]:
+        try:
+            train = json.loads((Path(root) / job_id / JOB_FILE).read_text(encoding="utf-8"))
+            rows.append(job_settings(train["train"]))
+        except (OSError, ValueError, KeyError, TypeError, ShortcutlabError):
+            rows.append(dict.fromkeys(SETTING_COLUMNS, ""))
+    for col in SETTING_COLUMNS:  # in place: the table's attrs (skipped folders) stay
+        table[col] = [row[col] for row in rows]
+    return table
 
 
 def _load_generated(specs_dir: Path) -> dict[str, dict[str, Any]]:
@@ -187,6 +225,7 @@ def build_jobs(
     specs_dir: str | Path | None = None,
     mnist: str | Path | None = None,
     textures: str | Path | None = None,
+    head: Head | None = None,
 ) -> list[Job]:
     """One job per (experiment, training seed) for ``model``.
 
@@ -198,14 +237,20 @@ def build_jobs(
     of what an experiment contains (e.g. a new cell weighting) changes the job id.
     ``mnist``/``textures``: the sources to render from (see :func:`source_generator`); they are
     loaded once here, so a bad path fails before anything runs, and their content is part of
-    every job id.
+    every job id. ``head``: ``full`` (one output per class of the predicted factor, the
+    authors' networks) or ``selected`` (3 outputs); default: the protocol's (paper: ``full``).
     """
     register()
     inputs = source_inputs(mnist, textures)
     if inputs:
         source_generator(mnist, textures)  # fail now on missing or unreadable sources
     digests = {k: content_digest(v) for k, v in inputs.items()}  # once, not once per job
-    base = with_implied_algorithm((train_config or TrainConfig()).replace(model=model))
+    base = (train_config or TrainConfig()).replace(model=model)
+    if head is not None:
+        if head not in get_args(Head):
+            raise RunnerError(unknown_choice("head", head, get_args(Head)))
+        base = base.replace(head=head)
+    base = with_implied_algorithm(base)
     if not studies:
         raise RunnerError("no study given; choose from the DiagViB-6 studies (e.g. --study ZSO)")
     names = experiment_names(list(studies), list(pairs) if pairs else None, samples)

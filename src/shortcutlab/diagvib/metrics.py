@@ -13,6 +13,9 @@ The pipeline is the paper's, made explicit:
 
 Every function here is pure (tables in, tables out). Accuracies are fractions in [0, 1]; the
 standard error is ``std(ddof=1) / sqrt(n)`` and is NaN (``null`` in JSON) when ``n == 1``.
+``P``, ``FAAvg`` and ``FAMin`` also carry ``std``, the standard deviation over samples with
+ddof 0 (what the authors' plotting script draws, while the paper's captions say standard error);
+:data:`ERROR_BARS` names the two, and the CLI and report show the one asked for.
 """
 
 from __future__ import annotations
@@ -48,6 +51,20 @@ _DEFAULT_ALGORITHMS = ("", "erm")
 
 class MetricsError(DiagvibError):
     """The job table cannot be turned into DiagViB-6 metrics (missing columns, bad values)."""
+
+
+#: What ± shows: ``sem`` the standard error over dataset samples (ddof 1, the paper's captions),
+#: ``std`` their standard deviation with ddof 0 (the authors' plotting script, ``np.std``).
+ERROR_BARS: tuple[str, ...] = ("sem", "std")
+ERROR_BAR_TEXT = {"sem": "standard error (ddof 1)",
+                  "std": "standard deviation (ddof 0, as the authors' plotting script)"}
+
+
+def check_error_bars(name: str) -> str:
+    """``name`` if it is one of :data:`ERROR_BARS`, else a MetricsError naming the choices."""
+    if name not in ERROR_BARS:
+        raise MetricsError(unknown_choice("error bars", name, ERROR_BARS))
+    return name
 
 
 def mean_sem(values: Iterable[float]) -> tuple[float, float, int]:
@@ -191,12 +208,15 @@ def sample_accuracies(table: pd.DataFrame, column: str = "test_acc") -> pd.DataF
 
 
 def _over_samples(frame: pd.DataFrame, keys: list[str], value: str = "acc") -> pd.DataFrame:
-    """Mean, standard error (ddof=1; NaN for one value) and count of ``value`` per ``keys``."""
-    out = frame.groupby(keys, sort=True)[value].agg(["mean", "std", "count"]).reset_index()
+    """Mean, standard error (ddof=1; NaN for one value), standard deviation (ddof=0, as the
+    authors' plotting script's ``np.std``) and count of ``value`` per ``keys``."""
+    groups = frame.groupby(keys, sort=True)[value]
+    out = groups.agg(["mean", "std", "count"]).reset_index()
     out["sem"] = out["std"] / np.sqrt(out["count"])
+    out["std"] = groups.std(ddof=0).to_numpy()
     out = out.rename(columns={"count": "n"})
     out["n"] = out["n"].astype(np.int64)
-    return out[[*keys, "mean", "sem", "n"]]
+    return out[[*keys, "mean", "sem", "std", "n"]]
 
 
 def zso_accuracy(samples: pd.DataFrame) -> pd.DataFrame:
@@ -226,10 +246,10 @@ def factor_aggregates(samples: pd.DataFrame) -> pd.DataFrame:
 
     Per dataset sample the mean (FAAvg) or minimum (FAMin) of ``acc_ij`` over the correlated
     factors j with results, then mean and standard error over samples. For ZSO both equal
-    ``P_i``. Columns: label, study, factor, metric, mean, sem, n, n_pairs (the fewest correlated
-    factors any sample had; 5 when complete).
+    ``P_i``. Columns: label, study, factor, metric, mean, sem, std (ddof 0), n, n_pairs (the
+    fewest correlated factors any sample had; 5 when complete).
     """
-    columns = ["label", "study", "factor", "metric", "mean", "sem", "n", "n_pairs"]
+    columns = ["label", "study", "factor", "metric", "mean", "sem", "std", "n", "n_pairs"]
     zso = _over_samples(samples[samples["study"] == "ZSO"], ["label", "predicted"])
     parts = [zso.assign(study="ZSO", metric=m, n_pairs=0) for m in ("FAAvg", "FAMin")]
     pairs = samples[samples["study"] != "ZSO"]
@@ -346,8 +366,9 @@ def chgo_over_zgo(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def _estimate(row: Any) -> dict[str, Any]:
-    """``{"mean", "sem", "n"}`` of a result row, JSON-ready."""
-    return {"mean": json_safe(row.mean), "sem": json_safe(row.sem), "n": int(row.n)}
+    """``{"mean", "sem", "std", "n"}`` of a result row, JSON-ready (std: ddof 0)."""
+    return {"mean": json_safe(row.mean), "sem": json_safe(row.sem),
+            "std": json_safe(getattr(row, "std", math.nan)), "n": int(row.n)}
 
 
 def _order(values: Iterable[str], order: Iterable[str]) -> list[str]:

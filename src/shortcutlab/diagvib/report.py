@@ -16,7 +16,14 @@ from pathlib import Path
 import pandas as pd
 
 from shortcutlab.diagvib.factors import FACTORS
-from shortcutlab.diagvib.metrics import FIT_MARGIN, STUDIES, DiagvibMetrics, compute_metrics
+from shortcutlab.diagvib.metrics import (
+    ERROR_BAR_TEXT,
+    FIT_MARGIN,
+    STUDIES,
+    DiagvibMetrics,
+    check_error_bars,
+    compute_metrics,
+)
 from shortcutlab.errors import DiagvibError
 from shortcutlab.utils.html import HtmlReport
 from shortcutlab.utils.io import write_json, write_text
@@ -95,17 +102,34 @@ def factor_frame(frame: pd.DataFrame, keys: Sequence[str], err: str = "sem",
     return out
 
 
-def setup_table(table: pd.DataFrame) -> pd.DataFrame:
-    """Per reported model: the dataset scale(s), training protocol(s), and the numbers of
+#: job-table column -> Setup-table column, for the choices the paper leaves open
+_SETTINGS = {"head": "head", "lr": "lr", "batch_size": "batch size",
+             "normalization": "normalisation", "frozen_batchnorm": "frozen BatchNorm",
+             "vae_classifier": "VAE prediction"}
+
+
+def _values(group: pd.DataFrame, column: str) -> str:
+    """The distinct non-empty values of ``column`` joined by ", " ("–" for none)."""
+    if column not in group.columns:
+        return "–"
+    values = sorted({f"{v:g}" if isinstance(v, float) else str(v)
+                     for v in group[column].dropna() if str(v) != ""})
+    return ", ".join(values) or "–"
+
+
+def setup_table(table: pd.DataFrame, error_bars: str = "sem") -> pd.DataFrame:
+    """Per reported model: the dataset scale(s), training protocol(s), the open choices of
+    the paper (head, lr, batch size, normalisation, a frozen backbone's BatchNorm mode, a VAE's
+    prediction; "–" where not recorded or not applicable), what ± shows, and the numbers of
     dataset samples and training seeds among finished jobs."""
     done = table[table["status"] == "done"]
     rows = {}
     for label, group in done.groupby("label", sort=True):
-        protocol = (", ".join(sorted(group["protocol"].dropna().astype(str).unique()))
-                    if "protocol" in group.columns else "")
         rows[label] = {
             "scale": ", ".join(f"{float(s):g}" for s in sorted(group["scale"].unique())),
-            "protocol": protocol or "–",
+            "protocol": _values(group, "protocol"),
+            **{name: _values(group, col) for col, name in _SETTINGS.items()},
+            "±": check_error_bars(error_bars),
             "dataset samples": int(group["sample"].nunique()),
             "training seeds": int(group["seed"].nunique()),
             "finished jobs": len(group),
@@ -113,14 +137,18 @@ def setup_table(table: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame.from_dict(rows, orient="index").rename_axis("model")
 
 
-def _status_section(report: HtmlReport, metrics: DiagvibMetrics) -> None:
+def _status_section(report: HtmlReport, metrics: DiagvibMetrics, error_bars: str) -> None:
     report.heading("Setup")
     report.paragraph(
         "Scale 1 is the paper's dataset size (43,740 training, 8,748 validation, 10,000 test "
-        "images per experiment). Standard errors (±) are shown only where at least two dataset "
-        "samples finished; the paper used five."
+        f"images per experiment). ± is the {ERROR_BAR_TEXT[error_bars]} over dataset samples, "
+        "shown only where at least two samples finished; the paper used five. Learning rate and "
+        "batch size are the authors' ResNet-18 values (Adam 2e-4, batch 64) for every model "
+        "unless set; the paper tuned them per baseline (appendix A.2) without giving them. "
+        "head: full = one output per class of the predicted factor (the authors' networks), "
+        "selected = the 3 selected classes. docs/diagvib-fidelity.md explains each choice."
     )
-    report.table(setup_table(metrics.table))
+    report.table(setup_table(metrics.table, error_bars))
     report.heading("Jobs")
     status = metrics.status.rename(columns={"label": "model"}).set_index(["model", "study"])
     report.table(status)
@@ -144,14 +172,15 @@ def _status_section(report: HtmlReport, metrics: DiagvibMetrics) -> None:
                          "averaged.", note=True)
 
 
-def _metric_sections(report: HtmlReport, metrics: DiagvibMetrics) -> None:
+def _metric_sections(report: HtmlReport, metrics: DiagvibMetrics, error_bars: str) -> None:
     from shortcutlab.diagvib import figures as figs
 
+    err_text = ERROR_BAR_TEXT[error_bars]
     report.heading("Accuracy without shortcut opportunities (ZSO)")
-    report.paragraph("P_i: mean per-class test accuracy on the training distribution, mean ± "
-                     "standard error over dataset samples; chance is 0.33.")
+    report.paragraph(f"P_i: mean per-class test accuracy on the training distribution, mean ± "
+                     f"{err_text} over dataset samples; chance is 0.33.")
     if len(metrics.zso):
-        zso = factor_frame(metrics.zso, ["label"])
+        zso = factor_frame(metrics.zso, ["label"], err=error_bars)
         for label, factor, _ in _flagged(metrics, "ZSO"):
             if (label,) in zso.index and zso.at[(label,), factor] != "–":
                 zso.at[(label,), factor] += " !"
@@ -163,7 +192,7 @@ def _metric_sections(report: HtmlReport, metrics: DiagvibMetrics) -> None:
     report.paragraph(
         "Accuracy on the out-of-distribution test cells, per predicted factor: the mean (FAAvg) "
         "or the minimum (FAMin) over the five correlated factors within each dataset sample, "
-        "then mean ± standard error over samples. Values near 0 mean the model predicted the "
+        f"then mean ± {err_text} over samples. Values near 0 mean the model predicted the "
         "factor from its correlated factor: it took the shortcut."
     )
     rank = {s: i for i, s in enumerate(STUDIES)}
@@ -172,7 +201,7 @@ def _metric_sections(report: HtmlReport, metrics: DiagvibMetrics) -> None:
         sub = sub.sort_values(["label", "study"], kind="stable",
                               key=lambda c: c.map(rank) if c.name == "study" else c)
         report.paragraph(f"{metric}:", note=True)
-        frame = factor_frame(sub, ["label", "study"])
+        frame = factor_frame(sub, ["label", "study"], err=error_bars)
         for r in metrics.unfit.itertuples():
             key = (r.label, r.study)
             if key in frame.index and frame.at[key, r.predicted] != "–" and not str(
@@ -248,18 +277,21 @@ def _study_order(studies: Iterable[str]) -> list[str]:
 
 
 def build_report(table: pd.DataFrame, title: str = "DiagViB-6 shortcut report",
-                 extra_sections: Sequence[Section] = ()) -> tuple[HtmlReport, DiagvibMetrics]:
-    """The report page and the metrics it shows, computed in memory (nothing written)."""
+                 extra_sections: Sequence[Section] = (),
+                 error_bars: str = "sem") -> tuple[HtmlReport, DiagvibMetrics]:
+    """The report page and the metrics it shows, computed in memory (nothing written).
+    ``error_bars``: what ± shows, ``sem`` or ``std`` (see :data:`ERROR_BAR_TEXT`)."""
     from shortcutlab.diagvib.comparison import add_comparison_section
 
+    check_error_bars(error_bars)
     metrics = compute_metrics(table)
     report = HtmlReport(title)
     report.paragraph(
         f"{len(metrics.labels)} model(s): {', '.join(metrics.labels)}. Every accuracy is the "
         "mean per-class accuracy of the checkpoint with the lowest validation loss (chance 1/3)."
     )
-    _status_section(report, metrics)
-    _metric_sections(report, metrics)
+    _status_section(report, metrics, error_bars)
+    _metric_sections(report, metrics, error_bars)
     done = metrics.table[metrics.table["status"] == "done"]
     # compare under the reported names (model, model+algorithm, model@scale=...)
     named = done.drop(columns=["model", "algorithm"], errors="ignore")
@@ -274,6 +306,7 @@ def write_report(
     out_dir: str | os.PathLike[str],
     title: str = "DiagViB-6 shortcut report",
     extra_sections: Sequence[Section] = (),
+    error_bars: str = "sem",
 ) -> Path:
     """Write ``index.html``, ``metrics.json`` and ``metrics.csv`` into ``out_dir``; return the
     path of ``index.html``. ``sources`` is a job table or run directories / table files."""
@@ -286,7 +319,8 @@ def write_report(
         sources = list(sources)
         sections.append(inspection_section(sources, out_dir))
     table = sources if isinstance(sources, pd.DataFrame) else load_job_tables(sources)
-    report, metrics = build_report(table, title, sections)
+    check_error_bars(error_bars)
+    report, metrics = build_report(table, title, sections, error_bars)
     out = Path(out_dir)
     write_json(out / "metrics.json", metrics.to_dict())
     write_text(out / "metrics.csv", metrics.to_frame().to_csv(index=False))

@@ -70,6 +70,8 @@ class RunSummary:
 
     outcomes: list[Outcome]
     seconds: float = 0.0
+    #: ids of jobs not started because the time budget was spent (see :func:`run_jobs`)
+    remaining: list[str] = field(default_factory=list)
 
     def _with(self, status: str) -> list[Outcome]:
         return [o for o in self.outcomes if o.status == status]
@@ -305,6 +307,7 @@ def run_jobs(
     collect_table: bool = True,
     jobs_per_gpu: int = 1,
     wait_seconds: float = 2.0,
+    budget_seconds: float | None = None,
 ) -> RunSummary:
     """Run every job of ``jobs`` not yet done under ``out``; returns what happened.
 
@@ -314,6 +317,9 @@ def run_jobs(
     left to be retried by the next call); it never stops the others. Jobs claimed by another
     live run are waited for (polling every ``wait_seconds``) and taken over if that run dies.
     With ``collect_table`` the job table is rewritten under ``out`` at the end.
+    ``budget_seconds``: start no new job once this many seconds have passed (jobs are then
+    handed to the backend a round of ``workers`` at a time, one for serial); the summary's
+    ``remaining`` lists those left, for the next call.
     """
     if backend not in _BACKENDS:
         raise RunnerError(unknown_choice("backend", backend, BACKENDS))
@@ -321,6 +327,8 @@ def run_jobs(
         raise RunnerError(f"workers must be >= 1 (got {workers})")
     if jobs_per_gpu < 1:
         raise RunnerError(f"jobs per GPU must be >= 1 (got {jobs_per_gpu})")
+    if budget_seconds is not None and budget_seconds < 0:
+        raise RunnerError(f"the time budget must be >= 0 seconds (got {budget_seconds})")
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise RunnerError(f"output folder {out} is a file; give a folder for the run")
@@ -345,11 +353,19 @@ def run_jobs(
     slots = device_slots(device, jobs_per_gpu) if backend == "processes" and todo else []
     n_workers = workers or min(max(len(todo), 1), len(slots) or os.cpu_count() or 1)
     start = time.perf_counter()
+    remaining: list[str] = []
     if todo:
         with progress_bar(disable=not progress) as bar:
             task = bar.add_task(f"{backend}: {len(todo)} jobs", total=len(todo))
             failed = 0
+            chunk = 1 if backend == "serial" else n_workers
             while todo:
+                later: list[Job] = []
+                if budget_seconds is not None:
+                    if time.perf_counter() - start >= budget_seconds:
+                        remaining = [job.job_id for job in todo]
+                        break
+                    todo, later = todo[:chunk], todo[chunk:]
                 busy: list[Job] = []
                 for outcome in _BACKENDS[backend](
                     todo, out, device, n_workers, ray_address=ray_address, slurm=slurm,
@@ -367,12 +383,13 @@ def run_jobs(
                     if on_outcome is not None:
                         on_outcome(outcome)
                 todo, settled = _wait_for_others(busy, out, wait_seconds)
+                todo += later
                 for outcome in settled:
                     outcomes.append(outcome)
                     bar.advance(task)
                     if on_outcome is not None:
                         on_outcome(outcome)
-    summary = RunSummary(outcomes, time.perf_counter() - start)
+    summary = RunSummary(outcomes, time.perf_counter() - start, remaining)
     _remove_stale_temporaries(out)
     if collect_table and unique:
         from shortcutlab.runner.collect import write_table

@@ -31,12 +31,17 @@ Protocol = Literal["paper", "demo", "biasbed"]
 Normalization = Literal["auto", "train", "imagenet", "none"]
 Optimizer = Literal["adam", "sgd"]
 Precision = Literal["fp32", "bf16"]
+Head = Literal["full", "selected"]
+BatchNormMode = Literal["eval", "train"]
 
 #: Per-protocol values of the optimisation fields. ``paper`` follows the authors' ResNet-18
 #: config (trainer/resnet18config.yml, trainer/base_trainer.py): Adam lr 2e-4, betas (0.9,
 #: 0.999), mini-batches of 64 with the last incomplete one dropped, 30 epochs without early
-#: stopping, the checkpoint of lowest validation loss. ``demo`` keeps the fast CPU settings of
-#: ``make demo``. Both z-score inputs (``normalization="auto"``).
+#: stopping, the checkpoint of lowest validation loss, inputs z-scored with the training split's
+#: statistics for every model (RN50-IN included), one output per class of the predicted factor
+#: (``head="full"``) and a frozen backbone's BatchNorm left in training mode (their
+#: ``fixed=True`` only stops gradients). ``demo`` keeps the fast CPU settings of ``make demo``
+#: (``normalization="auto"``, the 3-output head). docs/diagvib-fidelity.md lists these choices.
 PROTOCOLS: dict[str, dict[str, Any]] = {
     "paper": {
         "lr": 2e-4,
@@ -46,7 +51,9 @@ PROTOCOLS: dict[str, dict[str, Any]] = {
         "patience": None,
         "weight_decay": 0.0,
         "drop_last": True,
-        "normalization": "auto",
+        "normalization": "train",
+        "head": "full",
+        "frozen_batchnorm": "train",
     },
     "demo": {
         "lr": 3e-3,
@@ -57,6 +64,8 @@ PROTOCOLS: dict[str, dict[str, Any]] = {
         "weight_decay": 0.0,
         "drop_last": False,
         "normalization": "auto",
+        "head": "selected",
+        "frozen_batchnorm": "eval",
     },
     # BiasBed (Kalischek et al.): the authors' ImageNet recipe. SGD momentum 0.9, weight decay
     # 1e-4, batch 128, 100 epochs with the learning rate divided by 10 at epochs 30, 60 and 90,
@@ -75,6 +84,8 @@ PROTOCOLS: dict[str, dict[str, Any]] = {
         "momentum": 0.9,
         "lr_milestones": (30, 60, 90),
         "lr_gamma": 0.1,
+        "head": "selected",
+        "frozen_batchnorm": "eval",
     },
 }
 assert set(PROTOCOLS) == set(get_args(Protocol))
@@ -87,8 +98,14 @@ _HASH_NEUTRAL: dict[str, Any] = {
     "lr_gamma": 0.1,
     "precision": "fp32",
     "channels_last": False,
+    "head": "selected",
+    "frozen_batchnorm": "eval",
 }
 _PAPER = PROTOCOLS["paper"]
+#: How VAE and Factor-VAE predict a factor when ``hparams`` does not say (``classifier``):
+#: ``joint`` trains the head's cross entropy into the encoder (appendix A.2: every baseline is
+#: trained with standard cross entropy); ``probe`` is a head on frozen latents.
+VAE_CLASSIFIER_DEFAULT = "joint"
 
 
 def format_validation_error(exc: ValidationError, what: str = "training config") -> str:
@@ -138,6 +155,14 @@ class TrainConfig(BaseModel):
     #: weights and inputs. Both off by default: they change the numbers (docs/training.md).
     precision: Precision = "fp32"
     channels_last: bool = False
+    #: DiagViB-6 jobs: ``full`` gives the classifier one output per class of the predicted
+    #: factor (the authors' networks; labels are the factor's class indices), ``selected`` 3
+    #: outputs, the experiment's selected classes. The job kind builds its datasets with it.
+    head: Head = _PAPER["head"]
+    #: BatchNorm layers whose parameters are all frozen (RN50-IN's backbone): ``train`` keeps
+    #: updating their running statistics and normalises with batch statistics while training
+    #: (the authors' ``fixed=True``), ``eval`` freezes them too.
+    frozen_batchnorm: BatchNormMode = _PAPER["frozen_batchnorm"]
     seed: int = Field(0, ge=0)
     pretrained: str | None = None
     freeze_backbone: bool = False
@@ -163,9 +188,13 @@ class TrainConfig(BaseModel):
     @model_serializer(mode="wrap")
     def _drop_neutral_defaults(self, handler: Any) -> dict[str, Any]:
         data = handler(self)
+        preset = PROTOCOLS.get(self.protocol, {})
         for key, default in _HASH_NEUTRAL.items():
             value = data.get(key)
-            if key in data and (list(value) if isinstance(value, tuple) else value) == default:
+            # kept where the protocol's preset differs (paper: head "full"), so that the
+            # stored config reads back as it was
+            if (key in data and (list(value) if isinstance(value, tuple) else value) == default
+                    and preset.get(key, default) == default):
                 del data[key]
         return data
 

@@ -221,6 +221,12 @@ def expects_imagenet_inputs(name: str) -> bool:
     return bool(_DEFAULTS.get(check_model_name(name), {}).get("imagenet_inputs"))
 
 
+def freezes_backbone(name: str) -> bool:
+    """True for models registered with a frozen backbone (rn50_in): their BatchNorm mode while
+    training is ``TrainConfig.frozen_batchnorm``."""
+    return bool(_DEFAULTS.get(check_model_name(name), {}).get("freeze_backbone"))
+
+
 # --------------------------------------------------------------------------- creation
 
 

@@ -140,10 +140,11 @@ class Algorithm(nn.Module):
         return gen
 
     def train(self, mode: bool = True) -> Algorithm:
-        """Like nn.Module.train, but BatchNorm layers whose parameters are all frozen stay in
-        eval mode, so a frozen backbone (RN50-IN) really does not change."""
+        """Like nn.Module.train, but with ``config.frozen_batchnorm="eval"`` BatchNorm layers
+        whose parameters are all frozen stay in eval mode, so a frozen backbone (RN50-IN) really
+        does not change (``"train"``: they follow ``mode``, as in the DiagViB-6 authors' code)."""
         super().train(mode)
-        if mode:
+        if mode and self.config.frozen_batchnorm == "eval":
             for module in self.modules():
                 if isinstance(module, nn.modules.batchnorm._BatchNorm):
                     params = list(module.parameters())

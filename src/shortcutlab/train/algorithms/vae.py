@@ -10,14 +10,15 @@ its marginals (:func:`~shortcutlab.train.generative.permute_dims` of the same ba
 
 How a factor is predicted (the paper does not say) is the ``classifier`` hyper-parameter:
 
-- ``probe`` (default): the VAE never sees a label. A classification head (an MLP on the latent
+- ``probe``: the VAE never sees a label. A classification head (an MLP on the latent
   mean, Adam at ``config.lr``) is trained at the same time on the *detached* means, so it is a
   probe of what the unsupervised representation holds; the checkpoint with the lowest validation
   loss of the probe is reported, like every other baseline.
-- ``joint``: the head's cross entropy (weight ``ce_weight``) is added to the VAE objective and
-  flows into the encoder, a semi-supervised VAE.
+- ``joint`` (default, :data:`~shortcutlab.train.config.VAE_CLASSIFIER_DEFAULT`): the head's
+  cross entropy (weight ``ce_weight``) is added to the VAE objective and flows into the encoder,
+  a semi-supervised VAE, as appendix A.2 trains every baseline with cross entropy.
 
-See docs/diagvib-baselines.md for why ``probe`` is the default.
+See docs/diagvib-fidelity.md for this choice.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import torch.nn.functional as F
 from shortcutlab.errors import TrainError, unknown_choice
 from shortcutlab.train.algorithms import register_algorithm
 from shortcutlab.train.algorithms.base import Algorithm, AlgorithmContext
-from shortcutlab.train.config import TrainConfig
+from shortcutlab.train.config import VAE_CLASSIFIER_DEFAULT, TrainConfig
 from shortcutlab.train.generative import ConvVAE, FactorDiscriminator, permute_dims
 
 CLASSIFIERS = ("probe", "joint")
@@ -42,7 +43,7 @@ class VAE(Algorithm):
 
     name = "vae"
     hparams_defaults: dict[str, Any] = {
-        "lr": 1e-4, "beta": 1.0, "classifier": "probe", "ce_weight": 1.0,
+        "lr": 1e-4, "beta": 1.0, "classifier": VAE_CLASSIFIER_DEFAULT, "ce_weight": 1.0,
     }
 
     def __init__(
