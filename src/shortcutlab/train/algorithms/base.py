@@ -14,7 +14,7 @@ derive them from ``(config.seed, purpose, step)`` (see :meth:`Algorithm.generato
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -151,6 +151,14 @@ class Algorithm(nn.Module):
                         module.eval()
         return self
 
+    @classmethod
+    def supports(cls, model: nn.Module) -> bool:
+        """Whether the algorithm, with its default hyper-parameters, can train ``model`` (the
+        registry smoke test pairs every registered model with every algorithm supporting it).
+        Default: any model; algorithms needing a known structure override it with
+        :func:`structure_found`."""
+        return True
+
     # ---------------------------------------------------------------- the interface
     def update(self, batch: dict[str, torch.Tensor]) -> dict[str, float]:
         """One optimisation step on ``batch``; returns losses (must include ``loss``: a float, or
@@ -163,6 +171,16 @@ class Algorithm(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.predict(x)
+
+
+def structure_found(find: Callable[[nn.Module], object], model: nn.Module) -> bool:
+    """False when ``find(model)`` refuses the model with a TrainError (e.g. no stem block, no
+    Conv2d followed by BatchNorm2d); for :meth:`Algorithm.supports`."""
+    try:
+        find(model)
+    except TrainError:
+        return False
+    return True
 
 
 def _optimizers(module: nn.Module) -> list[torch.optim.Optimizer]:

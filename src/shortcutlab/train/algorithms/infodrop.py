@@ -33,7 +33,7 @@ from torch import nn
 
 from shortcutlab.errors import TrainError, unknown_choice
 from shortcutlab.train.algorithms import register_algorithm
-from shortcutlab.train.algorithms.base import AlgorithmContext
+from shortcutlab.train.algorithms.base import AlgorithmContext, structure_found
 from shortcutlab.train.algorithms.erm import ERM
 from shortcutlab.train.algorithms.padain import SeededLayer
 from shortcutlab.train.config import TrainConfig
@@ -306,6 +306,10 @@ class InfoDrop(ERM):
         "eval_drop": True,
         "after": "",
     }
+
+    @classmethod
+    def supports(cls, model: nn.Module) -> bool:
+        return structure_found(stem_block, model)
 
     def __init__(
         self, num_classes: int, config: TrainConfig, context: AlgorithmContext | None = None
