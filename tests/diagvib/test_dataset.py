@@ -231,7 +231,6 @@ def test_cli_studies_and_export(tmp_path, fake: FakeGenerator) -> None:
 
 
 def test_real_generator_deterministic_across_workers() -> None:
-    pytest.importorskip("shortcutlab.diagvib.render")
     ds = DiagvibDataset(make_experiment("CHGO/shape-hue/0", scale=0.001), "test")
     sub = torch.utils.data.Subset(ds, range(10))
     ref = _collect(sub, batch_size=10, num_workers=0)

@@ -10,11 +10,11 @@ import torch
 from shortcutlab.train import algorithms
 from shortcutlab.train.algorithms.base import Algorithm
 from shortcutlab.train.config import TrainConfig
+from shortcutlab.train.metrics import mean_per_class_accuracy
 from shortcutlab.train.trainer import (
     EPOCH_COLUMNS,
     EpochBatches,
     evaluate,
-    mean_per_class_accuracy,
     train,
 )
 from tests.train.fake_data import FakeDiagvib
@@ -26,13 +26,14 @@ def _reference_mpca(y_true: np.ndarray, y_pred: np.ndarray) -> float:
 
 
 def test_mean_per_class_accuracy_matches_reference() -> None:
-    assert mean_per_class_accuracy(np.array([0, 0, 0, 1]), np.array([0, 0, 1, 1]), 3) == (
-        pytest.approx((2 / 3 + 1) / 2)
-    )
+    # (preds, target), the one order: recall of class 0 is 2/3, of class 1 is 1
+    preds, target = np.array([0, 0, 1, 1]), np.array([0, 0, 0, 1])
+    assert mean_per_class_accuracy(preds, target, 3) == pytest.approx((2 / 3 + 1) / 2)
+    assert mean_per_class_accuracy(target, preds, 3) == pytest.approx((1 + 1 / 2) / 2)
     g = np.random.default_rng(0)
     for _ in range(20):
         y, p = g.integers(0, 3, 50), g.integers(0, 3, 50)
-        assert mean_per_class_accuracy(y, p, 3) == pytest.approx(_reference_mpca(y, p))
+        assert mean_per_class_accuracy(p, y, 3) == pytest.approx(_reference_mpca(y, p))
     assert np.isnan(mean_per_class_accuracy(np.array([]), np.array([]), 3))
 
 

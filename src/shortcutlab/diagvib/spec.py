@@ -37,14 +37,13 @@ import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
 from shortcutlab.diagvib.factors import FACTOR_TABLE, FACTORS
+from shortcutlab.diagvib.sources import SPLITS, check_split
 from shortcutlab.errors import SpecError, unknown_choice
 from shortcutlab.utils.rng import rng
 
 StudyName = Literal["ZSO", "ZGO", "CGO-1", "CGO-2", "CGO-3", "CHGO", "FGO-5", "FGO-10", "FGO-20"]
 STUDIES: tuple[StudyName, ...] = get_args(StudyName)
 CUSTOM_STUDY = "custom"
-Split = Literal["train", "val", "test"]
-SPLITS: tuple[Split, ...] = get_args(Split)
 Selection = Literal["seeded", "paper"]
 SELECTIONS: tuple[Selection, ...] = get_args(Selection)
 DEFAULT_SELECTION: Selection = "seeded"
@@ -211,7 +210,7 @@ class ExperimentSpec(BaseModel):
 
     def weights_of(self, split: str) -> np.ndarray:
         """Cell weights of ``split`` as an array of shape ``(3,) * len(joint_factors)``."""
-        _check_split(split)
+        check_split(split)
         key = "train" if split == "val" and "val" not in self.weights else split
         return np.asarray(self.weights[key], dtype=np.float64)
 
@@ -355,11 +354,6 @@ def _yaml_lines(data: dict[str, Any], indent: int) -> list[str]:
     return lines
 
 
-def _check_split(split: str) -> None:
-    if split not in SPLITS:
-        raise SpecError(unknown_choice("split", split, SPLITS))
-
-
 # --------------------------------------------------------------------------------- counting
 def apportion(weights: np.ndarray, n: int, tie_start: int = 0) -> np.ndarray:
     """Split ``n`` items over ``weights`` by largest remainder; ties go to the lowest index
@@ -420,7 +414,7 @@ def assign_classes(spec: ExperimentSpec, split: str) -> Assignment:
     A paired experiment gets the classes of its :meth:`~ExperimentSpec.image_source`, image by
     image, with labels, cells and tags of its own orientation.
     """
-    _check_split(split)
+    check_split(split)
     source = spec.image_source()
     if source is not spec:
         base = assign_classes(source, split)

@@ -31,13 +31,13 @@ from torch import nn
 from torch.utils.data import DataLoader, Dataset
 
 from shortcutlab.errors import DataNotFoundError, ImagenetXError, unknown_choice
+from shortcutlab.train.normalization import IMAGENET_MEAN, IMAGENET_STD
 from shortcutlab.utils.device import resolve_device
 from shortcutlab.utils.io import write_text
 from shortcutlab.utils.progress import progress_bar
 
 IMAGE_SUFFIXES = (".jpeg", ".jpg", ".png")
-MEAN = (0.485, 0.456, 0.406)
-STD = (0.229, 0.224, 0.225)
+MEAN, STD = IMAGENET_MEAN, IMAGENET_STD
 NUM_CLASSES = 1000
 CROP_PCT = 0.875  # 224 / 256
 INTERPOLATIONS = ("bilinear", "bicubic", "nearest")

@@ -33,7 +33,7 @@ from shortcutlab.errors import TrainError
 from shortcutlab.train.algorithms import create_algorithm
 from shortcutlab.train.algorithms.base import Algorithm, AlgorithmContext
 from shortcutlab.train.config import TrainConfig
-from shortcutlab.train.metrics import mean_per_class_accuracy as _mean_per_class_accuracy
+from shortcutlab.train.metrics import mean_per_class_accuracy
 from shortcutlab.train.models import expects_imagenet_inputs
 from shortcutlab.train.normalization import (
     STATS_BATCH_SIZE,
@@ -45,12 +45,6 @@ from shortcutlab.train.normalization import (
 from shortcutlab.utils.rng import rng, torch_seed
 
 EPOCH_COLUMNS = ("epoch", "train_loss", "val_loss", "val_acc", "test_set", "tag", "acc", "n")
-
-
-def mean_per_class_accuracy(y_true: np.ndarray, y_pred: np.ndarray, num_classes: int) -> float:
-    """Recall averaged over the classes present in ``y_true`` (NaN for no samples); targets
-    first, as in sklearn. :func:`shortcutlab.train.metrics.mean_per_class_accuracy`."""
-    return _mean_per_class_accuracy(y_pred, y_true, num_classes)
 
 
 class EpochBatches(Sampler[list[int]]):
@@ -269,7 +263,7 @@ def evaluate(
     k = algorithm.num_classes
     result = EvalResult(
         loss=float(loss_all.mean()) if len(loss_all) else math.nan,
-        acc=mean_per_class_accuracy(y_true, y_pred, k),
+        acc=mean_per_class_accuracy(y_pred, y_true, k),
         n=len(y_true),
     )
     tags = getattr(dataset, "tags", None)
@@ -278,7 +272,7 @@ def evaluate(
         for tag in sorted(set(tag_of.tolist())):
             mask = tag_of == tag
             result.tags[str(tag)] = (
-                mean_per_class_accuracy(y_true[mask], y_pred[mask], k),
+                mean_per_class_accuracy(y_pred[mask], y_true[mask], k),
                 int(mask.sum()),
             )
     return result

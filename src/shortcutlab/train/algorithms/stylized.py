@@ -62,6 +62,7 @@ from shortcutlab.train.algorithms import register_algorithm
 from shortcutlab.train.algorithms.base import Algorithm, AlgorithmContext
 from shortcutlab.train.algorithms.padain import adain
 from shortcutlab.train.config import TrainConfig
+from shortcutlab.train.normalization import IMAGENET_MEAN, IMAGENET_STD
 from shortcutlab.utils.rng import rng
 
 __all__ = [
@@ -139,10 +140,6 @@ def load_local_weights(path: str | os.PathLike[str] | None, what: str) -> dict[s
 
 
 # ------------------------------------------------------------------ image-space style transfer
-_IMAGENET_MEAN = (0.485, 0.456, 0.406)
-_IMAGENET_STD = (0.229, 0.224, 0.225)
-
-
 def _vgg19_to_relu4_1() -> nn.Sequential:
     """VGG-19 conv1_1 .. relu4_1 in torchvision's ``features`` layout (indices 0..20)."""
     from torchvision.models.vgg import make_layers
@@ -212,8 +209,8 @@ class AdaINStyleTransfer(nn.Module):
         self.layout = layout
         self.encoder = _vgg19_to_relu4_1() if layout == "torchvision" else _adain_vgg_to_relu4_1()
         self.decoder = _mirror_decoder()
-        self.register_buffer("mean", torch.tensor(_IMAGENET_MEAN).view(1, 3, 1, 1))
-        self.register_buffer("std", torch.tensor(_IMAGENET_STD).view(1, 3, 1, 1))
+        self.register_buffer("mean", torch.tensor(IMAGENET_MEAN).view(1, 3, 1, 1))
+        self.register_buffer("std", torch.tensor(IMAGENET_STD).view(1, 3, 1, 1))
         self.requires_grad_(False)
         self.eval()
 
