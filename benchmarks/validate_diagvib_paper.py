@@ -24,12 +24,12 @@ from pathlib import Path
 
 os.environ.setdefault("MPLBACKEND", "Agg")
 
-from shortcutlab.diagvib.factors import FACTORS  # noqa: E402
-from shortcutlab.diagvib.jobs import build_jobs, collect_jobs  # noqa: E402
-from shortcutlab.diagvib.metrics import CHANCE, compute_metrics  # noqa: E402
-from shortcutlab.diagvib.report import format_mean_err, write_report  # noqa: E402
-from shortcutlab.runner.backends import run_jobs  # noqa: E402
-from shortcutlab.train.config import TrainConfig  # noqa: E402
+from shortcutlab.diagvib.factors import FACTORS
+from shortcutlab.diagvib.jobs import build_jobs, collect_jobs
+from shortcutlab.diagvib.metrics import CHANCE, compute_metrics
+from shortcutlab.diagvib.report import format_mean_err, write_report
+from shortcutlab.runner.backends import run_jobs
+from shortcutlab.train.config import TrainConfig
 
 # What section 5 states for ResNet-18 (five dataset samples, 30 epochs).
 PAPER_ZSO = {f: "≥ 0.99" for f in FACTORS} | {"texture": "0.62 ± 0.06"}

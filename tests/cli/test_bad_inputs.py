@@ -115,7 +115,7 @@ FILE_OUTPUTS = {"diagvib render", "diagvib render --png", "diagvib traverse", "d
 FOLDER_OK = {"diagvib collect"}
 
 
-def _check_clean(res, w: Work, fragment: str = "") -> None:  # noqa: ANN001
+def _check_clean(res, w: Work, fragment: str = "") -> None:
     assert res.exception is None or isinstance(res.exception, SystemExit), res.exception
     assert res.exit_code == 2, res.output
     assert "Traceback" not in res.output

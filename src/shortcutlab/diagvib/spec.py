@@ -403,7 +403,8 @@ class Assignment:
 def _tags_of(spec: ExperimentSpec, cells: np.ndarray) -> np.ndarray:
     k = len(spec.joint_factors)
     table = np.array(
-        [spec.cell_tag(np.unravel_index(c, (N_SELECTED,) * k)) for c in range(N_SELECTED**k)]
+        [spec.cell_tag(tuple(int(d) for d in np.unravel_index(c, (N_SELECTED,) * k)))
+         for c in range(N_SELECTED**k)]
     )
     return table[cells]
 
@@ -433,13 +434,13 @@ def assign_classes(spec: ExperimentSpec, split: str) -> Assignment:
     cells = np.repeat(np.arange(counts.size, dtype=np.int64), counts.ravel())  # sorted by cell
     local = np.empty((n, len(FACTORS)), dtype=np.int64)
     digits = np.unravel_index(cells, counts.shape)
-    joint = spec.joint_factors
-    for pos, name in enumerate(joint):
+    joint_names = spec.joint_factors
+    for pos, name in enumerate(joint_names):
         local[:, FACTORS.index(name)] = digits[pos]
     # Other factors: balanced within each (contiguous) cell block, shuffled within the block.
     cycle = np.arange(n, dtype=np.int64) % N_SELECTED
     for fi, name in enumerate(FACTORS):
-        if name in joint:
+        if name in joint_names:
             continue
         order = np.lexsort((gen.random(n), cells))
         column = np.empty(n, dtype=np.int64)

@@ -72,7 +72,7 @@ def eval_transform(
     interpolation: str = "bilinear",
     mean: tuple[float, ...] = MEAN,
     std: tuple[float, ...] = STD,
-):  # noqa: ANN201 - torchvision transform
+):
     """Resize the short side to ``floor(image_size / crop_pct)`` (256 for 224), centre-crop,
     normalise: timm's evaluation transform for the same data config."""
     from torchvision import transforms
@@ -92,7 +92,7 @@ def eval_transform(
     )
 
 
-def transform_from_config(config: Mapping[str, object]):  # noqa: ANN201
+def transform_from_config(config: Mapping[str, object]):
     """:func:`eval_transform` of a timm-style data config (``input_size`` (C, H, W) or
     ``image_size``, ``crop_pct``, ``interpolation``, ``mean``, ``std``; missing keys keep the
     defaults), e.g. a model's ``pretrained_cfg`` saved as JSON."""

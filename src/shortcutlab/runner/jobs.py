@@ -174,7 +174,7 @@ def _check_parquet(target: Path) -> None:
 
     try:
         pq.read_metadata(target)
-    except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for broken files
+    except Exception as exc:  # pyarrow raises several types for broken files
         raise JobFileError(target, f"is not a readable Parquet file ({type(exc).__name__})"
                            ) from None
 

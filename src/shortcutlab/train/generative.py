@@ -68,7 +68,8 @@ class UNetLens(nn.Module):
         )
         self.out = nn.Conv2d(chans[0], 3, 1)
         nn.init.zeros_(self.out.weight)
-        nn.init.zeros_(self.out.bias)
+        if self.out.bias is not None:
+            nn.init.zeros_(self.out.bias)
 
     def residual(self, x: torch.Tensor) -> torch.Tensor:
         """The edit the lens adds to ``x`` (before clamping)."""

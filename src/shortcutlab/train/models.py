@@ -56,7 +56,8 @@ def register_model(
     """
 
     def decorate(f: F) -> F:
-        register(_REGISTRY, name or f.__name__, f, what="model", error=TrainError,
+        factory: ModelFn = f
+        register(_REGISTRY, name or f.__name__, factory, what="model", error=TrainError,
                  override=override)
         return f
 

@@ -408,7 +408,7 @@ def _fit(
             name: _loader(ds, None, eval_batch_size, num_workers, pin)
             for name, ds in {"__val__": val_ds, **test_sets}.items()
         }
-    forward = {"precision": config.precision, "channels_last": config.channels_last}
+    forward: dict[str, Any] = {"precision": config.precision, "channels_last": config.channels_last}
     rows: list[dict[str, Any]] = []
     best: tuple[float, int] = (math.inf, -1)
     best_evals: dict[str, EvalResult] = {}

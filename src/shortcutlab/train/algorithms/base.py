@@ -160,7 +160,7 @@ class Algorithm(nn.Module):
         return True
 
     # ---------------------------------------------------------------- the interface
-    def update(self, batch: dict[str, torch.Tensor]) -> dict[str, float]:
+    def update(self, batch: dict[str, torch.Tensor]) -> Mapping[str, float | torch.Tensor]:
         """One optimisation step on ``batch``; returns losses (must include ``loss``: a float, or
         a 0-d tensor the trainer sums on the device without waiting for it)."""
         raise NotImplementedError

@@ -27,6 +27,8 @@ dropout stays active at test time (``eval_drop=True``) as in the reference.
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -259,7 +261,7 @@ def _check_settings(
         )
 
 
-def wrap_convs(model: nn.Module, n_layers: int, **kwargs: float) -> list[InfoDropConv2d]:
+def wrap_convs(model: nn.Module, n_layers: int, **kwargs: Any) -> list[InfoDropConv2d]:
     """Replace the first ``n_layers`` Conv2d modules of ``model`` (in definition order) in place.
 
     The paper applies InfoDrop to the early layers, where activations still correspond to small,
@@ -338,7 +340,7 @@ class InfoDrop(ERM):
             )
         self.optimizer = self.make_optimizer(self.network.parameters())
 
-    def update(self, batch: dict[str, torch.Tensor]) -> dict[str, float]:
+    def update(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         for layer in self.drop_layers:
             layer.reseed(self.config.seed, self.step)
         return super().update(batch)

@@ -132,7 +132,7 @@ def load_local_weights(path: str | os.PathLike[str] | None, what: str) -> dict[s
         )
     try:
         state = torch.load(Path(path), map_location="cpu", weights_only=True)
-    except Exception as exc:  # noqa: BLE001 - any unpickling failure is a bad weights file
+    except Exception as exc:  # any unpickling failure is a bad weights file
         raise TrainError(f"cannot load {what} weights from {str(path)!r}: {exc}") from None
     if not isinstance(state, dict):
         raise TrainError(f"{what} weights in {str(path)!r} are not a state dict")
@@ -153,7 +153,8 @@ def _adain_vgg_to_relu4_1() -> nn.Sequential:
     it takes RGB images in [0, 1] without further normalisation."""
     layers: list[nn.Module] = [nn.Conv2d(3, 3, 1)]
     channels = 3
-    for item in [64, 64, "M", 128, 128, "M", 256, 256, 256, 256, "M", 512]:
+    plan: list[int | str] = [64, 64, "M", 128, 128, "M", 256, 256, 256, 256, "M", 512]
+    for item in plan:
         if item == "M":
             layers.append(nn.MaxPool2d(2, 2, 0, ceil_mode=True))
             continue
@@ -209,6 +210,8 @@ class AdaINStyleTransfer(nn.Module):
         self.layout = layout
         self.encoder = _vgg19_to_relu4_1() if layout == "torchvision" else _adain_vgg_to_relu4_1()
         self.decoder = _mirror_decoder()
+        self.mean: torch.Tensor
+        self.std: torch.Tensor
         self.register_buffer("mean", torch.tensor(IMAGENET_MEAN).view(1, 3, 1, 1))
         self.register_buffer("std", torch.tensor(IMAGENET_STD).view(1, 3, 1, 1))
         self.requires_grad_(False)
