@@ -29,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
@@ -39,6 +40,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, mo
 from shortcutlab.diagvib.factors import FACTOR_TABLE, FACTORS
 from shortcutlab.diagvib.sources import SPLITS, check_split
 from shortcutlab.errors import SpecError, unknown_choice
+from shortcutlab.utils.registry import register
 from shortcutlab.utils.rng import rng
 
 StudyName = Literal["ZSO", "ZGO", "CGO-1", "CGO-2", "CGO-3", "CHGO", "FGO-5", "FGO-10", "FGO-20"]
@@ -53,6 +55,53 @@ N_SELECTED = 3
 WEIGHT_TOLERANCE = 1e-6
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+# ------------------------------------------------------------------------------------ studies
+Weights = Callable[..., tuple[np.ndarray, np.ndarray]]
+
+
+@dataclass(frozen=True)
+class Study:
+    """A study described once; specs, jobs, metrics and reports read this description.
+
+    ``correlated``: whether its experiments pair the predicted factor with a correlated one
+    (every study but ZSO; metrics then give ``P_ij`` per ordered pair, else ``P_i`` per
+    factor). ``weights``: ``(train, test)`` cell weights as ``weights(seed=, sample=,
+    predicted=, correlated=, selection=)`` returns them (None: the experiment spec states them,
+    as a ``custom`` spec does). ``description``: one line for tables and reports.
+    """
+
+    name: str
+    correlated: bool = True
+    weights: Weights | None = None
+    description: str = ""
+
+
+_STUDIES: dict[str, Study] = {}
+
+
+def register_study(study: Study, *, override: bool = False) -> Study:
+    """Make ``study`` known to specs, jobs, metrics and reports (a taken name is refused unless
+    ``override=True``); studies are listed in registration order."""
+    return register(_STUDIES, study.name, study, what="study", error=SpecError,
+                    override=override)
+
+
+def get_study(name: str) -> Study:
+    """The registered study ``name``; a SpecError listing the registered ones otherwise."""
+    if name not in _STUDIES:
+        raise SpecError(unknown_choice("study", name, list(_STUDIES)))
+    return _STUDIES[name]
+
+
+def study_names() -> tuple[str, ...]:
+    """Every registered study, the paper's first (in the paper's order), then the others."""
+    return tuple(_STUDIES)
+
+
+for _name in (*STUDIES, CUSTOM_STUDY):
+    register_study(Study(_name, correlated=_name != "ZSO"))
 
 
 def _fmt_loc(loc: tuple[Any, ...]) -> str:
@@ -105,8 +154,7 @@ class ExperimentSpec(BaseModel):
 
     @model_validator(mode="after")
     def _check(self) -> ExperimentSpec:
-        if self.study not in (*STUDIES, CUSTOM_STUDY):
-            raise SpecError(unknown_choice("study", self.study, (*STUDIES, CUSTOM_STUDY)))
+        study = get_study(self.study)
         joint = [self.predicted] + ([self.correlated] if self.correlated is not None else [])
         joint += list(self.more_correlated)
         if self.correlated is None and self.more_correlated:
@@ -122,9 +170,10 @@ class ExperimentSpec(BaseModel):
                 f"fields predicted/correlated: a factor appears twice in {joint!r}; "
                 f"choose distinct factors from: {', '.join(FACTORS)}"
             )
-        if self.study == "ZSO" and self.correlated is not None:
-            raise SpecError(f"study ZSO has no correlated factor (got {self.correlated!r})")
-        if self.study not in ("ZSO", CUSTOM_STUDY) and self.correlated is None:
+        if not study.correlated and self.correlated is not None:
+            raise SpecError(f"study {self.study} has no correlated factor "
+                            f"(got {self.correlated!r})")
+        if study.correlated and self.study != CUSTOM_STUDY and self.correlated is None:
             raise SpecError(f"study {self.study} needs a correlated factor (got None)")
         if self.sample < 0:
             raise SpecError(f"field sample must be >= 0 (got {self.sample})")

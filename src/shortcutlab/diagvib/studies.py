@@ -48,6 +48,8 @@ from shortcutlab.diagvib.spec import (
     STUDIES,
     ExperimentSpec,
     Selection,
+    get_study,
+    study_names,
 )
 from shortcutlab.errors import SpecError, unknown_choice
 from shortcutlab.utils.io import write_text
@@ -86,8 +88,10 @@ def factor_pairs() -> list[Pair]:
 
 
 def _check_study(study: str) -> str:
-    if study not in STUDIES:
-        raise SpecError(unknown_choice("study", study, STUDIES))
+    """``study`` if it is the paper's or a registered study with cell weights."""
+    known = [n for n in study_names() if n in STUDIES or get_study(n).weights is not None]
+    if study not in known:
+        raise SpecError(unknown_choice("study", study, known))
     return study
 
 
@@ -148,7 +152,7 @@ def experiment_names(
     zso_factors = list(dict.fromkeys(p for p, _ in chosen_pairs))
     names: list[str] = []
     for study in chosen_studies:
-        if study == "ZSO":
+        if not get_study(study).correlated:
             for factor in zso_factors:
                 names += [f"ZSO/{factor}/{s}" for s in chosen_samples]
         else:
@@ -175,10 +179,10 @@ def parse_experiment_name(name: str) -> tuple[str, str, str | None, int]:
         ) from None
     if sample < 0:
         raise SpecError(f"dataset sample {sample} in {name!r} must be >= 0")
-    if study == "ZSO":
+    if not get_study(study).correlated:
         if "-" in middle:
             raise SpecError(
-                f"ZSO has no correlated factor: use ZSO/<factor>/<sample>, factor one of: "
+                f"{study} has no correlated factor: use {study}/<factor>/<sample>, factor one of: "
                 f"{', '.join(FACTORS)} (got {middle!r})"
             )
         return study, _check_factor(middle), None, sample
@@ -333,6 +337,10 @@ def study_weights(
     benchmark ``seed``, or the authors' table for ``"paper"``)."""
     _check_study(study)
     _check_selection(selection, [sample])
+    own = get_study(study).weights
+    if study not in STUDIES and own is not None:  # a user-registered study
+        return own(seed=seed, sample=sample, predicted=predicted, correlated=correlated,
+                   selection=selection)
     eye = np.eye(N_SELECTED, dtype=bool)
     if study == "ZSO":
         w = np.full(N_SELECTED, 1.0 / N_SELECTED)
