@@ -29,8 +29,6 @@ from torch import nn
 from shortcutlab.errors import TrainError
 from shortcutlab.train.implied import MODEL_ALGORITHMS, implied_algorithm
 
-#: Model name -> the algorithm that trains it (asr, vae, factor_vae in train/algorithms).
-
 #: Latent size of both VAEs (paper appendix A.2).
 LATENT_SIZE = 12
 

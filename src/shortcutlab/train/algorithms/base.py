@@ -105,8 +105,9 @@ class Algorithm(nn.Module):
     def make_optimizer(
         self, params: Iterable[nn.Parameter], lr: float | None = None
     ) -> torch.optim.Optimizer:
-        """Adam with the configured learning rate, betas and weight decay (paper appendix A.2);
-        frozen parameters are left out."""
+        """The configured optimiser over the trainable parameters: Adam with the configured
+        learning rate, betas and weight decay (DiagViB-6, paper appendix A.2), or SGD with
+        momentum (``optimizer="sgd"``, the BiasBed recipe); frozen parameters are left out."""
         trainable = [p for p in params if p.requires_grad]
         if not trainable:
             raise TrainError("the model has no trainable parameters")
