@@ -32,17 +32,13 @@ from shortcutlab.utils.rng import torch_seed
 class AlgorithmContext:
     """What some algorithms need besides the batch, all optional.
 
-    ``spec``/``generator``/``data_seed``: the experiment spec of a rendered dataset (DiagViB-6),
-    its image generator and the seed images are rendered with, for algorithms that re-render
-    training images (Stylized); ``factor_classes``: the rendered dataset's factors in the column
-    order of its class table, each with all its class names in class-index order (for DiagViB-6
-    ``{f: FACTOR_TABLE[f].classes for f in FACTORS}``); ``train_dataset``: the training set
-    itself; ``extra``: anything else.
+    ``train_dataset``: the training set itself; algorithms ask it for the capabilities they need
+    (e.g. factor-space Stylized needs a set that can re-render an item with other factor
+    classes: ``spec``, ``generator`` and ``render_seed`` attributes, offered by DiagViB-6
+    datasets). ``factor_classes``: the factors in the column order of the set's class table,
+    each with its class names in class-index order; ``extra``: anything else.
     """
 
-    spec: Any | None = None
-    generator: Any | None = None
-    data_seed: int | None = None
     factor_classes: Mapping[str, Sequence[str]] | None = None
     train_dataset: Any | None = None
     device: torch.device | None = None

@@ -285,9 +285,9 @@ class Restyler:
 
     @classmethod
     def from_context(cls, context: AlgorithmContext, algorithm: str) -> Restyler:
-        """From ``context.train_dataset`` (a DiagvibDataset), else ``spec``/``generator``/
-        ``data_seed`` (the render seed the training images were generated with); the factor
-        layout from ``context.factor_classes``, else the dataset's ``factor_classes``."""
+        """From ``context.train_dataset``, a set that can re-render its items (``spec``,
+        ``generator`` and ``render_seed``: a DiagvibDataset); the factor layout from
+        ``context.factor_classes``, else the dataset's ``factor_classes``."""
         ds = context.train_dataset
         layout = context.factor_classes or getattr(ds, "factor_classes", None)
         if layout is None:
@@ -305,16 +305,9 @@ class Restyler:
                 getattr(ds, "split", "train"),
                 getattr(ds, "backend", "numpy"),
             )
-        if context.spec is not None and context.data_seed is not None:
-            if context.generator is None:
-                raise TrainError(
-                    f"algorithm {algorithm!r} needs the image generator "
-                    "(AlgorithmContext.generator) to re-render training images"
-                )
-            return cls(context.spec, context.generator, int(context.data_seed), layout)
         raise TrainError(
             f"algorithm {algorithm!r} re-renders DiagViB-6 training images and needs a DiagViB-6 "
-            "training set (AlgorithmContext.train_dataset, or spec + data_seed); on image-folder "
+            "training set (AlgorithmContext.train_dataset); on image-folder "
             "datasets use erm, padain, sagnet or infodrop"
         )
 
@@ -363,9 +356,7 @@ def _check_style_target(spec: Any, hue: bool, algorithm: str) -> None:
 
 def _is_diagvib(context: AlgorithmContext) -> bool:
     ds = context.train_dataset
-    if ds is not None and all(hasattr(ds, a) for a in ("spec", "render_seed", "generator")):
-        return True
-    return context.spec is not None and context.data_seed is not None
+    return ds is not None and all(hasattr(ds, a) for a in ("spec", "render_seed", "generator"))
 
 
 class _StylisingAlgorithm(Algorithm):
