@@ -114,7 +114,6 @@ BENCHMARK_IDENTIFIERS = {"benchmark_seed", "factor_classes"}
 KNOWN_CONCEPTS: set[tuple[str, str]] = {
     ("train/algorithms/base.py", "factor_classes"),
     ("train/algorithms/stylized.py", "factor_classes"),
-    ("train/algorithms/stylized.py", "_is_diagvib"),
     ("train/algorithms/stylized.py", "hue"),
     ("train/algorithms/stylized.py", "texture"),
     ("runner/jobs.py", "benchmark_seed"),

@@ -354,7 +354,9 @@ def _check_style_target(spec: Any, hue: bool, algorithm: str) -> None:
         )
 
 
-def _is_diagvib(context: AlgorithmContext) -> bool:
+def _can_rerender(context: AlgorithmContext) -> bool:
+    """Whether the training set offers the re-rendering capability (``spec``, ``generator``,
+    ``render_seed``; DiagViB-6 datasets do)."""
     ds = context.train_dataset
     return ds is not None and all(hasattr(ds, a) for a in ("spec", "render_seed", "generator"))
 
@@ -370,7 +372,7 @@ class _StylisingAlgorithm(Algorithm):
             raise TrainError(f"hyper-parameter p must be in [0, 1], got {self.hparams['p']}")
         self.restyler: Restyler | None = None
         self.transfer: AdaINStyleTransfer | None = None
-        if _is_diagvib(self.context):
+        if _can_rerender(self.context):
             self.restyler = Restyler.from_context(self.context, self.name)
             _check_style_target(self.restyler.spec, self.hparams["hue"], self.name)
         elif self.hparams["vgg_weights"] or self.hparams["decoder_weights"]:
