@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 OUT    ?= demo-output
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test test-fast test-slow lint bench clean
 
 $(STAMP): pyproject.toml constraints.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -16,11 +16,24 @@ $(STAMP): pyproject.toml constraints.txt
 demo: $(STAMP)
 	$(BIN)/shortcutlab demo --out $(OUT)
 
+# `make test`: every test under tests/, the slow ones (marker `slow`) included.
+# `make test-fast`: all but the slow ones; `make test-slow`: only the slow ones.
 test: $(STAMP)
+	@echo "== pytest tests/: the whole suite, slow tests included (make test-fast skips them)"
 	$(BIN)/python -m pytest
 
+test-fast: $(STAMP)
+	@echo "== pytest tests/ -m 'not slow': the suite without the slow tests"
+	$(BIN)/python -m pytest -m "not slow"
+
+test-slow: $(STAMP)
+	@echo "== pytest tests/ -m slow: only the slow tests"
+	$(BIN)/python -m pytest -m slow
+
+# ruff (style, unused noqa included) and mypy (types of src/; configuration in pyproject.toml).
 lint: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff check --extend-select RUF100 src tests benchmarks
+	$(BIN)/mypy src
 
 bench: $(STAMP)
 	@for f in benchmarks/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done

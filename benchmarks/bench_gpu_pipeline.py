@@ -78,10 +78,10 @@ def bench_render(device: str, batches: list[int], min_time: float) -> dict:
         idx_t = torch.arange(batch, device=device)
         buf = torch.empty((batch, 3, 128, 128), dtype=torch.uint8, device=device)
         host = np.empty((batch, 3, 128, 128), dtype=np.uint8)
-        def on_device(c=cls_t, i=idx_t, o=buf):  # noqa: ANN001, ANN202
+        def on_device(c=cls_t, i=idx_t, o=buf):
             return gen.render_on_device(c, i, seed=0, split="train", out=o)
 
-        def on_host(c=classes, o=host):  # noqa: ANN001, ANN202
+        def on_host(c=classes, o=host):
             return gen.render(c, seed=0, split="train", indices=np.arange(len(c)), out=o)
 
         torch_rate = _rate(on_device, batch, device, min_time)

@@ -30,7 +30,7 @@ def noop_job(job: Job, device: str) -> JobOutput:
                       "test_acc": 1.0, "train_seconds": 0.0}, epochs)
 
 
-def timed(fn, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN201
+def timed(fn, *args, **kwargs):
     start = time.perf_counter()
     value = fn(*args, **kwargs)
     return value, time.perf_counter() - start

@@ -34,15 +34,15 @@ from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
+import numpy as np
+import torch
 
-from shortcutlab.diagvib.dataset import DiagvibDataset  # noqa: E402
-from shortcutlab.diagvib.render import ImageGenerator  # noqa: E402
-from shortcutlab.diagvib.sources import load_shapes, load_textures  # noqa: E402
-from shortcutlab.diagvib.studies import make_experiment  # noqa: E402
-from shortcutlab.train.config import TrainConfig  # noqa: E402
-from shortcutlab.train.trainer import train  # noqa: E402
+from shortcutlab.diagvib.dataset import DiagvibDataset
+from shortcutlab.diagvib.render import ImageGenerator
+from shortcutlab.diagvib.sources import load_shapes, load_textures
+from shortcutlab.diagvib.studies import make_experiment
+from shortcutlab.train.config import TrainConfig
+from shortcutlab.train.trainer import train
 
 DEFAULT_REFERENCE = Path(__file__).resolve().parents[2] / "shared/data/diagvib6-paper/textures"
 TARGET_POINTS = 5.0

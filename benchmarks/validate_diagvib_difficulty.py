@@ -18,14 +18,14 @@ import time
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-from torch import nn  # noqa: E402
+import numpy as np
+import torch
+from torch import nn
 
-from shortcutlab.diagvib.factors import FACTORS, get_factor  # noqa: E402
-from shortcutlab.diagvib.render import ImageGenerator  # noqa: E402
-from shortcutlab.diagvib.studies import select_classes  # noqa: E402
-from shortcutlab.utils.rng import rng  # noqa: E402
+from shortcutlab.diagvib.factors import FACTORS, get_factor
+from shortcutlab.diagvib.render import ImageGenerator
+from shortcutlab.diagvib.studies import select_classes
+from shortcutlab.utils.rng import rng
 
 
 def main() -> int:

@@ -31,9 +31,9 @@ from pathlib import Path
 
 os.environ.setdefault("MPLBACKEND", "Agg")
 
-from shortcutlab.diagvib.factors import FACTORS  # noqa: E402
-from shortcutlab.diagvib.jobs import build_jobs, collect_jobs  # noqa: E402
-from shortcutlab.diagvib.metrics import (  # noqa: E402
+from shortcutlab.diagvib.factors import FACTORS
+from shortcutlab.diagvib.jobs import build_jobs, collect_jobs
+from shortcutlab.diagvib.metrics import (
     CHANCE,
     ERROR_BAR_TEXT,
     ERROR_BARS,
@@ -41,9 +41,9 @@ from shortcutlab.diagvib.metrics import (  # noqa: E402
     DiagvibMetrics,
     compute_metrics,
 )
-from shortcutlab.diagvib.report import format_mean_err, write_report  # noqa: E402
-from shortcutlab.runner.backends import run_jobs  # noqa: E402
-from shortcutlab.train.config import TrainConfig  # noqa: E402
+from shortcutlab.diagvib.report import format_mean_err, write_report
+from shortcutlab.runner.backends import run_jobs
+from shortcutlab.train.config import TrainConfig
 
 REFERENCE_TEXTURES = Path(__file__).resolve().parents[2] / "shared/data/diagvib6-paper/textures"
 CGO = ("ZGO", "CGO-1", "CGO-2", "CGO-3")

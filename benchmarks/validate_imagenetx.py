@@ -141,6 +141,8 @@ def main() -> int:
 
 def _paper_analyses(results: Path) -> bool:
     """Figures 1b, 4, 6 and 17 from the authors' tables with the library functions."""
+    import time
+
     from shortcutlab.imagenetx.analyses import (
         error_ratios,
         figure4_models,
@@ -149,8 +151,6 @@ def _paper_analyses(results: Path) -> bool:
     )
     from shortcutlab.imagenetx.spillover import claim_verdicts
     from shortcutlab.imagenetx.statistics import alexander_govern_by_factor
-
-    import time
 
     start = time.perf_counter()
     tables = read_result_tables(results, "top", "class")

@@ -101,3 +101,74 @@ def test_the_checker_catches_a_planted_violation(
     (tree / "cli" / "main.py").write_text("from shortcutlab.diagvib import report\n")
     found = violations(tree)
     assert len(found) == 1 and expected in found[0] and where in found[0]
+
+
+# ------------------------------------------------------------------ engines know no benchmark
+ENGINES = ("train", "runner", "stats")
+# Words an engine must not use: a benchmark's factor and study names as string values, and
+# identifiers naming DiagViB-6 or its DiagViB-only notions.
+BENCHMARK_IDENTIFIERS = {"benchmark_seed", "factor_classes"}
+# Still to move out of the engines (issue 27; each entry must still be true, see the test below):
+# the factor-space Stylized/Debiased re-rendering, the AlgorithmContext layout field that feeds
+# it, the generic Job's DiagViB-6 seed and the collector's scale column.
+KNOWN_CONCEPTS: set[tuple[str, str]] = {
+    ("train/algorithms/base.py", "factor_classes"),
+    ("train/algorithms/stylized.py", "factor_classes"),
+    ("train/algorithms/stylized.py", "hue"),
+    ("train/algorithms/stylized.py", "texture"),
+    ("runner/jobs.py", "benchmark_seed"),
+    ("runner/collect.py", "scale"),
+}
+
+
+def _benchmark_words() -> set[str]:
+    from shortcutlab.diagvib.factors import FACTORS
+    from shortcutlab.diagvib.spec import STUDIES
+
+    return set(FACTORS) | set(STUDIES)
+
+
+def benchmark_concepts(root: Path, packages: tuple[str, ...] = ENGINES) -> set[tuple[str, str]]:
+    """(file, concept) for every benchmark concept an engine module under ``root`` names: a
+    string value equal to a factor or study name, or an identifier naming DiagViB-6."""
+    words = _benchmark_words()
+    found: set[tuple[str, str]] = set()
+    for package in packages:
+        for path in sorted((root / package).rglob("*.py")):
+            rel = path.relative_to(root).as_posix()
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                    if node.value.strip() in words:
+                        found.add((rel, node.value.strip()))
+                    continue
+                name = (node.id if isinstance(node, ast.Name) else
+                        node.attr if isinstance(node, ast.Attribute) else
+                        node.arg if isinstance(node, ast.arg) else
+                        node.name if isinstance(node, ast.FunctionDef | ast.ClassDef) else None)
+                if name and ("diagvib" in name.lower() or name in BENCHMARK_IDENTIFIERS):
+                    found.add((rel, name))
+    return found
+
+
+def test_engines_name_no_benchmark_concept() -> None:
+    found = benchmark_concepts(PACKAGE_ROOT)
+    assert found - KNOWN_CONCEPTS == set(), "an engine names a benchmark concept"
+    assert KNOWN_CONCEPTS - found == set(), "fixed: remove these from KNOWN_CONCEPTS"
+
+
+@pytest.mark.parametrize(
+    ("line", "concept"),
+    [
+        ('PREDICTED = "texture"', "texture"),
+        ("def f(job):\n    return job.benchmark_seed", "benchmark_seed"),
+        ("from x import y\nis_diagvib = True", "is_diagvib"),
+        ('STUDY = "CHGO"', "CHGO"),
+    ],
+)
+def test_the_concept_checker_catches_a_planted_name(tmp_path: Path, line: str,
+                                                     concept: str) -> None:
+    engine = tmp_path / "train"
+    engine.mkdir()
+    (engine / "fine.py").write_text('x = y.shape\nmode = "scale up"\n', encoding="utf-8")
+    (engine / "planted.py").write_text(line + "\n", encoding="utf-8")
+    assert benchmark_concepts(tmp_path) == {("train/planted.py", concept)}

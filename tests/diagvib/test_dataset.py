@@ -15,6 +15,7 @@ from shortcutlab.diagvib.dataset import DiagvibDataset, channel_stats, export_sp
 from shortcutlab.diagvib.factors import FACTOR_TABLE, FACTORS
 from shortcutlab.diagvib.studies import make_experiment
 from shortcutlab.errors import DiagvibError, SpecError
+from shortcutlab.train.normalization import channel_stats as train_channel_stats
 from shortcutlab.utils.rng import rng
 
 
@@ -136,6 +137,19 @@ def test_channel_stats_streaming_exact(fake: FakeGenerator) -> None:
         channel_stats(ds, n=0)
 
 
+def test_the_two_channel_statistics_agree(fake: FakeGenerator) -> None:
+    """The exact histogram statistics (``diagvib.dataset.channel_stats``, for reports) and the
+    streamed moments the trainer normalises with (``train.normalization.channel_stats``) are two
+    methods for one quantity. They agree to float32 rounding (items hold x / 255 in float32, the
+    histogram uses k / 255 in float64), below the precision inputs are normalised with."""
+    ds = DiagvibDataset(SPEC, "train")
+    mean, std = channel_stats(ds)
+    streamed = train_channel_stats(ds, batch_size=13)
+    assert np.allclose(mean, streamed.mean, rtol=0, atol=1e-7)
+    assert np.allclose(std, streamed.std, rtol=0, atol=1e-7)
+    assert not np.allclose(mean, np.roll(streamed.mean, 1), rtol=0, atol=1e-3)  # per channel
+
+
 def test_export_npz(tmp_path, fake: FakeGenerator) -> None:
     out = export_split(SPEC, "test", tmp_path / "test.npz", limit=9, batch_size=4)
     with np.load(out, allow_pickle=False) as z:
@@ -231,7 +245,6 @@ def test_cli_studies_and_export(tmp_path, fake: FakeGenerator) -> None:
 
 
 def test_real_generator_deterministic_across_workers() -> None:
-    pytest.importorskip("shortcutlab.diagvib.render")
     ds = DiagvibDataset(make_experiment("CHGO/shape-hue/0", scale=0.001), "test")
     sub = torch.utils.data.Subset(ds, range(10))
     ref = _collect(sub, batch_size=10, num_workers=0)

@@ -20,8 +20,8 @@ from shortcutlab.diagvib import (
 )
 from shortcutlab.diagvib import dataset as dataset_module
 from shortcutlab.diagvib.factors import FACTOR_TABLE, FACTORS
-from shortcutlab.errors import DiagvibError
-from shortcutlab.train.trainer import mean_per_class_accuracy as trainer_metric
+from shortcutlab.errors import DiagvibError, ShortcutlabError
+from shortcutlab.train import metrics as train_metrics
 
 
 class ZeroGenerator:
@@ -48,8 +48,8 @@ def test_metric_matches_sklearn_balanced_accuracy_and_the_trainer(seed: int) -> 
     preds, target = _imbalanced(seed)
     expected = balanced_accuracy_score(target, preds)
     assert mean_per_class_accuracy(preds, target) == pytest.approx(expected, abs=1e-12)
-    assert mean_per_class_accuracy(preds, target, 3) == pytest.approx(
-        trainer_metric(target, preds, 3), abs=1e-12)
+    assert mean_per_class_accuracy(preds, target, 3) == pytest.approx(expected, abs=1e-12)
+    assert mean_per_class_accuracy is train_metrics.mean_per_class_accuracy  # one home
     torch_value = mean_per_class_accuracy(torch.from_numpy(preds), torch.from_numpy(target))
     assert isinstance(torch_value, torch.Tensor) and torch_value.ndim == 0
     assert float(torch_value) == pytest.approx(expected, abs=1e-6)
@@ -67,7 +67,7 @@ def test_metric_takes_scores_and_ignores_classes_only_predicted() -> None:
     assert np.isnan(mean_per_class_accuracy(np.zeros(0, int), np.zeros(0, int)))
     # plain accuracy would differ on this unbalanced set: the trap the metric avoids
     assert float(np.mean(preds == target)) != pytest.approx(by_loop)
-    with pytest.raises(DiagvibError, match="expected \\(5,\\)"):
+    with pytest.raises(ShortcutlabError, match="expected \\(5,\\)"):
         mean_per_class_accuracy(preds[:4], target)
 
 

@@ -61,7 +61,7 @@ def test_study_not_generated_is_named(tmp_path) -> None:
         build_jobs("small_cnn", ["ZSO"], specs_dir=tmp_path)
 
 
-def _texture_folder(path, seed: int = 0):  # noqa: ANN001, ANN202
+def _texture_folder(path, seed: int = 0):
     from PIL import Image
 
     from shortcutlab.diagvib.factors import get_factor

@@ -255,7 +255,7 @@ def test_labels_for_algorithms_and_scales() -> None:
         (lambda t: pd.concat([t, t.assign(job_id=t["job_id"] + "x")]), "different config"),
     ],
 )
-def test_bad_tables_raise_clear_errors(change, message: str) -> None:  # noqa: ANN001
+def test_bad_tables_raise_clear_errors(change, message: str) -> None:
     table = synthetic_table(studies=("ZGO",), samples=(0,))
     with pytest.raises(MetricsError) as info:
         compute_metrics(change(table))

@@ -20,7 +20,7 @@ def _jobs(tag: str) -> list[Job]:
     ]
 
 
-def _check(tmp_path, summary, jobs: list[Job]) -> None:  # noqa: ANN001
+def _check(tmp_path, summary, jobs: list[Job]) -> None:
     assert len(summary.done) == 3 and len(summary.failed) == 1
     assert "failed on purpose" in summary.failed[0].error
     table = collect(tmp_path).set_index("job_id")

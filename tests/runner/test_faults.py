@@ -41,7 +41,7 @@ def _jobs(tag: str = "a-b", n: int = 1, fail: bool = True) -> list[Job]:
     return jobs + ([Job(experiment="noop/fail-x/0", kind="noop")] if fail else [])
 
 
-def _run(jobs: list[Job], out: Path, **kw: object):  # noqa: ANN202
+def _run(jobs: list[Job], out: Path, **kw: object):
     return run_jobs(jobs, out, backend="serial", progress=False, **kw)
 
 

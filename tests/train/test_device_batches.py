@@ -19,7 +19,7 @@ class DeviceFake(FakeDiagvib):
     """FakeDiagvib that can also make whole batches "on the device" (stacked items), counting
     the calls so that the tests see which path ran."""
 
-    def __init__(self, *args, **kwargs) -> None:  # noqa: ANN002, ANN003
+    def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.device_calls: list[list[int]] = []
 

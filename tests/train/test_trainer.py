@@ -7,10 +7,16 @@ import numpy as np
 import pytest
 import torch
 
-from shortcutlab.train.algorithms import register_algorithm
+from shortcutlab.train import algorithms
 from shortcutlab.train.algorithms.base import Algorithm
 from shortcutlab.train.config import TrainConfig
-from shortcutlab.train.trainer import EPOCH_COLUMNS, EpochBatches, mean_per_class_accuracy, train
+from shortcutlab.train.metrics import mean_per_class_accuracy
+from shortcutlab.train.trainer import (
+    EPOCH_COLUMNS,
+    EpochBatches,
+    evaluate,
+    train,
+)
 from tests.train.fake_data import FakeDiagvib
 
 
@@ -20,13 +26,14 @@ def _reference_mpca(y_true: np.ndarray, y_pred: np.ndarray) -> float:
 
 
 def test_mean_per_class_accuracy_matches_reference() -> None:
-    assert mean_per_class_accuracy(np.array([0, 0, 0, 1]), np.array([0, 0, 1, 1]), 3) == (
-        pytest.approx((2 / 3 + 1) / 2)
-    )
+    # (preds, target), the one order: recall of class 0 is 2/3, of class 1 is 1
+    preds, target = np.array([0, 0, 1, 1]), np.array([0, 0, 0, 1])
+    assert mean_per_class_accuracy(preds, target, 3) == pytest.approx((2 / 3 + 1) / 2)
+    assert mean_per_class_accuracy(target, preds, 3) == pytest.approx((1 + 1 / 2) / 2)
     g = np.random.default_rng(0)
     for _ in range(20):
         y, p = g.integers(0, 3, 50), g.integers(0, 3, 50)
-        assert mean_per_class_accuracy(y, p, 3) == pytest.approx(_reference_mpca(y, p))
+        assert mean_per_class_accuracy(p, y, 3) == pytest.approx(_reference_mpca(y, p))
     assert np.isnan(mean_per_class_accuracy(np.array([]), np.array([]), 3))
 
 
@@ -85,21 +92,30 @@ def test_same_config_same_numbers_whatever_the_runtime_options() -> None:
     assert not first.epochs["train_loss"].equals(other_seed.epochs["train_loss"])
 
 
-@register_algorithm(name="_frozen_test")
 class _Frozen(Algorithm):
     """Never learns: validation loss is constant, so early stopping must trigger."""
 
-    def __init__(self, num_classes, config, context=None) -> None:  # noqa: ANN001
+    def __init__(self, num_classes, config, context=None) -> None:
         super().__init__(num_classes, config, context)
         self.w = torch.nn.Parameter(torch.zeros(num_classes))
 
-    def update(self, batch):  # noqa: ANN001, ANN201
+    def update(self, batch):
         return {"loss": 1.0}
 
-    def predict(self, x):  # noqa: ANN001, ANN201
+    def predict(self, x):
         return self.w.expand(len(x), -1)
 
 
+@pytest.fixture
+def frozen_algorithm(monkeypatch: pytest.MonkeyPatch) -> str:
+    """``_frozen_test`` registered for one test only (the registry is restored afterwards)."""
+    algorithms.list_algorithms()  # load the built-ins before copying the registry
+    monkeypatch.setattr(algorithms, "_REGISTRY", dict(algorithms._REGISTRY))
+    algorithms.register_algorithm(_Frozen, name="_frozen_test")
+    return "_frozen_test"
+
+
+@pytest.mark.usefixtures("frozen_algorithm")
 def test_early_stopping_on_validation_loss() -> None:
     cfg = TrainConfig(algorithm="_frozen_test", epochs=10, patience=2)
     res = train(cfg, **DATA)
@@ -108,7 +124,37 @@ def test_early_stopping_on_validation_loss() -> None:
     assert no_patience.epochs_run == 4 and not no_patience.stopped_early
 
 
-def test_keep_best_state_returns_the_best_weights() -> None:
+class _Drifting(_Frozen):
+    """Moves its logits towards class 0 at every step: the validation loss grows epoch after
+    epoch, so the best epoch is the first and the last weights are not the best."""
+
+    def update(self, batch):
+        with torch.no_grad():
+            self.w[0] += 1.0
+        return {"loss": 1.0}
+
+
+@pytest.fixture
+def drifting_algorithm(monkeypatch: pytest.MonkeyPatch) -> str:
+    algorithms.list_algorithms()
+    monkeypatch.setattr(algorithms, "_REGISTRY", dict(algorithms._REGISTRY))
+    algorithms.register_algorithm(_Drifting, name="_drifting_test")
+    return "_drifting_test"
+
+
+def test_keep_best_state_returns_the_best_weights(drifting_algorithm: str) -> None:
+    cfg = TrainConfig(algorithm=drifting_algorithm, epochs=3, batch_size=16)
+    res = train(cfg, **DATA, keep_best_state=True)
+    assert res.best_state is not None and res.best_epoch == 0 < res.epochs_run - 1
+    steps_per_epoch = len(DATA["train_ds"]) // cfg.batch_size
+    assert float(res.best_state["w"][0]) == steps_per_epoch  # the weights after epoch 0
+    again = algorithms.create_algorithm(drifting_algorithm, 3, cfg)
+    again.load_state_dict(res.best_state)
+    val = evaluate(again, DATA["val_ds"], device=torch.device("cpu"))
+    assert val.loss == pytest.approx(res.val_loss, rel=1e-12)
+
+
+def test_keep_best_state_of_a_real_model() -> None:
     res = train(CFG, **DATA, keep_best_state=True)
     assert res.best_state is not None
     assert any(k.endswith("head.weight") for k in res.best_state)

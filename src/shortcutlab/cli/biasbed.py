@@ -7,7 +7,18 @@ from pathlib import Path
 import typer
 
 from shortcutlab.cli.errors import clean_errors
-from shortcutlab.cli.options import mnist_option, textures_option
+from shortcutlab.cli.options import (
+    backend_option,
+    mnist_option,
+    ray_address_option,
+    slurm_cpus_option,
+    slurm_gpus_option,
+    slurm_options,
+    slurm_partition_option,
+    slurm_time_option,
+    textures_option,
+    workers_option,
+)
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 
@@ -109,13 +120,13 @@ def run(
     scale: float = typer.Option(0.01, help="DiagViB-6 dataset size relative to the paper's."),
     mnist: Path = mnist_option("DiagViB-6 datasets: "),
     textures: Path = textures_option("DiagViB-6 datasets: "),
-    backend: str = typer.Option("processes", help="serial | processes | ray | slurm."),
-    workers: int = typer.Option(None, help="Parallel jobs for the processes/ray backends."),
-    ray_address: str = typer.Option(None, help="Join an existing Ray cluster (e.g. auto)."),
-    slurm_partition: str = typer.Option(None, help="SLURM partition."),
-    slurm_time: int = typer.Option(240, help="SLURM time limit per job in minutes."),
-    slurm_gpus: int = typer.Option(0, help="GPUs per SLURM job."),
-    slurm_cpus: int = typer.Option(4, help="CPUs per SLURM job."),
+    backend: str = backend_option(),
+    workers: int = workers_option(),
+    ray_address: str = ray_address_option(),
+    slurm_partition: str = slurm_partition_option(),
+    slurm_time: int = slurm_time_option(),
+    slurm_gpus: int = slurm_gpus_option(),
+    slurm_cpus: int = slurm_cpus_option(),
     device: str = typer.Option("auto", help="auto | cpu | cuda."),
     out: Path = typer.Option(..., "--out", help="Run folder (one sub-folder per run)."),
 ) -> None:
@@ -136,7 +147,7 @@ def run(
         run_protocol,
     )
     from shortcutlab.errors import unknown_choice
-    from shortcutlab.runner.backends import SlurmOptions, describe_failures
+    from shortcutlab.runner.backends import describe_failures
     from shortcutlab.train.config import PROTOCOLS, Precision
     from shortcutlab.utils.device import resolve_device
 
@@ -217,8 +228,7 @@ def run(
     for line in dict.fromkeys(p.settings() for p in planned):
         console.print(f"  {line}")
     console.print(f"backend {backend}")
-    slurm = SlurmOptions(partition=slurm_partition, timeout_min=slurm_time,
-                         gpus_per_node=slurm_gpus, cpus_per_task=slurm_cpus)
+    slurm = slurm_options(slurm_partition, slurm_time, slurm_gpus, slurm_cpus)
     summary = run_protocol(planned, out, backend=backend, workers=workers, device=device,
                            ray_address=ray_address, slurm=slurm)
     console.print(

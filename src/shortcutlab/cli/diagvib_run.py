@@ -7,12 +7,20 @@ from pathlib import Path
 import typer
 
 from shortcutlab.cli.options import (
+    backend_option,
     mnist_option,
     pairs_option,
+    ray_address_option,
     samples_option,
     seeds_option,
     selection_option,
+    slurm_cpus_option,
+    slurm_gpus_option,
+    slurm_options,
+    slurm_partition_option,
+    slurm_time_option,
     textures_option,
+    workers_option,
 )
 from shortcutlab.cli.output import json_option, print_json
 
@@ -60,8 +68,8 @@ def run(
         None, "--budget-seconds", min=0, help="Start no new job after this many seconds and "
         "stop cleanly; the same command goes on with the rest."
     ),
-    backend: str = typer.Option("processes", help="serial | processes | ray | slurm."),
-    workers: int = typer.Option(None, help="Parallel jobs (processes) / CPUs of a local Ray."),
+    backend: str = backend_option(),
+    workers: int = workers_option(),
     jobs_per_gpu: int = typer.Option(
         1, "--jobs-per-gpu", min=1, help="Jobs sharing one GPU (processes, ray); on several "
         "GPUs each worker is pinned to one."
@@ -70,11 +78,11 @@ def run(
         1, "--threads", min=1, help="CPU threads of each job (part of the job: its numbers do "
         "not depend on --workers; a value other than 1 gives new job ids)."
     ),
-    ray_address: str = typer.Option(None, help="Join an existing Ray cluster (e.g. auto)."),
-    slurm_partition: str = typer.Option(None, help="SLURM partition."),
-    slurm_time: int = typer.Option(240, help="SLURM time limit per job in minutes."),
-    slurm_gpus: int = typer.Option(0, help="GPUs per SLURM job."),
-    slurm_cpus: int = typer.Option(4, help="CPUs per SLURM job."),
+    ray_address: str = ray_address_option(),
+    slurm_partition: str = slurm_partition_option(),
+    slurm_time: int = slurm_time_option(),
+    slurm_gpus: int = slurm_gpus_option(),
+    slurm_cpus: int = slurm_cpus_option(),
     device: str = typer.Option("auto", help="auto | cpu | cuda."),
     out: Path = typer.Option(..., "--out", help="Run folder (one sub-folder per job)."),
     as_json: bool = json_option("Print the run summary as one JSON object (job counts, table)."),
@@ -91,7 +99,7 @@ def run(
 
     from shortcutlab.diagvib.jobs import build_jobs
     from shortcutlab.errors import RunnerError
-    from shortcutlab.runner.backends import SlurmOptions, describe_failures, run_jobs
+    from shortcutlab.runner.backends import describe_failures, run_jobs
     from shortcutlab.train.config import TrainConfig
     from shortcutlab.utils.device import resolve_device
 
@@ -116,8 +124,7 @@ def run(
                   f"{jobs[0].train.describe_protocol() if jobs else base.describe_protocol()}, "
                   f"head {jobs[0].train.head if jobs else base.head}, scale {scale:g}, "
                   f"backend {backend})")
-    slurm = SlurmOptions(partition=slurm_partition, timeout_min=slurm_time,
-                         gpus_per_node=slurm_gpus, cpus_per_task=slurm_cpus)
+    slurm = slurm_options(slurm_partition, slurm_time, slurm_gpus, slurm_cpus)
     summary = run_jobs(jobs, out, backend=backend, workers=workers, device=device,
                        ray_address=ray_address, slurm=slurm, jobs_per_gpu=jobs_per_gpu,
                        budget_seconds=budget_seconds)

@@ -33,7 +33,7 @@ def _pred_col_option() -> typer.models.OptionInfo:
 
 
 def _predictions(paths: list[Path] | None, original_labels: bool, file_col: str | None = None,
-                 pred_col: str | None = None):  # noqa: ANN202
+                 pred_col: str | None = None):
     from shortcutlab.errors import ImagenetXError
     from shortcutlab.imagenetx.predictions import (
         combine,

@@ -66,3 +66,40 @@ def pairs_option() -> Any:
 def seeds_option(default: list[int] | None = None) -> Any:
     """``--seeds``: training seeds (repeatable); one run per seed."""
     return typer.Option(default or [0], "--seeds", help="Training seed (repeatable); one run each.")
+
+
+# ------------------------------------------------------------- backends (diagvib run, biasbed run)
+def backend_option() -> Any:
+    return typer.Option("processes", help="serial | processes | ray | slurm.")
+
+
+def workers_option() -> Any:
+    return typer.Option(None, help="Parallel jobs (processes) / CPUs of a local Ray.")
+
+
+def ray_address_option() -> Any:
+    return typer.Option(None, help="Join an existing Ray cluster (e.g. auto).")
+
+
+def slurm_partition_option() -> Any:
+    return typer.Option(None, help="SLURM partition.")
+
+
+def slurm_time_option() -> Any:
+    return typer.Option(240, help="SLURM time limit per job in minutes.")
+
+
+def slurm_gpus_option() -> Any:
+    return typer.Option(0, help="GPUs per SLURM job.")
+
+
+def slurm_cpus_option() -> Any:
+    return typer.Option(4, help="CPUs per SLURM job.")
+
+
+def slurm_options(partition: str | None, time: int, gpus: int, cpus: int) -> Any:
+    """The runner's SlurmOptions from the four ``--slurm-*`` options."""
+    from shortcutlab.runner.backends import SlurmOptions
+
+    return SlurmOptions(partition=partition, timeout_min=time, gpus_per_node=gpus,
+                        cpus_per_task=cpus)

@@ -14,7 +14,7 @@ from shortcutlab.utils.sanitize import json_safe
 JSON_HELP = "Print the result as one JSON object on stdout (fractions, not percent)."
 
 
-def json_option(help: str = JSON_HELP) -> Any:  # noqa: A002 - typer's own keyword
+def json_option(help: str = JSON_HELP) -> Any:  # "help": typer's own keyword
     """The ``--json`` flag, the same on every command that computes numbers."""
     return typer.Option(False, "--json", help=help)
 

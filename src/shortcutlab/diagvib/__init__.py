@@ -17,7 +17,8 @@ _EXPORTS: dict[str, str] = {
     # factors, specs and studies
     "FACTORS": "factors", "FACTOR_TABLE": "factors",
     "ExperimentSpec": "spec", "SPLITS": "spec", "assign_classes": "spec",
-    "STUDIES": "spec", "make_experiment": "studies", "experiment_names": "studies",
+    "STUDIES": "spec", "Study": "spec", "register_study": "spec",
+    "make_experiment": "studies", "experiment_names": "studies",
     "parse_experiment_name": "studies", "write_benchmark": "studies",
     "paper_sample": "studies", "scaled_sizes": "studies", "select_classes": "studies",
     # images and datasets

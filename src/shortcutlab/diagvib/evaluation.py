@@ -1,6 +1,7 @@
 """Score your own predictions on DiagViB-6, the way the benchmark scores trained runs.
 
-* :func:`mean_per_class_accuracy` — the accuracy every DiagViB-6 number is made of: recall
+* :func:`mean_per_class_accuracy` (the trainer's own, :mod:`shortcutlab.train.metrics`,
+  re-exported) — the accuracy every DiagViB-6 number is made of: recall
   averaged over the classes present in the targets (sklearn's ``balanced_accuracy_score``;
   torchmetrics' ``multiclass_accuracy(average="macro")`` when every class occurs). Functional,
   for numpy arrays and torch tensors. It differs from plain accuracy on test sets that are not
@@ -25,27 +26,13 @@ import numpy as np
 from shortcutlab.diagvib.metrics import TAG_PREFIX
 from shortcutlab.diagvib.spec import N_SELECTED
 from shortcutlab.errors import DiagvibError
-from shortcutlab.train.metrics import as_labels, is_tensor
-from shortcutlab.train.metrics import mean_per_class_accuracy as _mean_per_class_accuracy
+from shortcutlab.train.metrics import as_labels, is_tensor, mean_per_class_accuracy
 
 if TYPE_CHECKING:
     from shortcutlab.diagvib.dataset import DiagvibDataset
 
 def _as_labels(preds: np.ndarray, n: int, what: str = "predictions") -> np.ndarray:
     return as_labels(preds, n, what, error=DiagvibError)
-
-
-def mean_per_class_accuracy(preds: Any, target: Any, num_classes: int | None = None) -> Any:
-    """Recall averaged over the classes present in ``target`` (NaN for no targets).
-
-    ``preds``: class ids (N,) or scores/logits (N, C) (arg-max taken); ``target``: class ids (N,).
-    numpy arrays or lists give a Python float; torch tensors give a 0-dim float tensor on the
-    targets' device (with ``num_classes`` given, no host sync inside a training loop). Classes
-    that only occur in ``preds`` do not count (as in sklearn's ``balanced_accuracy_score``;
-    torchmetrics' macro accuracy would count them as 0). On a class-balanced set it equals plain
-    accuracy. The trainer's metric (:mod:`shortcutlab.train.metrics`), raising DiagvibError.
-    """
-    return _mean_per_class_accuracy(preds, target, num_classes, error=DiagvibError)
 
 
 def _to_numpy(values: Any) -> np.ndarray:
@@ -88,19 +75,21 @@ def evaluate_predictions(
             f"(first: {int(preds[bad][0])})"
         )
     results: dict[str, float] = {
-        "acc_avg": mean_per_class_accuracy(preds, target, num_classes),
+        "acc_avg": mean_per_class_accuracy(preds, target, num_classes, error=DiagvibError),
         "count_all": float(target.size),
         "acc_plain": float((preds == target).mean()),
     }
     names = sorted(set(tags.tolist()))
     for name in names:
         mask = tags == name
-        results[f"acc_{name}"] = mean_per_class_accuracy(preds[mask], target[mask], num_classes)
+        results[f"acc_{name}"] = mean_per_class_accuracy(preds[mask], target[mask], num_classes,
+                                                           error=DiagvibError)
         results[f"count_{name}"] = float(mask.sum())
     kinds = [k for k in ("id", "ood") if any(t.endswith(f"-{k}") for t in names)]
     for kind in kinds:
         mask = np.char.endswith(tags, f"-{kind}")
-        results[f"acc_{kind}"] = mean_per_class_accuracy(preds[mask], target[mask], num_classes)
+        results[f"acc_{kind}"] = mean_per_class_accuracy(preds[mask], target[mask], num_classes,
+                                                           error=DiagvibError)
         results[f"count_{kind}"] = float(mask.sum())
     worst = min(names, key=lambda g: results[f"acc_{g}"])
     results["acc_wg"] = results[f"acc_{worst}"]

@@ -63,7 +63,6 @@ def train_job(job: Job, device: str, keep_best_state: bool = False) -> tuple[Any
     spec, train_ds, val_ds, test_ds = job_datasets(job)
     torch_device = resolve_device(device)
     context = AlgorithmContext(
-        spec=spec, generator=train_ds.generator, data_seed=getattr(train_ds, "render_seed", None),
         factor_classes={f: FACTOR_TABLE[f].classes for f in FACTORS},
         train_dataset=train_ds, device=torch_device,
     )

@@ -30,13 +30,13 @@ import numpy as np
 import pandas as pd
 
 from shortcutlab.diagvib.factors import FACTORS
+from shortcutlab.diagvib.spec import STUDIES as _PAPER_STUDIES
+from shortcutlab.diagvib.spec import get_study, study_names
 from shortcutlab.errors import DiagvibError, unknown_choice
 from shortcutlab.train.implied import implied_algorithm
 from shortcutlab.utils.sanitize import json_safe
 
-STUDIES: tuple[str, ...] = (
-    "ZSO", "ZGO", "CGO-1", "CGO-2", "CGO-3", "CHGO", "FGO-5", "FGO-10", "FGO-20",
-)
+STUDIES: tuple[str, ...] = _PAPER_STUDIES  # the paper's nine, defined in spec
 PAIR_STUDIES: tuple[str, ...] = STUDIES[1:]
 REQUIRED_COLUMNS: tuple[str, ...] = (
     "model", "study", "predicted", "correlated", "sample", "seed", "status", "test_acc",
@@ -124,10 +124,15 @@ def validate_table(table: pd.DataFrame) -> pd.DataFrame:
     algo = df["algorithm"] if "algorithm" in df.columns else pd.Series("", index=df.index)
     df["label"] = [model_label(m, a) for m, a in zip(df["model"], algo, strict=True)]
 
-    bad = sorted(set(df["study"]) - set(STUDIES))
+    known = study_names()  # the paper's studies and the registered ones (spec.register_study)
+    bad = sorted(set(df["study"]) - set(known))
     if bad:
         raise _fail(f"unknown stud{'y' if len(bad) == 1 else 'ies'} {', '.join(map(repr, bad))}"
-                    f"; valid choices: {', '.join(STUDIES)}")
+                    f"; valid choices: {', '.join(known)}")
+    single = sorted(s for s in set(df["study"]) if s != "ZSO" and not get_study(s).correlated)
+    if single:
+        raise _fail(f"study {single[0]!r} has no correlated factor; metrics read ZSO as the only "
+                    "single-factor study (register it with correlated=True)")
     bad = sorted(set(df["status"]) - set(STATUSES))
     if bad:
         raise _fail(unknown_choice("job status", bad[0], STATUSES))
@@ -189,7 +194,7 @@ def status_counts(table: pd.DataFrame) -> pd.DataFrame:
     counts = df.groupby(["label", "study", "status"]).size().unstack("status", fill_value=0)
     counts = counts.reindex(columns=list(STATUSES), fill_value=0).reset_index()
     counts.columns.name = None
-    counts["study"] = pd.Categorical(counts["study"], STUDIES, ordered=True)
+    counts["study"] = pd.Categorical(counts["study"], study_names(), ordered=True)
     return counts.sort_values(["label", "study"]).reset_index(drop=True).astype({"study": str})
 
 
@@ -261,7 +266,7 @@ def factor_aggregates(samples: pd.DataFrame) -> pd.DataFrame:
         agg = _over_samples(per_sample, keys, value=col).merge(n_pairs, on=keys)
         parts.append(agg.assign(metric=metric))
     out = pd.concat([p.rename(columns={"predicted": "factor"}) for p in parts], ignore_index=True)
-    rank = {s: i for i, s in enumerate(STUDIES)}
+    rank = {s: i for i, s in enumerate(study_names())}
     out = out.sort_values(["label", "study", "factor", "metric"],
                           key=lambda c: c.map(rank) if c.name == "study" else c, kind="stable")
     return out[columns].astype({"n": np.int64, "n_pairs": np.int64}).reset_index(drop=True)
@@ -398,7 +403,7 @@ class DiagvibMetrics:
     def studies(self, label: str | None = None) -> list[str]:
         """Studies with at least one finished job (for one model, or any), in STUDIES order."""
         s = self.samples if label is None else self.samples[self.samples["label"] == label]
-        return _order(s["study"], STUDIES)
+        return _order(s["study"], study_names())
 
     def matrix(self, label: str, study: str) -> pd.DataFrame:
         """6x6 ``P_ij`` matrix (rows predicted, columns correlated)."""
@@ -414,7 +419,7 @@ class DiagvibMetrics:
             if len(z):
                 entry["ZSO"] = {"P": {r.factor: _estimate(r) for r in z.itertuples()}}
             p = self.pairs[self.pairs["label"] == label]
-            for study in _order(p["study"], STUDIES):
+            for study in _order(p["study"], study_names()):
                 ps = p[p["study"] == study]
                 entry[study] = {"P": {f"{r.predicted}-{r.correlated}": _estimate(r)
                                       for r in ps.itertuples()}}
@@ -464,7 +469,7 @@ class DiagvibMetrics:
             return pd.DataFrame(columns=cols)
         out = pd.concat(frames, ignore_index=True)
         out["n"] = out["n"].astype(int)
-        rank = {v: i for i, v in enumerate((*STUDIES, "CHGO-ZGO", *FACTORS, ""))}
+        rank = {v: i for i, v in enumerate((*study_names(), "CHGO-ZGO", *FACTORS, ""))}
         out = out.sort_values(
             ["label", "study", "metric", "predicted", "correlated"],
             key=lambda c: c if c.name in ("label", "metric") else c.map(rank),

@@ -29,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
@@ -37,14 +38,14 @@ import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
 from shortcutlab.diagvib.factors import FACTOR_TABLE, FACTORS
+from shortcutlab.diagvib.sources import SPLITS, check_split
 from shortcutlab.errors import SpecError, unknown_choice
+from shortcutlab.utils.registry import register
 from shortcutlab.utils.rng import rng
 
 StudyName = Literal["ZSO", "ZGO", "CGO-1", "CGO-2", "CGO-3", "CHGO", "FGO-5", "FGO-10", "FGO-20"]
 STUDIES: tuple[StudyName, ...] = get_args(StudyName)
 CUSTOM_STUDY = "custom"
-Split = Literal["train", "val", "test"]
-SPLITS: tuple[Split, ...] = get_args(Split)
 Selection = Literal["seeded", "paper"]
 SELECTIONS: tuple[Selection, ...] = get_args(Selection)
 DEFAULT_SELECTION: Selection = "seeded"
@@ -54,6 +55,53 @@ N_SELECTED = 3
 WEIGHT_TOLERANCE = 1e-6
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+# ------------------------------------------------------------------------------------ studies
+Weights = Callable[..., tuple[np.ndarray, np.ndarray]]
+
+
+@dataclass(frozen=True)
+class Study:
+    """A study described once; specs, jobs, metrics and reports read this description.
+
+    ``correlated``: whether its experiments pair the predicted factor with a correlated one
+    (every study but ZSO; metrics then give ``P_ij`` per ordered pair, else ``P_i`` per
+    factor). ``weights``: ``(train, test)`` cell weights as ``weights(seed=, sample=,
+    predicted=, correlated=, selection=)`` returns them (None: the experiment spec states them,
+    as a ``custom`` spec does). ``description``: one line for tables and reports.
+    """
+
+    name: str
+    correlated: bool = True
+    weights: Weights | None = None
+    description: str = ""
+
+
+_STUDIES: dict[str, Study] = {}
+
+
+def register_study(study: Study, *, override: bool = False) -> Study:
+    """Make ``study`` known to specs, jobs, metrics and reports (a taken name is refused unless
+    ``override=True``); studies are listed in registration order."""
+    return register(_STUDIES, study.name, study, what="study", error=SpecError,
+                    override=override)
+
+
+def get_study(name: str) -> Study:
+    """The registered study ``name``; a SpecError listing the registered ones otherwise."""
+    if name not in _STUDIES:
+        raise SpecError(unknown_choice("study", name, list(_STUDIES)))
+    return _STUDIES[name]
+
+
+def study_names() -> tuple[str, ...]:
+    """Every registered study, the paper's first (in the paper's order), then the others."""
+    return tuple(_STUDIES)
+
+
+for _name in (*STUDIES, CUSTOM_STUDY):
+    register_study(Study(_name, correlated=_name != "ZSO"))
 
 
 def _fmt_loc(loc: tuple[Any, ...]) -> str:
@@ -106,8 +154,7 @@ class ExperimentSpec(BaseModel):
 
     @model_validator(mode="after")
     def _check(self) -> ExperimentSpec:
-        if self.study not in (*STUDIES, CUSTOM_STUDY):
-            raise SpecError(unknown_choice("study", self.study, (*STUDIES, CUSTOM_STUDY)))
+        study = get_study(self.study)
         joint = [self.predicted] + ([self.correlated] if self.correlated is not None else [])
         joint += list(self.more_correlated)
         if self.correlated is None and self.more_correlated:
@@ -123,9 +170,10 @@ class ExperimentSpec(BaseModel):
                 f"fields predicted/correlated: a factor appears twice in {joint!r}; "
                 f"choose distinct factors from: {', '.join(FACTORS)}"
             )
-        if self.study == "ZSO" and self.correlated is not None:
-            raise SpecError(f"study ZSO has no correlated factor (got {self.correlated!r})")
-        if self.study not in ("ZSO", CUSTOM_STUDY) and self.correlated is None:
+        if not study.correlated and self.correlated is not None:
+            raise SpecError(f"study {self.study} has no correlated factor "
+                            f"(got {self.correlated!r})")
+        if study.correlated and self.study != CUSTOM_STUDY and self.correlated is None:
             raise SpecError(f"study {self.study} needs a correlated factor (got None)")
         if self.sample < 0:
             raise SpecError(f"field sample must be >= 0 (got {self.sample})")
@@ -211,7 +259,7 @@ class ExperimentSpec(BaseModel):
 
     def weights_of(self, split: str) -> np.ndarray:
         """Cell weights of ``split`` as an array of shape ``(3,) * len(joint_factors)``."""
-        _check_split(split)
+        check_split(split)
         key = "train" if split == "val" and "val" not in self.weights else split
         return np.asarray(self.weights[key], dtype=np.float64)
 
@@ -355,11 +403,6 @@ def _yaml_lines(data: dict[str, Any], indent: int) -> list[str]:
     return lines
 
 
-def _check_split(split: str) -> None:
-    if split not in SPLITS:
-        raise SpecError(unknown_choice("split", split, SPLITS))
-
-
 # --------------------------------------------------------------------------------- counting
 def apportion(weights: np.ndarray, n: int, tie_start: int = 0) -> np.ndarray:
     """Split ``n`` items over ``weights`` by largest remainder; ties go to the lowest index
@@ -409,7 +452,8 @@ class Assignment:
 def _tags_of(spec: ExperimentSpec, cells: np.ndarray) -> np.ndarray:
     k = len(spec.joint_factors)
     table = np.array(
-        [spec.cell_tag(np.unravel_index(c, (N_SELECTED,) * k)) for c in range(N_SELECTED**k)]
+        [spec.cell_tag(tuple(int(d) for d in np.unravel_index(c, (N_SELECTED,) * k)))
+         for c in range(N_SELECTED**k)]
     )
     return table[cells]
 
@@ -420,7 +464,7 @@ def assign_classes(spec: ExperimentSpec, split: str) -> Assignment:
     A paired experiment gets the classes of its :meth:`~ExperimentSpec.image_source`, image by
     image, with labels, cells and tags of its own orientation.
     """
-    _check_split(split)
+    check_split(split)
     source = spec.image_source()
     if source is not spec:
         base = assign_classes(source, split)
@@ -439,13 +483,13 @@ def assign_classes(spec: ExperimentSpec, split: str) -> Assignment:
     cells = np.repeat(np.arange(counts.size, dtype=np.int64), counts.ravel())  # sorted by cell
     local = np.empty((n, len(FACTORS)), dtype=np.int64)
     digits = np.unravel_index(cells, counts.shape)
-    joint = spec.joint_factors
-    for pos, name in enumerate(joint):
+    joint_names = spec.joint_factors
+    for pos, name in enumerate(joint_names):
         local[:, FACTORS.index(name)] = digits[pos]
     # Other factors: balanced within each (contiguous) cell block, shuffled within the block.
     cycle = np.arange(n, dtype=np.int64) % N_SELECTED
     for fi, name in enumerate(FACTORS):
-        if name in joint:
+        if name in joint_names:
             continue
         order = np.lexsort((gen.random(n), cells))
         column = np.empty(n, dtype=np.int64)

@@ -48,6 +48,8 @@ from shortcutlab.diagvib.spec import (
     STUDIES,
     ExperimentSpec,
     Selection,
+    get_study,
+    study_names,
 )
 from shortcutlab.errors import SpecError, unknown_choice
 from shortcutlab.utils.io import write_text
@@ -76,6 +78,8 @@ DEFAULT_SIZES: dict[str, int] = {"train": 43740, "val": 8748, "test": 10000}
 DEFAULT_SAMPLES = 5
 
 Pair = tuple[str, str]
+Cell = tuple[int, int]
+"""(row, column) of a cell of the 3 x 3 table of selected classes."""
 
 
 def factor_pairs() -> list[Pair]:
@@ -84,8 +88,10 @@ def factor_pairs() -> list[Pair]:
 
 
 def _check_study(study: str) -> str:
-    if study not in STUDIES:
-        raise SpecError(unknown_choice("study", study, STUDIES))
+    """``study`` if it is the paper's or a registered study with cell weights."""
+    known = [n for n in study_names() if n in STUDIES or get_study(n).weights is not None]
+    if study not in known:
+        raise SpecError(unknown_choice("study", study, known))
     return study
 
 
@@ -146,7 +152,7 @@ def experiment_names(
     zso_factors = list(dict.fromkeys(p for p, _ in chosen_pairs))
     names: list[str] = []
     for study in chosen_studies:
-        if study == "ZSO":
+        if not get_study(study).correlated:
             for factor in zso_factors:
                 names += [f"ZSO/{factor}/{s}" for s in chosen_samples]
         else:
@@ -173,10 +179,10 @@ def parse_experiment_name(name: str) -> tuple[str, str, str | None, int]:
         ) from None
     if sample < 0:
         raise SpecError(f"dataset sample {sample} in {name!r} must be >= 0")
-    if study == "ZSO":
+    if not get_study(study).correlated:
         if "-" in middle:
             raise SpecError(
-                f"ZSO has no correlated factor: use ZSO/<factor>/<sample>, factor one of: "
+                f"{study} has no correlated factor: use {study}/<factor>/<sample>, factor one of: "
                 f"{', '.join(FACTORS)} (got {middle!r})"
             )
         return study, _check_factor(middle), None, sample
@@ -213,7 +219,9 @@ def _paper_table() -> tuple[PaperSample, ...]:
     for i, entry in enumerate(doc["samples"]):
         if entry["sample"] != i:
             raise _bad_table(f"entry {i} is numbered {entry['sample']}")
-        classes = {f: tuple(str(c) for c in entry["classes"][f]) for f in FACTORS}
+        classes: dict[str, tuple[str, ...]] = {
+            f: tuple(str(c) for c in entry["classes"][f]) for f in FACTORS
+        }
         for f, chosen in classes.items():
             if len(set(chosen)) != N_SELECTED or not set(chosen) <= set(FACTOR_TABLE[f].classes):
                 raise _bad_table(f"sample {i}: {f} classes {list(chosen)}")
@@ -247,7 +255,7 @@ def _check_selection(selection: str, samples: Iterable[int] = ()) -> Selection:
     if selection == "paper":
         for s in samples:
             paper_sample(s)
-    return selection  # type: ignore[return-value]
+    return selection
 
 
 # --------------------------------------------------------------------------- selections and cells
@@ -273,25 +281,25 @@ def _select_classes(seed: int, sample: int) -> tuple[tuple[str, tuple[str, ...]]
     return tuple(out)
 
 
-def _cgo_added_cells(seed: int, sample: int, predicted: str, correlated: str) -> list[Pair]:
+def _cgo_added_cells(seed: int, sample: int, predicted: str, correlated: str) -> list[Cell]:
     """Random off-diagonal cells in the order CGO adds them (at most one per row)."""
     off = [(a, b) for a in range(N_SELECTED) for b in range(N_SELECTED) if a != b]
     order = rng(seed, "diagvib-cgo", sample, predicted, correlated).permutation(len(off))
-    added: list[Pair] = []
+    added: list[Cell] = []
     used_rows: set[int] = set()
     for i in order:
         a, b = off[int(i)]
         if a not in used_rows:
-            added.append((a, b))  # type: ignore[arg-type]
+            added.append((a, b))
             used_rows.add(a)
     return added
 
 
 def _cgo_cells(
     seed: int, sample: int, predicted: str, correlated: str, selection: Selection
-) -> list[Pair]:
+) -> list[Cell]:
     if selection == "paper":
-        return list(paper_sample(sample).cgo_cells)  # type: ignore[arg-type]
+        return list(paper_sample(sample).cgo_cells)
     return _cgo_added_cells(seed, sample, predicted, correlated)
 
 
@@ -329,6 +337,10 @@ def study_weights(
     benchmark ``seed``, or the authors' table for ``"paper"``)."""
     _check_study(study)
     _check_selection(selection, [sample])
+    own = get_study(study).weights
+    if study not in STUDIES and own is not None:  # a user-registered study
+        return own(seed=seed, sample=sample, predicted=predicted, correlated=correlated,
+                   selection=selection)
     eye = np.eye(N_SELECTED, dtype=bool)
     if study == "ZSO":
         w = np.full(N_SELECTED, 1.0 / N_SELECTED)
@@ -338,8 +350,8 @@ def study_weights(
     if study.startswith("CGO-"):
         c = int(study.split("-")[1])
         train = eye.copy()
-        for a, b in _cgo_cells(seed, sample, predicted, correlated, selection)[:c]:
-            train[a, b] = True
+        for row, col in _cgo_cells(seed, sample, predicted, correlated, selection)[:c]:
+            train[row, col] = True
         return _uniform(train), _uniform(~train)  # every training cell equally often
     if study == "CHGO":
         a = _chgo_shortcut_class(seed, sample, predicted, correlated, selection)

@@ -31,13 +31,13 @@ from torch import nn
 from torch.utils.data import DataLoader, Dataset
 
 from shortcutlab.errors import DataNotFoundError, ImagenetXError, unknown_choice
+from shortcutlab.train.normalization import IMAGENET_MEAN, IMAGENET_STD
 from shortcutlab.utils.device import resolve_device
 from shortcutlab.utils.io import write_text
 from shortcutlab.utils.progress import progress_bar
 
 IMAGE_SUFFIXES = (".jpeg", ".jpg", ".png")
-MEAN = (0.485, 0.456, 0.406)
-STD = (0.229, 0.224, 0.225)
+MEAN, STD = IMAGENET_MEAN, IMAGENET_STD
 NUM_CLASSES = 1000
 CROP_PCT = 0.875  # 224 / 256
 INTERPOLATIONS = ("bilinear", "bicubic", "nearest")
@@ -72,7 +72,7 @@ def eval_transform(
     interpolation: str = "bilinear",
     mean: tuple[float, ...] = MEAN,
     std: tuple[float, ...] = STD,
-):  # noqa: ANN201 - torchvision transform
+):
     """Resize the short side to ``floor(image_size / crop_pct)`` (256 for 224), centre-crop,
     normalise: timm's evaluation transform for the same data config."""
     from torchvision import transforms
@@ -92,7 +92,7 @@ def eval_transform(
     )
 
 
-def transform_from_config(config: Mapping[str, object]):  # noqa: ANN201
+def transform_from_config(config: Mapping[str, object]):
     """:func:`eval_transform` of a timm-style data config (``input_size`` (C, H, W) or
     ``image_size``, ``crop_pct``, ``interpolation``, ``mean``, ``std``; missing keys keep the
     defaults), e.g. a model's ``pretrained_cfg`` saved as JSON."""

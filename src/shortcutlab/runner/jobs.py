@@ -34,6 +34,7 @@ from shortcutlab.runner.claims import describe_claim, heartbeat, release, try_cl
 from shortcutlab.train.config import TrainConfig, format_validation_error
 from shortcutlab.utils.digest import content_digest
 from shortcutlab.utils.io import atomic_path, write_json, write_text
+from shortcutlab.utils.registry import register
 from shortcutlab.utils.sanitize import json_safe
 
 JOB_FILE, RESULT_FILE, EPOCHS_FILE, DONE_FILE, ERROR_FILE = (
@@ -173,7 +174,7 @@ def _check_parquet(target: Path) -> None:
 
     try:
         pq.read_metadata(target)
-    except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for broken files
+    except Exception as exc:  # pyarrow raises several types for broken files
         raise JobFileError(target, f"is not a readable Parquet file ({type(exc).__name__})"
                            ) from None
 
@@ -296,13 +297,14 @@ class JobKind:
 _JOB_KINDS: dict[str, JobKind] = {}
 
 
-def register_job_kind(name: str, run: JobFunction, describe: Describer | None = None) -> None:
+def register_job_kind(
+    name: str, run: JobFunction, describe: Describer | None = None, *, override: bool = False
+) -> None:
     """Make ``Job(kind=name)`` runnable by ``run(job, device) -> JobOutput``. Re-registering
-    the same functions is a no-op; another function under a taken name is an error."""
-    kind = JobKind(run, describe)
-    if _JOB_KINDS.get(name, kind) != kind:
-        raise RunnerError(f"job kind {name!r} is already registered with another function")
-    _JOB_KINDS[name] = kind
+    the same functions is a no-op; other functions under a taken name are refused (RunnerError)
+    unless ``override=True``."""
+    register(_JOB_KINDS, name, JobKind(run, describe), what="job kind", error=RunnerError,
+             override=override)
 
 
 def job_kinds() -> list[str]:

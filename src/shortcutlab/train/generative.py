@@ -29,8 +29,6 @@ from torch import nn
 from shortcutlab.errors import TrainError
 from shortcutlab.train.implied import MODEL_ALGORITHMS, implied_algorithm
 
-#: Model name -> the algorithm that trains it (asr, vae, factor_vae in train/algorithms).
-
 #: Latent size of both VAEs (paper appendix A.2).
 LATENT_SIZE = 12
 
@@ -68,7 +66,8 @@ class UNetLens(nn.Module):
         )
         self.out = nn.Conv2d(chans[0], 3, 1)
         nn.init.zeros_(self.out.weight)
-        nn.init.zeros_(self.out.bias)
+        if self.out.bias is not None:
+            nn.init.zeros_(self.out.bias)
 
     def residual(self, x: torch.Tensor) -> torch.Tensor:
         """The edit the lens adds to ``x`` (before clamping)."""

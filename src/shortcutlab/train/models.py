@@ -26,6 +26,7 @@ from torch import nn
 
 from shortcutlab.errors import DataNotFoundError, TrainError, unknown_choice
 from shortcutlab.train import generative as _generative
+from shortcutlab.utils.registry import register
 
 ENTRY_POINT_GROUP = "shortcutlab.models"
 
@@ -38,20 +39,26 @@ _entry_points_loaded = False
 
 
 @overload
-def register_model(fn: F, *, name: str | None = None) -> F: ...
+def register_model(fn: F, *, name: str | None = None, override: bool = False) -> F: ...
 @overload
-def register_model(fn: None = None, *, name: str | None = None) -> Callable[[F], F]: ...
+def register_model(
+    fn: None = None, *, name: str | None = None, override: bool = False
+) -> Callable[[F], F]: ...
 
 
-def register_model(fn: F | None = None, *, name: str | None = None) -> F | Callable[[F], F]:
+def register_model(
+    fn: F | None = None, *, name: str | None = None, override: bool = False
+) -> F | Callable[[F], F]:
     """Register ``fn(num_classes, **kw) -> nn.Module`` under ``name`` (default: its __name__).
 
     Usable bare (``@register_model``) or with a name (``@register_model(name="my_net")``).
+    A taken name is refused (TrainError) unless ``override=True``.
     """
 
     def decorate(f: F) -> F:
-        key = name or f.__name__
-        _REGISTRY[key] = f
+        factory: ModelFn = f
+        register(_REGISTRY, name or f.__name__, factory, what="model", error=TrainError,
+                 override=override)
         return f
 
     return decorate(fn) if fn is not None else decorate
@@ -69,8 +76,9 @@ def _load_entry_points() -> None:
             raise TrainError(
                 f"cannot load model entry point {ep.name!r} ({ep.value}): {exc}"
             ) from exc
-        if callable(obj) and not isinstance(obj, type(torch)) and ep.name not in _REGISTRY:
-            _REGISTRY[ep.name] = obj
+        if callable(obj) and not isinstance(obj, type(torch)):
+            register(_REGISTRY, ep.name, obj, what=f"model (entry point {ep.value})",
+                     error=TrainError)
 
 
 def list_models(pattern: str = "*") -> list[str]:

@@ -1,8 +1,9 @@
 """Training loop of paper appendix A.2, with per-epoch records for later model selection.
 
-Cross entropy and Adam (inside the algorithm), at most ``config.epochs`` epochs, early stopping
-once the validation loss has not improved for ``config.patience`` epochs (the ``paper`` protocol
-never stops early). Inputs are normalised on the device by the algorithm's ``input_norm``
+Cross entropy and the configured optimiser, Adam or SGD (inside the algorithm), at most
+``config.epochs`` epochs, early stopping once the validation loss has not improved for
+``config.patience`` epochs (the ``paper`` protocol never stops early). Inputs are normalised
+on the device by the algorithm's ``input_norm``
 (training-split statistics, computed once per run by streaming, or ImageNet's; see
 :mod:`shortcutlab.train.normalization`). Every epoch records the train loss, validation loss and
 accuracy, and the accuracy on every test set, overall and per cell tag. The reported numbers are
@@ -33,7 +34,7 @@ from shortcutlab.errors import TrainError
 from shortcutlab.train.algorithms import create_algorithm
 from shortcutlab.train.algorithms.base import Algorithm, AlgorithmContext
 from shortcutlab.train.config import TrainConfig
-from shortcutlab.train.metrics import mean_per_class_accuracy as _mean_per_class_accuracy
+from shortcutlab.train.metrics import mean_per_class_accuracy
 from shortcutlab.train.models import expects_imagenet_inputs
 from shortcutlab.train.normalization import (
     STATS_BATCH_SIZE,
@@ -45,12 +46,6 @@ from shortcutlab.train.normalization import (
 from shortcutlab.utils.rng import rng, torch_seed
 
 EPOCH_COLUMNS = ("epoch", "train_loss", "val_loss", "val_acc", "test_set", "tag", "acc", "n")
-
-
-def mean_per_class_accuracy(y_true: np.ndarray, y_pred: np.ndarray, num_classes: int) -> float:
-    """Recall averaged over the classes present in ``y_true`` (NaN for no samples); targets
-    first, as in sklearn. :func:`shortcutlab.train.metrics.mean_per_class_accuracy`."""
-    return _mean_per_class_accuracy(y_pred, y_true, num_classes)
 
 
 class EpochBatches(Sampler[list[int]]):
@@ -269,7 +264,7 @@ def evaluate(
     k, accuracy = algorithm.num_classes, _accuracy_of(dataset)
     result = EvalResult(
         loss=float(loss_all.mean()) if len(loss_all) else math.nan,
-        acc=accuracy(y_true, y_pred, k),
+        acc=accuracy(y_pred, y_true, k),
         n=len(y_true),
     )
     tags = getattr(dataset, "tags", None)
@@ -278,16 +273,17 @@ def evaluate(
         for tag in sorted(set(tag_of.tolist())):
             mask = tag_of == tag
             result.tags[str(tag)] = (
-                accuracy(y_true[mask], y_pred[mask], k),
+                accuracy(y_pred[mask], y_true[mask], k),
                 int(mask.sum()),
             )
     return result
 
 
 def _accuracy_of(dataset: Dataset) -> Any:
-    """Accuracy as the dataset asks (``metric = "top1"``: top-1), else mean per-class."""
+    """Accuracy as the dataset asks (``metric = "top1"``: top-1), else mean per-class; either
+    is called as ``(preds, target, num_classes)``."""
     if getattr(dataset, "metric", "mean_per_class") == "top1":
-        return lambda y, p, _k: float(np.mean(y == p)) if len(y) else math.nan
+        return lambda p, y, _k: float(np.mean(y == p)) if len(y) else math.nan
     return mean_per_class_accuracy
 
 
@@ -421,7 +417,7 @@ def _fit(
             name: _loader(ds, None, eval_batch_size, num_workers, pin)
             for name, ds in {"__val__": val_ds, **test_sets}.items()
         }
-    forward = {"precision": config.precision, "channels_last": config.channels_last}
+    forward: dict[str, Any] = {"precision": config.precision, "channels_last": config.channels_last}
     rows: list[dict[str, Any]] = []
     best: tuple[float, int] = (math.inf, -1)
     best_evals: dict[str, EvalResult] = {}

@@ -13,9 +13,10 @@ import importlib
 import pkgutil
 from collections.abc import Callable
 from importlib.metadata import entry_points
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, TypeVar, cast
 
 from shortcutlab.errors import TrainError, unknown_choice
+from shortcutlab.utils.registry import register
 
 if TYPE_CHECKING:
     from shortcutlab.train.algorithms.base import Algorithm, AlgorithmContext
@@ -29,13 +30,17 @@ _REGISTRY: dict[str, type[Algorithm]] = {}
 _loaded = False
 
 
-def register_algorithm(cls: A | None = None, *, name: str | None = None) -> A | Callable[[A], A]:
+def register_algorithm(
+    cls: A | None = None, *, name: str | None = None, override: bool = False
+) -> A | Callable[[A], A]:
     """Class decorator registering an :class:`Algorithm` subclass under ``name`` (default: the
-    class's ``name`` attribute, else its lower-cased class name)."""
+    class's ``name`` attribute, else its lower-cased class name). A taken name is refused
+    (TrainError) unless ``override=True``."""
 
     def decorate(c: A) -> A:
         key = name or getattr(c, "name", None) or c.__name__.lower()
-        _REGISTRY[key] = c  # type: ignore[assignment]
+        register(_REGISTRY, key, cast("type[Algorithm]", c), what="algorithm", error=TrainError,
+                 override=override)
         return c
 
     return decorate(cls) if cls is not None else decorate
@@ -56,8 +61,9 @@ def _load_all() -> None:
             raise TrainError(
                 f"cannot load algorithm entry point {ep.name!r} ({ep.value}): {exc}"
             ) from exc
-        if isinstance(obj, type) and ep.name not in _REGISTRY:
-            _REGISTRY[ep.name] = obj
+        if isinstance(obj, type):
+            register(_REGISTRY, ep.name, obj, what=f"algorithm (entry point {ep.value})",
+                     error=TrainError)
 
 
 def list_algorithms() -> list[str]:

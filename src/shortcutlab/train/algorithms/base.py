@@ -14,7 +14,7 @@ derive them from ``(config.seed, purpose, step)`` (see :meth:`Algorithm.generato
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -32,17 +32,13 @@ from shortcutlab.utils.rng import torch_seed
 class AlgorithmContext:
     """What some algorithms need besides the batch, all optional.
 
-    ``spec``/``generator``/``data_seed``: the experiment spec of a rendered dataset (DiagViB-6),
-    its image generator and the seed images are rendered with, for algorithms that re-render
-    training images (Stylized); ``factor_classes``: the rendered dataset's factors in the column
-    order of its class table, each with all its class names in class-index order (for DiagViB-6
-    ``{f: FACTOR_TABLE[f].classes for f in FACTORS}``); ``train_dataset``: the training set
-    itself; ``extra``: anything else.
+    ``train_dataset``: the training set itself; algorithms ask it for the capabilities they need
+    (e.g. factor-space Stylized needs a set that can re-render an item with other factor
+    classes: ``spec``, ``generator`` and ``render_seed`` attributes, offered by DiagViB-6
+    datasets). ``factor_classes``: the factors in the column order of the set's class table,
+    each with its class names in class-index order; ``extra``: anything else.
     """
 
-    spec: Any | None = None
-    generator: Any | None = None
-    data_seed: int | None = None
     factor_classes: Mapping[str, Sequence[str]] | None = None
     train_dataset: Any | None = None
     device: torch.device | None = None
@@ -105,8 +101,9 @@ class Algorithm(nn.Module):
     def make_optimizer(
         self, params: Iterable[nn.Parameter], lr: float | None = None
     ) -> torch.optim.Optimizer:
-        """Adam with the configured learning rate, betas and weight decay (paper appendix A.2);
-        frozen parameters are left out."""
+        """The configured optimiser over the trainable parameters: Adam with the configured
+        learning rate, betas and weight decay (DiagViB-6, paper appendix A.2), or SGD with
+        momentum (``optimizer="sgd"``, the BiasBed recipe); frozen parameters are left out."""
         trainable = [p for p in params if p.requires_grad]
         if not trainable:
             raise TrainError("the model has no trainable parameters")
@@ -152,8 +149,16 @@ class Algorithm(nn.Module):
                         module.eval()
         return self
 
+    @classmethod
+    def supports(cls, model: nn.Module) -> bool:
+        """Whether the algorithm, with its default hyper-parameters, can train ``model`` (the
+        registry smoke test pairs every registered model with every algorithm supporting it).
+        Default: any model; algorithms needing a known structure override it with
+        :func:`structure_found`."""
+        return True
+
     # ---------------------------------------------------------------- the interface
-    def update(self, batch: dict[str, torch.Tensor]) -> dict[str, float]:
+    def update(self, batch: dict[str, torch.Tensor]) -> Mapping[str, float | torch.Tensor]:
         """One optimisation step on ``batch``; returns losses (must include ``loss``: a float, or
         a 0-d tensor the trainer sums on the device without waiting for it)."""
         raise NotImplementedError
@@ -164,6 +169,16 @@ class Algorithm(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.predict(x)
+
+
+def structure_found(find: Callable[[nn.Module], object], model: nn.Module) -> bool:
+    """False when ``find(model)`` refuses the model with a TrainError (e.g. no stem block, no
+    Conv2d followed by BatchNorm2d); for :meth:`Algorithm.supports`."""
+    try:
+        find(model)
+    except TrainError:
+        return False
+    return True
 
 
 def _optimizers(module: nn.Module) -> list[torch.optim.Optimizer]:

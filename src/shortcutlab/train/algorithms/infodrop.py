@@ -27,13 +27,15 @@ dropout stays active at test time (``eval_drop=True``) as in the reference.
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from shortcutlab.errors import TrainError, unknown_choice
 from shortcutlab.train.algorithms import register_algorithm
-from shortcutlab.train.algorithms.base import AlgorithmContext
+from shortcutlab.train.algorithms.base import AlgorithmContext, structure_found
 from shortcutlab.train.algorithms.erm import ERM
 from shortcutlab.train.algorithms.padain import SeededLayer
 from shortcutlab.train.config import TrainConfig
@@ -259,7 +261,7 @@ def _check_settings(
         )
 
 
-def wrap_convs(model: nn.Module, n_layers: int, **kwargs: float) -> list[InfoDropConv2d]:
+def wrap_convs(model: nn.Module, n_layers: int, **kwargs: Any) -> list[InfoDropConv2d]:
     """Replace the first ``n_layers`` Conv2d modules of ``model`` (in definition order) in place.
 
     The paper applies InfoDrop to the early layers, where activations still correspond to small,
@@ -307,6 +309,10 @@ class InfoDrop(ERM):
         "after": "",
     }
 
+    @classmethod
+    def supports(cls, model: nn.Module) -> bool:
+        return structure_found(stem_block, model)
+
     def __init__(
         self, num_classes: int, config: TrainConfig, context: AlgorithmContext | None = None
     ) -> None:
@@ -334,7 +340,7 @@ class InfoDrop(ERM):
             )
         self.optimizer = self.make_optimizer(self.network.parameters())
 
-    def update(self, batch: dict[str, torch.Tensor]) -> dict[str, float]:
+    def update(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         for layer in self.drop_layers:
             layer.reseed(self.config.seed, self.step)
         return super().update(batch)

@@ -24,7 +24,7 @@ from torch import nn
 
 from shortcutlab.errors import TrainError, unknown_choice
 from shortcutlab.train.algorithms import register_algorithm
-from shortcutlab.train.algorithms.base import Algorithm, AlgorithmContext
+from shortcutlab.train.algorithms.base import Algorithm, AlgorithmContext, structure_found
 from shortcutlab.train.config import TrainConfig
 from shortcutlab.utils.rng import torch_seed
 
@@ -249,6 +249,10 @@ class PAdaIN(Algorithm):
 
     name = "padain"
     hparams_defaults = {"p": 0.01, "placement": "before_bn", "layers": "", "detach": True}
+
+    @classmethod
+    def supports(cls, model: nn.Module) -> bool:
+        return structure_found(pre_batchnorm_modules, model)
 
     def __init__(
         self, num_classes: int, config: TrainConfig, context: AlgorithmContext | None = None

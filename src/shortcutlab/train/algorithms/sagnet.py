@@ -44,7 +44,7 @@ from torch import nn
 
 from shortcutlab.errors import TrainError, unknown_choice
 from shortcutlab.train.algorithms import register_algorithm
-from shortcutlab.train.algorithms.base import Algorithm, AlgorithmContext
+from shortcutlab.train.algorithms.base import Algorithm, AlgorithmContext, structure_found
 from shortcutlab.train.algorithms.padain import channel_stats
 from shortcutlab.train.config import TrainConfig
 from shortcutlab.utils.rng import torch_seed
@@ -165,6 +165,10 @@ class SagNet(Algorithm):
     name = "sagnet"
     hparams_defaults = {"w_adv": 0.1, "clip_adv": 0.1, "adv_params": "bn", "step": "joint",
                         "content": "identity", "fresh_classifier": True}
+
+    @classmethod
+    def supports(cls, model: nn.Module) -> bool:
+        return structure_found(split_for_sagnet, model)
 
     def __init__(
         self, num_classes: int, config: TrainConfig, context: AlgorithmContext | None = None

@@ -62,6 +62,7 @@ from shortcutlab.train.algorithms import register_algorithm
 from shortcutlab.train.algorithms.base import Algorithm, AlgorithmContext
 from shortcutlab.train.algorithms.padain import adain
 from shortcutlab.train.config import TrainConfig
+from shortcutlab.train.normalization import IMAGENET_MEAN, IMAGENET_STD
 from shortcutlab.utils.rng import rng
 
 __all__ = [
@@ -138,7 +139,7 @@ def load_local_weights(path: str | os.PathLike[str] | None, what: str) -> dict[s
         )
     try:
         state = torch.load(Path(path), map_location="cpu", weights_only=True)
-    except Exception as exc:  # noqa: BLE001 - any unpickling failure is a bad weights file
+    except Exception as exc:  # any unpickling failure is a bad weights file
         raise TrainError(f"cannot load {what} weights from {str(path)!r}: {exc}") from None
     if not isinstance(state, dict):
         raise TrainError(f"{what} weights in {str(path)!r} are not a state dict")
@@ -146,10 +147,6 @@ def load_local_weights(path: str | os.PathLike[str] | None, what: str) -> dict[s
 
 
 # ------------------------------------------------------------------ image-space style transfer
-_IMAGENET_MEAN = (0.485, 0.456, 0.406)
-_IMAGENET_STD = (0.229, 0.224, 0.225)
-
-
 def _vgg19_to_relu4_1() -> nn.Sequential:
     """VGG-19 conv1_1 .. relu4_1 in torchvision's ``features`` layout (indices 0..20)."""
     from torchvision.models.vgg import make_layers
@@ -163,7 +160,8 @@ def _adain_vgg_to_relu4_1() -> nn.Sequential:
     it takes RGB images in [0, 1] without further normalisation."""
     layers: list[nn.Module] = [nn.Conv2d(3, 3, 1)]
     channels = 3
-    for item in [64, 64, "M", 128, 128, "M", 256, 256, 256, 256, "M", 512]:
+    plan: list[int | str] = [64, 64, "M", 128, 128, "M", 256, 256, 256, 256, "M", 512]
+    for item in plan:
         if item == "M":
             layers.append(nn.MaxPool2d(2, 2, 0, ceil_mode=True))
             continue
@@ -219,8 +217,10 @@ class AdaINStyleTransfer(nn.Module):
         self.layout = layout
         self.encoder = _vgg19_to_relu4_1() if layout == "torchvision" else _adain_vgg_to_relu4_1()
         self.decoder = _mirror_decoder()
-        self.register_buffer("mean", torch.tensor(_IMAGENET_MEAN).view(1, 3, 1, 1))
-        self.register_buffer("std", torch.tensor(_IMAGENET_STD).view(1, 3, 1, 1))
+        self.mean: torch.Tensor
+        self.std: torch.Tensor
+        self.register_buffer("mean", torch.tensor(IMAGENET_MEAN).view(1, 3, 1, 1))
+        self.register_buffer("std", torch.tensor(IMAGENET_STD).view(1, 3, 1, 1))
         self.requires_grad_(False)
         self.eval()
 
@@ -292,9 +292,9 @@ class Restyler:
 
     @classmethod
     def from_context(cls, context: AlgorithmContext, algorithm: str) -> Restyler:
-        """From ``context.train_dataset`` (a DiagvibDataset), else ``spec``/``generator``/
-        ``data_seed`` (the render seed the training images were generated with); the factor
-        layout from ``context.factor_classes``, else the dataset's ``factor_classes``."""
+        """From ``context.train_dataset``, a set that can re-render its items (``spec``,
+        ``generator`` and ``render_seed``: a DiagvibDataset); the factor layout from
+        ``context.factor_classes``, else the dataset's ``factor_classes``."""
         ds = context.train_dataset
         layout = context.factor_classes or getattr(ds, "factor_classes", None)
         if layout is None:
@@ -312,16 +312,9 @@ class Restyler:
                 getattr(ds, "split", "train"),
                 getattr(ds, "backend", "numpy"),
             )
-        if context.spec is not None and context.data_seed is not None:
-            if context.generator is None:
-                raise TrainError(
-                    f"algorithm {algorithm!r} needs the image generator "
-                    "(AlgorithmContext.generator) to re-render training images"
-                )
-            return cls(context.spec, context.generator, int(context.data_seed), layout)
         raise TrainError(
             f"algorithm {algorithm!r} re-renders DiagViB-6 training images and needs a DiagViB-6 "
-            "training set (AlgorithmContext.train_dataset, or spec + data_seed); on image-folder "
+            "training set (AlgorithmContext.train_dataset); on image-folder "
             "datasets use erm, padain, sagnet or infodrop"
         )
 
@@ -368,11 +361,11 @@ def _check_style_target(spec: Any, hue: bool, algorithm: str) -> None:
         )
 
 
-def _is_diagvib(context: AlgorithmContext) -> bool:
+def _can_rerender(context: AlgorithmContext) -> bool:
+    """Whether the training set offers the re-rendering capability (``spec``, ``generator``,
+    ``render_seed``; DiagViB-6 datasets do)."""
     ds = context.train_dataset
-    if ds is not None and all(hasattr(ds, a) for a in ("spec", "render_seed", "generator")):
-        return True
-    return context.spec is not None and context.data_seed is not None
+    return ds is not None and all(hasattr(ds, a) for a in ("spec", "render_seed", "generator"))
 
 
 class _StylisingAlgorithm(Algorithm):
@@ -386,7 +379,7 @@ class _StylisingAlgorithm(Algorithm):
             raise TrainError(f"hyper-parameter p must be in [0, 1], got {self.hparams['p']}")
         self.restyler: Restyler | None = None
         self.transfer: AdaINStyleTransfer | None = None
-        if _is_diagvib(self.context):
+        if _can_rerender(self.context):
             self.restyler = Restyler.from_context(self.context, self.name)
             _check_style_target(self.restyler.spec, self.hparams["hue"], self.name)
         elif self.hparams["vgg_weights"] or self.hparams["decoder_weights"]:

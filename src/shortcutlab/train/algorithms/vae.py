@@ -23,7 +23,7 @@ See docs/diagvib-fidelity.md for this choice.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 import torch.nn.functional as F
@@ -42,7 +42,7 @@ class VAE(Algorithm):
     """Negative ELBO for the VAE, cross entropy for its head (probe or joint)."""
 
     name = "vae"
-    hparams_defaults: dict[str, Any] = {
+    hparams_defaults: ClassVar[dict[str, Any]] = {
         "lr": 1e-4, "beta": 1.0, "classifier": VAE_CLASSIFIER_DEFAULT, "ce_weight": 1.0,
     }
 
@@ -125,7 +125,9 @@ class FactorVAE(VAE):
     on the same batch's codes against their per-dimension permutation."""
 
     name = "factor_vae"
-    hparams_defaults: dict[str, Any] = {**VAE.hparams_defaults, "gamma": 20.0, "disc_lr": 1e-5}
+    hparams_defaults: ClassVar[dict[str, Any]] = {
+        **VAE.hparams_defaults, "gamma": 20.0, "disc_lr": 1e-5,
+    }
 
     def __init__(
         self, num_classes: int, config: TrainConfig, context: AlgorithmContext | None = None

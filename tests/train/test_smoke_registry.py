@@ -1,0 +1,100 @@
+"""Every registered model x every compatible registered algorithm takes one optimisation step on
+CPU at a tiny size (timm's tests over ``list_models()``, DomainBed's algorithms x datasets):
+a model or algorithm added to the registries is tested here without editing this file.
+
+Compatibility comes from the registries themselves: a model that implies its training algorithm
+(:mod:`shortcutlab.train.implied`) pairs only with it, and such an algorithm only with its models;
+an algorithm that needs a known structure says which models it takes (``Algorithm.supports``),
+and must then refuse the others with a TrainError when built.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from shortcutlab.errors import TrainError
+from shortcutlab.train import models
+from shortcutlab.train.algorithms import create_algorithm, get_algorithm_class, list_algorithms
+from shortcutlab.train.algorithms.base import AlgorithmContext
+from shortcutlab.train.algorithms.stylized import AdaINStyleTransfer
+from shortcutlab.train.config import TrainConfig
+from shortcutlab.train.implied import MODEL_ALGORITHMS
+from shortcutlab.train.models import _DEFAULTS, list_models
+
+SIZE, BATCH, CLASSES = 64, 4, 3  # 64 px: the smallest side AlexNet's three poolings accept
+HEAVY = {"densenet161", "wide_resnet50_2", "resnet50", "rn50_in"}
+
+
+def pairs() -> list[Any]:
+    implied_by = set(MODEL_ALGORITHMS.values())
+    out = []
+    for model in list_models():
+        own = MODEL_ALGORITHMS.get(model)
+        for algorithm in list_algorithms():
+            if (own or algorithm) == algorithm and (own is not None or algorithm not in implied_by):
+                marks = [pytest.mark.slow] if model in HEAVY else []
+                out.append(pytest.param(model, algorithm, id=f"{model}-{algorithm}", marks=marks))
+    return out
+
+
+@pytest.fixture(scope="module")
+def weights(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Local weight files for what needs them: a style-transfer network (image-space Stylized
+    and Debiased) and, per model that requires pretrained weights, a random state dict."""
+    root = tmp_path_factory.mktemp("weights")
+    files = {"style": root / "adain.pth"}
+    torch.manual_seed(0)
+    torch.save(AdaINStyleTransfer().state_dict(), files["style"])
+    for name, defaults in _DEFAULTS.items():
+        if defaults.get("requires_pretrained"):
+            files[name] = root / f"{name}.pth"
+            torch.save(_random_body(name), files[name])
+    return files
+
+
+def _random_model(name: str, num_classes: int = CLASSES) -> torch.nn.Module:
+    """The registered architecture ``name``, randomly initialised (no weights file needed)."""
+    return models._REGISTRY[name](num_classes=num_classes)
+
+
+def _random_body(name: str) -> dict[str, torch.Tensor]:
+    return _random_model(name, 1000).state_dict()
+
+
+def _batch() -> dict[str, torch.Tensor]:
+    g = torch.Generator().manual_seed(0)
+    return {
+        "x": torch.rand(BATCH, 3, SIZE, SIZE, generator=g),
+        "y": torch.arange(BATCH) % CLASSES,
+    }
+
+
+@pytest.mark.parametrize(("model", "algorithm"), pairs())
+def test_one_step_of_every_model_and_algorithm(
+    model: str, algorithm: str, weights: dict[str, Path]
+) -> None:
+    torch.manual_seed(0)
+    hparams = {"style_weights": str(weights["style"])} if algorithm in ("stylized", "debiased") \
+        else {}
+    cfg = TrainConfig(model=model, algorithm=algorithm, hparams=hparams, batch_size=BATCH,
+                      pretrained=str(weights[model]) if model in weights else None)
+    if not get_algorithm_class(algorithm).supports(_random_model(model)):
+        with pytest.raises(TrainError):
+            create_algorithm(algorithm, CLASSES, cfg, AlgorithmContext())
+        return
+    algo = create_algorithm(algorithm, CLASSES, cfg, AlgorithmContext())
+    algo.train()
+    before = {k: v.detach().clone() for k, v in algo.named_parameters() if v.requires_grad}
+    out = algo.update(_batch())
+    assert torch.isfinite(torch.as_tensor(out["loss"])).all()
+    params = dict(algo.named_parameters())
+    changed = [k for k, v in before.items() if not torch.equal(params[k], v)]
+    assert changed, "one update changed no trainable parameter"
+    algo.eval()
+    with torch.no_grad():
+        logits = algo.predict(_batch()["x"])
+    assert logits.shape == (BATCH, CLASSES) and torch.isfinite(logits).all()
