@@ -30,7 +30,6 @@ from shortcutlab.diagvib.metrics import synthetic_table
 runner = CliRunner()
 
 NO_JSON: dict[str, str] = {
-    "report": "an HTML report folder with metrics.json beside index.html",
     "demo": "the demo folder and its index.html",
     "diagvib factors": "prints the fixed factor table (paper Table A1); computes nothing",
     "diagvib render": "images and their classes (.npz, .png)",

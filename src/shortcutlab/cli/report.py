@@ -6,6 +6,8 @@ from pathlib import Path
 
 import typer
 
+from shortcutlab.cli.output import json_option
+
 
 def report(
     dirs: list[Path] = typer.Argument(
@@ -14,6 +16,8 @@ def report(
     ),
     out: Path = typer.Option(Path("report"), "--out", help="Folder for index.html and metrics."),
     title: str = typer.Option("DiagViB-6 shortcut report", help="Title of the report."),
+    as_json: bool = json_option("Also print metrics.json (what `diagvib metrics --json` "
+                                "prints) on stdout; the report's path goes to stderr."),
 ) -> None:
     """Write an HTML report (tables, figs. 4a/4b/5b, Table 2) plus metrics.json and metrics.csv.
 
@@ -22,7 +26,13 @@ def report(
     from shortcutlab.diagvib.report import write_report
 
     path = write_report(dirs, out, title=title)
-    typer.echo(f"report written to {path} (metrics.json, metrics.csv beside it)")
+    typer.echo(f"report written to {path} (metrics.json, metrics.csv beside it)", err=as_json)
+    if as_json:
+        import json
+
+        from shortcutlab.cli.output import print_json
+
+        print_json(json.loads((path.parent / "metrics.json").read_text(encoding="utf-8")))
 
 
 def register(app: typer.Typer) -> None:

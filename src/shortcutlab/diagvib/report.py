@@ -104,7 +104,8 @@ def setup_table(table: pd.DataFrame) -> pd.DataFrame:
         protocol = (", ".join(sorted(group["protocol"].dropna().astype(str).unique()))
                     if "protocol" in group.columns else "")
         rows[label] = {
-            "scale": ", ".join(f"{float(s):g}" for s in sorted(group["scale"].unique())),
+            "scale": (", ".join(f"{float(s):g}" for s in sorted(group["scale"].dropna().unique()))
+                      if "scale" in group.columns else "") or "–",  # job_row tables have none
             "protocol": protocol or "–",
             "dataset samples": int(group["sample"].nunique()),
             "training seeds": int(group["seed"].nunique()),

@@ -1,0 +1,63 @@
+"""What a researcher's own files and habits bring (issue 23): ``python -m shortcutlab``, job
+tables of ``job_row`` through ``report``, progress on stderr and pure JSON on stdout."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from typer.testing import CliRunner
+
+from shortcutlab import __version__
+from shortcutlab.cli.main import app
+
+runner = CliRunner()
+SRC = Path(__file__).resolve().parents[2] / "src"
+
+
+def _env(**extra: str) -> dict[str, str]:
+    path = os.pathsep.join(p for p in (str(SRC), os.environ.get("PYTHONPATH", "")) if p)
+    return {**os.environ, "PYTHONPATH": path, "OMP_NUM_THREADS": "1", **extra}
+
+
+def test_python_dash_m_shortcutlab(tmp_path: Path) -> None:
+    res = subprocess.run([sys.executable, "-m", "shortcutlab", "--version"], cwd=tmp_path,
+                         env=_env(), capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == f"shortcutlab {__version__}"
+
+
+def test_progress_bar_draws_on_stderr(capsys) -> None:
+    from shortcutlab.utils.progress import progress_bar
+
+    with progress_bar() as bar:
+        task = bar.add_task("work", total=3)
+        bar.advance(task, 3)
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "3/3" in captured.err
+
+
+def test_job_row_table_reaches_the_report(tmp_path: Path) -> None:
+    """docs/own-model.md's route: own predictions -> job_row -> a table -> `report --json`."""
+    from shortcutlab.diagvib import DiagvibDataset, job_row, make_experiment
+
+    rows = []
+    for name in ("ZGO/hue-shape/0", "ZGO/shape-hue/0", "CHGO/shape-hue/0"):
+        test = DiagvibDataset(make_experiment(name, scale=0.002), "test")
+        rows.append(job_row(test, np.zeros(len(test), dtype=int), model="mine"))
+    pd.DataFrame(rows).to_csv(tmp_path / "mine.csv", index=False)
+    res = runner.invoke(app, ["report", str(tmp_path / "mine.csv"), "--out",
+                              str(tmp_path / "rep"), "--json"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    assert data == json.loads((tmp_path / "rep" / "metrics.json").read_text())
+    assert data["jobs"]["mine"]["done"] == 3
+    assert set(data["models"]["mine"]["ZGO"]["P"]) == {"hue-shape", "shape-hue"}
+    html = (tmp_path / "rep" / "index.html").read_text(encoding="utf-8")
+    assert "mine" in html
