@@ -75,12 +75,14 @@ def test_report_with_groups(model_dir, tmp_path):
                   "group": ["weak", "weak", "strong", "strong"]}).to_csv(groups, index=False)
     out = runner.invoke(app, ["imagenetx", "report", str(model_dir), "--original-labels",
                               "--groups", str(groups), "--bootstrap", "20",
-                              "--error-type", "real_class", "--out", str(tmp_path / "rep")])
+                              "--error-type", "real_class", "--out", str(tmp_path / "rep"),
+                              "--json"])
     assert out.exit_code == 0, out.output
     html = (tmp_path / "rep" / "index.html").read_text()
     assert html.count("data:image/png;base64") >= 5
     assert "Alexander-Govern" in html and "Cramér" in html
     data = json.loads((tmp_path / "rep" / "imagenetx.json").read_text())
+    assert json.loads(out.stdout) == data
     assert set(data["group_tests"]) == set(
         pd.read_csv(tmp_path / "rep" / "summary.csv", index_col=0).columns[:16])
 

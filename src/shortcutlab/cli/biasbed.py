@@ -8,6 +8,7 @@ import typer
 
 from shortcutlab.cli.errors import clean_errors
 from shortcutlab.cli.options import mnist_option, seeds_option, textures_option
+from shortcutlab.cli.output import json_option, print_json
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 
@@ -102,6 +103,8 @@ def run(
     slurm_cpus: int = typer.Option(4, help="CPUs per SLURM job."),
     device: str = typer.Option("auto", help="auto | cpu | cuda."),
     out: Path = typer.Option(..., "--out", help="Run folder (one sub-folder per run)."),
+    as_json: bool = json_option("Print the run counts as one JSON object on stdout; progress "
+                                "and messages go to stderr."),
 ) -> None:
     """Train every algorithm RUNS times on every dataset, evaluating every epoch on every test set.
 
@@ -184,7 +187,7 @@ def run(
         protocol=protocol,
         pretrained=pretrained,
     )
-    console = Console()
+    console = Console(stderr=as_json)
     console.print(
         f"{len(planned)} runs ({len(algorithm)} algorithms x {len(datasets)} datasets "
         f"x {len(seeds)} runs, seeds {', '.join(map(str, seeds))}) -> {out}"
@@ -199,6 +202,10 @@ def run(
         f"done {len(summary.done)}, skipped {len(summary.skipped)} (already done), failed "
         f"{len(summary.failed)} in {summary.seconds:.1f} s"
     )
+    if as_json:
+        print_json({"runs": len(planned), "done": len(summary.done),
+                    "skipped": len(summary.skipped), "failed": len(summary.failed),
+                    "out": str(out)})
     for line in describe_failures(summary, out):
         console.print(f"[red]failed[/red] {line}")
     if summary.failed:
@@ -260,6 +267,8 @@ def report(
     nemenyi_clip: bool = typer.Option(
         False, "--nemenyi-clip", help="Bound Nemenyi p-values to [0.001, 0.9] (old tables)."
     ),
+    as_json: bool = json_option("Print the selected scores (selection.csv's rows) and the "
+                                "comparison (comparison.json) as one JSON object on stdout."),
 ) -> None:
     """Write the BiasBed report of RUN_DIR: selection rules side by side, curves, statistics.
 
@@ -285,4 +294,16 @@ def report(
         strict=strict, df=df, nemenyi_clip=nemenyi_clip,
     )
     for path in written:
-        Console().print(f"wrote {path}")
+        Console(stderr=as_json).print(f"wrote {path}")
+    if as_json:
+        import json
+
+        import pandas as pd
+
+        comparison = out / "comparison.json"
+        print_json({
+            "selection": pd.read_csv(out / "selection.csv").to_dict("records"),
+            "comparison": (json.loads(comparison.read_text(encoding="utf-8"))
+                           if comparison in written else None),
+            "files": [str(p) for p in written],
+        })

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from shortcutlab.cli.errors import clean_errors
-from shortcutlab.cli.output import json_option, print_json
+from shortcutlab.cli.output import json_option, print_json, print_json_file
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -195,6 +195,8 @@ def report_cmd(
     title: str = typer.Option("ImageNet-X error analysis", help="Report title."),
     file_col: str = _file_col_option(),
     pred_col: str = _pred_col_option(),
+    as_json: bool = json_option("Also print imagenetx.json (error ratios, CIs, tests) as JSON "
+                                "on stdout; the report's path goes to stderr."),
 ) -> None:
     """Write an HTML report: error ratios with CIs, group tests, meta-label heatmaps, data stats."""
     import pandas as pd
@@ -219,4 +221,7 @@ def report_cmd(
         seed=seed,
     )
     path = write_report(analysis, out, title)
-    typer.echo(f"report written to {path} (imagenetx.json, summary.csv, meta_labels.csv beside it)")
+    typer.echo(f"report written to {path} (imagenetx.json, summary.csv, meta_labels.csv beside "
+               "it)", err=as_json)
+    if as_json:
+        print_json_file(path.parent / "imagenetx.json")

@@ -16,8 +16,8 @@ def report(
     ),
     out: Path = typer.Option(Path("report"), "--out", help="Folder for index.html and metrics."),
     title: str = typer.Option("DiagViB-6 shortcut report", help="Title of the report."),
-    as_json: bool = json_option("Also print metrics.json (what `diagvib metrics --json` "
-                                "prints) on stdout; the report's path goes to stderr."),
+    as_json: bool = json_option("Also print metrics.json (as `diagvib metrics --json` does) "
+                                "as JSON on stdout; the report's path goes to stderr."),
 ) -> None:
     """Write an HTML report (tables, figs. 4a/4b/5b, Table 2) plus metrics.json and metrics.csv.
 
@@ -28,11 +28,9 @@ def report(
     path = write_report(dirs, out, title=title)
     typer.echo(f"report written to {path} (metrics.json, metrics.csv beside it)", err=as_json)
     if as_json:
-        import json
+        from shortcutlab.cli.output import print_json_file
 
-        from shortcutlab.cli.output import print_json
-
-        print_json(json.loads((path.parent / "metrics.json").read_text(encoding="utf-8")))
+        print_json_file(path.parent / "metrics.json")
 
 
 def register(app: typer.Typer) -> None:
