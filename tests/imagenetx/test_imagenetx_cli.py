@@ -173,3 +173,26 @@ def test_evaluate_any_csv_with_file_and_pred_columns(tmp_path):
                               "img", "--pred-col", "top1", "--json"])
     assert out.exit_code == 0, out.output
     assert json.loads(out.stdout)["m"]["n_images"] == 3
+
+
+def test_data_config_crop_mode_squash_is_honoured_border_refused(tmp_path):
+    """timm's crop_mode: squash resizes both sides (no content cropped at crop_pct 1); border
+    is refused by name instead of silently becoming a centre crop."""
+    from torchvision.transforms import functional as tf
+
+    from shortcutlab.imagenetx.predict import transform_from_config
+
+    img = Image.new("RGB", (40, 10), (255, 0, 0))
+    img.paste((0, 0, 255), (0, 0, 10, 10))  # a blue left quarter that a centre crop loses
+    base = {"input_size": [3, 8, 8], "crop_pct": 1.0, "mean": [0, 0, 0], "std": [1, 1, 1]}
+    squashed = transform_from_config({**base, "crop_mode": "squash"})(img)
+    expected = tf.to_tensor(tf.resize(img, [8, 8], antialias=True))
+    assert torch.allclose(squashed, expected)
+    assert squashed[2, :, 0].min() > 0.9  # the blue quarter is there
+    centred = transform_from_config(base)(img)
+    assert centred[2].max() < 0.1  # a centre crop shows red only
+    (tmp_path / "border.json").write_text(json.dumps({**base, "crop_mode": "border"}))
+    out = runner.invoke(app, ["imagenetx", "predict", "--model", "small_cnn", "--imagenet-val",
+                              str(tmp_path), "--out", str(tmp_path / "p.csv"), "--data-config",
+                              str(tmp_path / "border.json")])
+    assert out.exit_code == 2 and "unknown crop_mode 'border'" in out.output
