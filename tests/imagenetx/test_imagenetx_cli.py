@@ -25,7 +25,14 @@ def test_evaluate_original_labels_json():
     data = json.loads(out.stdout)
     model = data["original_labels"]
     assert model["average"] == pytest.approx(0.835220, abs=5e-7)
-    assert model["worst_factor"] == "subcategory"
+    assert model["worst_factor_name"] == "subcategory"
+    # one meaning of worst_factor everywhere: the lowest factor accuracy, as in Python's table
+    from shortcutlab.imagenetx import get_factor_accuracies, original_labels_predictions
+
+    table = get_factor_accuracies(original_labels_predictions(), error_type="real_class")
+    assert model["worst_factor"] == pytest.approx(float(table["worst_factor"].iloc[0]))
+    assert model["worst_factor"] == pytest.approx(
+        model["factors"]["subcategory"]["accuracy"])
     assert round(model["factors"]["pose"]["error_ratio"], 3) == 0.746
     assert model["factors"]["pose"]["count"] == 15_064
     assert set(model["factors"]) == {

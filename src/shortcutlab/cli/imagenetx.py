@@ -113,7 +113,7 @@ def evaluate_cmd(
         table.add_column(model, justify="right")
     ratios = result.table("error_ratio")
     table.add_row("average accuracy", *[f"{a:.4f}" for a in result.average])
-    table.add_row("worst factor", *[str(w) for w in result.worst_factor])
+    table.add_row("worst factor", *[str(w) for w in result.worst_factor_name])
     for factor in FACTORS:
         table.add_row(factor, *[f"{v:.3f}" for v in ratios[factor]])
     Console().print(table)
