@@ -160,7 +160,7 @@ def build_model(name: str, weights: str | os.PathLike[str] | None = None) -> nn.
 
     from shortcutlab.train import models as registry
 
-    if name in registry.list_models():
+    if name in registry.list_models() or ":" in name:  # ":": module:factory, see model_paths
         try:
             model = registry.create_model(name, NUM_CLASSES)
         except DataNotFoundError:  # a model such as rn50_in that is built from its weights

@@ -329,6 +329,9 @@ def run_jobs(
         unique.setdefault(job.job_id, job)
     for kind in sorted({job.kind for job in unique.values()}):
         job_kind(kind)  # an unregistered kind fails here, before anything runs
+    from shortcutlab.train.model_paths import check_models_reach_workers
+
+    check_models_reach_workers({job.train.model for job in unique.values()}, backend)
     outcomes: list[Outcome] = []
     todo: list[Job] = []
     for job in unique.values():
