@@ -7,7 +7,15 @@ from pathlib import Path
 import typer
 
 from shortcutlab.cli.errors import clean_errors
-from shortcutlab.cli.options import mnist_option, seeds_option, textures_option
+from shortcutlab.cli.options import (
+    mnist_option,
+    seeds_option,
+    slurm_account_option,
+    slurm_executor_option,
+    slurm_mem_option,
+    slurm_qos_option,
+    textures_option,
+)
 from shortcutlab.cli.output import json_option, print_json
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
@@ -101,6 +109,10 @@ def run(
     slurm_time: int = typer.Option(240, help="SLURM time limit per job in minutes."),
     slurm_gpus: int = typer.Option(0, help="GPUs per SLURM job."),
     slurm_cpus: int = typer.Option(4, help="CPUs per SLURM job."),
+    slurm_executor: str = slurm_executor_option(),
+    slurm_mem: int = slurm_mem_option(),
+    slurm_account: str = slurm_account_option(),
+    slurm_qos: str = slurm_qos_option(),
     device: str = typer.Option("auto", help="auto | cpu | cuda."),
     out: Path = typer.Option(..., "--out", help="Run folder (one sub-folder per run)."),
     as_json: bool = json_option("Print the run counts as one JSON object on stdout; progress "
@@ -121,7 +133,7 @@ def run(
         run_protocol,
     )
     from shortcutlab.errors import unknown_choice
-    from shortcutlab.runner.backends import SlurmOptions, describe_failures
+    from shortcutlab.runner.backends import describe_failures, slurm_options
     from shortcutlab.train.config import PROTOCOLS
     from shortcutlab.utils.device import resolve_device
 
@@ -194,8 +206,9 @@ def run(
     )
     recipe = planned[0].job.train.describe_protocol() if planned else ""
     console.print(f"training recipe: {recipe}; backend {backend}")
-    slurm = SlurmOptions(partition=slurm_partition, timeout_min=slurm_time,
-                         gpus_per_node=slurm_gpus, cpus_per_task=slurm_cpus)
+    slurm = slurm_options(slurm_executor, partition=slurm_partition, timeout_min=slurm_time,
+                          gpus_per_node=slurm_gpus, cpus_per_task=slurm_cpus, mem_gb=slurm_mem,
+                          account=slurm_account, qos=slurm_qos)
     summary = run_protocol(planned, out, backend=backend, workers=workers, device=device,
                            ray_address=ray_address, slurm=slurm)
     console.print(

@@ -12,6 +12,10 @@ from shortcutlab.cli.options import (
     samples_option,
     seeds_option,
     selection_option,
+    slurm_account_option,
+    slurm_executor_option,
+    slurm_mem_option,
+    slurm_qos_option,
     textures_option,
 )
 from shortcutlab.cli.output import json_option, print_json
@@ -58,6 +62,10 @@ def run(
     slurm_time: int = typer.Option(240, help="SLURM time limit per job in minutes."),
     slurm_gpus: int = typer.Option(0, help="GPUs per SLURM job."),
     slurm_cpus: int = typer.Option(4, help="CPUs per SLURM job."),
+    slurm_executor: str = slurm_executor_option(),
+    slurm_mem: int = slurm_mem_option(),
+    slurm_account: str = slurm_account_option(),
+    slurm_qos: str = slurm_qos_option(),
     device: str = typer.Option("auto", help="auto | cpu | cuda."),
     out: Path = typer.Option(..., "--out", help="Run folder (one sub-folder per job)."),
     as_json: bool = json_option("Print the run summary as one JSON object (job counts, table)."),
@@ -74,7 +82,7 @@ def run(
 
     from shortcutlab.diagvib.jobs import build_jobs
     from shortcutlab.errors import RunnerError
-    from shortcutlab.runner.backends import SlurmOptions, describe_failures, run_jobs
+    from shortcutlab.runner.backends import describe_failures, run_jobs, slurm_options
     from shortcutlab.train.config import TrainConfig
     from shortcutlab.utils.device import resolve_device
 
@@ -96,8 +104,9 @@ def run(
     console = Console(stderr=True)
     console.print(f"{len(jobs)} jobs of {model} in {out} (protocol "
                   f"{base.describe_protocol()}, scale {scale:g}, backend {backend})")
-    slurm = SlurmOptions(partition=slurm_partition, timeout_min=slurm_time,
-                         gpus_per_node=slurm_gpus, cpus_per_task=slurm_cpus)
+    slurm = slurm_options(slurm_executor, partition=slurm_partition, timeout_min=slurm_time,
+                          gpus_per_node=slurm_gpus, cpus_per_task=slurm_cpus, mem_gb=slurm_mem,
+                          account=slurm_account, qos=slurm_qos)
     summary = run_jobs(jobs, out, backend=backend, workers=workers, device=device,
                        ray_address=ray_address, slurm=slurm, jobs_per_gpu=jobs_per_gpu)
     for outcome in summary.notes:

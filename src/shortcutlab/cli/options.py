@@ -57,3 +57,22 @@ def pairs_option() -> Any:
 def seeds_option(default: list[int] | None = None) -> Any:
     """``--seeds``: training seeds (repeatable); one run per seed."""
     return typer.Option(default or [0], "--seeds", help="Training seed (repeatable); one run each.")
+
+
+def slurm_executor_option() -> Any:
+    return typer.Option(
+        "slurm", "--slurm-executor", help="slurm (sbatch) or local (the same submission run "
+        "through submitit's local executor, one process per job; no SLURM needed)."
+    )
+
+
+def slurm_mem_option() -> Any:
+    return typer.Option(None, "--slurm-mem", help="Memory per SLURM job in GB (sbatch --mem).")
+
+
+def slurm_account_option() -> Any:
+    return typer.Option(None, "--slurm-account", help="SLURM account to charge.")
+
+
+def slurm_qos_option() -> Any:
+    return typer.Option(None, "--slurm-qos", help="SLURM quality of service.")
