@@ -203,3 +203,13 @@ def test_data_config_crop_mode_squash_is_honoured_border_refused(tmp_path):
                               str(tmp_path), "--out", str(tmp_path / "p.csv"), "--data-config",
                               str(tmp_path / "border.json")])
     assert out.exit_code == 2 and "unknown crop_mode 'border'" in out.output
+
+
+def test_original_labels_with_class_error_type_warn_on_stderr():
+    out = runner.invoke(app, ["imagenetx", "evaluate", "--original-labels", "--json"])
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.stdout)["original_labels"]["average"] == 1.0  # trivially right
+    assert "score 1.0 by construction" in out.stderr and "real_class" in out.stderr
+    quiet = runner.invoke(app, ["imagenetx", "evaluate", "--original-labels", "--error-type",
+                                "real_class", "--json"])
+    assert quiet.exit_code == 0 and "by construction" not in quiet.stderr

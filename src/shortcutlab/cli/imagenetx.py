@@ -53,6 +53,14 @@ def _predictions(paths: list[Path] | None, original_labels: bool, file_col: str 
     return combine(parts)
 
 
+def _warn_if_trivial(original_labels: bool, error_type: str) -> None:
+    """The original labels are what error type ``class`` compares with: right by construction."""
+    if original_labels and error_type == "class":
+        typer.echo("warning: with --error-type class the original labels score 1.0 by "
+                   "construction (no mistakes, undefined error ratios); use --error-type "
+                   "real_class to score them against the ReaL labels", err=True)
+
+
 def _check_choices(error_type: str, which: str) -> None:
     from shortcutlab.errors import ImagenetXError, unknown_choice
     from shortcutlab.imagenetx.annotations import WHICH_CHOICES
@@ -95,6 +103,7 @@ def evaluate_cmd(
     from shortcutlab.utils.io import write_json
 
     _check_choices(error_type, which)
+    _warn_if_trivial(original_labels, error_type)
     predictions = _predictions(paths, original_labels, file_col, pred_col)
     result = evaluate(predictions, load_annotations(which, "val"), error_type, ignore_empty_real)
     data = result.to_dict()
@@ -205,6 +214,7 @@ def report_cmd(
     from shortcutlab.imagenetx.report import analyse, write_report
 
     _check_choices(error_type, which)
+    _warn_if_trivial(original_labels, error_type)
     predictions = _predictions(paths, original_labels, file_col, pred_col)
     group_map = None
     if groups is not None:
