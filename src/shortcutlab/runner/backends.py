@@ -200,7 +200,7 @@ def _ray(
         import ray
     except ImportError:
         raise RunnerError(
-            "backend ray needs the ray package: pip install 'shortcutlab[distributed]'"
+            "backend ray needs the ray package: pip install 'shortcutlab[ray]'"
         ) from None
     started = False
     if not ray.is_initialized():
@@ -272,7 +272,7 @@ def _slurm(
         import submitit
     except ImportError:
         raise RunnerError(
-            "backend slurm needs the submitit package: pip install 'shortcutlab[distributed]'"
+            "backend slurm needs the submitit package: pip install 'shortcutlab[slurm]'"
         ) from None
     opts = slurm or SlurmOptions()
     if opts.cluster is None and submitit.SlurmExecutor.affinity() < 0:
