@@ -61,3 +61,19 @@ def test_job_row_table_reaches_the_report(tmp_path: Path) -> None:
     assert set(data["models"]["mine"]["ZGO"]["P"]) == {"hue-shape", "shape-hue"}
     html = (tmp_path / "rep" / "index.html").read_text(encoding="utf-8")
     assert "mine" in html
+
+
+def test_help_at_80_columns_shows_every_option_in_full() -> None:
+    import typer
+
+    command = typer.main.get_command(app)
+    for group in ("diagvib", "biasbed"):
+        run = command.commands[group].commands["run"]
+        res = runner.invoke(app, [group, "run", "--help"], terminal_width=80,
+                            env={"COLUMNS": "80"})
+        assert res.exit_code == 0, res.output
+        assert "…" not in res.output
+        for param in run.params:
+            for opt in getattr(param, "opts", []):
+                if opt.startswith("--"):
+                    assert opt in res.output, (group, opt)
