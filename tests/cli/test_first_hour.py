@@ -77,3 +77,30 @@ def test_help_at_80_columns_shows_every_option_in_full() -> None:
             for opt in getattr(param, "opts", []):
                 if opt.startswith("--"):
                     assert opt in res.output, (group, opt)
+
+
+#: Import name of each declared dependency whose distribution name differs from it.
+_IMPORT_NAMES = {"pyyaml": "yaml", "imagenet-x": "imagenet_x", "easy-vqa": "easy_vqa",
+                 "scikit-image": "skimage", "scikit-posthocs": "scikit_posthocs"}
+
+
+def test_every_declared_dependency_is_used_by_the_package() -> None:
+    """A dependency the package never imports is weight a researcher pays for nothing
+    (pyarrow is pandas' Parquet engine: used through to_parquet/read_parquet; imagenet-x's
+    annotation files are read with importlib.resources)."""
+    import re
+    import tomllib
+
+    root = Path(__file__).resolve().parents[2]
+    project = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    source = "\n".join(p.read_text(encoding="utf-8") for p in (root / "src").rglob("*.py"))
+    unused = []
+    for requirement in project["dependencies"]:
+        name = re.split(r"[<>=!~\[ ;]", requirement, maxsplit=1)[0].lower()
+        module = _IMPORT_NAMES.get(name, name.replace("-", "_"))
+        used = ("parquet(" in source if name == "pyarrow"
+                else re.search(rf"^\s*(from|import) {module}\b|files\(\"{module}\"\)", source,
+                               re.MULTILINE))
+        if not used:
+            unused.append(name)
+    assert not unused, f"declared but never imported: {unused}"
