@@ -104,3 +104,22 @@ def test_every_declared_dependency_is_used_by_the_package() -> None:
         if not used:
             unused.append(name)
     assert not unused, f"declared but never imported: {unused}"
+
+
+def test_figures_are_readable_and_legends_hide_no_bars() -> None:
+    from matplotlib.text import Text
+
+    from shortcutlab.diagvib.figures import plot_factor_aggregates
+    from shortcutlab.diagvib.metrics import compute_metrics, synthetic_table
+    from shortcutlab.vqa.figures import accuracy_bars
+
+    fig = accuracy_bars({"model": {"iid": 60.0, "KO": 95.0, "QT": 50.0},
+                         "other": {"iid": 55.0, "KO": 98.0, "QT": 40.0}})
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    legend = ax.get_legend().get_window_extent()
+    assert legend.x0 >= ax.get_window_extent().x1  # beside the bars, not over them
+    metrics = compute_metrics(synthetic_table(studies=("ZSO", "ZGO", "CGO-1"), samples=(0,)))
+    fig = plot_factor_aggregates(metrics, "CGO")
+    sizes = [t.get_fontsize() for t in fig.findobj(Text) if t.get_text()]
+    assert min(sizes) >= 10  # the figure is shown ~14 in wide: 7 pt read as ~7 px
