@@ -16,6 +16,7 @@ LAYERS: dict[str, int] = {
     "train": 1, "runner": 1, "stats": 1,
     "diagvib": 2, "biasbed": 2, "vqa": 2, "imagenetx": 2,
     "cli": 3, "demo": 3,
+    "__main__": 4,  # `python -m shortcutlab`: the command line
 }
 # Imports allowed between different packages of the same layer.
 SAME_LAYER: set[tuple[str, str]] = {
@@ -23,6 +24,7 @@ SAME_LAYER: set[tuple[str, str]] = {
     ("biasbed", "diagvib"),  # DiagViB-6 experiments are BiasBed datasets
     ("cli", "demo"),         # `shortcutlab demo` runs the demo package
     ("utils", "errors"),     # helpers raise the one error hierarchy
+    ("imagenetx", "biasbed"),  # the ImageNet class list (WordNet ids) for timm's label column
 }
 PACKAGE_ROOT = Path(shortcutlab.__file__).parent
 

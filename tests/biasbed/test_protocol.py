@@ -207,18 +207,25 @@ def test_cli_on_diagvib(tmp_path: Path) -> None:
         "cpu",
         "--out",
         str(tmp_path / "runs"),
+        "--json",
     ]
     res = runner.invoke(app, args)
     assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout) == {"runs": 2, "done": 2, "skipped": 0, "failed": 0,
+                                      "out": str(tmp_path / "runs")}
     epochs = load_epochs(tmp_path / "runs")
     assert set(epochs["algorithm"]) == {"erm", "stylized"}
     assert set(epochs["dataset"]) == {"ZGO/shape-texture/0"}
     assert np.isfinite(epochs["acc"]).all()
     # one block only: the report says why there is no test instead of failing
     res = runner.invoke(
-        app, ["biasbed", "report", str(tmp_path / "runs"), "--out", str(tmp_path / "rep")]
+        app, ["biasbed", "report", str(tmp_path / "runs"), "--out", str(tmp_path / "rep"),
+              "--json"]
     )
     assert res.exit_code == 0, res.output
+    report = json.loads(res.stdout)
+    assert report["comparison"] is None
+    assert {r["algorithm"] for r in report["selection"]} == {"erm", "stylized"}
     assert "No statistical comparison" in (tmp_path / "rep" / "index.html").read_text()
     res = runner.invoke(
         app,

@@ -127,12 +127,14 @@ def test_competitor_descriptions_name_the_recipe(table2_dir: tuple[Path, Path]) 
 
 def test_report_cli_strict(table2_dir: tuple[Path, Path], tmp_path: Path) -> None:
     from shortcutlab.cli.main import app
+    from shortcutlab.cli.output import to_json
 
     out, _ = table2_dir
     res = CliRunner().invoke(app, ["biasbed", "report", str(out), "--out", str(tmp_path),
-                                   "--strict", "--df", "pingouin", "--nemenyi-clip"])
+                                   "--strict", "--df", "pingouin", "--nemenyi-clip", "--json"])
     assert res.exit_code == 0, res.output
     data = json.loads((tmp_path / "comparison.json").read_text())
+    assert json.loads(res.stdout)["comparison"] == json.loads(to_json(data))
     assert data["n_blocks"] == 7 and data["n_algorithms"] == 8
     assert sorted(data["excluded_blocks"]) == ["deepaug-cae", "deepaug-edsr", "stylized-imagenet"]
     assert data["df_convention"] == "pingouin" and data["nemenyi_clipped"]

@@ -30,7 +30,6 @@ from shortcutlab.diagvib.metrics import synthetic_table
 runner = CliRunner()
 
 NO_JSON: dict[str, str] = {
-    "report": "an HTML report folder with metrics.json beside index.html",
     "demo": "the demo folder and its index.html",
     "diagvib factors": "prints the fixed factor table (paper Table A1); computes nothing",
     "diagvib render": "images and their classes (.npz, .png)",
@@ -38,11 +37,8 @@ NO_JSON: dict[str, str] = {
     "diagvib studies": "experiment specs (YAML) and index.csv",
     "diagvib export": "images and metadata (.npz or PNG folder)",
     "diagvib inspect": "an HTML page of pictures",
-    "biasbed run": "a run folder; `biasbed report` computes its numbers",
-    "biasbed report": "report files with comparison.json",
     "vqa build": "split files and statistics tables",
     "imagenetx predict": "a predictions CSV",
-    "imagenetx report": "an HTML report folder with imagenetx.json",
 }
 REPEATABLE = {"--samples": "int", "--seeds": "int", "--pairs": "str"}
 

@@ -136,6 +136,14 @@ def test_gallery(tmp_path: Path) -> None:
                                                      "samples.png"}
     with np.load(tmp_path / "samples.npz") as z:
         assert z["images"].shape == (8, 3, 128, 128) and z["texture"].shape == (8,)
+    from PIL import Image
+
+    from shortcutlab.diagvib.gallery import CAPTION_HEIGHT
+
+    grid = np.asarray(Image.open(tmp_path / "samples.png").convert("L"))
+    assert grid.shape == (128 + CAPTION_HEIGHT, 8 * 130 - 2)
+    caption = grid[128:, :128]  # the first tile's class names, dark text on white
+    assert (caption < 100).sum() > 50 and (caption == 255).mean() > 0.5
 
 
 def test_every_command_has_help() -> None:

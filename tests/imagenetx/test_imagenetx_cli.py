@@ -25,7 +25,14 @@ def test_evaluate_original_labels_json():
     data = json.loads(out.stdout)
     model = data["original_labels"]
     assert model["average"] == pytest.approx(0.835220, abs=5e-7)
-    assert model["worst_factor"] == "subcategory"
+    assert model["worst_factor_name"] == "subcategory"
+    # one meaning of worst_factor everywhere: the lowest factor accuracy, as in Python's table
+    from shortcutlab.imagenetx import get_factor_accuracies, original_labels_predictions
+
+    table = get_factor_accuracies(original_labels_predictions(), error_type="real_class")
+    assert model["worst_factor"] == pytest.approx(float(table["worst_factor"].iloc[0]))
+    assert model["worst_factor"] == pytest.approx(
+        model["factors"]["subcategory"]["accuracy"])
     assert round(model["factors"]["pose"]["error_ratio"], 3) == 0.746
     assert model["factors"]["pose"]["count"] == 15_064
     assert set(model["factors"]) == {
@@ -75,12 +82,14 @@ def test_report_with_groups(model_dir, tmp_path):
                   "group": ["weak", "weak", "strong", "strong"]}).to_csv(groups, index=False)
     out = runner.invoke(app, ["imagenetx", "report", str(model_dir), "--original-labels",
                               "--groups", str(groups), "--bootstrap", "20",
-                              "--error-type", "real_class", "--out", str(tmp_path / "rep")])
+                              "--error-type", "real_class", "--out", str(tmp_path / "rep"),
+                              "--json"])
     assert out.exit_code == 0, out.output
     html = (tmp_path / "rep" / "index.html").read_text()
     assert html.count("data:image/png;base64") >= 5
     assert "Alexander-Govern" in html and "Cramér" in html
     data = json.loads((tmp_path / "rep" / "imagenetx.json").read_text())
+    assert json.loads(out.stdout) == data
     assert set(data["group_tests"]) == set(
         pd.read_csv(tmp_path / "rep" / "summary.csv", index_col=0).columns[:16])
 
@@ -206,3 +215,36 @@ def test_evaluate_any_csv_with_file_and_pred_columns(tmp_path):
                               "img", "--pred-col", "top1", "--json"])
     assert out.exit_code == 0, out.output
     assert json.loads(out.stdout)["m"]["n_images"] == 3
+
+
+def test_data_config_crop_mode_squash_is_honoured_border_refused(tmp_path):
+    """timm's crop_mode: squash resizes both sides (no content cropped at crop_pct 1); border
+    is refused by name instead of silently becoming a centre crop."""
+    from torchvision.transforms import functional as tf
+
+    from shortcutlab.imagenetx.predict import transform_from_config
+
+    img = Image.new("RGB", (40, 10), (255, 0, 0))
+    img.paste((0, 0, 255), (0, 0, 10, 10))  # a blue left quarter that a centre crop loses
+    base = {"input_size": [3, 8, 8], "crop_pct": 1.0, "mean": [0, 0, 0], "std": [1, 1, 1]}
+    squashed = transform_from_config({**base, "crop_mode": "squash"})(img)
+    expected = tf.to_tensor(tf.resize(img, [8, 8], antialias=True))
+    assert torch.allclose(squashed, expected)
+    assert squashed[2, :, 0].min() > 0.9  # the blue quarter is there
+    centred = transform_from_config(base)(img)
+    assert centred[2].max() < 0.1  # a centre crop shows red only
+    (tmp_path / "border.json").write_text(json.dumps({**base, "crop_mode": "border"}))
+    out = runner.invoke(app, ["imagenetx", "predict", "--model", "small_cnn", "--imagenet-val",
+                              str(tmp_path), "--out", str(tmp_path / "p.csv"), "--data-config",
+                              str(tmp_path / "border.json")])
+    assert out.exit_code == 2 and "unknown crop_mode 'border'" in out.output
+
+
+def test_original_labels_with_class_error_type_warn_on_stderr():
+    out = runner.invoke(app, ["imagenetx", "evaluate", "--original-labels", "--json"])
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.stdout)["original_labels"]["average"] == 1.0  # trivially right
+    assert "score 1.0 by construction" in out.stderr and "real_class" in out.stderr
+    quiet = runner.invoke(app, ["imagenetx", "evaluate", "--original-labels", "--error-type",
+                                "real_class", "--json"])
+    assert quiet.exit_code == 0 and "by construction" not in quiet.stderr

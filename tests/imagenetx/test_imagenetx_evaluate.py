@@ -34,7 +34,7 @@ def test_original_labels_against_real_reproduce_published_figures(top_val):
     acc = result.table("accuracy").loc["original_labels"]
     assert acc["subcategory"] == pytest.approx(0.6222222222222222)
     assert acc["texture"] == pytest.approx(0.6382978723404256)
-    assert result.worst_factor == ["subcategory"]
+    assert result.worst_factor_name == ["subcategory"]
     # The original labels are by definition right under the 'class' error type.
     assert evaluate(original_labels_predictions(), top_val, "class").average[0] == 1.0
 
@@ -117,7 +117,7 @@ def test_error_ratio_definition_and_flat_dict(model_dir, top_val):
     assert flat["acc_avg"] == result.average[1]
     assert flat["count_pose"] == top_val.factor_counts()["pose"]
     worst = acc.loc["m1"].idxmin()
-    assert result.worst_factor[1] == worst
+    assert result.worst_factor_name[1] == worst
 
 
 def test_missing_predictions_are_left_out_like_an_inner_join(top_val):

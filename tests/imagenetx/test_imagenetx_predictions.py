@@ -38,11 +38,11 @@ def test_probability_column_is_optional(tmp_path):
 
 
 def test_missing_column_is_named(tmp_path):
-    path = _csv(tmp_path / "a.csv", [f"{NAMES[0]},3"], header="file_name,label")
+    path = _csv(tmp_path / "a.csv", [f"{NAMES[0]},3"], header="file_name,cls")
     with pytest.raises(ImagenetXError, match=r"no predicted class column; found \['file_name', "
-                       r"'label'\].*--pred-col"):
+                       r"'cls'\].*--pred-col"):
         read_prediction_csv(path)
-    assert read_prediction_csv(path, pred_col="label").classes.tolist() == [[3]]
+    assert read_prediction_csv(path, pred_col="cls").classes.tolist() == [[3]]
 
 
 def test_timm_inference_csv_and_full_paths(tmp_path):
@@ -58,6 +58,10 @@ def test_timm_inference_csv_and_full_paths(tmp_path):
                                         for i, n in enumerate(NAMES)],
                 header="filename,index,prob")
     assert read_prediction_csv(topk).classes.tolist() == [[0, 1, 2, 3]]
+    padded = _csv(tmp_path / "padded.csv", [f'{n},[ {65 + i} 970   1],"[0.5 0.1 0.1]"'
+                                            for i, n in enumerate(NAMES)],
+                  header="filename,index,prob")  # how numpy prints short ids: space-padded
+    assert read_prediction_csv(padded).classes.tolist() == [[65, 66, 67, 68]]
     windows = _csv(tmp_path / "win.csv", [f"C:\\val\\{NAMES[0]},5"], header="path,cls")
     preds = read_prediction_csv(windows, file_col="path", pred_col="cls")
     assert preds.file_names.tolist() == NAMES[:1] and preds.classes.tolist() == [[5]]
@@ -69,6 +73,28 @@ def test_unknown_file_names_are_named_with_lines(tmp_path):
     path = _csv(tmp_path / "a.csv", [f"{NAMES[0]},1,0.1", "cat.jpg,2,0.1", f"{NAMES[1]},1,0.2",
                                      "ILSVRC2012_val_00050001.JPEG,2,0.3"])
     with pytest.raises(ImagenetXError, match=r"2 file names.*'cat.jpg'.*lines 3, 5"):
+        read_prediction_csv(path)
+
+
+def test_timm_default_columns_filename_label_prob(tmp_path):
+    """timm's default output has no index: WordNet ids (--label-type name) are read; class
+    descriptions (the default) are refused naming the column and what to rerun."""
+    wnids = _csv(tmp_path / "names.csv", [f"{NAMES[0]},n01440764,0.9", f"{NAMES[1]},n01443537,0.8"],
+                 header="filename,label,prob")
+    assert read_prediction_csv(wnids).classes.tolist() == [[0, 1]]
+    top2 = _csv(tmp_path / "top2.csv", [f"{NAMES[0]},['n01443537' 'n01440764'],[0.9 0.1]"],
+                header="filename,label,prob")
+    assert read_prediction_csv(top2).classes.tolist() == [[1]]
+    described = _csv(tmp_path / "described.csv", [f'{NAMES[0]},"tench, Tinca tinca",0.9'],
+                     header="filename,label,prob")
+    with pytest.raises(ImagenetXError, match=r"column 'label' holds class names such as 'tench, "
+                       r"Tinca tinca'.*--include-index"):
+        read_prediction_csv(described)
+
+
+def test_bad_class_id_error_names_the_column_read(tmp_path):
+    path = _csv(tmp_path / "timm.csv", [f"{NAMES[0]},cat,0.1"], header="filename,index,prob")
+    with pytest.raises(ImagenetXError, match=r"column 'index' must hold integer class ids"):
         read_prediction_csv(path)
 
 

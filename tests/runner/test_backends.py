@@ -46,7 +46,7 @@ def test_ray_local_instance(tmp_path) -> None:
 
 
 def test_slurm_via_submitit_debug_executor(tmp_path) -> None:
-    """submitit's debug executor runs the submitted array in-process: same code path as SLURM
+    """submitit's *debug* executor runs the submitted array in-process: same code path as SLURM
     (AutoExecutor, parameters, map_array, polling) without starting interpreters."""
     pytest.importorskip("submitit")
     jobs = _jobs("slurm")
@@ -56,11 +56,41 @@ def test_slurm_via_submitit_debug_executor(tmp_path) -> None:
     assert (tmp_path / ".submitit").is_dir()
 
 
+def test_slurm_via_submitit_local_executor_spawns_processes(tmp_path, monkeypatch) -> None:
+    """``--slurm-executor local``: the same submission through submitit's *local* executor,
+    each job in a fresh interpreter (its pid is not ours), with memory/account/qos passed on
+    under the names submitit's SLURM executor takes."""
+    import os
+
+    submitit = pytest.importorskip("submitit")
+    given: dict = {}
+    original = submitit.AutoExecutor.update_parameters
+
+    def record(self, **kwargs):  # noqa: ANN001, ANN003, ANN202
+        given.update(kwargs)
+        return original(self, **kwargs)
+
+    monkeypatch.setattr(submitit.AutoExecutor, "update_parameters", record)
+    jobs = _jobs("local")
+    opts = backends.slurm_options("local", timeout_min=5, mem_gb=2, account="lab", qos="low")
+    opts.poll_seconds = 0.2
+    summary = run_jobs(jobs, tmp_path, backend="slurm", slurm=opts, progress=False)
+    _check(tmp_path, summary, jobs)
+    pids = {json.loads((tmp_path / j.job_id / "result.json").read_text())["pid"]
+            for j in jobs[:3]}
+    assert os.getpid() not in pids
+    assert given["mem_gb"] == 2 and given["slurm_account"] == "lab" and given["slurm_qos"] == "low"
+    assert {"account", "qos", "mem"} <= set(submitit.SlurmExecutor._valid_parameters())
+    with pytest.raises(RunnerError, match="unknown SLURM executor 'lsf'; valid choices: slurm, "
+                       "local"):
+        backends.slurm_options("lsf")
+
+
 def test_slurm_without_slurm_is_a_clear_error(tmp_path) -> None:
     submitit = pytest.importorskip("submitit")
     if submitit.SlurmExecutor.affinity() >= 0:
         pytest.skip("this machine has SLURM")
-    with pytest.raises(RunnerError, match="no SLURM found"):
+    with pytest.raises(RunnerError, match="no SLURM found.*--slurm-executor local"):
         run_jobs(_jobs("x"), tmp_path, backend="slurm", progress=False)
 
 

@@ -71,6 +71,15 @@ def test_latex_escapes_labels():
     assert "a\\_1" in tex and "b\\&2" in tex and "50\\%" in tex and "x\\$" in tex
 
 
+def test_latex_keeps_fractions_apart():
+    df = pd.DataFrame({"block": ["a", "b"], "A": [0.80, 0.70], "B": [0.82, 0.71],
+                       "C": [0.79, 0.69]})
+    tex = compare(df).to_latex()
+    assert "0.80" in tex and "0.82" in tex and "0.79" in tex
+    percent = compare(df.assign(A=[80.3, 70.1], B=[81.2, 71.4], C=[79.0, 69.2])).to_latex()
+    assert "81.2" in percent and "81.20" not in percent
+
+
 def test_significant_pairs_order_and_labels():
     rng = np.random.default_rng(0)
     scores = rng.normal(size=(30, 4)) + np.array([0.0, 0.0, 2.0, 2.5])

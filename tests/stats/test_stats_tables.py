@@ -46,6 +46,8 @@ def test_parquet_roundtrip(tmp_path):
         ("dataset,A\nd1,1\nd2,3\n", "block-name column and ≥2 algorithm"),
         ("dataset,A,B\nd1,1,2\n", "at least 2 blocks.*d1"),
         ("dataset,A,B\nd1,1,2\nd1,3,4\n", "duplicated block name.*d1"),
+        ("dataset,algorithm,test_acc\nd1,A,0.8\nd1,B,0.7\nd2,A,0.6\nd2,B,0.5\n",
+         r"'algorithm' makes this a long table, but it has no score column.*test_acc to acc"),
         ("dataset,A,A\nd1,1,2\nd2,3,4\n", "duplicated column name.*A"),
         ("algorithm,d1,d2\nA,1,2\nB,3,4\n", "transpose"),
         (

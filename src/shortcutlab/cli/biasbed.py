@@ -11,14 +11,18 @@ from shortcutlab.cli.options import (
     backend_option,
     mnist_option,
     ray_address_option,
+    slurm_account_option,
     slurm_cpus_option,
+    slurm_executor_option,
     slurm_gpus_option,
-    slurm_options,
+    slurm_mem_option,
     slurm_partition_option,
+    slurm_qos_option,
     slurm_time_option,
     textures_option,
     workers_option,
 )
+from shortcutlab.cli.output import json_option, print_json
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 
@@ -127,8 +131,14 @@ def run(
     slurm_time: int = slurm_time_option(),
     slurm_gpus: int = slurm_gpus_option(),
     slurm_cpus: int = slurm_cpus_option(),
+    slurm_executor: str = slurm_executor_option(),
+    slurm_mem: int = slurm_mem_option(),
+    slurm_account: str = slurm_account_option(),
+    slurm_qos: str = slurm_qos_option(),
     device: str = typer.Option("auto", help="auto | cpu | cuda."),
     out: Path = typer.Option(..., "--out", help="Run folder (one sub-folder per run)."),
+    as_json: bool = json_option("Print the run counts as one JSON object on stdout; progress "
+                                "and messages go to stderr."),
 ) -> None:
     """Train every algorithm RUNS times on every dataset, evaluating every epoch on every test set.
 
@@ -147,7 +157,7 @@ def run(
         run_protocol,
     )
     from shortcutlab.errors import unknown_choice
-    from shortcutlab.runner.backends import describe_failures
+    from shortcutlab.runner.backends import describe_failures, slurm_options
     from shortcutlab.train.config import PROTOCOLS, Precision
     from shortcutlab.utils.device import resolve_device
 
@@ -220,7 +230,7 @@ def run(
         pretrained=pretrained,
         precision=precision,
     )
-    console = Console()
+    console = Console(stderr=as_json)
     console.print(
         f"{len(planned)} runs ({len(algorithm)} algorithms x {len(datasets)} datasets "
         f"x {len(seeds)} runs, seeds {', '.join(map(str, seeds))}) -> {out}"
@@ -228,13 +238,19 @@ def run(
     for line in dict.fromkeys(p.settings() for p in planned):
         console.print(f"  {line}")
     console.print(f"backend {backend}")
-    slurm = slurm_options(slurm_partition, slurm_time, slurm_gpus, slurm_cpus)
+    slurm = slurm_options(slurm_executor, partition=slurm_partition, timeout_min=slurm_time,
+                          gpus_per_node=slurm_gpus, cpus_per_task=slurm_cpus, mem_gb=slurm_mem,
+                          account=slurm_account, qos=slurm_qos)
     summary = run_protocol(planned, out, backend=backend, workers=workers, device=device,
                            ray_address=ray_address, slurm=slurm)
     console.print(
         f"done {len(summary.done)}, skipped {len(summary.skipped)} (already done), failed "
         f"{len(summary.failed)} in {summary.seconds:.1f} s"
     )
+    if as_json:
+        print_json({"runs": len(planned), "done": len(summary.done),
+                    "skipped": len(summary.skipped), "failed": len(summary.failed),
+                    "out": str(out)})
     for line in describe_failures(summary, out):
         console.print(f"[red]failed[/red] {line}")
     if summary.failed:
@@ -336,6 +352,8 @@ def report(
     no_tie_correction: bool = typer.Option(
         False, "--no-tie-correction", help="Friedman chi2 without tie correction (paper eq. 4)."
     ),
+    as_json: bool = json_option("Print the selected scores (selection.csv's rows) and the "
+                                "comparison (comparison.json) as one JSON object on stdout."),
 ) -> None:
     """Write the BiasBed report of RUN_DIR: selection rules side by side, curves, statistics.
 
@@ -366,4 +384,16 @@ def report(
         tie_correction=not no_tie_correction,
     )
     for path in written:
-        Console().print(f"wrote {path}")
+        Console(stderr=as_json).print(f"wrote {path}")
+    if as_json:
+        import json
+
+        import pandas as pd
+
+        comparison = out / "comparison.json"
+        print_json({
+            "selection": pd.read_csv(out / "selection.csv").to_dict("records"),
+            "comparison": (json.loads(comparison.read_text(encoding="utf-8"))
+                           if comparison in written else None),
+            "files": [str(p) for p in written],
+        })

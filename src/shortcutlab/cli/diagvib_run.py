@@ -14,10 +14,13 @@ from shortcutlab.cli.options import (
     samples_option,
     seeds_option,
     selection_option,
+    slurm_account_option,
     slurm_cpus_option,
+    slurm_executor_option,
     slurm_gpus_option,
-    slurm_options,
+    slurm_mem_option,
     slurm_partition_option,
+    slurm_qos_option,
     slurm_time_option,
     textures_option,
     workers_option,
@@ -83,6 +86,10 @@ def run(
     slurm_time: int = slurm_time_option(),
     slurm_gpus: int = slurm_gpus_option(),
     slurm_cpus: int = slurm_cpus_option(),
+    slurm_executor: str = slurm_executor_option(),
+    slurm_mem: int = slurm_mem_option(),
+    slurm_account: str = slurm_account_option(),
+    slurm_qos: str = slurm_qos_option(),
     device: str = typer.Option("auto", help="auto | cpu | cuda."),
     out: Path = typer.Option(..., "--out", help="Run folder (one sub-folder per job)."),
     as_json: bool = json_option("Print the run summary as one JSON object (job counts, table)."),
@@ -99,7 +106,7 @@ def run(
 
     from shortcutlab.diagvib.jobs import build_jobs
     from shortcutlab.errors import RunnerError
-    from shortcutlab.runner.backends import describe_failures, run_jobs
+    from shortcutlab.runner.backends import describe_failures, run_jobs, slurm_options
     from shortcutlab.train.config import TrainConfig
     from shortcutlab.utils.device import resolve_device
 
@@ -124,7 +131,9 @@ def run(
                   f"{jobs[0].train.describe_protocol() if jobs else base.describe_protocol()}, "
                   f"head {jobs[0].train.head if jobs else base.head}, scale {scale:g}, "
                   f"backend {backend})")
-    slurm = slurm_options(slurm_partition, slurm_time, slurm_gpus, slurm_cpus)
+    slurm = slurm_options(slurm_executor, partition=slurm_partition, timeout_min=slurm_time,
+                          gpus_per_node=slurm_gpus, cpus_per_task=slurm_cpus, mem_gb=slurm_mem,
+                          account=slurm_account, qos=slurm_qos)
     summary = run_jobs(jobs, out, backend=backend, workers=workers, device=device,
                        ray_address=ray_address, slurm=slurm, jobs_per_gpu=jobs_per_gpu,
                        budget_seconds=budget_seconds)

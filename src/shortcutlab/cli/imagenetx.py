@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from shortcutlab.cli.errors import clean_errors
-from shortcutlab.cli.output import json_option, print_json
+from shortcutlab.cli.output import json_option, print_json, print_json_file
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -53,6 +53,14 @@ def _predictions(paths: list[Path] | None, original_labels: bool, file_col: str 
     return combine(parts)
 
 
+def _warn_if_trivial(original_labels: bool, error_type: str) -> None:
+    """The original labels are what error type ``class`` compares with: right by construction."""
+    if original_labels and error_type == "class":
+        typer.echo("warning: with --error-type class the original labels score 1.0 by "
+                   "construction (no mistakes, undefined error ratios); use --error-type "
+                   "real_class to score them against the ReaL labels", err=True)
+
+
 def _check_choices(error_type: str, which: str) -> None:
     from shortcutlab.errors import ImagenetXError, unknown_choice
     from shortcutlab.imagenetx.annotations import WHICH_CHOICES
@@ -95,6 +103,7 @@ def evaluate_cmd(
     from shortcutlab.utils.io import write_json
 
     _check_choices(error_type, which)
+    _warn_if_trivial(original_labels, error_type)
     predictions = _predictions(paths, original_labels, file_col, pred_col)
     result = evaluate(predictions, load_annotations(which, "val"), error_type, ignore_empty_real)
     data = result.to_dict()
@@ -113,7 +122,7 @@ def evaluate_cmd(
         table.add_column(model, justify="right")
     ratios = result.table("error_ratio")
     table.add_row("average accuracy", *[f"{a:.4f}" for a in result.average])
-    table.add_row("worst factor", *[str(w) for w in result.worst_factor])
+    table.add_row("worst factor", *[str(w) for w in result.worst_factor_name])
     for factor in FACTORS:
         table.add_row(factor, *[f"{v:.3f}" for v in ratios[factor]])
     Console().print(table)
@@ -204,6 +213,8 @@ def report_cmd(
     families: Path = typer.Option(
         None, "--families", help="CSV model,family adding to / overriding the shipped model-"
         "family map (figure 4)."),
+    as_json: bool = json_option("Also print imagenetx.json (error ratios, CIs, tests) as JSON "
+                                "on stdout; the report's path goes to stderr."),
 ) -> None:
     """Write an HTML report: error ratios with CIs, group tests, meta-label heatmaps, data stats,
     figures 4, 7, per-factor calibration, table 3 (and figures 1b, 4, 6, 17 with --results)."""
@@ -213,6 +224,7 @@ def report_cmd(
     from shortcutlab.imagenetx.report import analyse, write_report
 
     _check_choices(error_type, which)
+    _warn_if_trivial(original_labels, error_type)
     predictions = _predictions(paths, original_labels, file_col, pred_col)
     group_map = None
     if groups is not None:
@@ -231,7 +243,9 @@ def report_cmd(
     )
     path = write_report(analysis, out, title)
     typer.echo(f"report written to {path} (imagenetx.json, summary.csv, meta_labels.csv, "
-               "table3.csv beside it)")
+               "table3.csv beside it)", err=as_json)
+    if as_json:
+        print_json_file(path.parent / "imagenetx.json")
 
 
 def _report_extras(results: Path | None, spillover: str, families: Path | None

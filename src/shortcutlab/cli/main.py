@@ -19,6 +19,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
 )
 
 _GROUPS = {
@@ -49,7 +50,9 @@ def _root(
 
 
 for _name, _help in _GROUPS.items():
-    app.add_typer(importlib.import_module(f"shortcutlab.cli.{_name}").app, name=_name, help=_help)
+    _group = importlib.import_module(f"shortcutlab.cli.{_name}").app
+    _group.rich_markup_mode = None  # click's help wraps long option names; rich's cut them
+    app.add_typer(_group, name=_name, help=_help)
 
 for _name in ("report", "demo"):
     importlib.import_module(f"shortcutlab.cli.{_name}").register(app)

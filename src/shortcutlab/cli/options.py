@@ -97,9 +97,20 @@ def slurm_cpus_option() -> Any:
     return typer.Option(4, help="CPUs per SLURM job.")
 
 
-def slurm_options(partition: str | None, time: int, gpus: int, cpus: int) -> Any:
-    """The runner's SlurmOptions from the four ``--slurm-*`` options."""
-    from shortcutlab.runner.backends import SlurmOptions
+def slurm_executor_option() -> Any:
+    return typer.Option(
+        "slurm", "--slurm-executor", help="slurm (sbatch) or local (the same submission run "
+        "through submitit's local executor, one process per job; no SLURM needed)."
+    )
 
-    return SlurmOptions(partition=partition, timeout_min=time, gpus_per_node=gpus,
-                        cpus_per_task=cpus)
+
+def slurm_mem_option() -> Any:
+    return typer.Option(None, "--slurm-mem", help="Memory per SLURM job in GB (sbatch --mem).")
+
+
+def slurm_account_option() -> Any:
+    return typer.Option(None, "--slurm-account", help="SLURM account to charge.")
+
+
+def slurm_qos_option() -> Any:
+    return typer.Option(None, "--slurm-qos", help="SLURM quality of service.")

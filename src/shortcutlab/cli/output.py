@@ -5,6 +5,7 @@ accuracies as fractions in [0, 1]."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -26,3 +27,8 @@ def to_json(obj: Any) -> str:
 
 def print_json(obj: Any) -> None:
     typer.echo(to_json(obj))
+
+
+def print_json_file(path: Path) -> None:
+    """Print a JSON file a command wrote (a report's numbers) as its ``--json`` output."""
+    print_json(json.loads(Path(path).read_text(encoding="utf-8")))

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import typer
 
+from shortcutlab.cli.output import json_option
+
 
 def report(
     dirs: list[Path] = typer.Argument(
@@ -18,6 +20,8 @@ def report(
         "sem", "--error-bars", help="What ± shows: sem (standard error over dataset samples, "
         "ddof 1, as the paper's captions say) or std (ddof 0, as the authors' plotting script)."
     ),
+    as_json: bool = json_option("Also print metrics.json (as `diagvib metrics --json` does) "
+                                "as JSON on stdout; the report's path goes to stderr."),
 ) -> None:
     """Write an HTML report (tables, figs. 4a/4b/5b, Table 2) plus metrics.json and metrics.csv.
 
@@ -26,7 +30,11 @@ def report(
     from shortcutlab.diagvib.report import write_report
 
     path = write_report(dirs, out, title=title, error_bars=error_bars)
-    typer.echo(f"report written to {path} (metrics.json, metrics.csv beside it)")
+    typer.echo(f"report written to {path} (metrics.json, metrics.csv beside it)", err=as_json)
+    if as_json:
+        from shortcutlab.cli.output import print_json_file
+
+        print_json_file(path.parent / "metrics.json")
 
 
 def register(app: typer.Typer) -> None:

@@ -30,7 +30,7 @@ def run_demo(out_dir: Path, console: Console) -> list[str]:
     console.print(
         f"original labels vs ReaL: average accuracy {result.average[0]:.6f} on "
         f"{result.n_images:,} images; pose error ratio {pose:.3f}; worst factor "
-        f"{result.worst_factor[0]}"
+        f"{result.worst_factor_name[0]}"
     )
     html = write_report(top, out_dir / "top_factor", "ImageNet-X: original labels vs ReaL")
     lines.append(f"ImageNet-X report (top factor, original labels vs ReaL): {html}")

@@ -139,17 +139,18 @@ def plot_factor_aggregates(
                             linewidth=1.2, capsize=2, color=colours[k % len(colours)],
                             label=label)
             ax.set_ylim(-0.02, 1.02)
-            ax.set_xticks(range(len(present)), present, rotation=60, fontsize=7)
+            ax.set_xticks(range(len(present)), present, rotation=60, fontsize=10)
+            ax.tick_params(axis="y", labelsize=10)
             if row == 0:
-                ax.set_title(factor, fontsize=9)
+                ax.set_title(factor, fontsize=12)
             if col == 0:
-                ax.set_ylabel(metric, fontsize=9)
+                ax.set_ylabel(metric, fontsize=12)
     handles, labels = axes[0, 0].get_legend_handles_labels()
     if handles:
         fig.legend(handles, labels, loc="outside lower center", ncols=min(len(labels), 6),
-                   fontsize=8)
+                   fontsize=11)
     fig.suptitle(f"FAAvg and FAMin as generalisation opportunities decrease ({sequence})",
-                 fontsize=11)
+                 fontsize=13)
     return fig
 
 

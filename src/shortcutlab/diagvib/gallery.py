@@ -79,18 +79,44 @@ def save_traversal(path: str | Path, generator: ImageGenerator | None = None, *,
     return save_figure(path, traversal_figure(generator, seed=seed))
 
 
-def image_grid(images: np.ndarray, ncols: int = 8, gap: int = 2) -> np.ndarray:
-    """Tile uint8 images ``(N, 3, H, W)`` into one ``(rows*H, ncols*W, 3)`` picture."""
+CAPTION_HEIGHT = 38  # three lines of 10 px text under each tile
+
+
+def image_grid(images: np.ndarray, ncols: int = 8, gap: int = 2,
+               captions: list[str] | None = None) -> np.ndarray:
+    """Tile uint8 images ``(N, 3, H, W)`` into one ``(rows*H, ncols*W, 3)`` picture; with
+    ``captions`` (one per image, up to three lines) each tile gets its text underneath."""
     images = np.asarray(images)
     n, _, h, w = images.shape
     ncols = max(1, min(ncols, n))
     nrows = -(-n // ncols)
-    grid = np.full((nrows * (h + gap) - gap, ncols * (w + gap) - gap, 3), 255, dtype=np.uint8)
+    cell = h + (CAPTION_HEIGHT if captions is not None else 0)
+    grid = np.full((nrows * (cell + gap) - gap, ncols * (w + gap) - gap, 3), 255, dtype=np.uint8)
     for i in range(n):
         r, c = divmod(i, ncols)
-        grid[r * (h + gap): r * (h + gap) + h, c * (w + gap): c * (w + gap) + w] = (
+        grid[r * (cell + gap): r * (cell + gap) + h, c * (w + gap): c * (w + gap) + w] = (
             images[i].transpose(1, 2, 0))
-    return grid
+    if captions is None:
+        return grid
+    from PIL import Image, ImageDraw, ImageFont
+
+    picture = Image.fromarray(grid)
+    draw = ImageDraw.Draw(picture)
+    font = ImageFont.load_default(size=10)
+    for i, text in enumerate(captions[:n]):
+        r, c = divmod(i, ncols)
+        draw.multiline_text((c * (w + gap) + 2, r * (cell + gap) + h + 1), text, fill=(0, 0, 0),
+                            font=font, spacing=2)
+    return np.asarray(picture)
+
+
+def sample_captions(classes: np.ndarray) -> list[str]:
+    """Three short lines per image naming its six classes (digit, hue, texture / scale,
+    lightness / position)."""
+    names = class_names(classes)
+    return [f"{names['shape'][i]} {names['hue'][i]} {names['texture'][i]}\n"
+            f"{names['scale'][i]} {names['lightness'][i]}\n{names['position'][i]}"
+            for i in range(len(classes))]
 
 
 def save_image(path: str | Path, picture: np.ndarray) -> Path:
@@ -112,9 +138,9 @@ def render_gallery(out_dir: str | Path, *, n: int = 64, seed: int = 0,
     classes = random_classes(n, seed=seed, split="train")
     images = gen.render(classes, seed=seed, split="train", indices=np.arange(n))
     npz = write_npz(out / "samples.npz", images=images, **class_names(classes))
-    grid = save_image(out / "samples.png", image_grid(images))
+    grid = save_image(out / "samples.png", image_grid(images, captions=sample_captions(classes)))
     return [
         f"factor traversal (paper Fig. 2): {traversal}",
         f"{n} random images with their classes: {npz}",
-        f"grid of those images: {grid}",
+        f"grid of those images with their classes: {grid}",
     ]

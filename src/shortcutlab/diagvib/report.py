@@ -126,7 +126,8 @@ def setup_table(table: pd.DataFrame, error_bars: str = "sem") -> pd.DataFrame:
     rows = {}
     for label, group in done.groupby("label", sort=True):
         rows[label] = {
-            "scale": ", ".join(f"{float(s):g}" for s in sorted(group["scale"].unique())),
+            "scale": (", ".join(f"{float(s):g}" for s in sorted(group["scale"].dropna().unique()))
+                      if "scale" in group.columns else "") or "–",  # job_row tables have none
             "protocol": _values(group, "protocol"),
             **{name: _values(group, col) for col, name in _SETTINGS.items()},
             "±": check_error_bars(error_bars),

@@ -218,13 +218,21 @@ class EvaluationResult:
         return np.nan_to_num(shift, nan=0.0)
 
     @property
-    def worst_factor(self) -> list[str | None]:
+    def worst_factor_name(self) -> list[str | None]:
         """Name of each model's factor with the lowest accuracy (highest error ratio)."""
         acc = self.accuracy
         out: list[str | None] = []
         for row in acc:
             out.append(None if np.isnan(row).all() else FACTORS[int(np.nanargmin(row))])
         return out
+
+    @property
+    def worst_factor(self) -> list[float]:
+        """Each model's lowest factor accuracy (NaN if none): ``worst_factor`` is this number
+        everywhere, as in the imagenet-x package's table; the factor is
+        :attr:`worst_factor_name`."""
+        acc = self.accuracy
+        return [math.nan if np.isnan(row).all() else float(np.nanmin(row)) for row in acc]
 
     @property
     def meta_accuracy(self) -> np.ndarray:
@@ -327,16 +335,17 @@ class EvaluationResult:
         return out
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready: model → ``average``, ``worst_factor``, ``factors`` (factor → numbers)."""
+        """JSON-ready: model → ``average``, ``worst_factor`` (the lowest factor accuracy, as in
+        :meth:`summary`), ``worst_factor_name``, ``factors`` (factor → numbers)."""
         acc, ratio, shift = self.accuracy, self.error_ratio, self.prevalence_shift
-        worst = self.worst_factor
+        worst, names = self.worst_factor, self.worst_factor_name
 
         out: dict[str, Any] = {}
         for m, model in enumerate(self.models):
             out[model] = {
                 "average": num(self.average[m]),
-                "worst_factor": worst[m],
-                "worst_factor_accuracy": None if worst[m] is None else num(np.nanmin(acc[m])),
+                "worst_factor": num(worst[m]),
+                "worst_factor_name": names[m],
                 "n_images": int(self.evaluated[m]),
                 "factors": {
                     factor: {

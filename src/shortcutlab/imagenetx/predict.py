@@ -41,6 +41,7 @@ MEAN, STD = IMAGENET_MEAN, IMAGENET_STD
 NUM_CLASSES = 1000
 CROP_PCT = 0.875  # 224 / 256
 INTERPOLATIONS = ("bilinear", "bicubic", "nearest")
+CROP_MODES = ("center", "squash")  # timm's; "border" (letterbox) is refused, not replaced
 
 
 def find_images(root: str | os.PathLike[str]) -> list[Path]:
@@ -72,19 +73,25 @@ def eval_transform(
     interpolation: str = "bilinear",
     mean: tuple[float, ...] = MEAN,
     std: tuple[float, ...] = STD,
+    crop_mode: str = "center",
 ):
     """Resize the short side to ``floor(image_size / crop_pct)`` (256 for 224), centre-crop,
-    normalise: timm's evaluation transform for the same data config."""
+    normalise: timm's evaluation transform for the same data config. ``crop_mode="squash"``
+    resizes both sides to that size (aspect ratio not kept) before the crop, as timm does."""
     from torchvision import transforms
 
     if interpolation not in INTERPOLATIONS:
         raise ImagenetXError(unknown_choice("interpolation", interpolation, INTERPOLATIONS))
     if not 0 < crop_pct <= 1:
         raise ImagenetXError(f"crop_pct must be in (0, 1], got {crop_pct}")
+    if crop_mode not in CROP_MODES:
+        raise ImagenetXError(unknown_choice("crop_mode", crop_mode, CROP_MODES))
     mode = transforms.InterpolationMode(interpolation)
+    scaled = math.floor(image_size / crop_pct)
     return transforms.Compose(
         [
-            transforms.Resize(math.floor(image_size / crop_pct), interpolation=mode),
+            transforms.Resize((scaled, scaled) if crop_mode == "squash" else scaled,
+                              interpolation=mode),
             transforms.CenterCrop(image_size),
             transforms.ToTensor(),
             transforms.Normalize(tuple(mean), tuple(std)),
@@ -94,9 +101,9 @@ def eval_transform(
 
 def transform_from_config(config: Mapping[str, object]):
     """:func:`eval_transform` of a timm-style data config (``input_size`` (C, H, W) or
-    ``image_size``, ``crop_pct``, ``interpolation``, ``mean``, ``std``; missing keys keep the
-    defaults), e.g. a model's ``pretrained_cfg`` saved as JSON."""
-    known = {"input_size", "image_size", "crop_pct", "interpolation", "mean", "std"}
+    ``image_size``, ``crop_pct``, ``crop_mode``, ``interpolation``, ``mean``, ``std``; missing
+    keys keep the defaults), e.g. a model's ``pretrained_cfg`` saved as JSON."""
+    known = {"input_size", "image_size", "crop_pct", "crop_mode", "interpolation", "mean", "std"}
     size = config.get("input_size", config.get("image_size", 224))
     try:
         side = int(size[-1] if isinstance(size, list | tuple) else size)  # type: ignore[arg-type]
@@ -104,6 +111,7 @@ def transform_from_config(config: Mapping[str, object]):
             side, float(config.get("crop_pct") or CROP_PCT),  # type: ignore[arg-type]
             str(config.get("interpolation") or "bilinear"),
             tuple(config.get("mean", MEAN)), tuple(config.get("std", STD)),  # type: ignore[arg-type]
+            str(config.get("crop_mode") or "center"),
         )
     except (TypeError, ValueError) as exc:
         used = ", ".join(sorted(known & set(config)))
@@ -152,7 +160,7 @@ def build_model(name: str, weights: str | os.PathLike[str] | None = None) -> nn.
 
     from shortcutlab.train import models as registry
 
-    if name in registry.list_models():
+    if name in registry.list_models() or ":" in name:  # ":": module:factory, see model_paths
         try:
             model = registry.create_model(name, NUM_CLASSES)
         except DataNotFoundError:  # a model such as rn50_in that is built from its weights

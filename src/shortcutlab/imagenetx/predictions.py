@@ -7,10 +7,12 @@ file names that are not images of the partition, class ids outside 0–999 and d
 Formats
 -------
 * CSV, one model per file (model name = file stem):
-  ``file_name,predicted_class[,predicted_probability]``, or what timm's ``inference.py`` writes
-  (``filename,index[,prob]``, also with top-k lists or ``index_0`` columns: the first is
-  taken). Other column names: ``file_col``/``pred_col`` (``--file-col``/``--pred-col``). File
-  names may be full paths; only the base name counts.
+  ``file_name,predicted_class[,predicted_probability]``, or what timm's ``inference.py`` writes:
+  ``filename,index,...`` with ``--include-index``, top-k lists such as ``[ 65 970   1]`` or
+  ``index_0`` columns (the first is taken); its default ``filename,label,prob`` only with
+  ``--label-type name`` (WordNet ids such as ``n01440764``): class descriptions are refused, as
+  they do not name a class id unambiguously. Other column names: ``file_col``/``pred_col``
+  (``--file-col``/``--pred-col``). File names may be full paths; only the base name counts.
 * In Python: a DataFrame with those columns, or a mapping / Series file name -> class id
   (:func:`as_predictions`).
 * A folder: every ``*.csv`` inside it, in sorted order.
@@ -43,7 +45,8 @@ from shortcutlab.utils.io import write_npz
 
 REQUIRED_COLUMNS = ("file_name", "predicted_class")
 FILE_COLUMNS = ("file_name", "filename")  # ours / imagenet-x, timm's inference.py
-CLASS_COLUMNS = ("predicted_class", "index", "index_0")
+CLASS_COLUMNS = ("predicted_class", "index", "index_0", "label", "label_0")
+_LABEL_COLUMNS = ("label", "label_0")  # timm's: WordNet ids (--label-type name) or descriptions
 PROBABILITY_COLUMNS = ("predicted_probability", "prob", "prob_0")
 MISSING = -1
 _SHOWN = 5
@@ -141,8 +144,9 @@ def _train_index() -> pd.Index:
     return pd.Index(load_annotations("top", "train", filter_prototypes=False).file_names)
 
 
-def _check_class_ids(values: np.ndarray, where: str, lines: np.ndarray) -> np.ndarray:
-    """Integer class ids in 0–999 or an error naming the offending lines."""
+def _check_class_ids(values: np.ndarray, where: str, lines: np.ndarray,
+                     column: str = "predicted_class") -> np.ndarray:
+    """Integer class ids in 0–999 or an error naming the column and the offending lines."""
     numeric = pd.to_numeric(pd.Series(values), errors="coerce").to_numpy(dtype=np.float64)
     bad = ~np.isfinite(numeric) | (numeric != np.round(numeric))
     bad |= (numeric < 0) | (numeric >= NUM_CLASSES)
@@ -150,10 +154,32 @@ def _check_class_ids(values: np.ndarray, where: str, lines: np.ndarray) -> np.nd
         first = values[np.flatnonzero(bad)[0]]
         first = first.item() if isinstance(first, np.generic) else first
         raise ImagenetXError(
-            f"{where}: predicted_class must be an integer class id in 0–{NUM_CLASSES - 1}; "
+            f"{where}: column {column!r} must hold integer class ids in 0–{NUM_CLASSES - 1}; "
             f"{int(bad.sum())} bad values (first: {first!r}) on lines {_rows(lines[bad])}"
         )
     return numeric.astype(np.int16)
+
+
+def _wordnet_class_ids(values: pd.Series, where: str, lines: np.ndarray,
+                       column: str) -> np.ndarray:
+    """Class ids of timm's ``label`` column when it holds WordNet ids (or plain class ids); an
+    error naming the column when it holds class descriptions."""
+    from shortcutlab.biasbed.imagenet import imagenet_classes
+
+    ids = pd.Index(imagenet_classes()).get_indexer(values.astype(str).str.strip())
+    bad = ids < 0
+    if bad.all() and pd.to_numeric(values, errors="coerce").notna().all():
+        return _check_class_ids(values.to_numpy(), where, lines, column)  # ids after all
+    if bad.any():
+        first = str(values.iloc[int(np.flatnonzero(bad)[0])])
+        raise ImagenetXError(
+            f"{where}: column {column!r} holds class names such as {first!r} (timm's default "
+            f"--label-type description), not class ids; {int(bad.sum())} rows, lines "
+            f"{_rows(lines[bad])}. Rerun timm's inference.py with --include-index (an 'index' "
+            "column) or --label-type name (WordNet ids), or name the class-id column with "
+            "--pred-col"
+        )
+    return ids.astype(np.int16)
 
 
 def _check_file_names(names: np.ndarray, partition: str, where: str, lines: np.ndarray) -> None:
@@ -193,8 +219,16 @@ def _first_value(values: pd.Series) -> pd.Series:
     ``[65 970 1]`` (how timm's inference.py writes several indices or probabilities)."""
     if pd.api.types.is_numeric_dtype(values):
         return values
-    text = values.astype(str).str.strip().str.lstrip("[")
+    text = values.astype(str).str.strip().str.lstrip("[").str.lstrip()  # "[ 65 970   1]"
     return text.str.split(r"[\s,\]]+", regex=True).str[0]
+
+
+def _first_label(values: pd.Series) -> pd.Series:
+    """The top-1 entry of timm's ``label`` cells: the cell itself (a description may hold
+    commas), or the first of a top-k list such as ``['n01440764' 'n01443537']``."""
+    text = values.astype(str).str.strip()
+    listed = text.str.startswith("[")
+    return text.where(~listed, text.str.extract(r"^\[\s*'?([^'\]]*)", expand=False))
 
 
 def _pick(frame: pd.DataFrame, given: str | None, candidates: tuple[str, ...], what: str,
@@ -212,7 +246,7 @@ def _pick(frame: pd.DataFrame, given: str | None, candidates: tuple[str, ...], w
     raise ImagenetXError(
         f"{where}: no {what} column; found {list(map(str, frame.columns))}; expected one of "
         f"{', '.join(candidates)} (file_name,predicted_class[,predicted_probability], or timm's "
-        f"filename,index[,prob]), or name it with {option}"
+        f"filename,index[,prob] of --include-index), or name it with {option}"
     )
 
 
@@ -234,7 +268,10 @@ def predictions_from_frame(
         raise ImagenetXError(f"{where}: no predictions (the table has a header but no rows)")
     lines = np.arange(len(frame)) + 2  # line 1 is the header
     names = base_names(frame[fcol])
-    classes = _check_class_ids(_first_value(frame[ccol]).to_numpy(), where, lines)
+    if ccol in _LABEL_COLUMNS:
+        classes = _wordnet_class_ids(_first_label(frame[ccol]), where, lines, ccol)
+    else:
+        classes = _check_class_ids(_first_value(frame[ccol]).to_numpy(), where, lines, ccol)
     _check_file_names(names, partition, where, lines)
     probs = None
     pcol = _pick(frame, None, PROBABILITY_COLUMNS, "probability", where, "")

@@ -216,7 +216,7 @@ def add_imagenetx_section(
     for note in analysis.notes:
         report.paragraph(note, note=True)
     summary = result.table("error_ratio")
-    summary.insert(0, "worst_factor", result.worst_factor)
+    summary.insert(0, "worst_factor_name", result.worst_factor_name)
     summary.insert(0, "average_accuracy", result.average)
     if len(summary) > MAX_TABLE_MODELS:
         report.paragraph(f"First {MAX_TABLE_MODELS} of {len(summary)} models shown.", note=True)

@@ -47,16 +47,25 @@ Backend = Literal["serial", "processes", "ray", "slurm"]
 BACKENDS: tuple[Backend, ...] = get_args(Backend)
 
 
+#: ``--slurm-executor``: ``slurm`` submits with sbatch; ``local`` runs the same submission
+#: through submitit's local executor (one fresh process per job, no SLURM needed).
+SLURM_EXECUTORS = ("slurm", "local")
+
+
 @dataclass
 class SlurmOptions:
     """submitit/SLURM settings. ``cluster``: None = real SLURM (an error if there is none),
-    ``"local"`` or ``"debug"`` = submitit's local executors (tests, dry runs)."""
+    ``"local"`` = submitit's local executor (fresh processes, no SLURM: tests, dry runs on a
+    laptop), ``"debug"`` = submitit's in-process debug executor. ``mem_gb``, ``account`` and
+    ``qos``: sbatch's ``--mem``, ``--account`` and ``--qos`` (None: the cluster's default)."""
 
     partition: str | None = None
     timeout_min: int = 240
     gpus_per_node: int = 0
     cpus_per_task: int = 4
     mem_gb: int | None = None
+    account: str | None = None
+    qos: str | None = None
     array_parallelism: int = 256
     cluster: str | None = None
     folder: str | None = None
@@ -193,7 +202,7 @@ def _ray(
         import ray
     except ImportError:
         raise RunnerError(
-            "backend ray needs the ray package: pip install 'shortcutlab[distributed]'"
+            "backend ray needs the ray package: pip install 'shortcutlab[ray]'"
         ) from None
     started = False
     if not ray.is_initialized():
@@ -247,6 +256,16 @@ def _reap_local_ray() -> subprocess.Popen[bytes] | None:
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
+def slurm_options(executor: str = "slurm", **settings: Any) -> SlurmOptions:
+    """SlurmOptions of the command line: ``executor`` one of :data:`SLURM_EXECUTORS`."""
+    if executor not in SLURM_EXECUTORS:
+        raise RunnerError(unknown_choice("SLURM executor", executor, SLURM_EXECUTORS))
+    for key in ("mem_gb", "timeout_min", "cpus_per_task"):
+        if settings.get(key) is not None and settings[key] < 1:
+            raise RunnerError(f"SLURM {key} must be >= 1 (got {settings[key]})")
+    return SlurmOptions(cluster=None if executor == "slurm" else executor, **settings)
+
+
 def _slurm(
     jobs: list[Job], out: Path, device: str, workers: int, *,
     slurm: SlurmOptions | None = None, **_: Any,
@@ -255,13 +274,14 @@ def _slurm(
         import submitit
     except ImportError:
         raise RunnerError(
-            "backend slurm needs the submitit package: pip install 'shortcutlab[distributed]'"
+            "backend slurm needs the submitit package: pip install 'shortcutlab[slurm]'"
         ) from None
     opts = slurm or SlurmOptions()
     if opts.cluster is None and submitit.SlurmExecutor.affinity() < 0:
         raise RunnerError(
             "backend slurm: no SLURM found on this machine (sbatch missing); run from a SLURM "
-            "login node, or use --backend processes|ray"
+            "login node, try the same submission locally with --slurm-executor local, or use "
+            "--backend processes|ray"
         )
     executor = submitit.AutoExecutor(folder=opts.folder or out / ".submitit", cluster=opts.cluster)
     params: dict[str, Any] = {
@@ -273,6 +293,10 @@ def _slurm(
         params["slurm_partition"] = opts.partition
     if opts.mem_gb:
         params["mem_gb"] = opts.mem_gb
+    if opts.account:
+        params["slurm_account"] = opts.account
+    if opts.qos:
+        params["slurm_qos"] = opts.qos
     executor.update_parameters(**params)
     submitted = executor.map_array(run_one, jobs, [str(out)] * len(jobs), [device] * len(jobs),
                                    [_function(job) for job in jobs])
@@ -337,6 +361,9 @@ def run_jobs(
         unique.setdefault(job.job_id, job)
     for kind in sorted({job.kind for job in unique.values()}):
         job_kind(kind)  # an unregistered kind fails here, before anything runs
+    from shortcutlab.train.model_paths import check_models_reach_workers
+
+    check_models_reach_workers({job.train.model for job in unique.values()}, backend)
     outcomes: list[Outcome] = []
     todo: list[Job] = []
     for job in unique.values():

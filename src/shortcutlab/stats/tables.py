@@ -163,6 +163,13 @@ def parse_wide(df: pd.DataFrame) -> ScoreTable:
         raise StatsError(f"empty block name in line(s) {', '.join(rows)} of column {first!r}")
     blocks = blocks.astype(str).str.strip()
     dupes = sorted(set(blocks[blocks.duplicated()]))
+    algorithm = _find([str(c) for c in df.columns], ALGORITHM_COLUMNS)
+    if dupes and algorithm is not None:  # a long table whose score column has another name
+        raise StatsError(
+            f"column {algorithm!r} makes this a long table, but it has no score column: expected "
+            f"one of {', '.join(SCORE_COLUMNS)}; found {', '.join(map(str, df.columns))} "
+            "(rename the score column, e.g. test_acc to acc)"
+        )
     if dupes:
         raise StatsError(f"duplicated block name(s) in column {first!r}: {', '.join(dupes)}")
     data = {}

@@ -90,6 +90,10 @@ def list_models(pattern: str = "*") -> list[str]:
 def check_model_name(name: str) -> str:
     """``name`` if registered, else a TrainError listing the valid choices."""
     _load_entry_points()
+    if name not in _REGISTRY and ":" in name:  # module:factory, see model_paths
+        from shortcutlab.train.model_paths import register_model_path
+
+        return register_model_path(name)
     if name not in _REGISTRY:
         raise TrainError(unknown_choice("model", name, sorted(_REGISTRY)))
     return name

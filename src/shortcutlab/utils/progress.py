@@ -1,7 +1,9 @@
-"""A rich progress bar with ETA, quiet when output is not a terminal unless forced."""
+"""A rich progress bar with ETA, always on stderr so stdout keeps the results (and ``--json``
+stays pure JSON); quiet when stderr is not a terminal."""
 
 from __future__ import annotations
 
+from rich.console import Console
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -13,7 +15,8 @@ from rich.progress import (
 
 
 def progress_bar(disable: bool = False) -> Progress:
-    """A Progress with description, bar, n/total, elapsed time and ETA; use as a context manager."""
+    """A Progress with description, bar, n/total, elapsed time and ETA, drawn on stderr; use as a
+    context manager."""
     return Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -21,6 +24,7 @@ def progress_bar(disable: bool = False) -> Progress:
         TimeElapsedColumn(),
         TextColumn("eta"),
         TimeRemainingColumn(),
+        console=Console(stderr=True),
         disable=disable,
         transient=False,
     )

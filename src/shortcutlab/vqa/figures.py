@@ -56,7 +56,8 @@ def accuracy_bars(scores: dict[str, dict[str, float]]) -> Figure:
         ax.bar(x + k * width, vals, width, label=model)
     ax.set_xticks(x + width * (len(models) - 1) / 2, keys, rotation=45, ha="right")
     ax.set_ylabel("VQA accuracy (%)")
-    ax.legend(fontsize=7)
+    # beside the axes, never over the bars (the KO bars reach the top)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     fig.tight_layout()
     return fig
 

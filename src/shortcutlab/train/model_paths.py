@@ -1,0 +1,95 @@
+"""Models named by import path, ``module:factory`` (``--model my_models:wide_net``), and the
+check that every model of a run can be built by the processes that run its jobs.
+
+A ``module:factory`` name is imported from the working directory or ``PYTHONPATH`` the first
+time it is used and registered under that name, in the process that asked and, by the same
+route, in every worker process (the working directory is passed on through ``sys.path`` and
+``PYTHONPATH``). ``factory(num_classes, **kw)`` returns the ``nn.Module``, as for
+:func:`shortcutlab.train.register_model`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from shortcutlab.errors import RunnerError, TrainError
+
+_FORM = "module:factory, e.g. my_models:wide_net (my_models.py in the working directory)"
+
+
+def is_import_path(name: str) -> bool:
+    """``module:factory`` rather than a registered name."""
+    return ":" in name
+
+
+def _importable_from_here() -> None:
+    """Put the working directory on ``sys.path`` and ``PYTHONPATH`` (for worker processes)."""
+    here = os.getcwd()
+    if here not in sys.path and "" not in sys.path:
+        sys.path.insert(0, here)
+    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if here not in paths:
+        os.environ["PYTHONPATH"] = os.pathsep.join([*paths, here])
+
+
+def resolve_model_path(name: str) -> Callable[..., Any]:
+    """The factory that ``module:factory`` names (``factory`` may be dotted: ``Class.build``);
+    a TrainError saying what failed and how to fix it otherwise."""
+    module_name, _, attr = (part.strip() for part in name.partition(":"))
+    if not module_name or not attr:
+        raise TrainError(f"model {name!r}: expected {_FORM}")
+    _importable_from_here()
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        raise TrainError(
+            f"model {name!r}: cannot import {module_name!r} ({exc}); run from the folder that "
+            "holds it or add that folder to PYTHONPATH"
+        ) from None
+    except Exception as exc:  # the user's module itself failed
+        raise TrainError(f"model {name!r}: importing {module_name!r} failed: "
+                         f"{type(exc).__name__}: {exc}") from None
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise TrainError(f"model {name!r}: {module_name!r} has no {attr!r}")
+        obj = getattr(obj, part)
+    if not callable(obj):
+        raise TrainError(f"model {name!r}: {attr!r} is not callable; expected a factory "
+                         "factory(num_classes, **kw) -> nn.Module")
+    return obj
+
+
+def register_model_path(name: str) -> str:
+    """Register the factory ``module:factory`` names under that name (once); returns it."""
+    from shortcutlab.train import models
+
+    if name not in models.list_models():
+        models.register_model(resolve_model_path(name), name=name)
+    return name
+
+
+def _session_only(factory: Any) -> bool:
+    """Defined in a notebook or an interactive session: no fresh process can import it."""
+    main = sys.modules.get("__main__")
+    return (getattr(factory, "__module__", None) == "__main__"
+            and not getattr(main, "__file__", None))
+
+
+def check_models_reach_workers(model_names: Iterable[str], backend: str) -> None:
+    """Refuse, before anything runs, models registered in a notebook for a backend whose
+    workers are fresh processes (they would fail with "unknown model")."""
+    models = sys.modules.get("shortcutlab.train.models")
+    if models is None or backend == "serial":
+        return
+    registry = getattr(models, "_REGISTRY", {})
+    for name in sorted(set(model_names)):
+        if name in registry and _session_only(registry[name]):
+            raise RunnerError(
+                f"model {name!r} is registered in this notebook/interactive session, which the "
+                f"worker processes of backend {backend!r} cannot see; use backend 'serial', or "
+                f"move the factory into a module and name it by import path ({_FORM})"
+            )

@@ -1,0 +1,100 @@
+"""``--model module:factory`` (a model named by import path) and notebook-registered models on
+backends whose workers are fresh processes (issue 23)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from shortcutlab.errors import RunnerError, TrainError
+from shortcutlab.train.model_paths import check_models_reach_workers, resolve_model_path
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+MODULE = textwrap.dedent("""
+    import torch
+
+    def tiny(num_classes):
+        return torch.nn.Sequential(torch.nn.AdaptiveAvgPool2d(4), torch.nn.Flatten(),
+                                   torch.nn.Linear(48, num_classes))
+    """)
+
+
+def _env() -> dict[str, str]:
+    # PYTHONPATH names only the sources: the user's module is found from the working directory
+    return {**os.environ, "PYTHONPATH": str(SRC), "OMP_NUM_THREADS": "1"}
+
+
+def test_model_by_import_path_from_the_command_line(tmp_path: Path) -> None:
+    """A fresh `python -m shortcutlab` in the user's folder; the job runs in a spawned worker
+    process, which finds the module the same way."""
+    (tmp_path / "my_models.py").write_text(MODULE)
+    cmd = [sys.executable, "-m", "shortcutlab", "diagvib", "run", "--model", "my_models:tiny",
+           "--study", "ZSO", "--pairs", "hue-shape", "--samples", "0", "--scale", "0.002",
+           "--epochs", "1", "--batch-size", "16", "--backend", "processes", "--workers", "1",
+           "--device", "cpu", "--out", "runs", "--json"]
+    res = subprocess.run(cmd, cwd=tmp_path, env=_env(), capture_output=True, text=True,
+                         timeout=600)
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["done"] == 1
+
+
+def test_unimportable_model_path_is_one_line(tmp_path: Path, monkeypatch) -> None:
+    from typer.testing import CliRunner
+
+    from shortcutlab.cli.main import app
+
+    monkeypatch.chdir(tmp_path)
+    res = CliRunner().invoke(app, ["diagvib", "run", "--model", "no_such_module:tiny", "--study",
+                                   "ZSO", "--out", str(tmp_path / "runs")])
+    assert res.exit_code == 2
+    assert "cannot import 'no_such_module'" in res.output and "Traceback" not in res.output
+
+
+def test_import_path_errors_say_what_is_wrong(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "shortcutlab_test_zoo.py").write_text(MODULE + "\nNOT_A_FACTORY = 3\n")
+    assert resolve_model_path("shortcutlab_test_zoo:tiny")(num_classes=3)[-1].out_features == 3
+    with pytest.raises(TrainError, match="has no 'wide'"):
+        resolve_model_path("shortcutlab_test_zoo:wide")
+    with pytest.raises(TrainError, match="is not callable"):
+        resolve_model_path("shortcutlab_test_zoo:NOT_A_FACTORY")
+    with pytest.raises(TrainError, match="expected module:factory"):
+        resolve_model_path("shortcutlab_test_zoo:")
+
+
+def test_notebook_model_on_worker_processes_is_refused_with_the_reason(tmp_path: Path,
+                                                                     monkeypatch) -> None:
+    from shortcutlab.train import models
+
+    def nb_net(num_classes: int):  # as if typed into a notebook cell
+        raise AssertionError("never built")
+
+    nb_net.__module__ = "__main__"
+    monkeypatch.setitem(models._REGISTRY, "nb_net", nb_net)
+    monkeypatch.delattr(sys.modules["__main__"], "__file__", raising=False)
+    from shortcutlab.diagvib.jobs import build_jobs
+    from shortcutlab.runner.backends import run_jobs
+    from shortcutlab.train.config import TrainConfig
+
+    jobs = build_jobs("nb_net", ["ZSO"], ["hue-shape"], [0], [0], 0.002,
+                      TrainConfig(model="nb_net", epochs=1))
+    with pytest.raises(RunnerError, match="registered in this notebook.*'processes'.*serial.*"
+                       "module:factory"):
+        run_jobs(jobs, tmp_path, backend="processes", device="cpu", progress=False)
+    check_models_reach_workers(["nb_net"], "serial")  # the notebook's own process sees it
+    check_models_reach_workers(["small_cnn"], "processes")
+
+
+def test_imagenetx_predict_builds_a_model_by_import_path(tmp_path: Path, monkeypatch) -> None:
+    from shortcutlab.imagenetx.predict import build_model
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "shortcutlab_test_zoo2.py").write_text(MODULE)
+    net = build_model("shortcutlab_test_zoo2:tiny")
+    assert net[-1].out_features == 1000 and not net.training
