@@ -109,3 +109,18 @@ def test_run_renders_from_the_given_textures(tmp_path) -> None:
     assert job["inputs"] == {"textures": str(folder.resolve())}
     bad = CliRunner().invoke(app, [*args, "--textures", str(tmp_path / "missing")])
     assert bad.exit_code == 2 and "does not exist" in bad.output
+
+
+def test_a_new_renderer_gives_new_job_ids(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Images of an older renderer never count as the new one's: its version is in the id."""
+    import shortcutlab.diagvib.render as render
+
+    old = build_jobs("small_cnn", ["ZSO"], ["hue-shape"], [0], scale=0.01)[0]
+    assert old.versions == {"renderer": render.RENDERER_VERSION}
+    monkeypatch.setattr(render, "RENDERER_VERSION", "test-next")
+    new = build_jobs("small_cnn", ["ZSO"], ["hue-shape"], [0], scale=0.01)[0]
+    assert new.job_id != old.job_id
+    assert new.model_copy(update={"versions": old.versions}).job_id == old.job_id
+    # a job without versions (another kind) hashes as before the field existed
+    plain = Job(experiment="x", kind=KIND)
+    assert "versions" not in json.loads(plain.canonical_json())

@@ -264,6 +264,8 @@ def build_jobs(
                 f"study {', '.join(lacking)} was not generated in {specs_dir} (e.g. {missing[0]} "
                 f"is missing); generated studies: {', '.join(have) or 'none'}"
             )
+    from shortcutlab.diagvib.render import RENDERER_VERSION
+
     jobs = []
     for name in names:
         if generated is not None:
@@ -275,6 +277,6 @@ def build_jobs(
             jobs.append(Job(
                 experiment=name, kind=KIND, scale=scale, benchmark_seed=benchmark_seed,
                 train=base.replace(seed=int(seed)), spec=spec,
-                inputs=inputs, input_digests=digests,
+                inputs=inputs, input_digests=digests, versions={"renderer": RENDERER_VERSION},
             ))
     return jobs

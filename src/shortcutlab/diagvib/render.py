@@ -38,6 +38,11 @@ from shortcutlab.diagvib.sources import (
 from shortcutlab.errors import DiagvibError, unknown_choice
 from shortcutlab.utils.rng import seed_sequence
 
+#: Bumped whenever the images drawn for the same (spec, seed, sources) change; part of every
+#: DiagViB-6 job id (``Job.versions``), so results of an older renderer are never reused.
+#: 2: digit strokes, placement and user textures as the authors draw them (issue 21).
+RENDERER_VERSION = "2"
+
 if TYPE_CHECKING:  # torch is imported where the torch path runs: the numpy path does not need it
     import torch
 

@@ -54,6 +54,9 @@ class Job(BaseModel):
     The id depends on their content (``input_digests``, computed when the job is made), not on
     their path: a moved folder keeps its jobs, an edited one gets new ones.
 
+    ``versions``: versions of the code the kind's numbers depend on beyond the training config
+    (DiagViB-6: its renderer), part of the id: results of older code are never counted as new.
+
     ``threads``: torch's intra-op CPU threads while the job runs. Floating-point sums depend on
     how work is split over threads, so the count is part of the job (and of its id when not
     the default): a job's numbers do not depend on how many jobs run side by side.
@@ -69,6 +72,7 @@ class Job(BaseModel):
     spec: dict[str, Any] | None = None
     inputs: dict[str, str] = Field(default_factory=dict)
     input_digests: dict[str, str] = Field(default_factory=dict)
+    versions: dict[str, str] = Field(default_factory=dict)
     threads: int = Field(DEFAULT_THREADS, ge=1)
 
     def __init__(self, **data: Any) -> None:
@@ -89,6 +93,8 @@ class Job(BaseModel):
         """Sorted keys, no spaces: equal jobs give equal bytes, hence equal ids. Input paths are
         left out (their digests count); jobs without inputs hash as they always did."""
         exclude = {"inputs"} | (set() if self.inputs else {"input_digests"})
+        if not self.versions:
+            exclude.add("versions")
         if self.threads == DEFAULT_THREADS:
             exclude.add("threads")
         return json.dumps(self.model_dump(mode="json", exclude=exclude), sort_keys=True,
