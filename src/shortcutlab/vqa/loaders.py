@@ -181,6 +181,17 @@ def _split_list(value: object) -> object:
     return value
 
 
+def _check_row_lengths(path: Path, width: int) -> None:
+    """Refuse a CSV row with fewer fields than the header (pandas pads it silently)."""
+    import csv
+
+    with path.open(encoding="utf-8", newline="") as fh:
+        for number, row in enumerate(csv.reader(fh), start=1):
+            if row and len(row) != width:
+                raise VQAError(f"{path}: row {number} has {len(row)} field(s), the header "
+                               f"{width}; every row needs one value per column")
+
+
 def load_tabular(path: str | Path) -> pd.DataFrame:
     """Load a CSV or JSONL VQA table (columns as in :mod:`.table`)."""
     path = Path(path)
@@ -193,6 +204,7 @@ def load_tabular(path: str | Path) -> pd.DataFrame:
         except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as exc:
             reason = str(exc).strip().splitlines()[0] if str(exc).strip() else "empty"
             raise VQAError(f"{path}: not a readable CSV table ({reason})") from None
+        _check_row_lengths(path, len(df.columns))
         for col in ("answers", "objects"):
             if col in df.columns:
                 df[col] = [_split_list(v) for v in df[col]]

@@ -1,0 +1,72 @@
+"""Hostile but fair inputs from issue 22: each is refused with one ``Error:`` line (or click's
+usage box) and exit code 2, never turned into a default, ignored or counted."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from shortcutlab.cli.main import app
+
+runner = CliRunner()
+# an unknown backend makes a run that got past the checks stop before training
+DIAGVIB = ["biasbed", "run", "--algorithm", "erm", "--backend", "none",
+           "--dataset", "diagvib:ZGO/shape-texture/0"]
+
+BIASBED_CASES = {
+    "epochs 0": (["--epochs", "0"], "--epochs"),
+    "batch size 0": (["--batch-size", "0"], "--batch-size"),
+    "lr 0": (["--lr", "0"], "--lr"),
+    "lr negative": (["--lr", "-0.1"], "--lr"),
+    "scale 0": (["--scale", "0"], "--scale"),
+    "workers 0": (["--workers", "0"], "--workers"),
+    "image size 0": (["--image-size", "0"], "--image-size"),
+    "label space ignored": (["--label-space", "imagenet1k"], "--label-space applies to"),
+    "preprocess ignored": (["--preprocess", "imagenet"], "--preprocess applies to"),
+    "in-distribution ignored": (["--in-distribution", "a=b"], "--in-distribution applies"),
+    "test head ignored": (["--test-head", "a=imagenet1k"], "--test-head applies to"),
+    "image size ignored": (["--image-size", "64"], "--image-size applies to"),
+}
+
+
+def _refused(args: list[str], fragment: str, out: Path) -> None:
+    res = runner.invoke(app, args)
+    assert res.exit_code == 2, res.output
+    assert res.exception is None or isinstance(res.exception, SystemExit), res.exception
+    assert "Traceback" not in res.output and fragment in res.output, res.output
+    assert not out.exists()  # refused before anything was planned or written
+
+
+@pytest.mark.parametrize("case", list(BIASBED_CASES))
+def test_biasbed_run_refuses_zeros_and_options_it_would_ignore(tmp_path, case: str) -> None:
+    extra, fragment = BIASBED_CASES[case]
+    out = tmp_path / "out"
+    _refused([*DIAGVIB, *extra, "--out", str(out)], fragment, out)
+
+
+def test_biasbed_run_refuses_a_sample_outside_the_five(tmp_path) -> None:
+    out = tmp_path / "out"
+    args = [*DIAGVIB[:-1], "diagvib:ZGO/shape-texture/9", "--out", str(out)]
+    _refused(args, "unknown dataset sample 9", out)
+
+
+VQA_CSV = {
+    "ragged row": ("question_id,image_id,question,answers\n1,2,what?,yes\n2,3\n",
+                   "row 3 has 2 field(s)"),
+    "empty answer": ("question_id,image_id,question,answer\n1,2,what?,yes\n2,3,why?,\n",
+                     "have an empty answer: '2'"),
+    "blank answer in a list": ('question_id,image_id,question,answers\n1,2,what?,yes\n'
+                               '2,3,why?,"[""yes"", "" ""]"\n', "have an empty answer: '2'"),
+}
+
+
+@pytest.mark.parametrize("case", list(VQA_CSV))
+def test_vqa_build_refuses_ragged_rows_and_empty_answers(tmp_path, case: str) -> None:
+    text, fragment = VQA_CSV[case]
+    data = tmp_path / "data.csv"
+    data.write_text(text)
+    out = tmp_path / "out"
+    _refused(["vqa", "build", "--data", str(data), "--out", str(out), "--no-figures"],
+             fragment, out)
