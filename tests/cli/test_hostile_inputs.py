@@ -70,3 +70,39 @@ def test_vqa_build_refuses_ragged_rows_and_empty_answers(tmp_path, case: str) ->
     out = tmp_path / "out"
     _refused(["vqa", "build", "--data", str(data), "--out", str(out), "--no-figures"],
              fragment, out)
+
+
+def _alias_bomb(levels: int = 9) -> str:
+    lines = ['a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, levels)]
+    return "\n".join(lines) + "\n"
+
+
+def test_a_yaml_alias_bomb_spec_is_refused_at_once(tmp_path) -> None:
+    spec = tmp_path / "bomb.yaml"
+    spec.write_text(_alias_bomb())
+    assert len(spec.read_bytes()) < 600  # 9 ** 9 strings once expanded
+    out = tmp_path / "out.npz"
+    _refused(["diagvib", "export", str(spec), "--out", str(out)], "aliases", out)
+
+
+@pytest.mark.parametrize("text", ["a: &x 1\nb: *x\n", "name: &n x\nother: [*n]\n"])
+def test_yaml_aliases_are_refused_by_the_spec_and_config_loaders(tmp_path, text: str) -> None:
+    from shortcutlab.diagvib.spec import ExperimentSpec
+    from shortcutlab.errors import SpecError, TrainError
+    from shortcutlab.train.config import TrainConfig
+
+    with pytest.raises(SpecError, match="aliases"):
+        ExperimentSpec.from_yaml(text)
+    config = tmp_path / "config.yaml"
+    config.write_text(text)
+    with pytest.raises(TrainError, match="aliases"):
+        TrainConfig.from_file(config)
+
+
+def test_a_spec_with_an_integer_key_is_one_line(tmp_path) -> None:
+    spec = tmp_path / "int.yaml"
+    spec.write_text("1: 2\n")
+    out = tmp_path / "out.npz"
+    _refused(["diagvib", "export", str(spec), "--out", str(out)], "keys must be field names",
+             out)

@@ -38,6 +38,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, mo
 
 from shortcutlab.diagvib.factors import FACTOR_TABLE, FACTORS
 from shortcutlab.errors import SpecError, unknown_choice
+from shortcutlab.utils.io import load_yaml
 from shortcutlab.utils.rng import rng
 
 StudyName = Literal["ZSO", "ZGO", "CGO-1", "CGO-2", "CGO-3", "CHGO", "FGO-5", "FGO-10", "FGO-20"]
@@ -52,8 +53,6 @@ PAIRED_STUDIES: tuple[StudyName, ...] = ("ZGO",)
 """Studies whose (i, j) and (j, i) experiments share images (when their weights are symmetric)."""
 N_SELECTED = 3
 WEIGHT_TOLERANCE = 1e-6
-
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def _fmt_loc(loc: tuple[Any, ...]) -> str:
@@ -301,6 +300,9 @@ class ExperimentSpec(BaseModel):
     def from_dict(cls, data: Any) -> ExperimentSpec:
         if not isinstance(data, dict):
             raise SpecError(f"an experiment spec must be a mapping (got {type(data).__name__})")
+        odd = [k for k in data if not isinstance(k, str)]
+        if odd:
+            raise SpecError(f"experiment spec keys must be field names, got {odd[0]!r}")
         return cls(**data)
 
     @classmethod
@@ -314,7 +316,7 @@ class ExperimentSpec(BaseModel):
     @classmethod
     def from_yaml(cls, text: str) -> ExperimentSpec:
         try:
-            data = yaml.load(text, Loader=_Loader)
+            data = load_yaml(text)
         except yaml.YAMLError as exc:
             raise SpecError(f"invalid YAML experiment spec: {exc}") from None
         return cls.from_dict(data)

@@ -107,3 +107,34 @@ def write_npz_streaming(
                 with zf.open(f"{key}.npy", "w", force_zip64=True) as fh:
                     np.lib.format.write_array(fh, np.asanyarray(value), allow_pickle=False)
     return Path(target)
+
+
+# ------------------------------------------------------------------ reading untrusted files
+
+
+def _refuse_aliases() -> type:
+    import yaml
+
+    class NoAliasLoader(yaml.SafeLoader):
+        """PyYAML's safe loader that refuses aliases: ``*name`` references let a few hundred
+        bytes expand to gigabytes (the "billion laughs" bomb)."""
+
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            if self.check_event(yaml.AliasEvent):
+                event = self.peek_event()
+                raise yaml.composer.ComposerError(
+                    None, None, "YAML aliases (*name) are not accepted here; write the values "
+                    "out", event.start_mark)
+            return super().compose_node(parent, index)
+
+    return NoAliasLoader
+
+
+def load_yaml(text: str) -> Any:
+    """Parse untrusted YAML (JSON is YAML) with the safe loader, refusing aliases so that a
+    small file cannot expand without bound; errors are ``yaml.YAMLError``."""
+    import yaml
+
+    if "*" not in text:  # no alias possible: the fast C loader when there is one
+        return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    return yaml.load(text, Loader=_refuse_aliases())  # noqa: S506 - a SafeLoader subclass
