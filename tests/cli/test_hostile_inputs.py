@@ -106,3 +106,30 @@ def test_a_spec_with_an_integer_key_is_one_line(tmp_path) -> None:
     out = tmp_path / "out.npz"
     _refused(["diagvib", "export", str(spec), "--out", str(out)], "keys must be field names",
              out)
+
+
+def _zip(path: Path, member: str, data: bytes) -> Path:
+    import zipfile
+
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr(member, data)
+    return path
+
+
+@pytest.mark.parametrize("case", ["bomb", "over the cap", "not a zip"])
+def test_vqa_build_refuses_zip_bombs_and_damaged_zips(tmp_path, monkeypatch, case: str) -> None:
+    data = tmp_path / "Val.zip"
+    if case == "bomb":  # 20 MB of JSON from ~20 KB
+        _zip(data, "Val/questions.json", b"[" + b" " * (20 * 2**20) + b"]")
+        fragment = "like a zip bomb"
+    elif case == "over the cap":  # a user-set cap holds
+        monkeypatch.setenv("SHORTCUTLAB_MAX_UNZIPPED_MB", "1")
+        _zip(data, "Val/questions.json", b"[" + b" " * (2 * 2**20) + b"]")
+        fragment = "the limit is 1 MB"
+    else:
+        data.write_bytes(b"PK\x03\x04 not really a zip")
+        fragment = "not a readable zip file"
+    assert data.stat().st_size < 2**20
+    out = tmp_path / "out"
+    _refused(["vqa", "build", "--data", str(data), "--out", str(out), "--no-figures"],
+             fragment, out)

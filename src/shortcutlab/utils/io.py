@@ -9,6 +9,7 @@ import json
 import os
 import tempfile
 import zipfile
+import zlib
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -138,3 +139,54 @@ def load_yaml(text: str) -> Any:
     if "*" not in text:  # no alias possible: the fast C loader when there is one
         return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     return yaml.load(text, Loader=_refuse_aliases())  # noqa: S506 - a SafeLoader subclass
+
+
+UNZIP_LIMIT_ENV = "SHORTCUTLAB_MAX_UNZIPPED_MB"
+DEFAULT_UNZIP_LIMIT_MB = 2048
+SUSPICIOUS_RATIO, SUSPICIOUS_MB = 100, 16  # JSON compresses ~10:1; a bomb of zeros ~1000:1
+
+
+def unzip_limit_mb() -> int | None:
+    """The cap on one zip member's unpacked size in MB (:data:`UNZIP_LIMIT_ENV`, default
+    :data:`DEFAULT_UNZIP_LIMIT_MB`); None when the user set it (the ratio check is then off)."""
+    value = os.environ.get(UNZIP_LIMIT_ENV, "").strip()
+    return int(value) if value.isdigit() and int(value) > 0 else None
+
+
+@contextmanager
+def open_zip(path: Path, error: type[Exception]) -> Iterator[zipfile.ZipFile]:
+    """``zipfile.ZipFile(path)``; a damaged archive raises ``error`` naming ``path``."""
+    try:
+        zf = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError) as exc:
+        raise error(f"{path}: not a readable zip file ({exc})") from None
+    with zf:
+        yield zf
+
+
+def read_zip_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, label: str,
+                    error: type[Exception]) -> bytes:
+    """The unpacked bytes of member ``info``, refused with ``error`` (naming ``label``) when
+    damaged, larger than the cap, or compressed so well that it is likely a zip bomb; the
+    cap holds even when the member's header lies about its size."""
+    chosen = unzip_limit_mb()
+    cap = (chosen or DEFAULT_UNZIP_LIMIT_MB) * 2**20
+    hint = (f"the limit is {cap // 2**20} MB; set {UNZIP_LIMIT_ENV}=<MB> to allow more if "
+            "you trust the file")
+    if info.file_size > cap:
+        raise error(f"{label} unzips to {info.file_size / 2**20:.0f} MB; {hint}")
+    ratio = info.file_size / max(info.compress_size, 1)
+    if chosen is None and info.file_size > SUSPICIOUS_MB * 2**20 and ratio > SUSPICIOUS_RATIO:
+        raise error(f"{label} unzips {ratio:.0f}:1 to {info.file_size / 2**20:.0f} MB, like a "
+                    f"zip bomb; {hint}")
+    chunks, total = [], 0
+    try:
+        with zf.open(info) as fh:
+            while chunk := fh.read(2**20):
+                total += len(chunk)
+                if total > cap:
+                    raise error(f"{label} unzips to more than its header says; {hint}")
+                chunks.append(chunk)
+    except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError) as exc:
+        raise error(f"{label}: damaged zip member ({exc})") from None
+    return b"".join(chunks)

@@ -21,7 +21,6 @@ packed file's ``answers_word`` (the human answers already filtered by that vocab
 
 from __future__ import annotations
 
-import zipfile
 from collections.abc import Set
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from shortcutlab.errors import DataNotFoundError, VQAError
+from shortcutlab.utils.io import open_zip, read_zip_member
 from shortcutlab.vqa.accuracy import VOCABULARY_MIN_COUNT, training_vocabulary
 from shortcutlab.vqa.concepts import SHORTCUTS
 from shortcutlab.vqa.evaluate import score_sets
@@ -91,14 +91,14 @@ def _find(root: Path, folder: str, rel: str) -> tuple[str, Any] | None:
         return str(path), _load_json(path.read_bytes(), str(path))
     archive = root / f"{folder}.zip"
     if archive.is_file():
-        with zipfile.ZipFile(archive) as zf:
+        with open_zip(archive, VQAError) as zf:
             for info in zf.infolist():
                 name = info.filename
                 if "__MACOSX" in name or info.is_dir():
                     continue
                 if name == rel or name.endswith("/" + rel):
                     label = f"{archive}:{name}"
-                    return label, _load_json(zf.read(info), label)
+                    return label, _load_json(read_zip_member(zf, info, label, VQAError), label)
     return None
 
 
