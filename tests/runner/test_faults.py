@@ -291,6 +291,22 @@ def test_a_junk_claim_is_taken_over_once_stale(tmp_path, clean) -> None:
     _assert_same(tmp_path / "run", clean)
 
 
+@pytest.mark.parametrize("junk", [b"not json", b"", b'{"owner": "someone else"}', b"\xff"])
+def test_an_unreadable_or_foreign_claim_is_taken_over_at_once(
+        tmp_path, clean, monkeypatch: pytest.MonkeyPatch, junk: bytes) -> None:
+    monkeypatch.setattr(claims, "STALE_SECONDS", 20.0)  # the old wait, shortened for the test
+    jobs = _jobs()
+    claim = tmp_path / "run" / jobs[0].job_id / claims.CLAIM_FILE
+    claim.parent.mkdir(parents=True)
+    claim.write_bytes(junk)
+    assert not claims.is_stale(claim.parent)  # a claim being written right now is left alone
+    _age([claim], claims.UNREADABLE_GRACE_SECONDS + 1)
+    start = time.perf_counter()
+    assert len(_run(jobs, tmp_path / "run", wait_seconds=0.1).done) == 1
+    assert time.perf_counter() - start < 10
+    _assert_same(tmp_path / "run", clean)
+
+
 def test_a_live_claim_is_waited_for(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A job another live process holds is not run here; once released done, it counts."""
     job = _jobs(fail=False)[0]

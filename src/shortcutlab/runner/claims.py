@@ -4,7 +4,9 @@ A claim is ``<job>/claim.json``, created with ``O_CREAT | O_EXCL`` (atomic on lo
 systems and on NFS v3+), holding the owner's pid, host and start time. The owner touches it
 every :data:`HEARTBEAT_SECONDS` while the job runs. A claim is *stale*, and may be taken over,
 when its owner is on this host and no longer alive, or when it has not been touched for
-:data:`STALE_SECONDS` (an owner on another node that died, or a claim file left unreadable).
+:data:`STALE_SECONDS` (an owner on another node that died). A claim that cannot be read, or
+that is no claim of ours (no pid, host and token), is stale once older than
+:data:`UNREADABLE_GRACE_SECONDS` (the moment its owner needs to write it), not after minutes.
 Taking over goes through a second exclusive file, so two runs never break the same claim and
 both believe they own the job.
 """
@@ -26,6 +28,7 @@ CLAIM_FILE = "claim.json"
 _BREAK_FILE = "claim.break"
 HEARTBEAT_SECONDS = 30.0
 STALE_SECONDS = 300.0
+UNREADABLE_GRACE_SECONDS = 5.0
 
 
 def _host() -> str:
@@ -66,6 +69,8 @@ def is_stale(path: Path, stale_seconds: float | None = None) -> bool:
     if claim is None:
         return False
     pid, host = claim.get("pid"), claim.get("host")
+    if not (isinstance(pid, int) and isinstance(host, str) and isinstance(claim.get("token"), str)):
+        return _age(path / CLAIM_FILE) > UNREADABLE_GRACE_SECONDS  # junk, or being written
     if host == _host() and isinstance(pid, int) and not _pid_alive(pid):
         return True
     limit = STALE_SECONDS if stale_seconds is None else stale_seconds
