@@ -133,3 +133,22 @@ def test_vqa_build_refuses_zip_bombs_and_damaged_zips(tmp_path, monkeypatch, cas
     out = tmp_path / "out"
     _refused(["vqa", "build", "--data", str(data), "--out", str(out), "--no-figures"],
              fragment, out)
+
+
+@pytest.mark.parametrize(("extra", "fragment"), [
+    (["--seed", "-1"], "--seed"),
+    (["--entropy-threshold", "1.5"], "--entropy-threshold"),
+    (["--tail-factor", "-1"], "--tail-factor"),
+    (["--stop-words", "LATIN1"], "not UTF-8"),
+    (["--question-types", "LATIN1"], "not UTF-8"),
+])
+def test_vqa_build_refuses_bad_numbers_and_non_utf8_word_lists(
+        tmp_path, extra: list[str], fragment: str) -> None:
+    data = tmp_path / "data.csv"
+    data.write_text("question_id,image_id,question,answers\n1,2,what?,yes\n")
+    latin1 = tmp_path / "words.txt"
+    latin1.write_bytes(b"caf\xe9\n")
+    extra = [str(latin1) if a == "LATIN1" else a for a in extra]
+    out = tmp_path / "out"
+    _refused(["vqa", "build", "--data", str(data), "--out", str(out), "--no-figures", *extra],
+             fragment, out)
