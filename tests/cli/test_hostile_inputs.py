@@ -152,3 +152,15 @@ def test_vqa_build_refuses_bad_numbers_and_non_utf8_word_lists(
     out = tmp_path / "out"
     _refused(["vqa", "build", "--data", str(data), "--out", str(out), "--no-figures", *extra],
              fragment, out)
+
+
+@pytest.mark.parametrize("command", [["diagvib", "export"], ["diagvib", "run", "--config"]])
+def test_a_non_utf8_spec_or_config_is_one_line(tmp_path, command: list[str]) -> None:
+    spec = tmp_path / "latin1.yaml"
+    spec.write_bytes(b"name: caf\xe9\n")
+    out = tmp_path / "out"
+    args = [*command, str(spec), "--out", str(out)]
+    if command[1] == "run":
+        args = [*command, str(spec), "--model", "small_cnn", "--study", "ZSO", "--samples", "0",
+                "--out", str(out)]
+    _refused(args, "not UTF-8" if command[1] == "export" else f"training config {spec}", out)
