@@ -18,6 +18,9 @@ from typing import Any
 import numpy as np
 
 
+_LONG_NAME = 200
+
+
 def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
@@ -33,13 +36,19 @@ def atomic_path(target: str | os.PathLike[str], suffix: str = "") -> Iterator[Pa
     """
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=suffix)
+    # a name near the 255-byte limit would not leave room for the temporary's additions
+    stem = target.name if len(target.name.encode()) <= _LONG_NAME else target.name[:64]
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{stem}.", suffix=suffix)
     os.close(fd)
     tmp_path = Path(tmp)
     os.chmod(tmp_path, 0o666 & ~_umask())  # mkstemp makes 0600; results are ordinary files
     try:
         yield tmp_path
         os.replace(tmp_path, target)
+    except OSError as exc:  # name the user's path, not our temporary one
+        if exc.errno is not None and str(tmp_path) in (str(exc.filename), str(exc.filename2)):
+            raise OSError(exc.errno, exc.strerror or str(exc), str(target)) from exc
+        raise
     finally:
         if tmp_path.exists():
             tmp_path.unlink()
