@@ -17,7 +17,6 @@ from typing import Any
 
 import numpy as np
 
-
 _LONG_NAME = 200
 
 
