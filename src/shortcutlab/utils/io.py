@@ -1,7 +1,6 @@
-"""Atomic file output: write to a temporary file beside the target, then rename.
-
-A crash never leaves a file that looks complete.
-"""
+"""Atomic file output (write to a temporary file beside the target, then rename: a crash never
+leaves a file that looks complete) and bounded reading of untrusted files (YAML without aliases,
+zip members under a size cap)."""
 
 from __future__ import annotations
 
