@@ -164,3 +164,20 @@ def test_a_non_utf8_spec_or_config_is_one_line(tmp_path, command: list[str]) -> 
         args = [*command, str(spec), "--model", "small_cnn", "--study", "ZSO", "--samples", "0",
                 "--out", str(out)]
     _refused(args, "not UTF-8" if command[1] == "export" else f"training config {spec}", out)
+
+
+def test_vqa_score_names_a_damaged_samples_parquet(tmp_path) -> None:
+    data = tmp_path / "data.csv"
+    rows = [f"{i},{i % 9},is it {'ab'[i % 2]}?,{'yes' if i % 3 else 'no'}" for i in range(60)]
+    data.write_text("question_id,image_id,question,answers\n" + "\n".join(rows) + "\n")
+    splits = tmp_path / "splits"
+    res = runner.invoke(app, ["vqa", "build", "--data", str(data), "--out", str(splits),
+                              "--no-figures"])
+    assert res.exit_code == 0, res.output
+    samples = splits / "samples.parquet"
+    samples.write_bytes(samples.read_bytes()[:100])
+    preds = tmp_path / "preds.json"
+    preds.write_text("[]")
+    out = tmp_path / "score.json"
+    _refused(["vqa", "score", str(preds), "--splits", str(splits), "--out", str(out)],
+             "samples.parquet: not a readable Parquet file", out)
