@@ -181,3 +181,18 @@ def test_vqa_score_names_a_damaged_samples_parquet(tmp_path) -> None:
     out = tmp_path / "score.json"
     _refused(["vqa", "score", str(preds), "--splits", str(splits), "--out", str(out)],
              "samples.parquet: not a readable Parquet file", out)
+
+
+@pytest.mark.parametrize("command", ["metrics", "report"])
+def test_a_job_table_with_a_duplicated_id_is_refused(tmp_path, command: str) -> None:
+    import pandas as pd
+
+    from shortcutlab.diagvib.metrics import synthetic_table
+
+    table = synthetic_table(studies=("ZSO",), samples=(0,))
+    jobs = tmp_path / "jobs.csv"
+    pd.concat([table.iloc[[0]].assign(test_acc=0.0), table]).to_csv(jobs, index=False)
+    out = tmp_path / "report"
+    args = (["diagvib", "metrics", str(jobs)] if command == "metrics"
+            else ["report", str(jobs), "--out", str(out)])
+    _refused(args, "more than once", out)
