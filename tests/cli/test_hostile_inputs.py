@@ -196,3 +196,17 @@ def test_a_job_table_with_a_duplicated_id_is_refused(tmp_path, command: str) -> 
     args = (["diagvib", "metrics", str(jobs)] if command == "metrics"
             else ["report", str(jobs), "--out", str(out)])
     _refused(args, "more than once", out)
+
+
+def test_a_run_with_failed_jobs_exits_1_naming_them_not_2(tmp_path, monkeypatch) -> None:
+    from shortcutlab.runner import backends
+    from shortcutlab.runner.jobs import Outcome
+
+    def failing(jobs, out, **kw):  # noqa: ANN001, ANN202, ARG001
+        return backends.RunSummary([Outcome(jobs[0].job_id, "failed", "RuntimeError: boom")])
+
+    monkeypatch.setattr(backends, "run_jobs", failing)
+    res = runner.invoke(app, ["diagvib", "run", "--model", "small_cnn", "--study", "ZSO",
+                              "--samples", "0", "--out", str(tmp_path / "r")])
+    assert res.exit_code == 1, res.output
+    assert "RuntimeError: boom" in res.output and "jobs failed" in res.output
