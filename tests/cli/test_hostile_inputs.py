@@ -210,3 +210,22 @@ def test_a_run_with_failed_jobs_exits_1_naming_them_not_2(tmp_path, monkeypatch)
                               "--samples", "0", "--out", str(tmp_path / "r")])
     assert res.exit_code == 1, res.output
     assert "RuntimeError: boom" in res.output and "jobs failed" in res.output
+
+
+@pytest.mark.parametrize(("extra", "fragment"), [
+    (["--data-config", "BOMB"], "aliases"),
+    (["--data-config", "LATIN1"], "not a readable YAML/JSON data config"),
+    (["--image-size", "0"], "--image-size"),
+    (["--num-workers", "-1"], "--num-workers"),
+    (["--batch-size", "0"], "--batch-size"),
+])
+def test_imagenetx_predict_refuses_bad_configs_and_numbers(
+        tmp_path, extra: list[str], fragment: str) -> None:
+    bomb, latin1 = tmp_path / "bomb.yaml", tmp_path / "latin1.yaml"
+    bomb.write_text(_alias_bomb())
+    latin1.write_bytes(b"crop_pct: caf\xe9\n")
+    extra = [{"BOMB": str(bomb), "LATIN1": str(latin1)}.get(a, a) for a in extra]
+    (tmp_path / "val").mkdir()
+    out = tmp_path / "preds.csv"
+    _refused(["imagenetx", "predict", "--model", "resnet18", "--imagenet-val",
+              str(tmp_path / "val"), *extra, "--out", str(out)], fragment, out)
