@@ -243,6 +243,13 @@ JOB_FILE_DAMAGE: dict[str, tuple[str, Corrupt]] = {
     "done without result": ("result.json", lambda p: p.unlink()),
     "non-UTF-8 job.json": ("job.json", lambda p: p.write_bytes(b"\xff\xfe")),
     "empty job.json": ("job.json", lambda p: p.write_text("")),
+    "result an empty object": ("result.json", lambda p: p.write_text("{}")),
+    "accuracy out of range": ("result.json", lambda p: p.write_text(
+        p.read_text().replace('"test_acc": 1.0', '"test_acc": 7.5'))),
+    "done marker a folder": ("done", lambda p: (p.unlink(), p.mkdir())),
+    "job.json missing": ("job.json", lambda p: p.unlink()),
+    "job.json edited": ("job.json", lambda p: p.write_text(
+        p.read_text().replace('"seed": 0', '"seed": 3'))),
 }
 
 

@@ -317,3 +317,10 @@ def test_models_with_their_own_algorithm_keep_their_name() -> None:
     assert model_label("asr_rn18", "asr") == "asr_rn18"
     assert model_label("small_cnn", "asr") == "small_cnn+asr"
     assert model_label("resnet18", "erm") == "resnet18"
+
+
+def test_a_duplicated_job_id_is_refused_not_resolved_by_row_order() -> None:
+    table = synthetic_table(studies=("ZSO",), samples=(0,))
+    twin = table.iloc[[0]].assign(test_acc=0.0)
+    with pytest.raises(MetricsError, match=f"job_id {table['job_id'].iloc[0]!r} more than once"):
+        validate_table(pd.concat([twin, table], ignore_index=True))

@@ -174,7 +174,27 @@ def _truncate(path: Path) -> None:
     path.write_bytes(data[: len(data) // 2])
 
 
+def _edit_result(**changes: object) -> Callable[[Path], None]:
+    def edit(path: Path) -> None:
+        path.write_text(json.dumps({**json.loads(path.read_text()), **changes}))
+    return edit
+
+
+def _folder_marker(path: Path) -> None:
+    path.unlink()
+    path.mkdir()
+
+
 CORRUPTIONS: dict[str, tuple[str, Callable[[Path], None]]] = {
+    "result an empty object": ("result.json", lambda p: p.write_text("{}")),
+    "result accuracy above 1": ("result.json", _edit_result(test_acc=7.5)),
+    "result tag accuracy below 0": ("result.json", _edit_result(**{"test_acc@a": -0.1})),
+    "result loss a string": ("result.json", _edit_result(val_loss="0.1")),
+    "result epoch a float": ("result.json", _edit_result(best_epoch=0.5)),
+    "done marker a folder": ("done", _folder_marker),
+    "job.json missing": ("job.json", lambda p: p.unlink()),
+    "job.json edited": ("job.json", lambda p: p.write_text(
+        p.read_text().replace('"seed": 0', '"seed": 1'))),
     "result truncated": ("result.json", _truncate),
     "result a list": ("result.json", lambda p: p.write_text("[0.5]")),
     "result not utf-8": ("result.json", lambda p: p.write_bytes(b"{\"a\": \"\xff\xfe\"}")),
@@ -218,6 +238,24 @@ def test_a_corrupted_file_is_named_skipped_moved_aside_and_rerun(
     _assert_same(out, clean)
 
 
+def test_swapped_job_files_are_named_never_counted_and_rewritten_by_the_next_run(
+        tmp_path) -> None:
+    jobs = _jobs(n=2, fail=False)
+    clean_out, out = tmp_path / "clean", tmp_path / "run"
+    _run(jobs, clean_out)
+    shutil.copytree(clean_out, out)
+    a, b = (out / job.job_id / "job.json" for job in jobs)
+    text_a, text_b = a.read_text(), b.read_text()
+    a.write_text(text_b)
+    b.write_text(text_a)
+    table = collect(out)
+    assert len(table) == 0 and len(table.attrs["skipped"]) == 2
+    assert all("describes job" in line for line in table.attrs["skipped"])
+    summary = _run(jobs, out)
+    assert len(summary.skipped) == 2 and not summary.done
+    _assert_same(out, clean_out)
+
+
 def test_junk_and_copied_folders_are_reported_not_counted(tmp_path, clean) -> None:
     out = tmp_path / "run"
     shutil.copytree(clean, out)
@@ -230,7 +268,7 @@ def test_junk_and_copied_folders_are_reported_not_counted(tmp_path, clean) -> No
     table = collect(out)
     pd.testing.assert_frame_equal(table, collect(clean))
     skipped = "\n".join(table.attrs["skipped"])
-    assert "copy-of-a-job" in skipped and f"belongs to job {done_job}" in skipped
+    assert "copy-of-a-job" in skipped and f"describes job {done_job}" in skipped
     assert "junk/job.json is not UTF-8" in skipped and "empty/job.json is empty" in skipped
 
 
@@ -250,6 +288,22 @@ def test_a_junk_claim_is_taken_over_once_stale(tmp_path, clean) -> None:
     old = time.time() - claims.STALE_SECONDS - 5
     os.utime(claim, (old, old))
     assert len(_run(jobs, tmp_path / "run").done) == 1
+    _assert_same(tmp_path / "run", clean)
+
+
+@pytest.mark.parametrize("junk", [b"not json", b"", b'{"owner": "someone else"}', b"\xff"])
+def test_an_unreadable_or_foreign_claim_is_taken_over_at_once(
+        tmp_path, clean, monkeypatch: pytest.MonkeyPatch, junk: bytes) -> None:
+    monkeypatch.setattr(claims, "STALE_SECONDS", 20.0)  # the old wait, shortened for the test
+    jobs = _jobs()
+    claim = tmp_path / "run" / jobs[0].job_id / claims.CLAIM_FILE
+    claim.parent.mkdir(parents=True)
+    claim.write_bytes(junk)
+    assert not claims.is_stale(claim.parent)  # a claim being written right now is left alone
+    _age([claim], claims.UNREADABLE_GRACE_SECONDS + 1)
+    start = time.perf_counter()
+    assert len(_run(jobs, tmp_path / "run", wait_seconds=0.1).done) == 1
+    assert time.perf_counter() - start < 10
     _assert_same(tmp_path / "run", clean)
 
 

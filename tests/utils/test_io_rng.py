@@ -30,3 +30,23 @@ def test_rng_streams_depend_only_on_key():
     assert np.array_equal(x, y)
     assert not np.array_equal(x, z)
     assert rng.torch_seed(1, "a") == rng.torch_seed(1, "a") != rng.torch_seed(1, "b")
+
+
+def test_a_name_near_the_file_system_limit_can_be_written_atomically(tmp_path):
+    target = tmp_path / ("r" * 250 + ".csv")
+    io.write_text(target, "x")
+    assert target.read_text() == "x" and [p.name for p in tmp_path.iterdir()] == [target.name]
+
+
+def test_a_failed_write_names_the_users_path_not_the_temporary(tmp_path):
+    import errno
+
+    target = tmp_path / "table.csv"
+    try:
+        with io.atomic_path(target) as tmp:
+            raise OSError(errno.ENOSPC, "No space left on device", str(tmp))
+    except OSError as exc:
+        assert exc.filename == str(target) and exc.errno == errno.ENOSPC
+    else:
+        raise AssertionError("the error was swallowed")
+    assert list(tmp_path.iterdir()) == []

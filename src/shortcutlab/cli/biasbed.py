@@ -24,6 +24,14 @@ from shortcutlab.cli.options import (
 )
 from shortcutlab.cli.output import json_option, print_json
 
+
+def _positive(value: float | None) -> float | None:
+    """Refuse 0 and negative values of a float option that must be > 0 (None: not given)."""
+    if value is not None and not value > 0:
+        raise typer.BadParameter(f"{value} is not in the range x>0")
+    return value
+
+
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 
 
@@ -98,7 +106,7 @@ def run(
     ),
     name: str = typer.Option("folders", help="Name of the image-folder dataset in tables."),
     image_size: int = typer.Option(
-        None, help="Image-folder images are resized/cropped to this (256 with --preprocess "
+        None, min=1, help="Image-folder images are resized/cropped to this (256 with --preprocess "
         "biasbed, else 224)."
     ),
     seeds: list[int] = typer.Option(
@@ -111,17 +119,19 @@ def run(
         "batch 128, 100 epochs, lr /10 at 30/60/90, lr 0.2; 1e-4 for erm and sagnet). "
         "Without it: Adam, 10 epochs, batch 64, lr 1e-3.",
     ),
-    epochs: int = typer.Option(None, help="Epochs per run (no early stopping)."),
+    epochs: int = typer.Option(None, min=1, help="Epochs per run (no early stopping)."),
     model: str = typer.Option("small_cnn", help="Registered model name."),
-    batch_size: int = typer.Option(None, help="Training batch size."),
-    lr: float = typer.Option(None, help="Learning rate (Adam, or SGD with --protocol biasbed)."),
+    batch_size: int = typer.Option(None, min=1, help="Training batch size."),
+    lr: float = typer.Option(None, callback=_positive,
+                             help="Learning rate (Adam, or SGD with --protocol biasbed)."),
     pretrained: Path = typer.Option(
         None, help="Local weights file (state dict) every run starts from, e.g. ImageNet."
     ),
     hparam: list[str] = typer.Option(
         None, "--hparam", help="Algorithm hyper-parameter ALGORITHM:KEY=VALUE, e.g. padain:p=0.1."
     ),
-    scale: float = typer.Option(0.01, help="DiagViB-6 dataset size relative to the paper's."),
+    scale: float = typer.Option(0.01, callback=_positive,
+                                help="DiagViB-6 dataset size relative to the paper's."),
     mnist: Path = mnist_option("DiagViB-6 datasets: "),
     textures: Path = textures_option("DiagViB-6 datasets: "),
     backend: str = backend_option(),
@@ -167,10 +177,13 @@ def run(
     if precision is not None and precision not in get_args(Precision):
         raise ProtocolError(unknown_choice("--precision", precision, get_args(Precision)))
     seeds = list(seeds or (range(10) if protocol == "biasbed" else (0, 1, 2)))
+    folder_options = {"preprocess": preprocess, "image_size": image_size}  # as given
     preprocess = preprocess or ("biasbed" if protocol == "biasbed" else "resize")
     image_size = image_size or (256 if preprocess == "biasbed" else 224)
-    if protocol is None:  # the fast defaults
-        epochs, batch_size, lr = epochs or 10, batch_size or 64, lr or 1e-3
+    if protocol is None:  # the fast defaults (a given value, even a bad one, is kept)
+        epochs = 10 if epochs is None else epochs
+        batch_size = 64 if batch_size is None else batch_size
+        lr = 1e-3 if lr is None else lr
     datasets: list[str | FolderExperiment] = list(dataset or [])
     names: list[str] = []
     folder_given = bool(train_dir) or bool(val_dir) or bool(test_dir)
@@ -210,8 +223,11 @@ def run(
                 )
             )
             names.append(label)
-    elif class_map is not None:
-        raise ProtocolError("--class-map applies to image folders; give --train-dir too")
+    else:
+        _refuse_folder_options(class_map=class_map, test_head=test_head,
+                               in_distribution=in_distribution, label_space=label_space,
+                               **folder_options)
+    _check_dataset_samples(datasets)
     planned = build_protocol_jobs(
         algorithm,
         datasets,
@@ -397,3 +413,33 @@ def report(
                            if comparison in written else None),
             "files": [str(p) for p in written],
         })
+
+
+_FOLDER_DEFAULTS = {"label_space": "map"}
+
+
+def _refuse_folder_options(**given: object) -> None:
+    """Refuse the image-folder options a DiagViB-6-only run would silently ignore."""
+    from shortcutlab.biasbed.protocol import ProtocolError
+
+    for key, value in given.items():
+        if value in (None, []) or _FOLDER_DEFAULTS.get(key, object()) == value:
+            continue
+        flag = "--" + key.replace("_", "-")
+        raise ProtocolError(f"{flag} applies to image-folder datasets only and would be "
+                            "ignored here; give --train-dir/--val-dir/--test-dir too, or drop it")
+
+
+def _check_dataset_samples(datasets: list[object]) -> None:
+    """Refuse ``diagvib:`` datasets whose sample id is outside the benchmark's five."""
+    from shortcutlab.biasbed.datasets import parse_dataset
+    from shortcutlab.biasbed.protocol import ProtocolError
+    from shortcutlab.diagvib.studies import DEFAULT_SAMPLES, parse_experiment_name
+
+    for dataset in datasets:
+        if isinstance(dataset, str):
+            sample = parse_experiment_name(parse_dataset(dataset))[3]
+            if not 0 <= sample < DEFAULT_SAMPLES:
+                raise ProtocolError(f"unknown dataset sample {sample} in --dataset {dataset}; "
+                                    f"valid choices: "
+                                    f"{', '.join(map(str, range(DEFAULT_SAMPLES)))}")

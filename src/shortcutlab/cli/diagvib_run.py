@@ -105,7 +105,6 @@ def run(
     from rich.console import Console
 
     from shortcutlab.diagvib.jobs import build_jobs
-    from shortcutlab.errors import RunnerError
     from shortcutlab.runner.backends import describe_failures, run_jobs, slurm_options
     from shortcutlab.train.config import TrainConfig
     from shortcutlab.utils.device import resolve_device
@@ -155,10 +154,9 @@ def run(
     if summary.failed:
         for line in describe_failures(summary, out):
             console.print(f"[red]failed[/red] {line}")
-        raise RunnerError(
-            f"{len(summary.failed)} of {len(jobs)} jobs failed; "
-            "rerun the same command to retry them"
-        )
+        typer.echo(f"Error: {len(summary.failed)} of {len(jobs)} jobs failed; rerun the same "
+                   "command to retry them", err=True)
+        raise typer.Exit(1)  # a finished run with failed jobs, not bad input (2)
 
 
 def collect(

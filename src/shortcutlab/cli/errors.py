@@ -68,6 +68,10 @@ def clean_errors(func: F) -> F:
         except OSError as exc:
             typer.echo(f"Error: {describe_os_error(exc)}", err=True)
             raise typer.Exit(code=EXIT_BAD_INPUT) from None
+        except UnicodeDecodeError as exc:  # a safety net: loaders name the file themselves
+            typer.echo(f"Error: an input file is not UTF-8 text ({exc.reason} at byte "
+                       f"{exc.start}); save it as UTF-8", err=True)
+            raise typer.Exit(code=EXIT_BAD_INPUT) from None
         finally:
             library.removeHandler(handler)
 

@@ -139,8 +139,9 @@ def predict_cmd(
     weights: Path = typer.Option(
         None, "--weights", help="Local state-dict file with the model's 1000-class weights."
     ),
-    batch_size: int = typer.Option(64, help="Images per forward pass."),
-    image_size: int = typer.Option(224, help="Centre-crop size (resize to size / crop-pct first)."),
+    batch_size: int = typer.Option(64, min=1, help="Images per forward pass."),
+    image_size: int = typer.Option(224, min=1, help="Centre-crop size (resize to size / "
+                                   "crop-pct first)."),
     crop_pct: float = typer.Option(0.875, help="Crop fraction (timm's crop_pct; 0.875 = 224/256)."),
     interpolation: str = typer.Option("bilinear", help="Resize interpolation: bilinear, bicubic "
                                       "or nearest."),
@@ -148,7 +149,7 @@ def predict_cmd(
         None, "--data-config", help="JSON/YAML data config of the model (timm's input_size, "
         "crop_pct, interpolation, mean, std); replaces the three options above."),
     device: str = typer.Option("auto", help="auto, cpu or cuda."),
-    num_workers: int = typer.Option(0, help="DataLoader worker processes."),
+    num_workers: int = typer.Option(0, min=0, help="DataLoader worker processes."),
 ) -> None:
     """Run a model over a local ImageNet validation folder and write its predictions CSV."""
     from shortcutlab.imagenetx.predict import (
@@ -165,7 +166,14 @@ def predict_cmd(
 
         if not data_config.is_file():
             raise DataNotFoundError(f"data config {str(data_config)!r} does not exist")
-        config = yaml.safe_load(data_config.read_text(encoding="utf-8"))  # JSON is YAML
+        from shortcutlab.utils.io import load_yaml
+
+        try:
+            config = load_yaml(data_config.read_text(encoding="utf-8"))  # JSON is YAML
+        except (yaml.YAMLError, UnicodeDecodeError) as exc:
+            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise ImagenetXError(f"{data_config}: not a readable YAML/JSON data config "
+                                 f"({reason})") from None
         if not isinstance(config, dict):
             raise ImagenetXError(f"{data_config}: expected a mapping of data-config keys")
         transform = transform_from_config(config)

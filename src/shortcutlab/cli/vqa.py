@@ -27,7 +27,12 @@ def _read_lines(path: Path | None) -> list[str] | None:
         return None
     if not path.exists():
         raise DataNotFoundError(f"word list {str(path)!r} does not exist")
-    lines = path.read_text(encoding="utf-8").splitlines()
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError as exc:
+        from shortcutlab.errors import VQAError
+
+        raise VQAError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     return [w.strip() for w in lines if w.strip() and not w.startswith("#")]
 
 
@@ -36,7 +41,7 @@ def _read_lines(path: Path | None) -> list[str] | None:
 def build(
     data: list[str] = typer.Option(..., "--data", help=DATA_HELP),
     out: Path = typer.Option(..., "--out", help="Folder for the splits, tables and figures."),
-    seed: int = typer.Option(0, help="Seed of the 70/5/25 split."),
+    seed: int = typer.Option(0, min=0, help="Seed of the 70/5/25 split."),
     mode: str = typer.Option("pmi", help="Concept scoring: 'pmi' (paper) or 'agnostic'."),
     stop_words: Path = typer.Option(
         None, help="File of stop words to drop from keywords, one per line (paper: none)."
@@ -47,8 +52,10 @@ def build(
     question_types: Path = typer.Option(
         None, help="File of question-type prefixes (used where data has no question_type)."
     ),
-    entropy_threshold: float = typer.Option(0.9, help="Imbalanced below this normalised entropy."),
-    tail_factor: float = typer.Option(1.2, help="Tail answers: fewer than this x mean count."),
+    entropy_threshold: float = typer.Option(0.9, min=0, max=1,
+                                            help="Imbalanced below this normalised entropy."),
+    tail_factor: float = typer.Option(1.2, min=0,
+                                      help="Tail answers: fewer than this x mean count."),
     tail_rule: str = typer.Option(
         "<", help="Tail answers: count '<' (paper: 'less than') or '<=' tail-factor x mean."
     ),

@@ -116,7 +116,10 @@ def validate_table(table: pd.DataFrame) -> pd.DataFrame:
         raise _fail("job table is empty: no jobs to compute metrics from")
     df = table.copy()
     if "job_id" in df.columns:
-        df = df.drop_duplicates(subset="job_id", keep="first")
+        dup = df["job_id"][df["job_id"].duplicated()]
+        if len(dup):
+            raise _fail(f"job table lists job_id {dup.iloc[0]!r} more than once "
+                        f"({dup.nunique()} duplicated id(s)); each job must appear once")
     for col in ("model", "study", "predicted", "status"):
         df[col] = df[col].astype(object).where(df[col].notna(), "").astype(str)
     df["correlated"] = df["correlated"].astype(object).where(df["correlated"].notna(), "")

@@ -40,6 +40,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, mo
 from shortcutlab.diagvib.factors import FACTOR_TABLE, FACTORS
 from shortcutlab.diagvib.sources import SPLITS, check_split
 from shortcutlab.errors import SpecError, unknown_choice
+from shortcutlab.utils.io import load_yaml
 from shortcutlab.utils.registry import register
 from shortcutlab.utils.rng import rng
 
@@ -53,8 +54,6 @@ PAIRED_STUDIES: tuple[StudyName, ...] = ("ZGO",)
 """Studies whose (i, j) and (j, i) experiments share images (when their weights are symmetric)."""
 N_SELECTED = 3
 WEIGHT_TOLERANCE = 1e-6
-
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 # ------------------------------------------------------------------------------------ studies
@@ -349,6 +348,9 @@ class ExperimentSpec(BaseModel):
     def from_dict(cls, data: Any) -> ExperimentSpec:
         if not isinstance(data, dict):
             raise SpecError(f"an experiment spec must be a mapping (got {type(data).__name__})")
+        odd = [k for k in data if not isinstance(k, str)]
+        if odd:
+            raise SpecError(f"experiment spec keys must be field names, got {odd[0]!r}")
         return cls(**data)
 
     @classmethod
@@ -362,7 +364,7 @@ class ExperimentSpec(BaseModel):
     @classmethod
     def from_yaml(cls, text: str) -> ExperimentSpec:
         try:
-            data = yaml.load(text, Loader=_Loader)
+            data = load_yaml(text)
         except yaml.YAMLError as exc:
             raise SpecError(f"invalid YAML experiment spec: {exc}") from None
         return cls.from_dict(data)

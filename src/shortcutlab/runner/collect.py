@@ -4,11 +4,13 @@
 long per-epoch table model-selection rules read; :func:`write_table` writes the job table as CSV
 and Parquet, atomically.
 
-A job folder whose files cannot be read (an unreadable ``job.json``, a ``done`` job whose
-``result.json`` or ``epochs.parquet`` is broken, a copy of another job's folder) is left out of
-the tables with one warning line naming the file (logger ``shortcutlab.runner``); the list is in
-``table.attrs["skipped"]``. The next ``run`` of that job moves the broken files aside and redoes
-it.
+A job folder proves who it is: its name must be the hash of the job in its ``job.json`` and its
+result must belong to it and meet the result schema (:mod:`shortcutlab.runner.records`). A job
+folder that fails (an unreadable, edited or swapped ``job.json``, a missing one, a ``done`` job
+whose ``result.json`` or ``epochs.parquet`` is broken or out of range, a ``done`` marker that is
+no file, a copy of another job's folder) is left out of the tables with one warning line naming
+the file (logger ``shortcutlab.runner``); the list is in ``table.attrs["skipped"]``. The next
+``run`` of that job rewrites its ``job.json``, moves broken results aside and redoes it.
 """
 
 from __future__ import annotations
@@ -25,14 +27,14 @@ from shortcutlab.runner.jobs import (
     EPOCHS_FILE,
     ERROR_FILE,
     JOB_FILE,
+    RESULT_FILE,
     JobFileError,
     describe_job,
     done_problem,
     last_error_line,
-    read_json_object,
+    read_job,
     read_result,
 )
-from shortcutlab.train.config import describe_protocol
 from shortcutlab.utils.io import atomic_path
 
 # The job kind's describer (see register_job_kind) adds its columns after "algorithm", e.g.
@@ -57,11 +59,16 @@ def _job_dirs(root: Path) -> list[Path]:
     if not root.is_dir():
         what = "is a file, not a run folder" if root.exists() else "not found"
         raise RunnerError(f"run folder {what}: {root}")
-    dirs = sorted(p.parent for p in root.glob(f"*/{JOB_FILE}"))
+    dirs = sorted(p for p in root.iterdir() if p.is_dir() and _looks_like_job(p))
     if not dirs:
         raise RunnerError(f"{root} is no run folder: no <job>/{JOB_FILE} inside (write one "
                           "with a run command, e.g. `shortcutlab diagvib run --out`)")
     return dirs
+
+
+def _looks_like_job(path: Path) -> bool:
+    return any((path / name).exists()
+               for name in (JOB_FILE, RESULT_FILE, DONE_FILE, EPOCHS_FILE, ERROR_FILE))
 
 
 def _skip(path: Path, exc: JobFileError, skipped: list[str]) -> None:
@@ -71,23 +78,29 @@ def _skip(path: Path, exc: JobFileError, skipped: list[str]) -> None:
 
 
 def _row(path: Path) -> dict[str, Any]:
-    job = read_json_object(path / JOB_FILE)
-    train = job.get("train", {})
-    if not isinstance(train, dict):
-        raise JobFileError(path / JOB_FILE, "has no training config object under 'train'")
+    if not (path / JOB_FILE).exists():
+        raise JobFileError(path / JOB_FILE, "is missing from a folder holding job results "
+                           "(the next run of the job writes it again)")
+    job = read_job(path)
+    if job.job_id != path.name:
+        raise JobFileError(path / JOB_FILE, f"describes job {job.job_id}, not {path.name} "
+                           "(a copied folder, or an edited or swapped job.json; the next run "
+                           "rewrites it)")
     row: dict[str, Any] = {
         "job_id": path.name,
-        "model": train.get("model", ""),
-        "algorithm": train.get("algorithm", ""),
-        **describe_job(str(job.get("kind", "")), str(job.get("experiment", ""))),
-        "seed": train.get("seed", 0),
-        "experiment": job.get("experiment", ""),
-        "scale": job.get("scale", 1.0),
-        "benchmark_seed": job.get("benchmark_seed", 0),
-        "protocol": describe_protocol(train),
+        "model": job.train.model,
+        "algorithm": job.train.algorithm,
+        **describe_job(job.kind, job.experiment),
+        "seed": job.train.seed,
+        "experiment": job.experiment,
+        "scale": job.scale,
+        "benchmark_seed": job.benchmark_seed,
+        "protocol": job.train.describe_protocol(),
         "error": "",
     }
-    if (path / DONE_FILE).is_file():
+    if (path / DONE_FILE).exists():
+        if not (path / DONE_FILE).is_file():
+            raise JobFileError(path / DONE_FILE, "is a folder, not a done marker")
         try:
             result = read_result(path)
         except JobFileError as exc:

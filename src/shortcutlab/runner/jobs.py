@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from shortcutlab.errors import RunnerError, ShortcutlabError, unknown_choice
 from shortcutlab.runner.claims import describe_claim, heartbeat, release, try_claim
+from shortcutlab.runner.records import result_problem
 from shortcutlab.train.config import TrainConfig, format_validation_error
 from shortcutlab.utils.digest import content_digest
 from shortcutlab.utils.io import atomic_path, write_json, write_text
@@ -189,6 +190,9 @@ def read_result(path: Path) -> dict[str, Any]:
     """``result.json`` of the job in ``path``, checked to be a JSON object of this job with a
     readable ``epochs.parquet`` (if any); a :class:`JobFileError` naming the file otherwise."""
     result = read_json_object(path / RESULT_FILE)
+    problem = result_problem(result)
+    if problem is not None:
+        raise JobFileError(path / RESULT_FILE, problem)
     owner = result.get("job_id", path.name)
     if owner != path.name:
         raise JobFileError(path / RESULT_FILE, f"belongs to job {owner}, not to "
@@ -201,6 +205,8 @@ def read_result(path: Path) -> dict[str, Any]:
 def done_problem(path: Path) -> str | None:
     """Why the results of the job in ``path`` cannot be read (a line naming the file), or
     None when :func:`read_result` reads them."""
+    if (path / DONE_FILE).exists() and not (path / DONE_FILE).is_file():
+        return f"{path / DONE_FILE} is a folder, not a done marker"
     try:
         read_result(path)
     except JobFileError as exc:
@@ -224,7 +230,7 @@ def job_status(path: Path) -> str:
     """``done`` (marker present, results readable), ``corrupt`` (marker present, results
     unreadable: the next run moves them aside and reruns the job), ``failed`` (error.txt and
     no marker) or ``pending``."""
-    if (path / DONE_FILE).is_file():
+    if (path / DONE_FILE).exists():
         return "done" if done_problem(path) is None else "corrupt"
     if (path / ERROR_FILE).is_file():
         return "failed"

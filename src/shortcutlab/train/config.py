@@ -26,6 +26,7 @@ from pydantic import (
 )
 
 from shortcutlab.errors import TrainError
+from shortcutlab.utils.io import load_yaml
 
 Protocol = Literal["paper", "demo", "biasbed"]
 Normalization = Literal["auto", "train", "imagenet", "none"]
@@ -267,8 +268,8 @@ class TrainConfig(BaseModel):
         if not path.is_file():
             raise TrainError(f"training config file not found: {path}")
         try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except yaml.YAMLError as exc:
+            data = load_yaml(path.read_text(encoding="utf-8"))
+        except (yaml.YAMLError, UnicodeDecodeError) as exc:
             raise TrainError(f"cannot parse training config {path}: {exc}") from None
         return cls.from_mapping(data)
 

@@ -1,7 +1,6 @@
-"""Atomic file output: write to a temporary file beside the target, then rename.
-
-A crash never leaves a file that looks complete.
-"""
+"""Atomic file output (write to a temporary file beside the target, then rename: a crash never
+leaves a file that looks complete) and bounded reading of untrusted files (YAML without aliases,
+zip members under a size cap)."""
 
 from __future__ import annotations
 
@@ -9,12 +8,15 @@ import json
 import os
 import tempfile
 import zipfile
+import zlib
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+_LONG_NAME = 200
 
 
 def _umask() -> int:
@@ -32,13 +34,19 @@ def atomic_path(target: str | os.PathLike[str], suffix: str = "") -> Iterator[Pa
     """
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=suffix)
+    # a name near the 255-byte limit would not leave room for the temporary's additions
+    stem = target.name if len(target.name.encode()) <= _LONG_NAME else target.name[:64]
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{stem}.", suffix=suffix)
     os.close(fd)
     tmp_path = Path(tmp)
     os.chmod(tmp_path, 0o666 & ~_umask())  # mkstemp makes 0600; results are ordinary files
     try:
         yield tmp_path
         os.replace(tmp_path, target)
+    except OSError as exc:  # name the user's path, not our temporary one
+        if exc.errno is not None and str(tmp_path) in (str(exc.filename), str(exc.filename2)):
+            raise OSError(exc.errno, exc.strerror or str(exc), str(target)) from exc
+        raise
     finally:
         if tmp_path.exists():
             tmp_path.unlink()
@@ -107,3 +115,85 @@ def write_npz_streaming(
                 with zf.open(f"{key}.npy", "w", force_zip64=True) as fh:
                     np.lib.format.write_array(fh, np.asanyarray(value), allow_pickle=False)
     return Path(target)
+
+
+# ------------------------------------------------------------------ reading untrusted files
+
+
+def _refuse_aliases() -> type:
+    import yaml
+
+    class NoAliasLoader(yaml.SafeLoader):
+        """PyYAML's safe loader that refuses aliases: ``*name`` references let a few hundred
+        bytes expand to gigabytes (the "billion laughs" bomb)."""
+
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            if self.check_event(yaml.AliasEvent):
+                event = self.peek_event()
+                raise yaml.composer.ComposerError(
+                    None, None, "YAML aliases (*name) are not accepted here; write the values "
+                    "out", event.start_mark)
+            return super().compose_node(parent, index)
+
+    return NoAliasLoader
+
+
+def load_yaml(text: str) -> Any:
+    """Parse untrusted YAML (JSON is YAML) with the safe loader, refusing aliases so that a
+    small file cannot expand without bound; errors are ``yaml.YAMLError``."""
+    import yaml
+
+    if "*" not in text:  # no alias possible: the fast C loader when there is one
+        return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    return yaml.load(text, Loader=_refuse_aliases())  # noqa: S506 - a SafeLoader subclass
+
+
+UNZIP_LIMIT_ENV = "SHORTCUTLAB_MAX_UNZIPPED_MB"
+DEFAULT_UNZIP_LIMIT_MB = 2048
+SUSPICIOUS_RATIO, SUSPICIOUS_MB = 100, 16  # JSON compresses ~10:1; a bomb of zeros ~1000:1
+
+
+def unzip_limit_mb() -> int | None:
+    """The cap on one zip member's unpacked size in MB (:data:`UNZIP_LIMIT_ENV`, default
+    :data:`DEFAULT_UNZIP_LIMIT_MB`); None when the user set it (the ratio check is then off)."""
+    value = os.environ.get(UNZIP_LIMIT_ENV, "").strip()
+    return int(value) if value.isdigit() and int(value) > 0 else None
+
+
+@contextmanager
+def open_zip(path: Path, error: type[Exception]) -> Iterator[zipfile.ZipFile]:
+    """``zipfile.ZipFile(path)``; a damaged archive raises ``error`` naming ``path``."""
+    try:
+        zf = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError) as exc:
+        raise error(f"{path}: not a readable zip file ({exc})") from None
+    with zf:
+        yield zf
+
+
+def read_zip_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, label: str,
+                    error: type[Exception]) -> bytes:
+    """The unpacked bytes of member ``info``, refused with ``error`` (naming ``label``) when
+    damaged, larger than the cap, or compressed so well that it is likely a zip bomb; the
+    cap holds even when the member's header lies about its size."""
+    chosen = unzip_limit_mb()
+    cap = (chosen or DEFAULT_UNZIP_LIMIT_MB) * 2**20
+    hint = (f"the limit is {cap // 2**20} MB; set {UNZIP_LIMIT_ENV}=<MB> to allow more if "
+            "you trust the file")
+    if info.file_size > cap:
+        raise error(f"{label} unzips to {info.file_size / 2**20:.0f} MB; {hint}")
+    ratio = info.file_size / max(info.compress_size, 1)
+    if chosen is None and info.file_size > SUSPICIOUS_MB * 2**20 and ratio > SUSPICIOUS_RATIO:
+        raise error(f"{label} unzips {ratio:.0f}:1 to {info.file_size / 2**20:.0f} MB, like a "
+                    f"zip bomb; {hint}")
+    chunks, total = [], 0
+    try:
+        with zf.open(info) as fh:
+            while chunk := fh.read(2**20):
+                total += len(chunk)
+                if total > cap:
+                    raise error(f"{label} unzips to more than its header says; {hint}")
+                chunks.append(chunk)
+    except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError) as exc:
+        raise error(f"{label}: damaged zip member ({exc})") from None
+    return b"".join(chunks)

@@ -15,7 +15,6 @@ Formats, recognised by content, not by file name:
 from __future__ import annotations
 
 import json
-import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from shortcutlab.errors import DataNotFoundError, VQAError
+from shortcutlab.utils.io import open_zip, read_zip_member
 from shortcutlab.vqa.table import make_table
 
 __all__ = [
@@ -61,14 +61,15 @@ def _json_documents(path: Path) -> list[tuple[str, Any]]:
         raise DataNotFoundError(f"VQA data file {str(path)!r} does not exist")
     if path.suffix.lower() == ".zip":
         docs = []
-        with zipfile.ZipFile(path) as zf:
+        with open_zip(path, VQAError) as zf:
             for info in zf.infolist():
                 base = info.filename.rsplit("/", 1)[-1]
                 if info.is_dir() or "__MACOSX" in info.filename or base.startswith("."):
                     continue
                 if base.lower().endswith(".json"):
                     name = f"{path}:{info.filename}"
-                    docs.append((name, _read_json_bytes(zf.read(info), name)))
+                    raw = read_zip_member(zf, info, name, VQAError)
+                    docs.append((name, _read_json_bytes(raw, name)))
         if not docs:
             raise VQAError(f"{path}: the zip holds no .json files")
         return docs
@@ -181,6 +182,17 @@ def _split_list(value: object) -> object:
     return value
 
 
+def _check_row_lengths(path: Path, width: int) -> None:
+    """Refuse a CSV row with fewer fields than the header (pandas pads it silently)."""
+    import csv
+
+    with path.open(encoding="utf-8", newline="") as fh:
+        for number, row in enumerate(csv.reader(fh), start=1):
+            if row and len(row) != width:
+                raise VQAError(f"{path}: row {number} has {len(row)} field(s), the header "
+                               f"{width}; every row needs one value per column")
+
+
 def load_tabular(path: str | Path) -> pd.DataFrame:
     """Load a CSV or JSONL VQA table (columns as in :mod:`.table`)."""
     path = Path(path)
@@ -193,6 +205,7 @@ def load_tabular(path: str | Path) -> pd.DataFrame:
         except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as exc:
             reason = str(exc).strip().splitlines()[0] if str(exc).strip() else "empty"
             raise VQAError(f"{path}: not a readable CSV table ({reason})") from None
+        _check_row_lengths(path, len(df.columns))
         for col in ("answers", "objects"):
             if col in df.columns:
                 df[col] = [_split_list(v) for v in df[col]]

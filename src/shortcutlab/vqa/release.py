@@ -23,7 +23,6 @@ packed file's ``answers_word`` (the human answers already filtered by that vocab
 
 from __future__ import annotations
 
-import zipfile
 from collections.abc import Set
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from shortcutlab.errors import DataNotFoundError, VQAError
+from shortcutlab.utils.io import open_zip, read_zip_member
 from shortcutlab.vqa.accuracy import VOCABULARY_MIN_COUNT, training_vocabulary
 from shortcutlab.vqa.concepts import SHORTCUTS
 from shortcutlab.vqa.evaluate import score_sets
@@ -88,14 +88,14 @@ class VQAVSRelease:
 # ------------------------------------------------------------------------------ file access
 def _zip_member(archive: Path, rel: str) -> tuple[str, Any] | None:
     """The member of ``archive`` named ``rel`` (or ending in ``/rel``), read as JSON."""
-    with zipfile.ZipFile(archive) as zf:
+    with open_zip(archive, VQAError) as zf:
         for info in zf.infolist():
             name = info.filename
             if "__MACOSX" in name or info.is_dir():
                 continue
             if name == rel or name.endswith("/" + rel):
                 label = f"{archive}:{name}"
-                return label, _load_json(zf.read(info), label)
+                return label, _load_json(read_zip_member(zf, info, label, VQAError), label)
     return None
 
 

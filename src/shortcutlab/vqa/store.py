@@ -88,7 +88,11 @@ def read_samples(splits_dir: str | Path) -> pd.DataFrame:
             f"{str(d)!r} is not a complete VQA-VS split folder (no {MARKER}); build one with "
             "`shortcutlab vqa build --data ... --out DIR`"
         )
-    df = pd.read_parquet(d / "samples.parquet")
+    try:
+        df = pd.read_parquet(d / "samples.parquet")
+    except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for broken files
+        raise VQAError(f"{d / 'samples.parquet'}: not a readable Parquet file "
+                       f"({type(exc).__name__}); build the folder again") from None
     missing = [c for c in ("question_id", "split", "answers") if c not in df.columns]
     if missing:
         raise VQAError(f"{d / 'samples.parquet'}: missing column(s) {', '.join(missing)}")

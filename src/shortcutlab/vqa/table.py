@@ -84,6 +84,15 @@ def make_table(df: pd.DataFrame, source: str = "table") -> pd.DataFrame:
     empty = [q for q, a in zip(out["question_id"], out["answers"], strict=True) if not a]
     if empty:
         raise VQAError(f"{source}: {len(empty)} question(s) have no answers: {_preview(empty)}")
+    blank = [q for q, a in zip(out["question_id"], out["answers"], strict=True)
+             if any(not v.strip() for v in a)]
+    if "answer" in out.columns:
+        blank += [q for q, v in zip(out["question_id"], out["answer"], strict=True)
+                  if isinstance(v, str) and not v.strip()]
+    if blank:
+        blank = list(dict.fromkeys(blank))
+        raise VQAError(f"{source}: {len(blank)} question(s) have an empty answer: "
+                       f"{_preview(blank)}")
     if "answer" not in out.columns:
         out["answer"] = [_majority(a) for a in out["answers"]]
     else:
