@@ -54,8 +54,8 @@ def load_style_image(path: Path, size: int) -> torch.Tensor | None:
     """A style image centre-cropped to a square and downsampled to ``size`` (float (3, S, S) in
     [0, 1]); None when it is smaller than ``size`` or unreadable (left out, as the authors do)."""
     try:
-        with Image.open(path) as im:
-            im = im.convert("RGB")
+        with Image.open(path) as opened:
+            im = opened.convert("RGB")
             w, h = im.size
             if min(w, h) < size:
                 return None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import typer
@@ -430,7 +431,7 @@ def _refuse_folder_options(**given: object) -> None:
                             "ignored here; give --train-dir/--val-dir/--test-dir too, or drop it")
 
 
-def _check_dataset_samples(datasets: list[object]) -> None:
+def _check_dataset_samples(datasets: Sequence[object]) -> None:
     """Refuse ``diagvib:`` datasets whose sample id is outside the benchmark's five."""
     from shortcutlab.biasbed.datasets import parse_dataset
     from shortcutlab.biasbed.protocol import ProtocolError

@@ -121,7 +121,7 @@ def analyse_result_tables(
     """Figures 1b, 4, 6 and 17 from the authors' ``results`` folder (never shipped)."""
     from shortcutlab.imagenetx import analyses, spillover, statistics
 
-    tables = analyses.read_result_tables(results_dir, which, error_type)
+    tables = analyses.read_result_tables(Path(results_dir), which, error_type)
     figure4 = analyses.figure4_models(tables, error_type)
     main = figure4[figure4["family"].isin(analyses.MAIN_FAMILIES)]
     family_tests = statistics.alexander_govern_by_factor(

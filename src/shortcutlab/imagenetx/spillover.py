@@ -151,7 +151,7 @@ def claim_verdicts(tables: pd.DataFrame, alpha: float = 0.05) -> pd.DataFrame:
     }
     rows = []
     for group, factor, direction in PAPER_CLAIMS:
-        row = {"augmentation": group, "factor": factor, "paper": direction}
+        row: dict[str, object] = {"augmentation": group, "factor": factor, "paper": direction}
         for method in METHODS:
             res = results[group, method].loc[factor]
             row[f"change_{method}"] = res["change"]

@@ -292,7 +292,7 @@ def train_cnn_bow_epochs(
     return epoch_predictions
 
 
-def _predict(image_features, forward, i_test, x_test, ids, answers):  # type: ignore[no-untyped-def]
+def _predict(image_features, forward, i_test, x_test, ids, answers):
     """Answers of the questions ``ids`` (image indices ``i_test``, bags of words ``x_test``)."""
     import torch
 

@@ -230,7 +230,7 @@ def _top_two(
     return best, second, earlier
 
 
-def _pair(first: np.ndarray, second: np.ndarray, earlier: np.ndarray, config: ConceptConfig):  # type: ignore[no-untyped-def]
+def _pair(first: np.ndarray, second: np.ndarray, earlier: np.ndarray, config: ConceptConfig):
     """The KWP/KOP concept from the top two items under the configured open choices."""
     if config.pair_order == "position":
         first, second = np.where(earlier, second, first), np.where(earlier, first, second)

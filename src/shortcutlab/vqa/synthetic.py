@@ -16,6 +16,7 @@ keyword depends on the sample's answer.
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
 import pandas as pd
 
@@ -53,7 +54,7 @@ def synthetic_vqa(
             f"per_population must be a positive multiple of {k**3} (got {per_population}) and "
             f"majority in ({1 / k}, 1] (got {majority})"
         )
-    rows = []
+    rows: list[dict[str, Any]] = []
     unique = 0
     for p, slots in _SLOTS.items():
         tag = p.replace("+", "").lower()

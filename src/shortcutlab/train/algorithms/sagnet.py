@@ -235,6 +235,7 @@ class SagNet(Algorithm):
         loss_c.backward()
         if self.opt_f is not None:
             self.opt_f.step()
+        assert self.opt_c is not None  # the sequential step builds it
         self.opt_c.step()
 
         # style: learn the label from content-randomised features (style head only)
@@ -275,6 +276,7 @@ class SagNet(Algorithm):
         self.opt_s.step()
         if self.opt_adv is not None:
             self.opt_adv.step()
+        assert self.opt_main is not None  # the joint step builds it
         self.opt_main.step()
         self.zero_grad(set_to_none=True)
         return _losses(loss_c, loss_s, loss_adv)
