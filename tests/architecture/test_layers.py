@@ -112,13 +112,14 @@ ENGINES = ("train", "runner", "stats")
 BENCHMARK_IDENTIFIERS = {"benchmark_seed", "factor_classes"}
 # Still to move out of the engines (issue 27; each entry must still be true, see the test below):
 # the factor-space Stylized/Debiased re-rendering, the AlgorithmContext layout field that feeds
-# it, the generic Job's DiagViB-6 seed and the collector's scale column.
+# it, the generic Job's DiagViB-6 seed and the collector's scale and seed columns.
 KNOWN_CONCEPTS: set[tuple[str, str]] = {
     ("train/algorithms/base.py", "factor_classes"),
     ("train/algorithms/stylized.py", "factor_classes"),
     ("train/algorithms/stylized.py", "hue"),
     ("train/algorithms/stylized.py", "texture"),
     ("runner/jobs.py", "benchmark_seed"),
+    ("runner/collect.py", "benchmark_seed"),
     ("runner/collect.py", "scale"),
 }
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -69,5 +70,9 @@ def test_stylize_cli_and_errors(tmp_path: Path) -> None:
     res = CliRunner().invoke(app, args)
     assert res.exit_code == 0, res.output
     assert len(list((tmp_path / "o").rglob("*.png"))) == 6
+    again = CliRunner().invoke(app, [*args, "--json"])
+    assert again.exit_code == 0, again.output
+    counts = json.loads(again.stdout)
+    assert counts["written"] == 0 and counts["skipped"] == 6  # resumed: nothing to redo
     bad = CliRunner().invoke(app, args[:3] + [str(tmp_path / "nope")] + args[4:])
     assert bad.exit_code == 2 and "does not exist" in bad.output

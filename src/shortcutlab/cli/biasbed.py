@@ -315,6 +315,8 @@ def stylize(
     seed: int = typer.Option(0, help="Seed of the style assignment."),
     batch_size: int = typer.Option(16, help="Images per AdaIN batch."),
     device: str = typer.Option("auto", help="auto | cpu | cuda."),
+    as_json: bool = json_option("Print the counts (written, skipped, style images used and left "
+                                "out) as one JSON object on stdout."),
 ) -> None:
     """Build Stylized ImageNet from a local ImageNet split, style images and the AdaIN weights.
 
@@ -333,6 +335,9 @@ def stylize(
         f"wrote {summary.written}, skipped {summary.skipped} (already there); "
         f"{summary.styles} style images, {summary.styles_too_small} left out (too small)"
     )
+    if as_json:
+        print_json({"written": summary.written, "skipped": summary.skipped,
+                    "styles": summary.styles, "styles_too_small": summary.styles_too_small})
 
 
 @app.command()

@@ -74,7 +74,7 @@ def backend_option() -> Any:
 
 
 def workers_option() -> Any:
-    return typer.Option(None, help="Parallel jobs (processes) / CPUs of a local Ray.")
+    return typer.Option(None, min=1, help="Parallel jobs (processes) / CPUs of a local Ray.")
 
 
 def ray_address_option() -> Any:
@@ -86,15 +86,15 @@ def slurm_partition_option() -> Any:
 
 
 def slurm_time_option() -> Any:
-    return typer.Option(240, help="SLURM time limit per job in minutes.")
+    return typer.Option(240, min=1, help="SLURM time limit per job in minutes.")
 
 
 def slurm_gpus_option() -> Any:
-    return typer.Option(0, help="GPUs per SLURM job.")
+    return typer.Option(0, min=0, help="GPUs per SLURM job.")
 
 
 def slurm_cpus_option() -> Any:
-    return typer.Option(4, help="CPUs per SLURM job.")
+    return typer.Option(4, min=1, help="CPUs per SLURM job.")
 
 
 def slurm_executor_option() -> Any:

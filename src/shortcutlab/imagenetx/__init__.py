@@ -30,6 +30,11 @@ _EXPORTS: dict[str, str] = {
     "group_comparison": "figures", "meta_label_heatmap": "figures",
     "build_model": "predict", "predict_folder": "predict",
     "add_imagenetx_section": "report", "analyse": "report", "write_report": "report",
+    **{name: "analyses" for name in (
+        "load_model_families", "model_families", "read_result_tables", "figure4_models",
+        "active_factor_counts", "accuracy_by_active_factors", "calibration_by_factor",
+        "wilson_interval", "meta_label_listing", "listing_text", "tailored_augmentation")},
+    **{name: "spillover" for name in ("group_spillover", "claim_verdicts")},
 }
 
 __all__ = sorted(_EXPORTS)
