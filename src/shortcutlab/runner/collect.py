@@ -84,7 +84,8 @@ def _row(path: Path) -> dict[str, Any]:
     job = read_job(path)
     if job.job_id != path.name:
         raise JobFileError(path / JOB_FILE, f"describes job {job.job_id}, not {path.name} "
-                           "(a copied folder, or an edited or swapped job.json; the next run "
+                           "(a copied folder, an edited or swapped job.json, or a job planned by "
+                           "an earlier shortcutlab whose ids have changed since; the next run "
                            "rewrites it)")
     row: dict[str, Any] = {
         "job_id": path.name,
