@@ -226,13 +226,13 @@ class ImageFolderDataset(Dataset):
         """Decode, resize the shorter side and centre-crop one image to float (3, S, S)
         (``imagenet-train``: a random resized crop, flipped half of the time)."""
         try:
-            with Image.open(path) as im:
-                im = im.convert("RGB")
+            with Image.open(path) as src:
+                im = src.convert("RGB")
                 if self.preprocess == "imagenet-train":
                     from torchvision.transforms import RandomHorizontalFlip, RandomResizedCrop
 
-                    scale, ratio = self.crop
-                    im = RandomResizedCrop(self.image_size, scale=scale, ratio=ratio)(im)
+                    area, ratio = self.crop
+                    im = RandomResizedCrop(self.image_size, scale=area, ratio=ratio)(im)
                     arr = np.asarray(RandomHorizontalFlip()(im), dtype=np.uint8)
                     return torch.from_numpy(arr.copy()).permute(2, 0, 1).float().div_(255.0)
                 w, h = im.size

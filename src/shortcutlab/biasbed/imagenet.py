@@ -79,6 +79,8 @@ def subset_wnids(head: str) -> tuple[str, ...]:
 class CategoryAverage(torch.nn.Module):
     """(B, 1000) logits → (B, G): the mean logit over each group's member classes."""
 
+    weights: torch.Tensor  # (G, 1000) buffer
+
     def __init__(self, groups: Sequence[Sequence[int]]) -> None:
         super().__init__()
         weights = torch.zeros(len(groups), 1000)
@@ -93,6 +95,8 @@ class CategoryAverage(torch.nn.Module):
 class ClassSubset(torch.nn.Module):
     """(B, 1000) logits → (B, len(indices)): the logits of these classes, in this order (the
     argmax equals masking every other class to −∞)."""
+
+    indices: torch.Tensor  # (K,) long buffer
 
     def __init__(self, indices: Sequence[int]) -> None:
         super().__init__()

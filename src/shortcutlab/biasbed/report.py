@@ -106,7 +106,8 @@ def _metric_text(competitors: pd.DataFrame) -> str:
 def _rank_table(
     epochs: pd.DataFrame, n_last: int, alpha: float, options: dict[str, Any]
 ) -> tuple[pd.DataFrame, dict[str, str]]:
-    ranks, errors = {}, {}
+    ranks: dict[str, pd.Series] = {}
+    errors: dict[str, str] = {}
     for rule in RULES:
         try:
             ranks[rule_label(rule, n_last)] = compare_algorithms(
@@ -138,12 +139,15 @@ def add_biasbed_section(
     ``comparison_error``). ``compare_by``/``strict``/``df``/``nemenyi_clip``: see
     :func:`shortcutlab.biasbed.protocol.compare_algorithms` (strict: leave out the test sets
     marked in-distribution for some training set)."""
+    run_dir = os.fspath(run_dir)  # the protocol readers take str | Path
     epochs = load_epochs(run_dir)
     competitors = competitor_table(run_dir)
     excluded = strict_test_sets(run_dir) if strict else []
-    options = {"compare_by": compare_by, "exclude_test_sets": excluded, "df": df,
-               "nemenyi_clip": nemenyi_clip, "nemenyi_method": nemenyi_method,
-               "tie_correction": tie_correction}
+    options: dict[str, Any] = {
+        "compare_by": compare_by, "exclude_test_sets": excluded, "df": df,
+        "nemenyi_clip": nemenyi_clip, "nemenyi_method": nemenyi_method,
+        "tie_correction": tie_correction,
+    }
     n = default_n_last(epochs) if n_last is None else n_last
     table = selection_table(epochs, n)
     runs = epochs.groupby(["algorithm", "dataset"])["run"].nunique()
@@ -188,6 +192,7 @@ def add_biasbed_section(
             "test sets or datasets, or algorithms."
         )
     if result is not None:
+        assert rule in RULES  # compare_algorithms refuses any other rule
         verdict = (
             "the algorithms differ significantly"
             if result.significant

@@ -16,7 +16,7 @@ from shortcutlab.diagvib.factors import FACTORS
 from shortcutlab.diagvib.jobs import build_jobs, collect_jobs
 from shortcutlab.diagvib.metrics import CHANCE, compute_metrics
 from shortcutlab.diagvib.report import write_report
-from shortcutlab.runner.backends import run_jobs
+from shortcutlab.runner.backends import Backend, run_jobs
 from shortcutlab.train.config import TrainConfig
 
 DEMO_STUDIES: tuple[str, ...] = ("ZSO", "ZGO")
@@ -32,7 +32,7 @@ def run_benchmark_demo(
     pairs: Sequence[str] | None = None,
     scale: float = DEMO_SCALE,
     config: TrainConfig = DEMO_CONFIG,
-    backend: str = "processes",
+    backend: Backend = "processes",
     workers: int | None = None,
     progress: bool = True,
 ) -> list[str]:

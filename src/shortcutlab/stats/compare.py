@@ -314,7 +314,7 @@ def _drop_blocks(parsed: ScoreTable, exclude: list[str]) -> ScoreTable:
     def sub(frame: pd.DataFrame | None) -> pd.DataFrame | None:
         return None if frame is None else frame.loc[keep]
 
-    return ScoreTable(sub(parsed.means), sub(parsed.std), sub(parsed.n_runs), None)  # type: ignore[arg-type]
+    return ScoreTable(parsed.means.loc[keep], sub(parsed.std), sub(parsed.n_runs), None)
 
 
 def compare(

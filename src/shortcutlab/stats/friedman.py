@@ -12,6 +12,7 @@ BiasBed's published p-values were computed: the same F, but degrees of freedom
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 from scipy import stats
@@ -36,7 +37,7 @@ class FriedmanResult:
     n_algorithms: int
     df_convention: str
 
-    def to_dict(self) -> dict[str, float | int]:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 

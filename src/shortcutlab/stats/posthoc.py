@@ -141,8 +141,8 @@ def cd_diagram(
     for t in range(lo, hi + 1):
         ax.plot([x_of(t)] * 2, [axis_y - 0.08, axis_y], color="black", lw=1)
         ax.text(x_of(t), axis_y - 0.11, str(t), ha="center", va="bottom", fontsize=9)
-    for t in np.arange(lo + 0.5, hi, 1.0):
-        ax.plot([x_of(t)] * 2, [axis_y - 0.04, axis_y], color="black", lw=0.7)
+    for half in np.arange(lo + 0.5, hi, 1.0):
+        ax.plot([x_of(half)] * 2, [axis_y - 0.04, axis_y], color="black", lw=0.7)
     # CD bar, top left.
     cd_y = 0.15
     ax.plot([x_of(lo), x_of(lo + cd)], [cd_y, cd_y], color="black", lw=1.5)

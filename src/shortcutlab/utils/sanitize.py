@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, SupportsFloat
 
 import numpy as np
 
 
-def finite_or_none(value: float) -> float | None:
+def finite_or_none(value: SupportsFloat) -> float | None:
     """``float(value)``, or None when it is NaN or infinite."""
-    value = float(value)
-    return value if math.isfinite(value) else None
+    number = float(value)
+    return number if math.isfinite(number) else None
 
 
 def json_safe(obj: Any) -> Any:

@@ -52,7 +52,7 @@ PREDICTION_FORMS = (
 NUMBER_RULES: tuple[str, ...] = ("wrong", "text")
 
 
-class ParsedPredictions(dict):  # type: ignore[type-arg]
+class ParsedPredictions(dict[str, str]):
     """``{question_id: answer}`` with answers as text, remembering in ``numeric`` the ids whose
     answer was written as a number (scored 0 under the default ``numbers="wrong"``)."""
 
@@ -181,7 +181,7 @@ def load_predictions(path: str | Path) -> ParsedPredictions:
 def _check_metric(metric: str) -> Metric:
     if metric not in METRICS:
         raise VQAError(unknown_choice("metric", metric, METRICS))
-    return metric  # type: ignore[return-value]
+    return metric
 
 
 def metric_info(

@@ -45,7 +45,8 @@ def write_splits(splits: VQASplits, out_dir: str | Path, figures: bool = True) -
     ids = s["question_id"].to_numpy()
     index: dict[str, object] = {name: ids[split == name].tolist() for name in SPLITS}
     test = split == "test"
-    index["ood"] = {k: ids[test & s[f"tail:{k}"].to_numpy()].tolist() for k in SHORTCUTS}
+    ood = {k: ids[test & s[f"tail:{k}"].to_numpy()].tolist() for k in SHORTCUTS}
+    index["ood"] = ood
     index["head"] = {k: ids[test & s[f"head:{k}"].to_numpy()].tolist() for k in SHORTCUTS}
     written.append(write_json(out / "splits.json", index, indent=None))
     for name, df, idx in (
@@ -72,7 +73,7 @@ def write_splits(splits: VQASplits, out_dir: str | Path, figures: bool = True) -
     summary = {
         "config": cfg,
         "sizes": {name: int((split == name).sum()) for name in SPLITS},
-        "ood_sizes": {k: len(v) for k, v in index["ood"].items()},  # type: ignore[union-attr]
+        "ood_sizes": {k: len(v) for k, v in ood.items()},
         "shortcuts": list(SHORTCUTS),
         "files": sorted(p.name for p in written),
     }
@@ -90,7 +91,7 @@ def read_samples(splits_dir: str | Path) -> pd.DataFrame:
         )
     try:
         df = pd.read_parquet(d / "samples.parquet")
-    except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for broken files
+    except Exception as exc:  # pyarrow raises several types for broken files
         raise VQAError(f"{d / 'samples.parquet'}: not a readable Parquet file "
                        f"({type(exc).__name__}); build the folder again") from None
     missing = [c for c in ("question_id", "split", "answers") if c not in df.columns]

@@ -47,9 +47,11 @@ def _as_list(value: object) -> list[str]:
         value = list(value)  # never share lists with the caller's frame
     if isinstance(value, list) and all(type(v) is str for v in value):
         return value  # the common case, ~8x faster than converting each item
+    if not isinstance(value, Iterable):
+        return []  # a scalar such as NaN
     try:
-        return [str(v) for v in value]  # type: ignore[union-attr]
-    except TypeError:  # a scalar such as NaN
+        return [str(v) for v in value]
+    except TypeError:  # iterable in name only (its __iter__ raises TypeError)
         return []
 
 
