@@ -7,7 +7,6 @@ from pathlib import Path
 
 import typer
 
-from shortcutlab.cli.errors import clean_errors
 from shortcutlab.cli.options import (
     backend_option,
     mnist_option,
@@ -37,7 +36,6 @@ app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_
 
 
 @app.command()
-@clean_errors
 def run(
     algorithm: list[str] = typer.Option(
         ...,
@@ -303,7 +301,6 @@ def _pairs(items: list[str], option: str, form: str) -> dict[str, list[str]]:
 
 
 @app.command()
-@clean_errors
 def stylize(
     content_dir: Path = typer.Argument(..., help="ImageNet split: <dir>/<wnid>/<images>."),
     style_dir: Path = typer.Argument(..., help="Folder of style images (paintings)."),
@@ -341,7 +338,6 @@ def stylize(
 
 
 @app.command()
-@clean_errors
 def report(
     run_dir: Path = typer.Argument(..., help="Run folder written by `biasbed run`."),
     out: Path = typer.Option(Path("report"), "--out", help="Folder for the report files."),

@@ -8,7 +8,6 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from shortcutlab.cli.errors import clean_errors
 from shortcutlab.cli.options import (
     mnist_option,
     pairs_option,
@@ -97,5 +96,5 @@ def export(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("studies")(clean_errors(studies))
-    app.command("export")(clean_errors(export))
+    app.command("studies")(studies)
+    app.command("export")(export)

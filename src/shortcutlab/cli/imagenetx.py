@@ -6,7 +6,6 @@ from pathlib import Path
 
 import typer
 
-from shortcutlab.cli.errors import clean_errors
 from shortcutlab.cli.output import json_option, print_json, print_json_file
 
 app = typer.Typer(
@@ -73,7 +72,6 @@ def _check_choices(error_type: str, which: str) -> None:
 
 
 @app.command("evaluate")
-@clean_errors
 def evaluate_cmd(
     paths: list[Path] = typer.Argument(
         None, help="Prediction CSVs (file_name,predicted_class[,predicted_probability], or the "
@@ -129,7 +127,6 @@ def evaluate_cmd(
 
 
 @app.command("predict")
-@clean_errors
 def predict_cmd(
     model: str = typer.Option(..., "--model", help="Registered model or torchvision model name."),
     imagenet_val: Path = typer.Option(
@@ -190,7 +187,6 @@ def predict_cmd(
 
 
 @app.command("report")
-@clean_errors
 def report_cmd(
     paths: list[Path] = typer.Argument(
         None, help="Prediction CSVs, folders of CSVs, or .npz/.npy matrices."

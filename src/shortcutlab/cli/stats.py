@@ -10,7 +10,6 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from shortcutlab.cli.errors import clean_errors
 from shortcutlab.cli.output import json_option, print_json
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
@@ -27,7 +26,6 @@ def _fmt_p(p: float) -> str:
 
 
 @app.command("compare")
-@clean_errors
 def compare_cmd(
     table: Path = typer.Argument(
         ...,
@@ -163,7 +161,6 @@ def compare_cmd(
 
 
 @app.command("select")
-@clean_errors
 def select_cmd(
     records: Path = typer.Argument(
         ...,

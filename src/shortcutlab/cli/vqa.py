@@ -8,7 +8,6 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from shortcutlab.cli.errors import clean_errors
 from shortcutlab.cli.options import seeds_option
 from shortcutlab.cli.output import json_option, print_json
 
@@ -37,7 +36,6 @@ def _read_lines(path: Path | None) -> list[str] | None:
 
 
 @app.command()
-@clean_errors
 def build(
     data: list[str] = typer.Option(..., "--data", help=DATA_HELP),
     out: Path = typer.Option(..., "--out", help="Folder for the splits, tables and figures."),
@@ -148,7 +146,6 @@ def _stats_table(stats) -> Table:  # type: ignore[no-untyped-def]
 
 
 @app.command()
-@clean_errors
 def score(
     predictions: Path = typer.Argument(
         ..., help="JSON list of {question_id, answer} (or an object {question_id: answer})."
@@ -336,7 +333,6 @@ def _fmt(v: float | None) -> str:
 
 
 @app.command()
-@clean_errors
 def baselines(
     splits: Path = typer.Option(..., "--splits", help="Folder written by `vqa build`."),
     out: Path = typer.Option(..., "--out", help="Folder for predictions and scores."),
@@ -443,7 +439,6 @@ def _selection_table(run: str, selected: dict) -> Table:  # type: ignore[type-ar
 
 
 @app.command()
-@clean_errors
 def analyze(
     release: Path = typer.Option(..., "--release", help="VQA-VS release folder (as `score`)."),
     data: list[str] = typer.Option(
