@@ -8,19 +8,10 @@ from pathlib import Path
 import typer
 
 from shortcutlab.cli.options import (
-    backend_option,
+    BackendOptions,
+    backend_options,
     mnist_option,
-    ray_address_option,
-    slurm_account_option,
-    slurm_cpus_option,
-    slurm_executor_option,
-    slurm_gpus_option,
-    slurm_mem_option,
-    slurm_partition_option,
-    slurm_qos_option,
-    slurm_time_option,
     textures_option,
-    workers_option,
 )
 from shortcutlab.cli.output import json_option, print_json
 
@@ -36,6 +27,7 @@ app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_
 
 
 @app.command()
+@backend_options
 def run(
     algorithm: list[str] = typer.Option(
         ...,
@@ -133,17 +125,7 @@ def run(
                                 help="DiagViB-6 dataset size relative to the paper's."),
     mnist: Path = mnist_option("DiagViB-6 datasets: "),
     textures: Path = textures_option("DiagViB-6 datasets: "),
-    backend: str = backend_option(),
-    workers: int = workers_option(),
-    ray_address: str = ray_address_option(),
-    slurm_partition: str = slurm_partition_option(),
-    slurm_time: int = slurm_time_option(),
-    slurm_gpus: int = slurm_gpus_option(),
-    slurm_cpus: int = slurm_cpus_option(),
-    slurm_executor: str = slurm_executor_option(),
-    slurm_mem: int = slurm_mem_option(),
-    slurm_account: str = slurm_account_option(),
-    slurm_qos: str = slurm_qos_option(),
+    run_on: BackendOptions = BackendOptions(),  # the backend options
     device: str = typer.Option("auto", help="auto | cpu | cuda."),
     out: Path = typer.Option(..., "--out", help="Run folder (one sub-folder per run)."),
     as_json: bool = json_option("Print the run counts as one JSON object on stdout; progress "
@@ -154,6 +136,7 @@ def run(
     Resumable: finished runs are skipped. Afterwards `shortcutlab biasbed report OUT` applies the
     model-selection rules and the Friedman / Iman-Davenport / Nemenyi comparison.
     """
+    from dataclasses import replace
     from typing import get_args
 
     from rich.console import Console
@@ -166,7 +149,7 @@ def run(
         run_protocol,
     )
     from shortcutlab.errors import unknown_choice
-    from shortcutlab.runner.backends import describe_failures, slurm_options
+    from shortcutlab.runner.backends import describe_failures
     from shortcutlab.train.config import PROTOCOLS, Precision
     from shortcutlab.utils.device import resolve_device
 
@@ -245,6 +228,7 @@ def run(
         pretrained=pretrained,
         precision=precision,
     )
+    planned = [replace(p, job=run_on.apply_threads(p.job)) for p in planned]
     console = Console(stderr=as_json)
     console.print(
         f"{len(planned)} runs ({len(algorithm)} algorithms x {len(datasets)} datasets "
@@ -252,12 +236,8 @@ def run(
     )
     for line in dict.fromkeys(p.settings() for p in planned):
         console.print(f"  {line}")
-    console.print(f"backend {backend}")
-    slurm = slurm_options(slurm_executor, partition=slurm_partition, timeout_min=slurm_time,
-                          gpus_per_node=slurm_gpus, cpus_per_task=slurm_cpus, mem_gb=slurm_mem,
-                          account=slurm_account, qos=slurm_qos)
-    summary = run_protocol(planned, out, backend=backend, workers=workers, device=device,
-                           ray_address=ray_address, slurm=slurm)
+    console.print(f"backend {run_on.backend}")
+    summary = run_protocol(planned, out, device=device, **run_on.run_kwargs())
     console.print(
         f"done {len(summary.done)}, skipped {len(summary.skipped)} (already done), failed "
         f"{len(summary.failed)} in {summary.seconds:.1f} s"
