@@ -10,7 +10,12 @@ import typer
 from shortcutlab.cli.options import (
     BackendOptions,
     backend_options,
+    check_statistics,
+    df_option,
     mnist_option,
+    nemenyi_clip_option,
+    nemenyi_option,
+    no_tie_correction_option,
     textures_option,
 )
 from shortcutlab.cli.output import json_option, print_json
@@ -337,19 +342,10 @@ def report(
     strict: bool = typer.Option(
         False, help="BiasBed's strict setting: leave out test sets marked --in-distribution."
     ),
-    df: str = typer.Option(
-        "textbook", "--df", help="Iman-Davenport degrees of freedom: textbook or pingouin."
-    ),
-    nemenyi_clip: bool = typer.Option(
-        False, "--nemenyi-clip", help="Bound Nemenyi p-values to [0.001, 0.9] (old tables)."
-    ),
-    nemenyi: str = typer.Option(
-        "exact", "--nemenyi", help="Nemenyi p-values: exact, or table (the bounded "
-        "studentized-range table of BiasBed's Tables 4-5)."
-    ),
-    no_tie_correction: bool = typer.Option(
-        False, "--no-tie-correction", help="Friedman chi2 without tie correction (paper eq. 4)."
-    ),
+    df: str = df_option(),
+    nemenyi_clip: bool = nemenyi_clip_option(),
+    nemenyi: str = nemenyi_option(),
+    no_tie_correction: bool = no_tie_correction_option(),
     as_json: bool = json_option("Print the selected scores (selection.csv's rows) and the "
                                 "comparison (comparison.json) as one JSON object on stdout."),
 ) -> None:
@@ -363,19 +359,13 @@ def report(
     from shortcutlab.biasbed.protocol import COMPARE_BY
     from shortcutlab.biasbed.report import write_report
     from shortcutlab.errors import StatsError, unknown_choice
-    from shortcutlab.stats.friedman import DF_CONVENTIONS
     from shortcutlab.stats.selection import RULES
 
     if rule not in RULES:
         raise StatsError(unknown_choice("selection rule", rule, RULES))
     if compare_by not in COMPARE_BY:
         raise StatsError(unknown_choice("--compare-by", compare_by, COMPARE_BY))
-    if df not in DF_CONVENTIONS:
-        raise StatsError(unknown_choice("--df convention", df, DF_CONVENTIONS))
-    from shortcutlab.stats.posthoc import NEMENYI_METHODS
-
-    if nemenyi not in NEMENYI_METHODS:
-        raise StatsError(unknown_choice("--nemenyi method", nemenyi, NEMENYI_METHODS))
+    check_statistics(df, nemenyi)
     written = write_report(
         run_dir, out, rule=rule, n_last=last_n, alpha=alpha, compare_by=compare_by,
         strict=strict, df=df, nemenyi_clip=nemenyi_clip, nemenyi_method=nemenyi,

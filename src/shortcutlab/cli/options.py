@@ -75,6 +75,46 @@ def seeds_option(default: list[int] | None = None) -> Any:
     return typer.Option(default or [0], "--seeds", help="Training seed (repeatable); one run each.")
 
 
+# ------------------------------------------------- statistics (stats compare, biasbed report)
+def df_option() -> Any:
+    """``--df``: the Iman-Davenport degrees of freedom."""
+    return typer.Option(
+        "textbook", "--df", help="Iman-Davenport degrees of freedom: textbook (k-1, (k-1)(N-1)) "
+        "or pingouin (k-1-2/N, (N-1)(k-1-2/N)), the convention of BiasBed's published p-values.")
+
+
+def nemenyi_clip_option() -> Any:
+    return typer.Option(
+        False, "--nemenyi-clip", help="Bound Nemenyi p-values to [0.001, 0.9] like old "
+        "scikit-posthocs (for comparison with published tables).")
+
+
+def nemenyi_option() -> Any:
+    """``--nemenyi``: how Nemenyi p-values are computed."""
+    return typer.Option(
+        "exact", "--nemenyi", help="Nemenyi p-values: exact (scipy's studentized range) or table "
+        "(statsmodels' psturng table bounded to [0.001, 0.9], as the scikit-posthocs of "
+        "BiasBed's Tables 4-5).")
+
+
+def no_tie_correction_option() -> Any:
+    return typer.Option(
+        False, "--no-tie-correction", help="Friedman chi2 without the tie correction (BiasBed's "
+        "eq. 4; its printed F 7.46).")
+
+
+def check_statistics(df: str, nemenyi: str) -> None:
+    """Refuse an unknown ``--df`` convention or ``--nemenyi`` method (one-line error)."""
+    from shortcutlab.errors import StatsError, unknown_choice
+    from shortcutlab.stats.friedman import DF_CONVENTIONS
+    from shortcutlab.stats.posthoc import NEMENYI_METHODS
+
+    if df not in DF_CONVENTIONS:
+        raise StatsError(unknown_choice("--df convention", df, DF_CONVENTIONS))
+    if nemenyi not in NEMENYI_METHODS:
+        raise StatsError(unknown_choice("--nemenyi method", nemenyi, NEMENYI_METHODS))
+
+
 # ------------------------------------------------------------- backends (diagvib run, biasbed run)
 def _backend_parameters() -> list[tuple[str, type, Any]]:
     """(name, type, typer option) of every backend option, in the order ``--help`` shows them:

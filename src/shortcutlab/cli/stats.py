@@ -10,6 +10,13 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from shortcutlab.cli.options import (
+    check_statistics,
+    df_option,
+    nemenyi_clip_option,
+    nemenyi_option,
+    no_tie_correction_option,
+)
 from shortcutlab.cli.output import json_option, print_json
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
@@ -40,29 +47,10 @@ def compare_cmd(
         None, "--out", help="Folder for CSV, LaTeX, JSON and the CD-diagram PNG."
     ),
     as_json: bool = json_option("Print one JSON object (chi2, chi2_p_value, F, p_value, ...)."),
-    df: str = typer.Option(
-        "textbook",
-        "--df",
-        help="Iman-Davenport degrees of freedom: textbook (k-1, (k-1)(N-1)) or pingouin "
-        "(k-1-2/N, (N-1)(k-1-2/N)), the convention of BiasBed's published p-values.",
-    ),
-    nemenyi_clip: bool = typer.Option(
-        False,
-        "--nemenyi-clip",
-        help="Bound Nemenyi p-values to [0.001, 0.9] like old scikit-posthocs (for comparison "
-        "with published tables).",
-    ),
-    nemenyi: str = typer.Option(
-        "exact",
-        "--nemenyi",
-        help="Nemenyi p-values: exact (scipy's studentized range) or table (statsmodels' "
-        "psturng table bounded to [0.001, 0.9], as the scikit-posthocs of BiasBed's Tables 4-5).",
-    ),
-    no_tie_correction: bool = typer.Option(
-        False,
-        "--no-tie-correction",
-        help="Friedman chi2 without the tie correction (BiasBed's eq. 4; its printed F 7.46).",
-    ),
+    df: str = df_option(),
+    nemenyi_clip: bool = nemenyi_clip_option(),
+    nemenyi: str = nemenyi_option(),
+    no_tie_correction: bool = no_tie_correction_option(),
     exclude_block: list[str] = typer.Option(
         None, "--exclude-block", help="Leave this block out; repeat for several."
     ),
@@ -74,16 +62,11 @@ def compare_cmd(
     ),
 ) -> None:
     """Compare algorithms over blocks: Friedman, Iman-Davenport, Nemenyi, critical difference."""
-    from shortcutlab.errors import StatsError, unknown_choice
+    from shortcutlab.errors import StatsError
     from shortcutlab.stats.compare import compare, strict_blocks
-    from shortcutlab.stats.friedman import DF_CONVENTIONS
-    from shortcutlab.stats.posthoc import NEMENYI_METHODS
     from shortcutlab.stats.tables import load_table
 
-    if df not in DF_CONVENTIONS:
-        raise StatsError(unknown_choice("--df convention", df, DF_CONVENTIONS))
-    if nemenyi not in NEMENYI_METHODS:
-        raise StatsError(unknown_choice("--nemenyi method", nemenyi, NEMENYI_METHODS))
+    check_statistics(df, nemenyi)
     pairs = []
     for item in trained_on or []:
         algo, sep, block = item.partition("=")

@@ -1,5 +1,6 @@
-"""The backend options (issue 27): declared once, the same on `diagvib run` and `biasbed run`,
-and every one of them reaches the runner; `--threads` is part of each job on both."""
+"""Options declared once (issue 27): the backend options, the same on `diagvib run` and
+`biasbed run`, every one of them reaching the runner (`--threads` part of each job on both);
+the statistics options, the same on `stats compare` and `biasbed report`."""
 
 from __future__ import annotations
 
@@ -45,6 +46,31 @@ def test_both_run_commands_have_every_backend_option_alike() -> None:
         a, b = run[name], biasbed[name]
         assert (a.opts, a.default, a.help) == (b.opts, b.default, b.help), name
         assert a.default == getattr(BackendOptions(), name), name
+
+
+STATISTICS = ["df", "nemenyi_clip", "nemenyi", "no_tie_correction"]
+
+
+def test_statistics_options_alike_on_stats_compare_and_biasbed_report() -> None:
+    compare, report = _options("stats compare"), _options("biasbed report")
+    for name in STATISTICS:
+        a, b = compare[name], report[name]
+        assert (a.opts, a.default, a.help) == (b.opts, b.default, b.help), name
+
+
+@pytest.mark.parametrize(
+    ("command", "flag", "message"),
+    [("stats compare", "--nemenyi", "unknown --nemenyi method 'fast'"),
+     ("biasbed report", "--nemenyi", "unknown --nemenyi method 'fast'"),
+     ("stats compare", "--df", "unknown --df convention 'fast'"),
+     ("biasbed report", "--df", "unknown --df convention 'fast'")],
+)
+def test_statistics_choices_refused_alike(
+    command: str, flag: str, message: str, tmp_path: Path
+) -> None:
+    res = runner.invoke(app, [*command.split(), str(tmp_path), flag, "fast"])
+    assert res.exit_code == 2, res.output
+    assert res.stderr.startswith(f"Error: {message}"), res.output
 
 
 @pytest.mark.parametrize("command", list(COMMANDS))
