@@ -31,7 +31,7 @@ def _positive(value: float | None) -> float | None:
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 
 
-@app.command()
+@app.command(short_help="Train every algorithm several times on every dataset.")
 @backend_options
 def run(
     algorithm: list[str] = typer.Option(
@@ -285,7 +285,7 @@ def _pairs(items: list[str], option: str, form: str) -> dict[str, list[str]]:
     return out
 
 
-@app.command()
+@app.command(short_help="Build Stylized ImageNet with AdaIN from local files.")
 def stylize(
     content_dir: Path = typer.Argument(..., help="ImageNet split: <dir>/<wnid>/<images>."),
     style_dir: Path = typer.Argument(..., help="Folder of style images (paintings)."),
@@ -322,7 +322,7 @@ def stylize(
                     "styles": summary.styles, "styles_too_small": summary.styles_too_small})
 
 
-@app.command()
+@app.command(short_help="Write the BiasBed report: selection rules and statistics.")
 def report(
     run_dir: Path = typer.Argument(..., help="Run folder written by `biasbed run`."),
     out: Path = typer.Option(Path("report"), "--out", help="Folder for the report files."),

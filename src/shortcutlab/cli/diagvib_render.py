@@ -167,6 +167,10 @@ def traverse(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("factors")(factors)
-    app.command("render")(render)
-    app.command("traverse")(traverse)
+    app.command(
+        "factors", short_help="List the six factors and their classes (paper Table A1)."
+    )(factors)
+    app.command("render", short_help="Render N images with some factors fixed to an .npz.")(render)
+    app.command(
+        "traverse", short_help="Draw the figure-2 traversal of every factor's classes."
+    )(traverse)

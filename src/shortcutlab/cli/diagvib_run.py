@@ -157,5 +157,5 @@ def collect(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("run")(run)
-    app.command("collect")(collect)
+    app.command("run", short_help="Train a model on DiagViB-6 experiments (resumable).")(run)
+    app.command("collect", short_help="Write one table of all jobs of a run folder.")(collect)

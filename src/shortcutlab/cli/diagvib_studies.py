@@ -96,5 +96,7 @@ def export(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("studies")(studies)
-    app.command("export")(export)
+    app.command("studies", short_help="Write the benchmark: one YAML spec per experiment.")(studies)
+    app.command(
+        "export", short_help="Render one split of an experiment to an .npz or PNGs."
+    )(export)

@@ -71,7 +71,7 @@ def _check_choices(error_type: str, which: str) -> None:
         raise ImagenetXError(unknown_choice("factor selection", which, WHICH_CHOICES))
 
 
-@app.command("evaluate")
+@app.command("evaluate", short_help="Per-factor accuracy and error ratio of each model.")
 def evaluate_cmd(
     paths: list[Path] = typer.Argument(
         None, help="Prediction CSVs (file_name,predicted_class[,predicted_probability], or the "
@@ -126,7 +126,7 @@ def evaluate_cmd(
     Console().print(table)
 
 
-@app.command("predict")
+@app.command("predict", short_help="Predict a local ImageNet validation folder with a model.")
 def predict_cmd(
     model: str = typer.Option(..., "--model", help="Registered model or torchvision model name."),
     imagenet_val: Path = typer.Option(
@@ -186,7 +186,7 @@ def predict_cmd(
     typer.echo(f"predictions for {result.n_images} images written to {result.path}")
 
 
-@app.command("report")
+@app.command("report", short_help="Write an HTML report: error ratios, tests and figures.")
 def report_cmd(
     paths: list[Path] = typer.Argument(
         None, help="Prediction CSVs, folders of CSVs, or .npz/.npy matrices."

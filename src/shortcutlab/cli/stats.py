@@ -32,7 +32,7 @@ def _fmt_p(p: float) -> str:
     return f"{p:.3g}" if p >= 1e-3 else f"{p:.2e}"
 
 
-@app.command("compare")
+@app.command("compare", short_help="Compare algorithms: Friedman, Iman-Davenport, Nemenyi, CD.")
 def compare_cmd(
     table: Path = typer.Argument(
         ...,
@@ -143,7 +143,7 @@ def compare_cmd(
         console.print(f"wrote {path}")
 
 
-@app.command("select")
+@app.command("select", short_help="Model selection: oracle vs last-n vs best validation.")
 def select_cmd(
     records: Path = typer.Argument(
         ...,

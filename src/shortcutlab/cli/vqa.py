@@ -35,7 +35,7 @@ def _read_lines(path: Path | None) -> list[str] | None:
     return [w.strip() for w in lines if w.strip() and not w.startswith("#")]
 
 
-@app.command()
+@app.command(short_help="Build the VQA-VS splits: IID and nine OOD test sets.")
 def build(
     data: list[str] = typer.Option(..., "--data", help=DATA_HELP),
     out: Path = typer.Option(..., "--out", help="Folder for the splits, tables and figures."),
@@ -145,7 +145,7 @@ def _stats_table(stats) -> Table:  # type: ignore[no-untyped-def]
     return t
 
 
-@app.command()
+@app.command(short_help="Score predictions: the paper's row, or plain accuracy.")
 def score(
     predictions: Path = typer.Argument(
         ..., help="JSON list of {question_id, answer} (or an object {question_id: answer})."
@@ -332,7 +332,7 @@ def _fmt(v: float | None) -> str:
     return "–" if v is None else f"{100.0 * v:.2f}"
 
 
-@app.command()
+@app.command(short_help="Run no-GPU baselines on built splits and score them.")
 def baselines(
     splits: Path = typer.Option(..., "--splits", help="Folder written by `vqa build`."),
     out: Path = typer.Option(..., "--out", help="Folder for predictions and scores."),
@@ -438,7 +438,7 @@ def _selection_table(run: str, selected: dict) -> Table:  # type: ignore[type-ar
     return t
 
 
-@app.command()
+@app.command(short_help="Run the paper's analyses of a released split.")
 def analyze(
     release: Path = typer.Option(..., "--release", help="VQA-VS release folder (as `score`)."),
     data: list[str] = typer.Option(
