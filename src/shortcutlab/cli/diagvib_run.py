@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 import typer
 
@@ -17,6 +18,10 @@ from shortcutlab.cli.options import (
     textures_option,
 )
 from shortcutlab.cli.output import json_option, print_json
+
+if TYPE_CHECKING:
+    from shortcutlab.diagvib.dataset import Head
+    from shortcutlab.diagvib.spec import Selection
 
 
 @backend_options
@@ -94,9 +99,10 @@ def run(
         "pretrained": str(pretrained) if pretrained is not None else None,
     }
     base = base.replace(model=model, **{k: v for k, v in overrides.items() if v is not None})
-    jobs = build_jobs(model, study, pairs or None, samples, seeds, scale, base,
-                      benchmark_seed=benchmark_seed, selection=selection, specs_dir=specs,
-                      mnist=mnist, textures=textures, head=head)
+    jobs = build_jobs(model, study, pairs or None, samples, seeds, scale, base,  # checks
+                      benchmark_seed=benchmark_seed, selection=cast("Selection", selection),
+                      specs_dir=specs, mnist=mnist, textures=textures,
+                      head=cast("Head | None", head))
     jobs = [run_on.apply_threads(job) for job in jobs]
     console = Console(stderr=True)
     console.print(f"{len(jobs)} jobs of {model} in {out} (protocol "

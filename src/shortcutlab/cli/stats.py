@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.console import Console
@@ -131,9 +132,9 @@ def compare_cmd(
         )
     if result.significant:
         console.print(f"[bold]H0 (all algorithms equal) rejected at α = {alpha:g}.[/bold]")
-        pairs = result.significant_pairs()
-        if pairs:
-            for better, worse, p in pairs:
+        significant = result.significant_pairs()
+        if significant:
+            for better, worse, p in significant:
                 console.print(f"  {better} better than {worse} (Nemenyi p = {_fmt_p(p)})")
         else:
             console.print("  but no pair differs significantly under Nemenyi.")
@@ -167,7 +168,7 @@ def select_cmd(
     from shortcutlab.utils.io import write_text
 
     df = read_table(records)
-    kwargs = dict(
+    kwargs: dict[str, Any] = dict(
         n_last=last_n, lower_is_better=lower_is_better, val_col=val, test_cols=test or None
     )
     table = compare_rules(df, RULES, **kwargs)

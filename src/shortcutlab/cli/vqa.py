@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 import typer
 from rich.console import Console
@@ -10,6 +11,9 @@ from rich.table import Table
 
 from shortcutlab.cli.options import seeds_option
 from shortcutlab.cli.output import json_option, print_json
+
+if TYPE_CHECKING:
+    from shortcutlab.vqa.concepts import Mode
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 
@@ -88,7 +92,7 @@ def build(
     sw = _read_lines(stop_words)
     qts = _read_lines(question_types)
     concepts = ConceptConfig(
-        mode=mode,
+        mode=cast("Mode", mode),  # ConceptConfig refuses an unknown mode
         stop_words=(
             frozenset(sw)
             if sw is not None
@@ -134,7 +138,7 @@ def build(
     console.print(f"wrote {out}/ (samples.parquet, splits.json, statistics.csv, ...)")
 
 
-def _stats_table(stats) -> Table:  # type: ignore[no-untyped-def]
+def _stats_table(stats) -> Table:
     from rich import box
 
     t = Table(title="VQA-VS statistics (cf. paper Table 1)", box=box.SIMPLE_HEAD)
@@ -277,7 +281,7 @@ def score(
     console.print(f"[dim]metric: {_metric_line(result['metric'])}")
 
 
-def _metric_line(info: dict) -> str:  # type: ignore[type-arg]
+def _metric_line(info: dict) -> str:
     vocab = (
         f"training vocabulary of {info['vocabulary']:,} answers"
         if info["vocabulary"] is not None else "no vocabulary filter"
@@ -291,7 +295,7 @@ def _metric_line(info: dict) -> str:  # type: ignore[type-arg]
     return text
 
 
-def _row_table(result: dict, with_head: bool) -> Table:  # type: ignore[type-arg]
+def _row_table(result: dict, with_head: bool) -> Table:
     """The paper's row as a table, in percent: each OOD set, the sub-means, OOD mean, IID."""
     from shortcutlab.vqa.concepts import SHORTCUT_GROUPS
 
@@ -423,7 +427,7 @@ def baselines(
         print_json(summary)
 
 
-def _selection_table(run: str, selected: dict) -> Table:  # type: ignore[type-arg]
+def _selection_table(run: str, selected: dict) -> Table:
     """Table 4's rows for one run: test accuracy (%) of the checkpoint each strategy chose."""
     from shortcutlab.vqa.concepts import SHORTCUT_GROUPS
 
