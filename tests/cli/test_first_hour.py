@@ -63,22 +63,6 @@ def test_job_row_table_reaches_the_report(tmp_path: Path) -> None:
     assert "mine" in html
 
 
-def test_help_at_80_columns_shows_every_option_in_full() -> None:
-    import typer
-
-    command = typer.main.get_command(app)
-    for group in ("diagvib", "biasbed"):
-        run = command.commands[group].commands["run"]
-        res = runner.invoke(app, [group, "run", "--help"], terminal_width=80,
-                            env={"COLUMNS": "80"})
-        assert res.exit_code == 0, res.output
-        assert "…" not in res.output
-        for param in run.params:
-            for opt in getattr(param, "opts", []):
-                if opt.startswith("--"):
-                    assert opt in res.output, (group, opt)
-
-
 #: Import name of each declared dependency whose distribution name differs from it.
 _IMPORT_NAMES = {"pyyaml": "yaml", "imagenet-x": "imagenet_x", "easy-vqa": "easy_vqa",
                  "scikit-image": "skimage", "scikit-posthocs": "scikit_posthocs"}

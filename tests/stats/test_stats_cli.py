@@ -5,6 +5,7 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
+from shortcutlab.cli import main  # noqa: F401  (gives every command its clean errors)
 from shortcutlab.cli.stats import app
 from tests.stats.biasbed_table2 import ALGORITHMS, ROWS, TEST_SETS
 

@@ -335,11 +335,13 @@ def run_protocol(
     progress: bool = True,
     ray_address: str | None = None,
     slurm: SlurmOptions | None = None,
+    jobs_per_gpu: int = 1,
 ) -> RunSummary:
     """Record the protocol in ``out/protocol.json``, then run every job not yet done.
 
-    ``backend``/``workers``/``ray_address``/``slurm`` go to :func:`shortcutlab.runner.run_jobs`
-    as for ``diagvib run`` (SLURM partition, GPUs, CPUs and time limit in ``slurm``)."""
+    ``backend``/``workers``/``ray_address``/``slurm``/``jobs_per_gpu`` go to
+    :func:`shortcutlab.runner.run_jobs` as for ``diagvib run`` (SLURM partition, GPUs, CPUs and
+    time limit in ``slurm``)."""
     register()
     out = Path(out)
     path = out / PROTOCOL_FILE
@@ -372,6 +374,7 @@ def run_protocol(
         progress=progress,
         ray_address=ray_address,
         slurm=slurm,
+        jobs_per_gpu=jobs_per_gpu,
     )
 
 

@@ -7,21 +7,16 @@ from pathlib import Path
 
 import typer
 
-from shortcutlab.cli.errors import clean_errors
 from shortcutlab.cli.options import (
-    backend_option,
+    BackendOptions,
+    backend_options,
+    check_statistics,
+    df_option,
     mnist_option,
-    ray_address_option,
-    slurm_account_option,
-    slurm_cpus_option,
-    slurm_executor_option,
-    slurm_gpus_option,
-    slurm_mem_option,
-    slurm_partition_option,
-    slurm_qos_option,
-    slurm_time_option,
+    nemenyi_clip_option,
+    nemenyi_option,
+    no_tie_correction_option,
     textures_option,
-    workers_option,
 )
 from shortcutlab.cli.output import json_option, print_json
 
@@ -36,8 +31,8 @@ def _positive(value: float | None) -> float | None:
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 
 
-@app.command()
-@clean_errors
+@app.command(short_help="Train every algorithm several times on every dataset.")
+@backend_options
 def run(
     algorithm: list[str] = typer.Option(
         ...,
@@ -135,17 +130,7 @@ def run(
                                 help="DiagViB-6 dataset size relative to the paper's."),
     mnist: Path = mnist_option("DiagViB-6 datasets: "),
     textures: Path = textures_option("DiagViB-6 datasets: "),
-    backend: str = backend_option(),
-    workers: int = workers_option(),
-    ray_address: str = ray_address_option(),
-    slurm_partition: str = slurm_partition_option(),
-    slurm_time: int = slurm_time_option(),
-    slurm_gpus: int = slurm_gpus_option(),
-    slurm_cpus: int = slurm_cpus_option(),
-    slurm_executor: str = slurm_executor_option(),
-    slurm_mem: int = slurm_mem_option(),
-    slurm_account: str = slurm_account_option(),
-    slurm_qos: str = slurm_qos_option(),
+    run_on: BackendOptions = BackendOptions(),  # the backend options
     device: str = typer.Option("auto", help="auto | cpu | cuda."),
     out: Path = typer.Option(..., "--out", help="Run folder (one sub-folder per run)."),
     as_json: bool = json_option("Print the run counts as one JSON object on stdout; progress "
@@ -156,6 +141,7 @@ def run(
     Resumable: finished runs are skipped. Afterwards `shortcutlab biasbed report OUT` applies the
     model-selection rules and the Friedman / Iman-Davenport / Nemenyi comparison.
     """
+    from dataclasses import replace
     from typing import get_args
 
     from rich.console import Console
@@ -168,7 +154,7 @@ def run(
         run_protocol,
     )
     from shortcutlab.errors import unknown_choice
-    from shortcutlab.runner.backends import describe_failures, slurm_options
+    from shortcutlab.runner.backends import describe_failures
     from shortcutlab.train.config import PROTOCOLS, Precision
     from shortcutlab.utils.device import resolve_device
 
@@ -247,6 +233,7 @@ def run(
         pretrained=pretrained,
         precision=precision,
     )
+    planned = [replace(p, job=run_on.apply_threads(p.job)) for p in planned]
     console = Console(stderr=as_json)
     console.print(
         f"{len(planned)} runs ({len(algorithm)} algorithms x {len(datasets)} datasets "
@@ -254,12 +241,8 @@ def run(
     )
     for line in dict.fromkeys(p.settings() for p in planned):
         console.print(f"  {line}")
-    console.print(f"backend {backend}")
-    slurm = slurm_options(slurm_executor, partition=slurm_partition, timeout_min=slurm_time,
-                          gpus_per_node=slurm_gpus, cpus_per_task=slurm_cpus, mem_gb=slurm_mem,
-                          account=slurm_account, qos=slurm_qos)
-    summary = run_protocol(planned, out, backend=backend, workers=workers, device=device,
-                           ray_address=ray_address, slurm=slurm)
+    console.print(f"backend {run_on.backend}")
+    summary = run_protocol(planned, out, device=device, **run_on.run_kwargs())
     console.print(
         f"done {len(summary.done)}, skipped {len(summary.skipped)} (already done), failed "
         f"{len(summary.failed)} in {summary.seconds:.1f} s"
@@ -302,8 +285,7 @@ def _pairs(items: list[str], option: str, form: str) -> dict[str, list[str]]:
     return out
 
 
-@app.command()
-@clean_errors
+@app.command(short_help="Build Stylized ImageNet with AdaIN from local files.")
 def stylize(
     content_dir: Path = typer.Argument(..., help="ImageNet split: <dir>/<wnid>/<images>."),
     style_dir: Path = typer.Argument(..., help="Folder of style images (paintings)."),
@@ -340,8 +322,7 @@ def stylize(
                     "styles": summary.styles, "styles_too_small": summary.styles_too_small})
 
 
-@app.command()
-@clean_errors
+@app.command(short_help="Write the BiasBed report: selection rules and statistics.")
 def report(
     run_dir: Path = typer.Argument(..., help="Run folder written by `biasbed run`."),
     out: Path = typer.Option(Path("report"), "--out", help="Folder for the report files."),
@@ -361,19 +342,10 @@ def report(
     strict: bool = typer.Option(
         False, help="BiasBed's strict setting: leave out test sets marked --in-distribution."
     ),
-    df: str = typer.Option(
-        "textbook", "--df", help="Iman-Davenport degrees of freedom: textbook or pingouin."
-    ),
-    nemenyi_clip: bool = typer.Option(
-        False, "--nemenyi-clip", help="Bound Nemenyi p-values to [0.001, 0.9] (old tables)."
-    ),
-    nemenyi: str = typer.Option(
-        "exact", "--nemenyi", help="Nemenyi p-values: exact, or table (the bounded "
-        "studentized-range table of BiasBed's Tables 4-5)."
-    ),
-    no_tie_correction: bool = typer.Option(
-        False, "--no-tie-correction", help="Friedman chi2 without tie correction (paper eq. 4)."
-    ),
+    df: str = df_option(),
+    nemenyi_clip: bool = nemenyi_clip_option(),
+    nemenyi: str = nemenyi_option(),
+    no_tie_correction: bool = no_tie_correction_option(),
     as_json: bool = json_option("Print the selected scores (selection.csv's rows) and the "
                                 "comparison (comparison.json) as one JSON object on stdout."),
 ) -> None:
@@ -387,19 +359,13 @@ def report(
     from shortcutlab.biasbed.protocol import COMPARE_BY
     from shortcutlab.biasbed.report import write_report
     from shortcutlab.errors import StatsError, unknown_choice
-    from shortcutlab.stats.friedman import DF_CONVENTIONS
     from shortcutlab.stats.selection import RULES
 
     if rule not in RULES:
         raise StatsError(unknown_choice("selection rule", rule, RULES))
     if compare_by not in COMPARE_BY:
         raise StatsError(unknown_choice("--compare-by", compare_by, COMPARE_BY))
-    if df not in DF_CONVENTIONS:
-        raise StatsError(unknown_choice("--df convention", df, DF_CONVENTIONS))
-    from shortcutlab.stats.posthoc import NEMENYI_METHODS
-
-    if nemenyi not in NEMENYI_METHODS:
-        raise StatsError(unknown_choice("--nemenyi method", nemenyi, NEMENYI_METHODS))
+    check_statistics(df, nemenyi)
     written = write_report(
         run_dir, out, rule=rule, n_last=last_n, alpha=alpha, compare_by=compare_by,
         strict=strict, df=df, nemenyi_clip=nemenyi_clip, nemenyi_method=nemenyi,

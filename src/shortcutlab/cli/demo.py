@@ -30,4 +30,6 @@ def demo(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("demo")(demo)
+    app.command(
+        "demo", short_help="Run the demo: DiagViB-6, VQA-VS and ImageNet-X on small data."
+    )(demo)

@@ -34,4 +34,6 @@ def inspect(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("inspect")(inspect)
+    app.command(
+        "inspect", short_help="Draw VAE and ASR pictures of finished jobs (figs. A2-A4, A9)."
+    )(inspect)

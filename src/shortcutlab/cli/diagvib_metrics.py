@@ -84,4 +84,6 @@ def metrics(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("metrics")(metrics)
+    app.command(
+        "metrics", short_help="Compute DiagViB-6 metrics: P_i, P_ij, FAAvg, FAMin, CHGO."
+    )(metrics)

@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING
 import typer
 from rich.console import Console
 
-from shortcutlab.cli.errors import clean_errors
 from shortcutlab.cli.options import equalize_textures_option, mnist_option, textures_option
 
 if TYPE_CHECKING:
@@ -168,6 +167,10 @@ def traverse(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("factors")(clean_errors(factors))
-    app.command("render")(clean_errors(render))
-    app.command("traverse")(clean_errors(traverse))
+    app.command(
+        "factors", short_help="List the six factors and their classes (paper Table A1)."
+    )(factors)
+    app.command("render", short_help="Render N images with some factors fixed to an .npz.")(render)
+    app.command(
+        "traverse", short_help="Draw the figure-2 traversal of every factor's classes."
+    )(traverse)

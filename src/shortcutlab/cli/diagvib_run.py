@@ -3,31 +3,28 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 import typer
 
 from shortcutlab.cli.options import (
-    backend_option,
+    BackendOptions,
+    backend_options,
     mnist_option,
     pairs_option,
-    ray_address_option,
     samples_option,
     seeds_option,
     selection_option,
-    slurm_account_option,
-    slurm_cpus_option,
-    slurm_executor_option,
-    slurm_gpus_option,
-    slurm_mem_option,
-    slurm_partition_option,
-    slurm_qos_option,
-    slurm_time_option,
     textures_option,
-    workers_option,
 )
 from shortcutlab.cli.output import json_option, print_json
 
+if TYPE_CHECKING:
+    from shortcutlab.diagvib.dataset import Head
+    from shortcutlab.diagvib.spec import Selection
 
+
+@backend_options
 def run(
     model: str = typer.Option(..., "--model", help="Registered model name (see list_models())."),
     study: list[str] = typer.Option(..., "--study", help="Study to run; repeat for several."),
@@ -71,25 +68,7 @@ def run(
         None, "--budget-seconds", min=0, help="Start no new job after this many seconds and "
         "stop cleanly; the same command goes on with the rest."
     ),
-    backend: str = backend_option(),
-    workers: int = workers_option(),
-    jobs_per_gpu: int = typer.Option(
-        1, "--jobs-per-gpu", min=1, help="Jobs sharing one GPU (processes, ray); on several "
-        "GPUs each worker is pinned to one."
-    ),
-    threads: int = typer.Option(
-        1, "--threads", min=1, help="CPU threads of each job (part of the job: its numbers do "
-        "not depend on --workers; a value other than 1 gives new job ids)."
-    ),
-    ray_address: str = ray_address_option(),
-    slurm_partition: str = slurm_partition_option(),
-    slurm_time: int = slurm_time_option(),
-    slurm_gpus: int = slurm_gpus_option(),
-    slurm_cpus: int = slurm_cpus_option(),
-    slurm_executor: str = slurm_executor_option(),
-    slurm_mem: int = slurm_mem_option(),
-    slurm_account: str = slurm_account_option(),
-    slurm_qos: str = slurm_qos_option(),
+    run_on: BackendOptions = BackendOptions(),  # the backend options
     device: str = typer.Option("auto", help="auto | cpu | cuda."),
     out: Path = typer.Option(..., "--out", help="Run folder (one sub-folder per job)."),
     as_json: bool = json_option("Print the run summary as one JSON object (job counts, table)."),
@@ -105,7 +84,7 @@ def run(
     from rich.console import Console
 
     from shortcutlab.diagvib.jobs import build_jobs
-    from shortcutlab.runner.backends import describe_failures, run_jobs, slurm_options
+    from shortcutlab.runner.backends import describe_failures, run_jobs
     from shortcutlab.train.config import TrainConfig
     from shortcutlab.utils.device import resolve_device
 
@@ -120,22 +99,18 @@ def run(
         "pretrained": str(pretrained) if pretrained is not None else None,
     }
     base = base.replace(model=model, **{k: v for k, v in overrides.items() if v is not None})
-    jobs = build_jobs(model, study, pairs or None, samples, seeds, scale, base,
-                      benchmark_seed=benchmark_seed, selection=selection, specs_dir=specs,
-                      mnist=mnist, textures=textures, head=head)
-    if threads != 1:
-        jobs = [job.model_copy(update={"threads": threads}) for job in jobs]
+    jobs = build_jobs(model, study, pairs or None, samples, seeds, scale, base,  # checks
+                      benchmark_seed=benchmark_seed, selection=cast("Selection", selection),
+                      specs_dir=specs, mnist=mnist, textures=textures,
+                      head=cast("Head | None", head))
+    jobs = [run_on.apply_threads(job) for job in jobs]
     console = Console(stderr=True)
     console.print(f"{len(jobs)} jobs of {model} in {out} (protocol "
                   f"{jobs[0].train.describe_protocol() if jobs else base.describe_protocol()}, "
                   f"head {jobs[0].train.head if jobs else base.head}, scale {scale:g}, "
-                  f"backend {backend})")
-    slurm = slurm_options(slurm_executor, partition=slurm_partition, timeout_min=slurm_time,
-                          gpus_per_node=slurm_gpus, cpus_per_task=slurm_cpus, mem_gb=slurm_mem,
-                          account=slurm_account, qos=slurm_qos)
-    summary = run_jobs(jobs, out, backend=backend, workers=workers, device=device,
-                       ray_address=ray_address, slurm=slurm, jobs_per_gpu=jobs_per_gpu,
-                       budget_seconds=budget_seconds)
+                  f"backend {run_on.backend})")
+    summary = run_jobs(jobs, out, device=device, budget_seconds=budget_seconds,
+                       **run_on.run_kwargs())
     for outcome in summary.notes:
         console.print(f"[yellow]note[/yellow] {outcome.job_id}: {outcome.note}",
                       highlight=False, soft_wrap=True)
@@ -188,5 +163,5 @@ def collect(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("run")(run)
-    app.command("collect")(collect)
+    app.command("run", short_help="Train a model on DiagViB-6 experiments (resumable).")(run)
+    app.command("collect", short_help="Write one table of all jobs of a run folder.")(collect)

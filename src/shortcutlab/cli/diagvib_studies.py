@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 import typer
 from rich.console import Console
 
-from shortcutlab.cli.errors import clean_errors
 from shortcutlab.cli.options import (
     mnist_option,
     pairs_option,
@@ -16,6 +16,10 @@ from shortcutlab.cli.options import (
     selection_option,
     textures_option,
 )
+
+if TYPE_CHECKING:
+    from shortcutlab.diagvib.dataset import ExportFormat
+    from shortcutlab.diagvib.spec import Selection
 
 
 def studies(
@@ -36,7 +40,7 @@ def studies(
     start = time.perf_counter()
     index = write_benchmark(
         out, seed=seed, scale=scale, studies=study or None, pairs=pair or None,
-        samples=samples or None, selection=selection,
+        samples=samples or None, selection=cast("Selection", selection),  # checked there
     )
     count = len(experiment_names(study or None, pair or None, samples or None))
     Console().print(
@@ -84,18 +88,24 @@ def export(
             check_samples([parse_experiment_name(experiment)[3]])
         except typer.BadParameter as exc:
             raise DiagvibError(f"{exc} (in {experiment!r})") from None
-        spec = make_experiment(experiment, scale=scale, seed=seed, selection=selection)
+        spec = make_experiment(experiment, scale=scale, seed=seed,
+                               selection=cast("Selection", selection))  # checked there
     start = time.perf_counter()
     total = spec.sizes.get(split, 0) if limit is None else min(limit, spec.sizes.get(split, 0))
+    generator = source_generator(mnist, textures)
     with progress_bar() as bar:
         task = bar.add_task(f"export {split}", total=max(total, 0))
-        written = export_split(spec, split, out, fmt=fmt, limit=limit, seed=image_seed,
-                               generator=source_generator(mnist, textures),
+        # export_split checks fmt; mypy matches ImageGenerator's overloaded render against
+        # the _Renderer protocol one overload at a time, and none covers it alone
+        written = export_split(spec, split, out, fmt=cast("ExportFormat", fmt), limit=limit,
+                               seed=image_seed, generator=generator,  # type: ignore[arg-type]
                                progress=lambda k: bar.advance(task, k))
     seconds = time.perf_counter() - start
     Console().print(f"exported the {split} split of {spec.name} to {written} in {seconds:.1f} s")
 
 
 def register(app: typer.Typer) -> None:
-    app.command("studies")(clean_errors(studies))
-    app.command("export")(clean_errors(export))
+    app.command("studies", short_help="Write the benchmark: one YAML spec per experiment.")(studies)
+    app.command(
+        "export", short_help="Render one split of an experiment to an .npz or PNGs."
+    )(export)

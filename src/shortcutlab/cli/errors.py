@@ -1,8 +1,9 @@
 """One place that turns a :class:`~shortcutlab.errors.ShortcutlabError` into a clean exit.
 
-The library's errors are plain exceptions; :func:`wrap_commands` applies :func:`clean_errors`
-to every command of an app and its sub-groups, so a user's mistake prints one line and exits
-with :data:`EXIT_BAD_INPUT`, and command modules need nothing of their own. An ``OSError``
+The library's errors are plain exceptions; :func:`wrap_commands` gives every command of an app
+and its sub-groups a click class that runs it under :func:`clean_errors`, so a user's mistake
+prints one line and exits with :data:`EXIT_BAD_INPUT`, and command modules need nothing of
+their own. An ``OSError``
 (an output folder that is not writable, ``--out`` naming a directory where a file goes or a file
 where a folder goes, a full disk) gets the same treatment: one line naming the path. Warnings
 the library logs (logger ``shortcutlab``, e.g. a job folder skipped because a file of it cannot
@@ -12,17 +13,17 @@ be read) are printed as ``Warning: <message>`` lines on stderr while a command r
 from __future__ import annotations
 
 import errno
-import functools
 import logging
 import sys
-from collections.abc import Callable
-from typing import Any, TypeVar
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 
 import typer
+from typer.core import TyperCommand
 
 from shortcutlab.errors import ShortcutlabError
 
-F = TypeVar("F", bound=Callable[..., Any])
 EXIT_BAD_INPUT = 2
 
 
@@ -47,43 +48,48 @@ def describe_os_error(exc: OSError) -> str:
     return f"{text} ({hint})" if hint else text
 
 
-def clean_errors(func: F) -> F:
+@contextmanager
+def clean_errors() -> Iterator[None]:
     """Print ``Error: <message>`` on stderr and exit with :data:`EXIT_BAD_INPUT` (no
-    traceback) for a :class:`ShortcutlabError` or an ``OSError``."""
-    if getattr(func, "_clean_errors", False):
-        return func
+    traceback) for a :class:`ShortcutlabError` or an ``OSError`` raised in the block; show the
+    library's warnings as ``Warning:`` lines meanwhile."""
+    handler = logging.StreamHandler(sys.stderr)  # the stderr of this call
+    handler.setFormatter(logging.Formatter("Warning: %(message)s"))
+    handler.setLevel(logging.WARNING)
+    library = logging.getLogger("shortcutlab")
+    library.addHandler(handler)
+    try:
+        yield
+    except ShortcutlabError as exc:
+        typer.echo(f"Error: {exc}", err=True)
+        raise typer.Exit(code=EXIT_BAD_INPUT) from None
+    except OSError as exc:
+        typer.echo(f"Error: {describe_os_error(exc)}", err=True)
+        raise typer.Exit(code=EXIT_BAD_INPUT) from None
+    except UnicodeDecodeError as exc:  # a safety net: loaders name the file themselves
+        typer.echo(f"Error: an input file is not UTF-8 text ({exc.reason} at byte "
+                   f"{exc.start}); save it as UTF-8", err=True)
+        raise typer.Exit(code=EXIT_BAD_INPUT) from None
+    finally:
+        library.removeHandler(handler)
 
-    @functools.wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        handler = logging.StreamHandler(sys.stderr)  # the stderr of this call
-        handler.setFormatter(logging.Formatter("Warning: %(message)s"))
-        handler.setLevel(logging.WARNING)
-        library = logging.getLogger("shortcutlab")
-        library.addHandler(handler)
-        try:
-            return func(*args, **kwargs)
-        except ShortcutlabError as exc:
-            typer.echo(f"Error: {exc}", err=True)
-            raise typer.Exit(code=EXIT_BAD_INPUT) from None
-        except OSError as exc:
-            typer.echo(f"Error: {describe_os_error(exc)}", err=True)
-            raise typer.Exit(code=EXIT_BAD_INPUT) from None
-        except UnicodeDecodeError as exc:  # a safety net: loaders name the file themselves
-            typer.echo(f"Error: an input file is not UTF-8 text ({exc.reason} at byte "
-                       f"{exc.start}); save it as UTF-8", err=True)
-            raise typer.Exit(code=EXIT_BAD_INPUT) from None
-        finally:
-            library.removeHandler(handler)
 
-    wrapper._clean_errors = True  # type: ignore[attr-defined]
-    return wrapper  # type: ignore[return-value]
+class CleanErrorsCommand(TyperCommand):
+    """A command whose body runs under :func:`clean_errors`."""
+
+    def invoke(self, ctx: Any) -> Any:  # a click context (typer vendors click)
+        with clean_errors():
+            return super().invoke(ctx)
 
 
 def wrap_commands(app: typer.Typer) -> None:
-    """Apply :func:`clean_errors` to every registered command of ``app``, recursively."""
+    """Make every registered command of ``app`` and its sub-groups a
+    :class:`CleanErrorsCommand`."""
     for command in app.registered_commands:
-        if command.callback is not None:
-            command.callback = clean_errors(command.callback)
+        if command.cls in (None, TyperCommand):
+            command.cls = CleanErrorsCommand
+        elif not issubclass(command.cls, CleanErrorsCommand):
+            raise TypeError(f"command {command.name!r} has its own class {command.cls!r}")
     for group in app.registered_groups:
         if group.typer_instance is not None:
             wrap_commands(group.typer_instance)

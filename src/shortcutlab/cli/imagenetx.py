@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import typer
 
-from shortcutlab.cli.errors import clean_errors
 from shortcutlab.cli.output import json_option, print_json, print_json_file
+
+if TYPE_CHECKING:
+    from shortcutlab.imagenetx.annotations import Which
+    from shortcutlab.imagenetx.evaluate import ErrorType
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -20,13 +24,13 @@ _ERROR_TYPE_HELP = (
 )
 
 
-def _file_col_option() -> typer.models.OptionInfo:
+def _file_col_option() -> Any:
     return typer.Option(
         None, "--file-col", help="CSV column with the image file names (default: file_name, or "
         "timm's filename); full paths are reduced to file names.")
 
 
-def _pred_col_option() -> typer.models.OptionInfo:
+def _pred_col_option() -> Any:
     return typer.Option(
         None, "--pred-col", help="CSV column with the top-1 class id (default: predicted_class, "
         "or timm's index).")
@@ -61,7 +65,8 @@ def _warn_if_trivial(original_labels: bool, error_type: str) -> None:
                    "real_class to score them against the ReaL labels", err=True)
 
 
-def _check_choices(error_type: str, which: str) -> None:
+def _check_choices(error_type: str, which: str) -> tuple[ErrorType, Which]:
+    """``error_type`` and ``which``, refused unless one of their choices."""
     from shortcutlab.errors import ImagenetXError, unknown_choice
     from shortcutlab.imagenetx.annotations import WHICH_CHOICES
     from shortcutlab.imagenetx.evaluate import ERROR_TYPES
@@ -70,10 +75,10 @@ def _check_choices(error_type: str, which: str) -> None:
         raise ImagenetXError(unknown_choice("error type", error_type, ERROR_TYPES))
     if which not in WHICH_CHOICES:
         raise ImagenetXError(unknown_choice("factor selection", which, WHICH_CHOICES))
+    return error_type, which  # narrowed by the checks
 
 
-@app.command("evaluate")
-@clean_errors
+@app.command("evaluate", short_help="Per-factor accuracy and error ratio of each model.")
 def evaluate_cmd(
     paths: list[Path] = typer.Argument(
         None, help="Prediction CSVs (file_name,predicted_class[,predicted_probability], or the "
@@ -102,10 +107,11 @@ def evaluate_cmd(
     from shortcutlab.imagenetx.evaluate import evaluate
     from shortcutlab.utils.io import write_json
 
-    _check_choices(error_type, which)
+    kind, which_factors = _check_choices(error_type, which)
     _warn_if_trivial(original_labels, error_type)
     predictions = _predictions(paths, original_labels, file_col, pred_col)
-    result = evaluate(predictions, load_annotations(which, "val"), error_type, ignore_empty_real)
+    result = evaluate(predictions, load_annotations(which_factors, "val"), kind,
+                      ignore_empty_real)
     data = result.to_dict()
     if out is not None:
         write_json(out, data)
@@ -128,8 +134,7 @@ def evaluate_cmd(
     Console().print(table)
 
 
-@app.command("predict")
-@clean_errors
+@app.command("predict", short_help="Predict a local ImageNet validation folder with a model.")
 def predict_cmd(
     model: str = typer.Option(..., "--model", help="Registered model or torchvision model name."),
     imagenet_val: Path = typer.Option(
@@ -189,8 +194,7 @@ def predict_cmd(
     typer.echo(f"predictions for {result.n_images} images written to {result.path}")
 
 
-@app.command("report")
-@clean_errors
+@app.command("report", short_help="Write an HTML report: error ratios, tests and figures.")
 def report_cmd(
     paths: list[Path] = typer.Argument(
         None, help="Prediction CSVs, folders of CSVs, or .npz/.npy matrices."
@@ -231,7 +235,7 @@ def report_cmd(
     from shortcutlab.errors import ImagenetXError
     from shortcutlab.imagenetx.report import analyse, write_report
 
-    _check_choices(error_type, which)
+    kind, which_factors = _check_choices(error_type, which)
     _warn_if_trivial(original_labels, error_type)
     predictions = _predictions(paths, original_labels, file_col, pred_col)
     group_map = None
@@ -246,7 +250,7 @@ def report_cmd(
         group_map = dict(zip(frame["model"], frame["group"], strict=True))
     family_map = _report_extras(results, spillover, families)
     analysis = analyse(
-        predictions, which, error_type, ignore_empty_real, group_map, n_boot=bootstrap,
+        predictions, which_factors, kind, ignore_empty_real, group_map, n_boot=bootstrap,
         seed=seed, results_dir=results, spillover_method=spillover, families=family_map,
     )
     path = write_report(analysis, out, title)

@@ -22,12 +22,18 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 
+# name: (help of the group, its one-line summary in the command list)
 _GROUPS = {
-    "diagvib": "DiagViB-6: synthetic images with six controlled factors, studies, runs, metrics.",
-    "stats": "BiasBed: rigorous multi-run comparison (Friedman, Iman-Davenport, Nemenyi).",
-    "biasbed": "BiasBed: many runs of debiasing algorithms, model selection, statistical report.",
-    "vqa": "VQA-VS: shortcut-specific OOD test sets and VQA accuracy.",
-    "imagenetx": "ImageNet-X: per-factor error analysis of ImageNet models.",
+    "diagvib": ("DiagViB-6: synthetic images with six controlled factors, studies, runs, metrics.",
+                "DiagViB-6: synthetic images with six controlled factors."),
+    "stats": ("BiasBed: rigorous multi-run comparison (Friedman, Iman-Davenport, Nemenyi).",
+              "BiasBed statistics: Friedman, Iman-Davenport, Nemenyi."),
+    "biasbed": ("BiasBed: many runs of debiasing algorithms, model selection, statistical report.",
+                "BiasBed: many runs of debiasing algorithms, their report."),
+    "vqa": ("VQA-VS: shortcut-specific OOD test sets and VQA accuracy.",
+            "VQA-VS: shortcut-specific OOD test sets and VQA accuracy."),
+    "imagenetx": ("ImageNet-X: per-factor error analysis of ImageNet models.",
+                  "ImageNet-X: per-factor error analysis of ImageNet models."),
 }
 
 
@@ -49,10 +55,10 @@ def _root(
     """Find out whether a vision model takes shortcuts, and which ones."""
 
 
-for _name, _help in _GROUPS.items():
+for _name, (_help, _summary) in _GROUPS.items():
     _group = importlib.import_module(f"shortcutlab.cli.{_name}").app
     _group.rich_markup_mode = None  # click's help wraps long option names; rich's cut them
-    app.add_typer(_group, name=_name, help=_help)
+    app.add_typer(_group, name=_name, help=_help, short_help=_summary)
 
 for _name in ("report", "demo"):
     importlib.import_module(f"shortcutlab.cli.{_name}").register(app)

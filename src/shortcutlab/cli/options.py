@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
+
+if TYPE_CHECKING:
+    from shortcutlab.runner.jobs import Job
 
 
 def mnist_option(what: str = "") -> Any:
@@ -68,49 +75,134 @@ def seeds_option(default: list[int] | None = None) -> Any:
     return typer.Option(default or [0], "--seeds", help="Training seed (repeatable); one run each.")
 
 
-# ------------------------------------------------------------- backends (diagvib run, biasbed run)
-def backend_option() -> Any:
-    return typer.Option("processes", help="serial | processes | ray | slurm.")
-
-
-def workers_option() -> Any:
-    return typer.Option(None, min=1, help="Parallel jobs (processes) / CPUs of a local Ray.")
-
-
-def ray_address_option() -> Any:
-    return typer.Option(None, help="Join an existing Ray cluster (e.g. auto).")
-
-
-def slurm_partition_option() -> Any:
-    return typer.Option(None, help="SLURM partition.")
-
-
-def slurm_time_option() -> Any:
-    return typer.Option(240, min=1, help="SLURM time limit per job in minutes.")
-
-
-def slurm_gpus_option() -> Any:
-    return typer.Option(0, min=0, help="GPUs per SLURM job.")
-
-
-def slurm_cpus_option() -> Any:
-    return typer.Option(4, min=1, help="CPUs per SLURM job.")
-
-
-def slurm_executor_option() -> Any:
+# ------------------------------------------------- statistics (stats compare, biasbed report)
+def df_option() -> Any:
+    """``--df``: the Iman-Davenport degrees of freedom."""
     return typer.Option(
-        "slurm", "--slurm-executor", help="slurm (sbatch) or local (the same submission run "
-        "through submitit's local executor, one process per job; no SLURM needed)."
-    )
+        "textbook", "--df", help="Iman-Davenport degrees of freedom: textbook (k-1, (k-1)(N-1)) "
+        "or pingouin (k-1-2/N, (N-1)(k-1-2/N)), the convention of BiasBed's published p-values.")
 
 
-def slurm_mem_option() -> Any:
-    return typer.Option(None, "--slurm-mem", help="Memory per SLURM job in GB (sbatch --mem).")
+def nemenyi_clip_option() -> Any:
+    return typer.Option(
+        False, "--nemenyi-clip", help="Bound Nemenyi p-values to [0.001, 0.9] like old "
+        "scikit-posthocs (for comparison with published tables).")
 
 
-def slurm_account_option() -> Any:
-    return typer.Option(None, "--slurm-account", help="SLURM account to charge.")
+def nemenyi_option() -> Any:
+    """``--nemenyi``: how Nemenyi p-values are computed."""
+    return typer.Option(
+        "exact", "--nemenyi", help="Nemenyi p-values: exact (scipy's studentized range) or table "
+        "(statsmodels' psturng table bounded to [0.001, 0.9], as the scikit-posthocs of "
+        "BiasBed's Tables 4-5).")
 
 
-def slurm_qos_option() -> Any:
-    return typer.Option(None, "--slurm-qos", help="SLURM quality of service.")
+def no_tie_correction_option() -> Any:
+    return typer.Option(
+        False, "--no-tie-correction", help="Friedman chi2 without the tie correction (BiasBed's "
+        "eq. 4; its printed F 7.46).")
+
+
+def check_statistics(df: str, nemenyi: str) -> None:
+    """Refuse an unknown ``--df`` convention or ``--nemenyi`` method (one-line error)."""
+    from shortcutlab.errors import StatsError, unknown_choice
+    from shortcutlab.stats.friedman import DF_CONVENTIONS
+    from shortcutlab.stats.posthoc import NEMENYI_METHODS
+
+    if df not in DF_CONVENTIONS:
+        raise StatsError(unknown_choice("--df convention", df, DF_CONVENTIONS))
+    if nemenyi not in NEMENYI_METHODS:
+        raise StatsError(unknown_choice("--nemenyi method", nemenyi, NEMENYI_METHODS))
+
+
+# ------------------------------------------------------------- backends (diagvib run, biasbed run)
+def _backend_parameters() -> list[tuple[str, type, Any]]:
+    """(name, type, typer option) of every backend option, in the order ``--help`` shows them:
+    the one declaration of them (add a new backend option here and to BackendOptions)."""
+    return [
+        ("backend", str, typer.Option("processes", help="serial | processes | ray | slurm.")),
+        ("workers", int, typer.Option(
+            None, min=1, help="Parallel jobs (processes) / CPUs of a local Ray.")),
+        ("jobs_per_gpu", int, typer.Option(
+            1, "--jobs-per-gpu", min=1, help="Jobs sharing one GPU (processes, ray); on several "
+            "GPUs each worker is pinned to one.")),
+        ("threads", int, typer.Option(
+            1, "--threads", min=1, help="CPU threads of each job (part of the job: its numbers "
+            "do not depend on --workers; a value other than 1 gives new job ids).")),
+        ("ray_address", str, typer.Option(None, help="Join an existing Ray cluster (e.g. auto).")),
+        ("slurm_partition", str, typer.Option(None, help="SLURM partition.")),
+        ("slurm_time", int, typer.Option(
+            240, min=1, help="SLURM time limit per job in minutes.")),
+        ("slurm_gpus", int, typer.Option(0, min=0, help="GPUs per SLURM job.")),
+        ("slurm_cpus", int, typer.Option(4, min=1, help="CPUs per SLURM job.")),
+        ("slurm_executor", str, typer.Option(
+            "slurm", "--slurm-executor", help="slurm (sbatch) or local (the same submission run "
+            "through submitit's local executor, one process per job; no SLURM needed).")),
+        ("slurm_mem", int, typer.Option(
+            None, "--slurm-mem", help="Memory per SLURM job in GB (sbatch --mem).")),
+        ("slurm_account", str, typer.Option(
+            None, "--slurm-account", help="SLURM account to charge.")),
+        ("slurm_qos", str, typer.Option(None, "--slurm-qos", help="SLURM quality of service.")),
+    ]
+
+
+@dataclass(frozen=True)
+class BackendOptions:
+    """Where and how a command's jobs run: the values of the backend options."""
+
+    backend: str = "processes"
+    workers: int | None = None
+    jobs_per_gpu: int = 1
+    threads: int = 1
+    ray_address: str | None = None
+    slurm_partition: str | None = None
+    slurm_time: int = 240
+    slurm_gpus: int = 0
+    slurm_cpus: int = 4
+    slurm_executor: str = "slurm"
+    slurm_mem: int | None = None
+    slurm_account: str | None = None
+    slurm_qos: str | None = None
+
+    def run_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments of :func:`shortcutlab.runner.run_jobs` (and ``run_protocol``)."""
+        from shortcutlab.runner.backends import slurm_options
+
+        slurm = slurm_options(
+            self.slurm_executor, partition=self.slurm_partition, timeout_min=self.slurm_time,
+            gpus_per_node=self.slurm_gpus, cpus_per_task=self.slurm_cpus, mem_gb=self.slurm_mem,
+            account=self.slurm_account, qos=self.slurm_qos,
+        )
+        return {"backend": self.backend, "workers": self.workers, "ray_address": self.ray_address,
+                "slurm": slurm, "jobs_per_gpu": self.jobs_per_gpu}
+
+    def apply_threads(self, job: Job) -> Job:
+        """``job`` with this ``--threads`` (a new job id unless 1)."""
+        return job if self.threads == job.threads else job.model_copy(
+            update={"threads": self.threads})
+
+
+R = TypeVar("R")
+
+
+def backend_options(command: Callable[..., R]) -> Callable[..., R]:
+    """Give ``command`` the backend options in place of its parameter ``run_on``, which
+    receives them as one :class:`BackendOptions`."""
+    signature = inspect.signature(command, eval_str=True)
+    own = list(signature.parameters.values())
+    at = [p.name for p in own].index("run_on")
+    added = [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=option,
+                               annotation=kind) for name, kind, option in _backend_parameters()]
+    names = [p.name for p in added]
+    assert names == [f.name for f in fields(BackendOptions)], names
+    parameters = [*own[:at], *added, *own[at + 1:]]
+
+    @functools.wraps(command)
+    def wrapper(**kwargs: Any) -> R:
+        run_on = BackendOptions(**{name: kwargs.pop(name) for name in names})
+        return command(**kwargs, run_on=run_on)
+
+    wrapper.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]
+    wrapper.__annotations__ = {p.name: p.annotation for p in parameters}
+    wrapper.__annotations__["return"] = signature.return_annotation
+    return wrapper

@@ -38,4 +38,6 @@ def report(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("report")(report)
+    app.command(
+        "report", short_help="Write the HTML report of DiagViB-6 runs and their metrics."
+    )(report)

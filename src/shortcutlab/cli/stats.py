@@ -5,12 +5,19 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from shortcutlab.cli.errors import clean_errors
+from shortcutlab.cli.options import (
+    check_statistics,
+    df_option,
+    nemenyi_clip_option,
+    nemenyi_option,
+    no_tie_correction_option,
+)
 from shortcutlab.cli.output import json_option, print_json
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
@@ -26,8 +33,7 @@ def _fmt_p(p: float) -> str:
     return f"{p:.3g}" if p >= 1e-3 else f"{p:.2e}"
 
 
-@app.command("compare")
-@clean_errors
+@app.command("compare", short_help="Compare algorithms: Friedman, Iman-Davenport, Nemenyi, CD.")
 def compare_cmd(
     table: Path = typer.Argument(
         ...,
@@ -42,29 +48,10 @@ def compare_cmd(
         None, "--out", help="Folder for CSV, LaTeX, JSON and the CD-diagram PNG."
     ),
     as_json: bool = json_option("Print one JSON object (chi2, chi2_p_value, F, p_value, ...)."),
-    df: str = typer.Option(
-        "textbook",
-        "--df",
-        help="Iman-Davenport degrees of freedom: textbook (k-1, (k-1)(N-1)) or pingouin "
-        "(k-1-2/N, (N-1)(k-1-2/N)), the convention of BiasBed's published p-values.",
-    ),
-    nemenyi_clip: bool = typer.Option(
-        False,
-        "--nemenyi-clip",
-        help="Bound Nemenyi p-values to [0.001, 0.9] like old scikit-posthocs (for comparison "
-        "with published tables).",
-    ),
-    nemenyi: str = typer.Option(
-        "exact",
-        "--nemenyi",
-        help="Nemenyi p-values: exact (scipy's studentized range) or table (statsmodels' "
-        "psturng table bounded to [0.001, 0.9], as the scikit-posthocs of BiasBed's Tables 4-5).",
-    ),
-    no_tie_correction: bool = typer.Option(
-        False,
-        "--no-tie-correction",
-        help="Friedman chi2 without the tie correction (BiasBed's eq. 4; its printed F 7.46).",
-    ),
+    df: str = df_option(),
+    nemenyi_clip: bool = nemenyi_clip_option(),
+    nemenyi: str = nemenyi_option(),
+    no_tie_correction: bool = no_tie_correction_option(),
     exclude_block: list[str] = typer.Option(
         None, "--exclude-block", help="Leave this block out; repeat for several."
     ),
@@ -76,16 +63,11 @@ def compare_cmd(
     ),
 ) -> None:
     """Compare algorithms over blocks: Friedman, Iman-Davenport, Nemenyi, critical difference."""
-    from shortcutlab.errors import StatsError, unknown_choice
+    from shortcutlab.errors import StatsError
     from shortcutlab.stats.compare import compare, strict_blocks
-    from shortcutlab.stats.friedman import DF_CONVENTIONS
-    from shortcutlab.stats.posthoc import NEMENYI_METHODS
     from shortcutlab.stats.tables import load_table
 
-    if df not in DF_CONVENTIONS:
-        raise StatsError(unknown_choice("--df convention", df, DF_CONVENTIONS))
-    if nemenyi not in NEMENYI_METHODS:
-        raise StatsError(unknown_choice("--nemenyi method", nemenyi, NEMENYI_METHODS))
+    check_statistics(df, nemenyi)
     pairs = []
     for item in trained_on or []:
         algo, sep, block = item.partition("=")
@@ -150,9 +132,9 @@ def compare_cmd(
         )
     if result.significant:
         console.print(f"[bold]H0 (all algorithms equal) rejected at α = {alpha:g}.[/bold]")
-        pairs = result.significant_pairs()
-        if pairs:
-            for better, worse, p in pairs:
+        significant = result.significant_pairs()
+        if significant:
+            for better, worse, p in significant:
                 console.print(f"  {better} better than {worse} (Nemenyi p = {_fmt_p(p)})")
         else:
             console.print("  but no pair differs significantly under Nemenyi.")
@@ -162,8 +144,7 @@ def compare_cmd(
         console.print(f"wrote {path}")
 
 
-@app.command("select")
-@clean_errors
+@app.command("select", short_help="Model selection: oracle vs last-n vs best validation.")
 def select_cmd(
     records: Path = typer.Argument(
         ...,
@@ -187,7 +168,7 @@ def select_cmd(
     from shortcutlab.utils.io import write_text
 
     df = read_table(records)
-    kwargs = dict(
+    kwargs: dict[str, Any] = dict(
         n_last=last_n, lower_is_better=lower_is_better, val_col=val, test_cols=test or None
     )
     table = compare_rules(df, RULES, **kwargs)

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from shortcutlab.cli.errors import clean_errors
 from shortcutlab.cli.options import seeds_option
 from shortcutlab.cli.output import json_option, print_json
+
+if TYPE_CHECKING:
+    from shortcutlab.vqa.concepts import Mode
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 
@@ -36,8 +39,7 @@ def _read_lines(path: Path | None) -> list[str] | None:
     return [w.strip() for w in lines if w.strip() and not w.startswith("#")]
 
 
-@app.command()
-@clean_errors
+@app.command(short_help="Build the VQA-VS splits: IID and nine OOD test sets.")
 def build(
     data: list[str] = typer.Option(..., "--data", help=DATA_HELP),
     out: Path = typer.Option(..., "--out", help="Folder for the splits, tables and figures."),
@@ -90,7 +92,7 @@ def build(
     sw = _read_lines(stop_words)
     qts = _read_lines(question_types)
     concepts = ConceptConfig(
-        mode=mode,
+        mode=cast("Mode", mode),  # ConceptConfig refuses an unknown mode
         stop_words=(
             frozenset(sw)
             if sw is not None
@@ -136,7 +138,7 @@ def build(
     console.print(f"wrote {out}/ (samples.parquet, splits.json, statistics.csv, ...)")
 
 
-def _stats_table(stats) -> Table:  # type: ignore[no-untyped-def]
+def _stats_table(stats) -> Table:
     from rich import box
 
     t = Table(title="VQA-VS statistics (cf. paper Table 1)", box=box.SIMPLE_HEAD)
@@ -147,8 +149,7 @@ def _stats_table(stats) -> Table:  # type: ignore[no-untyped-def]
     return t
 
 
-@app.command()
-@clean_errors
+@app.command(short_help="Score predictions: the paper's row, or plain accuracy.")
 def score(
     predictions: Path = typer.Argument(
         ..., help="JSON list of {question_id, answer} (or an object {question_id: answer})."
@@ -280,7 +281,7 @@ def score(
     console.print(f"[dim]metric: {_metric_line(result['metric'])}")
 
 
-def _metric_line(info: dict) -> str:  # type: ignore[type-arg]
+def _metric_line(info: dict) -> str:
     vocab = (
         f"training vocabulary of {info['vocabulary']:,} answers"
         if info["vocabulary"] is not None else "no vocabulary filter"
@@ -294,7 +295,7 @@ def _metric_line(info: dict) -> str:  # type: ignore[type-arg]
     return text
 
 
-def _row_table(result: dict, with_head: bool) -> Table:  # type: ignore[type-arg]
+def _row_table(result: dict, with_head: bool) -> Table:
     """The paper's row as a table, in percent: each OOD set, the sub-means, OOD mean, IID."""
     from shortcutlab.vqa.concepts import SHORTCUT_GROUPS
 
@@ -335,8 +336,7 @@ def _fmt(v: float | None) -> str:
     return "–" if v is None else f"{100.0 * v:.2f}"
 
 
-@app.command()
-@clean_errors
+@app.command(short_help="Run no-GPU baselines on built splits and score them.")
 def baselines(
     splits: Path = typer.Option(..., "--splits", help="Folder written by `vqa build`."),
     out: Path = typer.Option(..., "--out", help="Folder for predictions and scores."),
@@ -427,7 +427,7 @@ def baselines(
         print_json(summary)
 
 
-def _selection_table(run: str, selected: dict) -> Table:  # type: ignore[type-arg]
+def _selection_table(run: str, selected: dict) -> Table:
     """Table 4's rows for one run: test accuracy (%) of the checkpoint each strategy chose."""
     from shortcutlab.vqa.concepts import SHORTCUT_GROUPS
 
@@ -442,8 +442,7 @@ def _selection_table(run: str, selected: dict) -> Table:  # type: ignore[type-ar
     return t
 
 
-@app.command()
-@clean_errors
+@app.command(short_help="Run the paper's analyses of a released split.")
 def analyze(
     release: Path = typer.Option(..., "--release", help="VQA-VS release folder (as `score`)."),
     data: list[str] = typer.Option(
