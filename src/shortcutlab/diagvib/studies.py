@@ -144,7 +144,8 @@ def experiment_names(
     """Names of the benchmark's experiments, ordered by study, pair (or factor), sample.
 
     Defaults: all 9 studies, all 30 pairs, samples 0..4 -> 6*5 + 8*30*5 = 1,230 names.
-    ``samples`` is a count or a list of sample ids. ZSO uses the predicted factors of ``pairs``.
+    ``samples`` is a count or a list of sample ids. ZSO (a study without a correlated factor)
+    uses the predicted factors of ``pairs``.
     """
     chosen_studies = [_check_study(s) for s in (STUDIES if studies is None else studies)]
     chosen_pairs = factor_pairs() if pairs is None else [_parse_pair(p) for p in pairs]
@@ -154,7 +155,7 @@ def experiment_names(
     for study in chosen_studies:
         if not get_study(study).correlated:
             for factor in zso_factors:
-                names += [f"ZSO/{factor}/{s}" for s in chosen_samples]
+                names += [f"{study}/{factor}/{s}" for s in chosen_samples]
         else:
             for predicted, correlated in chosen_pairs:
                 names += [f"{study}/{predicted}-{correlated}/{s}" for s in chosen_samples]
