@@ -151,9 +151,9 @@ def test_a_user_study_takes_its_place_in_the_figures(
     hue_top = fig.axes[FACTORS.index("hue")]
     assert [t.get_text() for t in fig.axes[len(FACTORS)].get_xticklabels()] == [
         "ZSO", "FGO-50", "FGO-20", "FGO-5", "ZGO"]
-    line_a = [line for line in hue_top.get_lines() if line.get_label() == "a"]
+    line_a = [c for c in hue_top.containers if c.get_label() == "a"]
     assert len(line_a) == 1
-    xs, ys = line_a[0].get_data()
+    xs, ys = line_a[0].lines[0].get_data()
     assert list(xs) == [0, 1, 2, 3, 4] and ys[1] == pytest.approx(expected)
 
     # the matrices: FGO-50 after the paper's studies, its cells the P_ij
@@ -180,7 +180,8 @@ def test_a_user_study_takes_its_place_in_the_figures(
             next(a for a in plot_accuracy_matrices(metrics, label).axes
                  if a.get_title() == "FGO-50"))
     html = report.render()
-    row = html[html.index("<th>FGO-50</th>"):]
+    faavg_table = html[html.index(">FAAvg:</p>"):]
+    row = faavg_table[faavg_table.index("<th>FGO-50</th>"):]  # model a's row comes first
     assert format_mean_err(expected, faavg[(faavg["label"] == "a") & (faavg["factor"] == "hue")]
                            ["sem"].item()) in row[:row.index("</tr>")]
 
@@ -191,7 +192,8 @@ def test_a_single_factor_user_study_runs_and_is_drawn(
     assert experiment_names(["ZSO-UNBALANCED"], ["hue-shape", "shape-hue"], 1) == [
         "ZSO-UNBALANCED/hue/0", "ZSO-UNBALANCED/shape/0"]
     spec = make_experiment("ZSO-UNBALANCED/hue/0", scale=0.002)
-    assert spec.correlated is None and spec.cell_counts("train").tolist() == [44, 22, 21]
+    first, second, third = spec.cell_counts("train").tolist()
+    assert spec.correlated is None and abs(first - 2 * second) <= 1 and abs(second - third) <= 1
 
     # it runs: one tiny job, collected into a job table
     jobs = build_jobs("small_cnn", ["ZSO-UNBALANCED"], ["hue-shape"], [0], scale=0.002,
@@ -225,7 +227,8 @@ def test_a_single_factor_user_study_runs_and_is_drawn(
     # drawn as a P_i column next to ZSO's, and a table of its own in the report
     assert matrix_panels(metrics, "small_cnn") == ["ZSO", "ZSO-UNBALANCED", "ZGO"]
     column = panel_values(metrics, "small_cnn", "ZSO-UNBALANCED")
-    assert list(column.columns) == ["P_i"] and np.allclose(column["P_i"], mine["mean"])
+    assert list(column.columns) == ["P_i"] and list(column.index) == list(FACTORS)
+    assert np.allclose(column["P_i"], mine["mean"].reindex(FACTORS))
     drawn = _recorded_figures(monkeypatch)
     report, _ = build_report(table)
     fig = next(f for f, c in drawn if c.startswith("small_cnn: rows the predicted"))
@@ -243,7 +246,7 @@ BUILT_IN_STUDIES = ("ZSO", "ZGO", "CGO-1", "CGO-2", "CGO-3", "CHGO", "FGO-5", "F
 
 
 def _figure_data(metrics: DiagvibMetrics) -> dict:
-    """What the figures of the paper's studies draw, for comparison."""
+    """What the figures of the paper's studies draw, for comparison (as repr: NaN equals NaN)."""
     out: dict = {}
     for label in metrics.labels:
         panels = matrix_panels(metrics, label)
@@ -267,12 +270,12 @@ def test_the_paper_studies_are_drawn_as_in_the_paper(registry: None) -> None:
     agg = sequence_aggregates(metrics, "CGO")
     assert agg.groupby("study")["x"].first().to_dict() == {
         "ZSO": 0, "CGO-3": 1, "CGO-2": 2, "CGO-1": 3, "ZGO": 4}
-    before = (_figure_data(metrics), metrics.to_dict(), metrics.to_frame().to_csv())
+    before = (repr(_figure_data(metrics)), metrics.to_dict(), metrics.to_frame().to_csv())
     report_before = build_report(table)[0].render()
 
     # registering user studies of both kinds changes nothing the paper's studies show
     register_study(Study("FGO-50", weights=fgo_50, sequences={"FGO": 0.5}))
     register_study(Study("ZSO-UNBALANCED", correlated=False, weights=unbalanced))
     again = compute_metrics(table)
-    assert (_figure_data(again), again.to_dict(), again.to_frame().to_csv()) == before
+    assert (repr(_figure_data(again)), again.to_dict(), again.to_frame().to_csv()) == before
     assert build_report(table)[0].render() == report_before
