@@ -104,59 +104,51 @@ def _is_number(value: Any, finite: bool = True) -> bool:
 _STUDIES: dict[str, Study] = {}
 
 
+def _studies() -> dict[str, Study]:
+    """The registry, the paper's studies in it first (:mod:`shortcutlab.diagvib.studies`
+    describes and registers them when first imported)."""
+    if not _STUDIES:
+        import shortcutlab.diagvib.studies  # noqa: F401
+    return _STUDIES
+
+
 def register_study(study: Study, *, override: bool = False) -> Study:
     """Make ``study`` known to specs, jobs, metrics and reports (a taken name is refused unless
-    ``override=True``); studies are listed in registration order."""
-    return register(_STUDIES, study.name, study, what="study", error=SpecError,
+    ``override=True``); studies are listed in registration order, the paper's first."""
+    return register(_studies(), study.name, study, what="study", error=SpecError,
                     override=override)
 
 
 def get_study(name: str) -> Study:
     """The registered study ``name``; a SpecError listing the registered ones otherwise."""
-    if name not in _STUDIES:
-        raise SpecError(unknown_choice("study", name, list(_STUDIES)))
-    return _STUDIES[name]
+    studies = _studies()
+    if name not in studies:
+        raise SpecError(unknown_choice("study", name, list(studies)))
+    return studies[name]
 
 
 def study_names() -> tuple[str, ...]:
     """Every registered study, the paper's first (in the paper's order), then the others."""
-    return tuple(_STUDIES)
+    return tuple(_studies())
 
 
 def studies_in_sequence(sequence: str) -> tuple[str, ...]:
     """The studies of one FAAvg/FAMin line figure (:attr:`Study.sequences`), left to right."""
-    members = [(s.sequences[sequence], i, s.name) for i, s in enumerate(_STUDIES.values())
+    members = [(s.sequences[sequence], i, s.name) for i, s in enumerate(_studies().values())
                if sequence in s.sequences]
     return tuple(name for _, _, name in sorted(members))
 
 
 def sequence_names() -> tuple[str, ...]:
     """Every sequence some study is a step of, in order of first mention."""
-    return tuple(dict.fromkeys(q for s in _STUDIES.values() for q in s.sequences))
+    return tuple(dict.fromkeys(q for s in _studies().values() for q in s.sequences))
 
 
 def panel_studies() -> tuple[str, ...]:
     """The studies drawn in the accuracy-matrix figure, in :attr:`Study.panel` order."""
-    drawn = [(s.panel, i, s.name) for i, s in enumerate(_STUDIES.values()) if s.panel is not None]
+    drawn = [(s.panel, i, s.name) for i, s in enumerate(_studies().values())
+             if s.panel is not None]
     return tuple(name for _, _, name in sorted(drawn))
-
-
-_PAPER = {  # (description, sequences, panel) of the paper's studies
-    "ZSO": ("no shortcut opportunity: the predicted factor alone", {"CGO": 0, "FGO": 0}, 0),
-    "ZGO": ("zero generalisation opportunities: the diagonal only", {"CGO": 4, "FGO": 4}, 1),
-    "CGO-1": ("the diagonal and 1 off-diagonal cell", {"CGO": 3}, 2),
-    "CGO-2": ("the diagonal and 2 off-diagonal cells", {"CGO": 2}, 3),
-    "CGO-3": ("the diagonal and 3 off-diagonal cells", {"CGO": 1}, 4),
-    "CHGO": ("one class of the predicted factor only with a shortcut", {}, 8),
-    "FGO-5": ("the diagonal and 5% of every class off it", {"FGO": 3}, 5),
-    "FGO-10": ("the diagonal and 10% of every class off it", {"FGO": 2}, 6),
-    "FGO-20": ("the diagonal and 20% of every class off it", {"FGO": 1}, 7),
-}
-for _name in STUDIES:
-    _text, _sequences, _panel = _PAPER[_name]
-    register_study(Study(_name, correlated=_name != "ZSO", description=_text,
-                         paired=_name == "ZGO", sequences=_sequences, panel=_panel))
-register_study(Study(CUSTOM_STUDY, description="cell weights stated by each spec", panel=None))
 
 
 def _fmt_loc(loc: tuple[Any, ...]) -> str:
