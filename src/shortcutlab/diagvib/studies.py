@@ -22,6 +22,11 @@ shown") and the authors' code do: 1/(3+c) per cell, so the classes of Fi get 2:1
 2:2:1 (CGO-2) and 1:1:1 (CGO-3). Every other study gives every class of Fi a third of the
 training images. Validation follows training. Test images are uniform over the test cells: the
 authors' "violate" half of their test split, on which the paper's accuracies are measured.
+
+Each study is described once, as a :class:`~shortcutlab.diagvib.spec.Study` registered at the
+end of this module (its weights, description and place in the figures); the registry in
+:mod:`~shortcutlab.diagvib.spec` imports this module on first use, so the paper's studies come
+first, and a user's :func:`~shortcutlab.diagvib.spec.register_study` adds more.
 """
 
 from __future__ import annotations
