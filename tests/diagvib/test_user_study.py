@@ -4,6 +4,8 @@ report like the paper's studies."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -279,3 +281,16 @@ def test_the_paper_studies_are_drawn_as_in_the_paper(registry: None) -> None:
     again = compute_metrics(table)
     assert (repr(_figure_data(again)), again.to_dict(), again.to_frame().to_csv()) == before
     assert build_report(table)[0].render() == report_before
+
+
+def test_a_study_description_is_checked() -> None:
+    with pytest.raises(SpecError, match="sequences maps a sequence name to an x position"):
+        Study("BAD", sequences={"CGO": "left"})
+    with pytest.raises(SpecError, match="sequences maps"):
+        Study("BAD", sequences={"CGO": float("nan")})
+    first: Any = "first"
+    with pytest.raises(SpecError, match="panel must be a number or None"):
+        Study("BAD", panel=first)
+    sequences: Any = Study("OK", sequences={"FGO": 0.5}).sequences
+    with pytest.raises(TypeError):  # read-only once described
+        sequences["FGO"] = 9
