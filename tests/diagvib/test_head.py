@@ -17,7 +17,7 @@ from shortcutlab.train.config import TrainConfig
 
 
 class _NoRender:
-    def render(self, *args, **kwargs):  # noqa: ANN002, ANN003, ANN201
+    def render(self, *args, **kwargs):
         raise AssertionError("no image is needed")
 
 

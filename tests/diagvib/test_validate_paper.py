@@ -17,7 +17,7 @@ TINY = ["--model", "small_cnn", "--studies", "ZSO", "--pairs", "hue-shape", "sha
 
 
 @pytest.fixture(scope="module")
-def script():  # noqa: ANN201
+def script():
     spec = importlib.util.spec_from_file_location("validate_diagvib_paper", SCRIPT)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -25,7 +25,7 @@ def script():  # noqa: ANN201
     return module
 
 
-def test_defaults_are_the_paper_recipe_over_every_study(script) -> None:  # noqa: ANN001
+def test_defaults_are_the_paper_recipe_over_every_study(script) -> None:
     args = script.parse([])
     assert (args.model, args.protocol, args.selection, args.head) == (
         "resnet18", "paper", "paper", "full")
@@ -33,7 +33,7 @@ def test_defaults_are_the_paper_recipe_over_every_study(script) -> None:  # noqa
     assert {study for study, _, _ in script.statements()} == {"ZSO", "ZGO", "CGO", "CHGO", "FGO"}
 
 
-def test_two_budgeted_calls_end_as_one_call(script, tmp_path, capsys) -> None:  # noqa: ANN001
+def test_two_budgeted_calls_end_as_one_call(script, tmp_path, capsys) -> None:
     assert script.main([*TINY, "--budget-seconds", "0.1", "--out", str(tmp_path / "a")]) == 0
     first = capsys.readouterr().out
     assert "1 of 2 jobs remain" in first and "textures built-in" in first

@@ -95,10 +95,9 @@ def export(
     generator = source_generator(mnist, textures)
     with progress_bar() as bar:
         task = bar.add_task(f"export {split}", total=max(total, 0))
-        # export_split checks fmt; mypy matches ImageGenerator's overloaded render against
-        # the _Renderer protocol one overload at a time, and none covers it alone
+        # export_split checks fmt
         written = export_split(spec, split, out, fmt=cast("ExportFormat", fmt), limit=limit,
-                               seed=image_seed, generator=generator,  # type: ignore[arg-type]
+                               seed=image_seed, generator=generator,
                                progress=lambda k: bar.advance(task, k))
     seconds = time.perf_counter() - start
     Console().print(f"exported the {split} split of {spec.name} to {written} in {seconds:.1f} s")

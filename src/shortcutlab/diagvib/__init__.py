@@ -33,6 +33,7 @@ _EXPORTS: dict[str, str] = {
     "DiagvibMetrics": "metrics", "compute_metrics": "metrics", "flat_summary": "metrics",
     "synthetic_table": "metrics", "load_job_tables": "report", "write_report": "report",
     "plot_accuracy_matrices": "figures", "plot_factor_aggregates": "figures",
+    "matrix_panels": "figures", "panel_values": "figures", "sequence_aggregates": "figures",
     "add_comparison_section": "comparison", "compare_study": "comparison",
 }
 

@@ -4,6 +4,10 @@
   study (rows predicted, columns correlated), coloured around chance;
 * :func:`plot_factor_aggregates` — Fig. 4b / 5b: FAAvg and FAMin per predicted factor across
   the generalisation-opportunity sequence, one line per model;
+
+Which studies a figure draws, and in which order, is part of each study's description
+(:class:`~shortcutlab.diagvib.spec.Study`: ``panel`` for the matrices, ``sequences`` for the
+FAAvg/FAMin lines), so a registered study is drawn like the paper's.
 * :func:`plot_chgo_improvement` — Table 2 as bars: CHGO − ZGO per factor and model;
 * :func:`plot_pair_symmetry` — the section-5 check ``P_ij`` against ``1 − P_ji``.
 
@@ -17,26 +21,32 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+import pandas as pd
 from matplotlib.colors import TwoSlopeNorm
 from matplotlib.figure import Figure
 
 from shortcutlab.diagvib.factors import FACTORS
 from shortcutlab.diagvib.metrics import CHANCE, STUDIES, DiagvibMetrics
+from shortcutlab.diagvib.spec import (
+    get_study,
+    panel_studies,
+    sequence_names,
+    studies_in_sequence,
+)
 from shortcutlab.errors import DiagvibError, unknown_choice
 
-# The paper's x-axes: generalisation opportunities decrease from left (ZSO) to right (ZGO).
-CGO_SEQUENCE: tuple[str, ...] = ("ZSO", "CGO-3", "CGO-2", "CGO-1", "ZGO")
-FGO_SEQUENCE: tuple[str, ...] = ("ZSO", "FGO-20", "FGO-10", "FGO-5", "ZGO")
-SEQUENCES = {"CGO": CGO_SEQUENCE, "FGO": FGO_SEQUENCE}
-MATRIX_STUDIES: tuple[str, ...] = ("ZGO", "CGO-1", "CGO-2", "CGO-3", "FGO-5", "FGO-10", "FGO-20",
-                                   "CHGO")
+# The paper's x-axes (from the studies' descriptions, as registered by the package):
+# generalisation opportunities decrease from left (ZSO) to right (ZGO).
+CGO_SEQUENCE: tuple[str, ...] = studies_in_sequence("CGO")
+FGO_SEQUENCE: tuple[str, ...] = studies_in_sequence("FGO")
+MATRIX_STUDIES: tuple[str, ...] = tuple(s for s in panel_studies() if get_study(s).correlated)
 _CMAP = "RdBu"
 _NORM = TwoSlopeNorm(vmin=0.0, vcenter=CHANCE, vmax=1.0)
 
 
 def unfit_cells(metrics: DiagvibMetrics, label: str, study: str) -> set[tuple[str, str]]:
     """(predicted, correlated) cells of one model and study with a run that did not fit
-    (correlated is "" for ZSO)."""
+    (correlated is "" for a single-factor study such as ZSO)."""
     u = metrics.unfit[(metrics.unfit["label"] == label) & (metrics.unfit["study"] == study)]
     return {(str(p), str(c) if isinstance(c, str) else "") for p, c in
             zip(u["predicted"], u["correlated"], strict=True)}
@@ -47,19 +57,41 @@ def _check_label(metrics: DiagvibMetrics, label: str) -> None:
         raise DiagvibError(unknown_choice("model", label, metrics.labels))
 
 
+def matrix_panels(metrics: DiagvibMetrics, label: str,
+                  studies: Sequence[str] | None = None) -> list[str]:
+    """The panels :func:`plot_accuracy_matrices` draws for ``label``, only those with results:
+    the single-factor studies (``P_i`` columns, :attr:`~shortcutlab.diagvib.spec.Study.panel`
+    order), then the matrices of ``studies`` (in that order; default: every drawn study in panel
+    order)."""
+    available = set(metrics.studies(label))
+    drawn = [s for s in panel_studies() if s in available]
+    wanted = drawn if studies is None else [s for s in studies if s in available]
+    return ([s for s in drawn if not get_study(s).correlated]
+            + [s for s in wanted if get_study(s).correlated])
+
+
+def panel_values(metrics: DiagvibMetrics, label: str, study: str) -> pd.DataFrame:
+    """The numbers of one panel: ``P_i`` as one column ``P_i`` (single-factor study) or the
+    6×6 ``P_ij`` matrix, rows the predicted factor in FACTORS order; NaN where no result."""
+    if not get_study(study).correlated:
+        single = metrics.singles[(metrics.singles["label"] == label)
+                                 & (metrics.singles["study"] == study)]
+        values = single.set_index("factor")["mean"].reindex(FACTORS).astype(float)
+        return values.to_frame("P_i")
+    return metrics.matrix(label, study).reindex(index=FACTORS, columns=FACTORS)
+
+
 def plot_accuracy_matrices(
     metrics: DiagvibMetrics, label: str, studies: Sequence[str] | None = None
 ) -> Figure:
-    """Fig. 4a for one model: the ZSO column ``P_i`` and one annotated 6×6 matrix per study.
+    """Fig. 4a for one model: the ZSO column ``P_i`` and one annotated 6×6 matrix per study
+    (:func:`matrix_panels`, numbers from :func:`panel_values`).
 
     Cells below chance (red) mean the model predicted the row factor from the column factor.
     The diagonal and pairs without results are grey.
     """
     _check_label(metrics, label)
-    available = metrics.studies(label)
-    wanted = [s for s in (studies or MATRIX_STUDIES) if s in available and s != "ZSO"]
-    has_zso = "ZSO" in available
-    panels = (["ZSO"] if has_zso else []) + wanted
+    panels = matrix_panels(metrics, label, studies)
     if not panels:
         raise DiagvibError(f"model {label!r} has no finished jobs to draw")
     ncols = min(len(panels), 5)
@@ -72,16 +104,11 @@ def plot_accuracy_matrices(
     image = None
     for ax, panel in zip(axes, panels, strict=True):
         flagged = unfit_cells(metrics, label, panel)
-        if panel == "ZSO":
-            zso = metrics.zso[metrics.zso["label"] == label].set_index("factor")["mean"]
-            values = zso.reindex(FACTORS).to_numpy(dtype=float)[:, None]
-            columns: list[str] = ["P_i"]
-            cell_keys = [[(f, "")] for f in FACTORS]
-        else:
-            values = metrics.matrix(label, panel).reindex(index=FACTORS, columns=FACTORS)
-            values = values.to_numpy(dtype=float)
-            columns = list(FACTORS)
-            cell_keys = [[(f, g) for g in FACTORS] for f in FACTORS]
+        correlated = get_study(panel).correlated
+        frame = panel_values(metrics, label, panel)
+        values = frame.to_numpy(dtype=float)
+        columns = [str(c) for c in frame.columns]
+        cell_keys = [[(f, g if correlated else "") for g in columns] for f in FACTORS]
         masked = np.ma.masked_invalid(values)
         image = ax.imshow(masked, cmap=_CMAP, norm=_NORM, aspect="equal")
         ax.set_facecolor("#d9d9d9")
@@ -94,7 +121,7 @@ def plot_accuracy_matrices(
         ax.set_title(panel, fontsize=10)
         ax.set_xticks(range(len(columns)), columns, rotation=90, fontsize=8)
         ax.set_yticks(range(len(FACTORS)), FACTORS, fontsize=8)
-        if panel != "ZSO":
+        if correlated:
             ax.set_xlabel("correlated factor", fontsize=8)
         ax.set_ylabel("predicted factor", fontsize=8)
     if image is not None:
@@ -107,19 +134,30 @@ def plot_accuracy_matrices(
     return fig
 
 
-def plot_factor_aggregates(
-    metrics: DiagvibMetrics, sequence: str = "CGO", error_bars: bool = False
-) -> Figure:
-    """Fig. 4b (``sequence="CGO"``) or 5b (``"FGO"``): FAAvg (top) and FAMin (bottom) per
-    predicted factor across the studies, one line per model; dashed line at chance."""
-    if sequence not in SEQUENCES:
-        raise DiagvibError(unknown_choice("sequence", sequence, sorted(SEQUENCES)))
-    order = SEQUENCES[sequence]
+def sequence_aggregates(metrics: DiagvibMetrics, sequence: str) -> pd.DataFrame:
+    """The FAAvg/FAMin rows :func:`plot_factor_aggregates` draws for ``sequence``, studies in
+    their x order (:attr:`~shortcutlab.diagvib.spec.Study.sequences`), with an ``x`` column."""
+    names = sequence_names()
+    if sequence not in names:
+        raise DiagvibError(unknown_choice("sequence", sequence, sorted(names)))
+    order = studies_in_sequence(sequence)
     agg = metrics.aggregates[metrics.aggregates["study"].isin(order)]
     if agg.empty:
         raise DiagvibError(f"no finished jobs in any of the studies {', '.join(order)}")
     present = [s for s in order if s in set(agg["study"])]
     x = {s: i for i, s in enumerate(present)}
+    return agg.assign(x=agg["study"].map(x)).sort_values(["x", "label", "metric", "factor"],
+                                                         kind="stable")
+
+
+def plot_factor_aggregates(
+    metrics: DiagvibMetrics, sequence: str = "CGO", error_bars: bool = False
+) -> Figure:
+    """Fig. 4b (``sequence="CGO"``) or 5b (``"FGO"``), or any sequence a registered study is a
+    step of: FAAvg (top) and FAMin (bottom) per predicted factor across the studies
+    (:func:`sequence_aggregates`), one line per model; dashed line at chance."""
+    agg = sequence_aggregates(metrics, sequence)
+    present = list(dict.fromkeys(agg["study"]))
     fig = Figure(figsize=(2.2 * len(FACTORS) + 1.0, 5.0), layout="constrained")
     axes = fig.subplots(2, len(FACTORS), sharex=True, sharey=True)
     colours = [f"C{i}" for i in range(10)]
@@ -129,11 +167,9 @@ def plot_factor_aggregates(
             ax.axhline(CHANCE, color="grey", linestyle="--", linewidth=0.8)
             for k, label in enumerate(metrics.labels):
                 sel = agg[(agg["label"] == label) & (agg["metric"] == metric)
-                          & (agg["factor"] == factor)].copy()
+                          & (agg["factor"] == factor)]
                 if sel.empty:
                     continue
-                sel["x"] = sel["study"].map(x)
-                sel = sel.sort_values("x")
                 err = sel["sem"].fillna(0.0).to_numpy() if error_bars else None
                 ax.errorbar(sel["x"], sel["mean"], yerr=err, marker="o", markersize=3,
                             linewidth=1.2, capsize=2, color=colours[k % len(colours)],
@@ -179,8 +215,9 @@ def plot_chgo_improvement(metrics: DiagvibMetrics) -> Figure:
 
 
 __all__ = [
-    "CGO_SEQUENCE", "FGO_SEQUENCE", "MATRIX_STUDIES", "STUDIES", "plot_accuracy_matrices",
-    "plot_chgo_improvement", "plot_factor_aggregates",
+    "CGO_SEQUENCE", "FGO_SEQUENCE", "MATRIX_STUDIES", "STUDIES", "matrix_panels", "panel_values",
+    "plot_accuracy_matrices", "plot_chgo_improvement", "plot_factor_aggregates",
+    "sequence_aggregates",
 ]
 
 

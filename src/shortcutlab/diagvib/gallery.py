@@ -48,7 +48,7 @@ def traversal_figure(generator: ImageGenerator | None = None, *, seed: int = 0) 
     flat = classes[filled]
     images = gen.render(flat, seed=seed, split="train", indices=np.zeros(len(flat), np.int64))
     fig = Figure(figsize=(cols * 1.35, rows * 1.45))
-    axes = fig.subplots(rows, cols)
+    axes = fig.subplots(rows, cols, squeeze=False)
     k = 0
     for r in range(rows):
         for c in range(cols):

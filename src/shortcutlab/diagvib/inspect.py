@@ -24,7 +24,7 @@ import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import numpy as np
 import pandas as pd
@@ -39,6 +39,24 @@ if TYPE_CHECKING:
     import torch
 
     from shortcutlab.train.algorithms.base import Algorithm
+
+
+class _Vae(Protocol):
+    """What the VAE figures use of a trained ``vae`` / ``factor_vae`` algorithm."""
+
+    network: Any  # has encode(x) -> (mu, logvar) and decode(z) -> logits
+
+    def pixels(self, x: torch.Tensor) -> torch.Tensor: ...
+
+    def reconstruct(self, x: torch.Tensor) -> torch.Tensor: ...
+
+
+class _Asr(Protocol):
+    """What the lens figure uses of a trained ``asr`` algorithm."""
+
+    def pixels(self, x: torch.Tensor) -> torch.Tensor: ...
+
+    def lens_output(self, x: torch.Tensor) -> torch.Tensor: ...
 
 #: Algorithms whose runs get inspection figures.
 INSPECTABLE = ("asr", "vae", "factor_vae")
@@ -79,7 +97,7 @@ def _grid(rows: Sequence[Sequence[np.ndarray]], row_labels: Sequence[str],
     return fig
 
 
-def reconstruction_figure(algo: Algorithm, x: torch.Tensor) -> Figure:
+def reconstruction_figure(algo: _Vae, x: torch.Tensor) -> Figure:
     """Inputs (top row) and the VAE's reconstructions from their latent means (bottom row);
     ``x`` is a batch of normalised images."""
     import torch
@@ -91,7 +109,7 @@ def reconstruction_figure(algo: Algorithm, x: torch.Tensor) -> Figure:
                  ["input", "reconstruction"], title="VAE reconstructions (cf. paper fig. A3)")
 
 
-def latent_order(algo: Algorithm, x: torch.Tensor) -> list[int]:
+def latent_order(algo: _Vae, x: torch.Tensor) -> list[int]:
     """Latent dimensions by decreasing mean KL divergence over the images ``x`` (the most
     informative first, as disentanglement papers order traversals)."""
     import torch
@@ -102,7 +120,7 @@ def latent_order(algo: Algorithm, x: torch.Tensor) -> list[int]:
     return [int(i) for i in torch.argsort(kl, descending=True)]
 
 
-def traversal_figure(algo: Algorithm, x: torch.Tensor, index: int = 0,
+def traversal_figure(algo: _Vae, x: torch.Tensor, index: int = 0,
                      values: Sequence[float] = TRAVERSAL_VALUES,
                      dims: Sequence[int] | None = None) -> Figure:
     """Latent traversal of image ``x[index]``: one row per latent dimension (``dims``, default
@@ -121,7 +139,7 @@ def traversal_figure(algo: Algorithm, x: torch.Tensor, index: int = 0,
                  title="Latent traversal (cf. paper fig. A2)", size=1.0)
 
 
-def lens_figure(algo: Algorithm, x: torch.Tensor, gain: float = 4.0) -> Figure:
+def lens_figure(algo: _Asr, x: torch.Tensor, gain: float = 4.0) -> Figure:
     """ASR: inputs, lens outputs and ``gain`` x their absolute difference."""
     import torch
 
@@ -138,12 +156,13 @@ def figures_for(algo: Algorithm, x: torch.Tensor, traversals: int = 2) -> dict[s
     """The figures of one trained algorithm on normalised images ``x``, by file stem."""
     name = getattr(algo, "name", "")
     if name == "asr":
-        return {"lens": lens_figure(algo, x)}
+        return {"lens": lens_figure(cast(_Asr, algo), x)}
     if name in ("vae", "factor_vae"):
-        figs = {"reconstructions": reconstruction_figure(algo, x)}
-        order = latent_order(algo, x)
+        vae = cast(_Vae, algo)
+        figs = {"reconstructions": reconstruction_figure(vae, x)}
+        order = latent_order(vae, x)
         for i in range(min(traversals, len(x))):
-            figs[f"traversal-{i}"] = traversal_figure(algo, x, i, dims=order)
+            figs[f"traversal-{i}"] = traversal_figure(vae, x, i, dims=order)
         return figs
     raise DiagvibError(f"no inspection figures for algorithm {name!r}; valid choices: "
                        f"{', '.join(INSPECTABLE)}")
@@ -271,7 +290,8 @@ def inspection_section(sources: Iterable[str | os.PathLike[str]],
             return
         report.heading("ASR lens outputs, VAE reconstructions and latent traversals")
         pages = [(r, r / INSPECT_DIR / "index.html") for r in runs]
-        drawn = [(str(r), os.path.relpath(p, Path(out_dir))) for r, p in pages if p.is_file()]
+        drawn: list[tuple[str, str | None]] = [
+            (str(r), os.path.relpath(p, Path(out_dir))) for r, p in pages if p.is_file()]
         if drawn:
             report.paragraph("The paper's appendix figures A2-A4 and A9 for these runs:")
             report.links(drawn)

@@ -37,7 +37,7 @@ from shortcutlab.train.implied import implied_algorithm
 from shortcutlab.utils.sanitize import json_safe
 
 STUDIES: tuple[str, ...] = _PAPER_STUDIES  # the paper's nine, defined in spec
-PAIR_STUDIES: tuple[str, ...] = STUDIES[1:]
+PAIR_STUDIES: tuple[str, ...] = tuple(s for s in STUDIES if get_study(s).correlated)
 REQUIRED_COLUMNS: tuple[str, ...] = (
     "model", "study", "predicted", "correlated", "sample", "seed", "status", "test_acc",
 )
@@ -97,6 +97,13 @@ def _fail(message: str) -> MetricsError:
     return MetricsError(message)
 
 
+def single_factor(studies: pd.Series) -> pd.Series:
+    """Per row, whether its (registered) study predicts one factor alone (ZSO and the
+    studies registered with ``correlated=False``): ``P_i`` per factor instead of ``P_ij``."""
+    single = {s: not get_study(s).correlated for s in set(studies)}
+    return studies.map(single).astype(bool)
+
+
 def validate_table(table: pd.DataFrame) -> pd.DataFrame:
     """Check and normalise a collected job table; return a copy with a ``label`` column.
 
@@ -132,25 +139,23 @@ def validate_table(table: pd.DataFrame) -> pd.DataFrame:
     if bad:
         raise _fail(f"unknown stud{'y' if len(bad) == 1 else 'ies'} {', '.join(map(repr, bad))}"
                     f"; valid choices: {', '.join(known)}")
-    single = sorted(s for s in set(df["study"]) if s != "ZSO" and not get_study(s).correlated)
-    if single:
-        raise _fail(f"study {single[0]!r} has no correlated factor; metrics read ZSO as the only "
-                    "single-factor study (register it with correlated=True)")
     bad = sorted(set(df["status"]) - set(STATUSES))
     if bad:
         raise _fail(unknown_choice("job status", bad[0], STATUSES))
     bad = sorted(set(df["predicted"]) - set(FACTORS))
     if bad:
         raise _fail(unknown_choice("predicted factor", bad[0], FACTORS))
-    is_zso = df["study"] == "ZSO"
-    bad = sorted(set(df.loc[~is_zso, "correlated"]) - set(FACTORS))
+    is_single = single_factor(df["study"])
+    bad = sorted(set(df.loc[~is_single, "correlated"]) - set(FACTORS))
     if bad:
+        singles = [s for s in study_names() if not get_study(s).correlated]
         raise _fail(unknown_choice("correlated factor", bad[0], FACTORS)
-                    + " (only ZSO jobs have no correlated factor)")
-    zso_corr = df.loc[is_zso & (df["correlated"] != ""), "correlated"]
-    if len(zso_corr):
-        raise _fail(f"ZSO jobs have no correlated factor, got {zso_corr.iloc[0]!r}")
-    same = df[~is_zso & (df["predicted"] == df["correlated"])]
+                    + f" (only {'/'.join(singles)} jobs have no correlated factor)")
+    single_corr = df[is_single & (df["correlated"] != "")]
+    if len(single_corr):
+        raise _fail(f"{single_corr['study'].iloc[0]} jobs have no correlated factor, got "
+                    f"{single_corr['correlated'].iloc[0]!r}")
+    same = df[~is_single & (df["predicted"] == df["correlated"])]
     if len(same):
         row = same.iloc[0]
         raise _fail(f"a factor cannot be correlated with itself: "
@@ -227,17 +232,31 @@ def _over_samples(frame: pd.DataFrame, keys: list[str], value: str = "acc") -> p
     return out[[*keys, "mean", "sem", "std", "n"]]
 
 
+def single_accuracy(samples: pd.DataFrame) -> pd.DataFrame:
+    """``P_i`` per model, single-factor study (:func:`single_factor`) and factor from
+    :func:`sample_accuracies`: columns label, study, factor, mean, sem, std, n."""
+    single = samples[single_factor(samples["study"])]
+    out = _over_samples(single, ["label", "study", "predicted"])
+    return _by_study(out.rename(columns={"predicted": "factor"}), ["label", "study", "factor"])
+
+
 def zso_accuracy(samples: pd.DataFrame) -> pd.DataFrame:
-    """``P_i`` per model and factor from :func:`sample_accuracies`: columns label, factor,
-    mean, sem, n (dataset samples)."""
-    zso = samples[samples["study"] == "ZSO"]
-    return _over_samples(zso, ["label", "predicted"]).rename(columns={"predicted": "factor"})
+    """``P_i`` of ZSO per model and factor: columns label, factor, mean, sem, std, n."""
+    out = single_accuracy(samples[samples["study"] == "ZSO"])
+    return out.drop(columns="study").reset_index(drop=True)
+
+
+def _by_study(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """``frame`` sorted by ``keys``, studies in registration order."""
+    rank = {s: i for i, s in enumerate(study_names())}
+    return frame.sort_values(keys, key=lambda c: c.map(rank) if c.name == "study" else c,
+                             kind="stable").reset_index(drop=True)
 
 
 def pair_accuracy(samples: pd.DataFrame) -> pd.DataFrame:
     """``P_ij`` per model, study and ordered pair (OOD test cells): columns label, study,
     predicted, correlated, mean, sem, n."""
-    pairs = samples[samples["study"] != "ZSO"]
+    pairs = samples[~single_factor(samples["study"])]
     return _over_samples(pairs, ["label", "study", "predicted", "correlated"])
 
 
@@ -253,14 +272,15 @@ def factor_aggregates(samples: pd.DataFrame) -> pd.DataFrame:
     """FAAvg and FAMin (eqs. 1-2) per model, study and predicted factor.
 
     Per dataset sample the mean (FAAvg) or minimum (FAMin) of ``acc_ij`` over the correlated
-    factors j with results, then mean and standard error over samples. For ZSO both equal
-    ``P_i``. Columns: label, study, factor, metric, mean, sem, std (ddof 0), n, n_pairs (the
-    fewest correlated factors any sample had; 5 when complete).
+    factors j with results, then mean and standard error over samples. For ZSO (every
+    single-factor study) both equal ``P_i``. Columns: label, study, factor, metric, mean, sem,
+    std (ddof 0), n, n_pairs (the fewest correlated factors any sample had; 5 when complete).
     """
     columns = ["label", "study", "factor", "metric", "mean", "sem", "std", "n", "n_pairs"]
-    zso = _over_samples(samples[samples["study"] == "ZSO"], ["label", "predicted"])
-    parts = [zso.assign(study="ZSO", metric=m, n_pairs=0) for m in ("FAAvg", "FAMin")]
-    pairs = samples[samples["study"] != "ZSO"]
+    is_single = single_factor(samples["study"])
+    singles = _over_samples(samples[is_single], ["label", "study", "predicted"])
+    parts = [singles.assign(metric=m, n_pairs=0) for m in ("FAAvg", "FAMin")]
+    pairs = samples[~is_single]
     keys = ["label", "study", "predicted"]
     per_sample = pairs.groupby([*keys, "sample"], sort=True)["acc"].agg(["mean", "min", "count"])
     per_sample = per_sample.reset_index()
@@ -392,6 +412,7 @@ class DiagvibMetrics:
     status: pd.DataFrame
     samples: pd.DataFrame
     zso: pd.DataFrame
+    singles: pd.DataFrame
     pairs: pd.DataFrame
     aggregates: pd.DataFrame
     chgo: pd.DataFrame
@@ -418,9 +439,10 @@ class DiagvibMetrics:
         models: dict[str, Any] = {}
         for label in self.labels:
             entry: dict[str, Any] = {}
-            z = self.zso[self.zso["label"] == label]
-            if len(z):
-                entry["ZSO"] = {"P": {r.factor: _estimate(r) for r in z.itertuples()}}
+            z = self.singles[self.singles["label"] == label]
+            for study in _order(z["study"], study_names()):
+                entry[study] = {"P": {r.factor: _estimate(r)
+                                      for r in z[z["study"] == study].itertuples()}}
             p = self.pairs[self.pairs["label"] == label]
             for study in _order(p["study"], study_names()):
                 ps = p[p["study"] == study]
@@ -430,7 +452,7 @@ class DiagvibMetrics:
             for r in a.itertuples():
                 block = entry.setdefault(r.study, {}).setdefault(r.metric, {})
                 block[r.factor] = _estimate(r)
-                if r.study != "ZSO":
+                if get_study(r.study).correlated:
                     block[r.factor]["n_pairs"] = int(r.n_pairs)
             c = self.chgo[self.chgo["label"] == label]
             if len(c):
@@ -458,10 +480,9 @@ class DiagvibMetrics:
         """One long tidy table of every number (for CSV): label, study, metric, predicted,
         correlated, mean, sem, std, n."""
         parts = [
-            self.zso.assign(study="ZSO", metric="P", correlated="")
-            .rename(columns={"factor": "predicted"}),
+            self.singles.assign(metric="P", correlated="").rename(columns={"factor": "predicted"}),
             self.pairs.assign(metric="P"),
-            self.aggregates[self.aggregates["study"] != "ZSO"]
+            self.aggregates[~single_factor(self.aggregates["study"])]
             .rename(columns={"factor": "predicted"}).assign(correlated=""),
             self.chgo.assign(study="CHGO-ZGO", metric="improvement", correlated="")
             .rename(columns={"factor": "predicted"}),
@@ -497,6 +518,7 @@ def compute_metrics(table: pd.DataFrame) -> DiagvibMetrics:
         status=status,
         samples=samples,
         zso=zso_accuracy(samples),
+        singles=single_accuracy(samples),
         pairs=pairs,
         aggregates=factor_aggregates(samples),
         chgo=chgo_over_zgo(df),

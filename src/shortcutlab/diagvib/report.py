@@ -19,17 +19,18 @@ from shortcutlab.diagvib.factors import FACTORS
 from shortcutlab.diagvib.metrics import (
     ERROR_BAR_TEXT,
     FIT_MARGIN,
-    STUDIES,
     DiagvibMetrics,
     check_error_bars,
     compute_metrics,
 )
+from shortcutlab.diagvib.spec import get_study, sequence_names, studies_in_sequence, study_names
 from shortcutlab.errors import DiagvibError
 from shortcutlab.utils.html import HtmlReport
 from shortcutlab.utils.io import write_json, write_text
 
 Section = Callable[[HtmlReport, pd.DataFrame], None]
 _TABLE_FILES = ("jobs.parquet", "jobs.csv")
+_PAPER_FIGURE = {"CGO": "4b", "FGO": "5b"}  # the paper's figure of each of its sequences
 
 
 def format_mean_err(mean: float, err: float, scale: float = 1.0, digits: int = 2) -> str:
@@ -177,17 +178,22 @@ def _metric_sections(report: HtmlReport, metrics: DiagvibMetrics, error_bars: st
     from shortcutlab.diagvib import figures as figs
 
     err_text = ERROR_BAR_TEXT[error_bars]
-    report.heading("Accuracy without shortcut opportunities (ZSO)")
+    singles = _study_order(metrics.singles["study"])
+    registered = [s for s in study_names() if not get_study(s).correlated]
+    report.heading(f"Accuracy without shortcut opportunities ({', '.join(singles or registered)})")
     report.paragraph(f"P_i: mean per-class test accuracy on the training distribution, mean ± "
                      f"{err_text} over dataset samples; chance is 0.33.")
-    if len(metrics.zso):
-        zso = factor_frame(metrics.zso, ["label"], err=error_bars)
-        for label, factor, _ in _flagged(metrics, "ZSO"):
-            if (label,) in zso.index and zso.at[(label,), factor] != "–":
-                zso.at[(label,), factor] += " !"
-        report.table(zso)
-    else:
-        report.paragraph("No ZSO job has finished.", note=True)
+    for study in singles:
+        if len(singles) > 1:
+            report.paragraph(f"{study}:", note=True)
+        frame = factor_frame(metrics.singles[metrics.singles["study"] == study], ["label"],
+                             err=error_bars)
+        for label, factor, _ in _flagged(metrics, study):
+            if (label,) in frame.index and frame.at[(label,), factor] != "–":
+                frame.at[(label,), factor] += " !"
+        report.table(frame)
+    if not singles:
+        report.paragraph(f"No {'/'.join(registered)} job has finished.", note=True)
 
     report.heading("Factor aggregates FAAvg and FAMin (paper eqs. 1–2)")
     report.paragraph(
@@ -196,7 +202,7 @@ def _metric_sections(report: HtmlReport, metrics: DiagvibMetrics, error_bars: st
         f"then mean ± {err_text} over samples. Values near 0 mean the model predicted the "
         "factor from its correlated factor: it took the shortcut."
     )
-    rank = {s: i for i, s in enumerate(STUDIES)}
+    rank = {s: i for i, s in enumerate(study_names())}
     for metric in ("FAAvg", "FAMin"):
         sub = metrics.aggregates[metrics.aggregates["metric"] == metric]
         sub = sub.sort_values(["label", "study"], kind="stable",
@@ -209,18 +215,7 @@ def _metric_sections(report: HtmlReport, metrics: DiagvibMetrics, error_bars: st
                     frame.at[key, r.predicted]).endswith("!"):
                 frame.at[key, r.predicted] += " !"
         report.table(frame)
-    studies = set(metrics.aggregates["study"])
-    drawn = False
-    for sequence, order in figs.SEQUENCES.items():
-        if studies & set(order[1:-1]):  # a study between ZSO and ZGO: its own figure
-            drawn = True
-            report.figure(figs.plot_factor_aggregates(metrics, sequence),
-                          f"FAAvg and FAMin from ZSO to ZGO through the {sequence} studies "
-                          f"(paper figure {'4b' if sequence == 'CGO' else '5b'}).")
-    if not drawn and {"ZSO", "ZGO"} <= studies:
-        report.figure(figs.plot_factor_aggregates(metrics, "CGO"),
-                      "FAAvg and FAMin from ZSO to ZGO (run the CGO or FGO studies to see the "
-                      "steps in between, paper figures 4b and 5b).")
+    _aggregate_figures(report, metrics)
 
     report.heading("Accuracy per factor pair (paper figure 4a)")
     for label in metrics.labels:
@@ -266,6 +261,35 @@ def _metric_sections(report: HtmlReport, metrics: DiagvibMetrics, error_bars: st
         report.figure(figs.plot_chgo_improvement(metrics), "CHGO − ZGO per factor.")
 
 
+def _aggregate_figures(report: HtmlReport, metrics: DiagvibMetrics) -> None:
+    """One FAAvg/FAMin figure per sequence (:attr:`~shortcutlab.diagvib.spec.Study.sequences`)
+    with results in a study of its own (not shared with another sequence, as ZSO and ZGO are);
+    else the first sequence with two studies with results."""
+    from shortcutlab.diagvib import figures as figs
+
+    studies = set(metrics.aggregates["study"])
+    sequences = {q: studies_in_sequence(q) for q in sequence_names()}
+    drawn = False
+    for sequence, order in sequences.items():
+        shared = {s for q, other in sequences.items() if q != sequence for s in other}
+        if studies & (set(order) - shared):
+            drawn = True
+            paper = _PAPER_FIGURE.get(sequence)
+            report.figure(figs.plot_factor_aggregates(metrics, sequence),
+                          f"FAAvg and FAMin from {order[0]} to {order[-1]} through the "
+                          f"{sequence} studies" + (f" (paper figure {paper})." if paper else "."))
+    if drawn:
+        return
+    for sequence, order in sequences.items():
+        present = [s for s in order if s in studies]
+        if len(present) >= 2:
+            report.figure(figs.plot_factor_aggregates(metrics, sequence),
+                          f"FAAvg and FAMin from {present[0]} to {present[-1]} (run the "
+                          f"{' or '.join(sequences)} studies to see the steps in between, paper "
+                          "figures 4b and 5b).")
+            return
+
+
 def _flagged(metrics: DiagvibMetrics, study: str) -> list[tuple[str, str, str]]:
     u = metrics.unfit[metrics.unfit["study"] == study]
     return sorted({(str(r.label), str(r.predicted), str(r.correlated or ""))
@@ -273,7 +297,7 @@ def _flagged(metrics: DiagvibMetrics, study: str) -> list[tuple[str, str, str]]:
 
 
 def _study_order(studies: Iterable[str]) -> list[str]:
-    rank = {s: i for i, s in enumerate(STUDIES)}
+    rank = {s: i for i, s in enumerate(study_names())}
     return sorted(set(studies), key=lambda s: rank.get(s, len(rank)))
 
 

@@ -187,7 +187,7 @@ class ShapeSource:
         self.padded[:, p:-p, p:-p] = masks[order_all] > 0
         self.source_index = order_all  # position of each pooled mask in the input arrays
         inner = self.padded[:, p:-p, p:-p].astype(bool)
-        rows, cols = inner.any(axis=2), inner.any(axis=1)
+        rows, cols = np.any(inner, axis=2), np.any(inner, axis=1)
         if not rows.any(axis=1).all():
             raise DiagvibError(f"{origin}: some digit masks are empty")
         s = self.mask_size
@@ -615,6 +615,7 @@ def _builtin_textures(size: int = TEXTURE_SIZE) -> list[np.ndarray]:
 def _cached_textures(folder: str | None, stamp: tuple = (),
                      equalize: bool = False) -> TextureSource:
     names = get_factor("texture").classes
+    build: Callable[[], list[np.ndarray]]
     if folder is None:
         files, origin = [], "built-in"
         build = _builtin_textures

@@ -29,8 +29,9 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Literal, get_args
 
 import numpy as np
@@ -50,8 +51,6 @@ CUSTOM_STUDY = "custom"
 Selection = Literal["seeded", "paper"]
 SELECTIONS: tuple[Selection, ...] = get_args(Selection)
 DEFAULT_SELECTION: Selection = "seeded"
-PAIRED_STUDIES: tuple[StudyName, ...] = ("ZGO",)
-"""Studies whose (i, j) and (j, i) experiments share images (when their weights are symmetric)."""
 N_SELECTED = 3
 WEIGHT_TOLERANCE = 1e-6
 
@@ -62,45 +61,94 @@ Weights = Callable[..., tuple[np.ndarray, np.ndarray]]
 
 @dataclass(frozen=True)
 class Study:
-    """A study described once; specs, jobs, metrics and reports read this description.
+    """A study described once; specs, jobs, metrics, figures and reports read this description.
 
     ``correlated``: whether its experiments pair the predicted factor with a correlated one
-    (every study but ZSO; metrics then give ``P_ij`` per ordered pair, else ``P_i`` per
-    factor). ``weights``: ``(train, test)`` cell weights as ``weights(seed=, sample=,
-    predicted=, correlated=, selection=)`` returns them (None: the experiment spec states them,
-    as a ``custom`` spec does). ``description``: one line for tables and reports.
+    (every paper study but ZSO; metrics then give ``P_ij`` per ordered pair, else ``P_i`` per
+    factor, drawn as a column). ``weights``: ``(train, test)`` cell weights as ``weights(seed=,
+    sample=, predicted=, correlated=, selection=)`` returns them (None: the experiment spec
+    states them, as a ``custom`` spec does). ``description``: one line for tables and reports.
+    ``paired``: its (i, j) and (j, i) experiments share images when their weights are symmetric
+    (ZGO). ``sequences``: the FAAvg/FAMin line figures (paper figs. 4b, 5b) the study is a step
+    of, as ``{sequence: x position}`` (more generalisation opportunities further left; the
+    paper's run from ZSO at 0 to ZGO at 4). ``panel``: its place among the accuracy-matrix panels
+    (paper fig. 4a; ties keep registration order, so new studies come after the paper's);
+    None: not drawn there.
     """
 
     name: str
     correlated: bool = True
     weights: Weights | None = None
     description: str = ""
+    paired: bool = False
+    sequences: Mapping[str, float] = field(default_factory=dict, hash=False)
+    panel: float | None = math.inf
+
+    def __post_init__(self) -> None:
+        for sequence, position in dict(self.sequences).items():
+            if not isinstance(sequence, str) or not sequence or not _is_number(position):
+                raise SpecError(f"study {self.name}: sequences maps a sequence name to an x "
+                                f"position, got {sequence!r}: {position!r}")
+        if self.panel is not None and not _is_number(self.panel, finite=False):
+            raise SpecError(f"study {self.name}: panel must be a number or None "
+                            f"(got {self.panel!r})")
+        object.__setattr__(self, "sequences", MappingProxyType(dict(self.sequences)))
+
+
+def _is_number(value: Any, finite: bool = True) -> bool:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    return math.isfinite(value) or (not finite and not math.isnan(value))
 
 
 _STUDIES: dict[str, Study] = {}
 
 
+def _studies() -> dict[str, Study]:
+    """The registry, the paper's studies in it first (:mod:`shortcutlab.diagvib.studies`
+    describes and registers them when first imported)."""
+    if not _STUDIES:
+        import shortcutlab.diagvib.studies  # noqa: F401
+    return _STUDIES
+
+
 def register_study(study: Study, *, override: bool = False) -> Study:
     """Make ``study`` known to specs, jobs, metrics and reports (a taken name is refused unless
-    ``override=True``); studies are listed in registration order."""
-    return register(_STUDIES, study.name, study, what="study", error=SpecError,
+    ``override=True``); studies are listed in registration order, the paper's first."""
+    return register(_studies(), study.name, study, what="study", error=SpecError,
                     override=override)
 
 
 def get_study(name: str) -> Study:
     """The registered study ``name``; a SpecError listing the registered ones otherwise."""
-    if name not in _STUDIES:
-        raise SpecError(unknown_choice("study", name, list(_STUDIES)))
-    return _STUDIES[name]
+    studies = _studies()
+    if name not in studies:
+        raise SpecError(unknown_choice("study", name, list(studies)))
+    return studies[name]
 
 
 def study_names() -> tuple[str, ...]:
     """Every registered study, the paper's first (in the paper's order), then the others."""
-    return tuple(_STUDIES)
+    return tuple(_studies())
 
 
-for _name in (*STUDIES, CUSTOM_STUDY):
-    register_study(Study(_name, correlated=_name != "ZSO"))
+def studies_in_sequence(sequence: str) -> tuple[str, ...]:
+    """The studies of one FAAvg/FAMin line figure (:attr:`Study.sequences`), left to right."""
+    members = [(s.sequences[sequence], i, s.name) for i, s in enumerate(_studies().values())
+               if sequence in s.sequences]
+    return tuple(name for _, _, name in sorted(members))
+
+
+def sequence_names() -> tuple[str, ...]:
+    """Every sequence some study is a step of, in order of first mention."""
+    return tuple(dict.fromkeys(q for s in _studies().values() for q in s.sequences))
+
+
+def panel_studies() -> tuple[str, ...]:
+    """The studies drawn in the accuracy-matrix figure, in :attr:`Study.panel` order."""
+    drawn = [(s.panel, i, s.name) for i, s in enumerate(_studies().values())
+             if s.panel is not None]
+    return tuple(name for _, _, name in sorted(drawn))
 
 
 def _fmt_loc(loc: tuple[Any, ...]) -> str:
@@ -158,12 +206,12 @@ class ExperimentSpec(BaseModel):
         joint += list(self.more_correlated)
         if self.correlated is None and self.more_correlated:
             raise SpecError("field more_correlated needs field correlated to be set")
-        for field, value in zip(
+        for what, value in zip(
             ["predicted"] + ["correlated"] * (self.correlated is not None)
             + ["more_correlated"] * len(self.more_correlated), joint, strict=True
         ):
             if value not in FACTORS:
-                raise SpecError(f"field {field}: " + unknown_choice("factor", value, FACTORS))
+                raise SpecError(f"field {what}: " + unknown_choice("factor", value, FACTORS))
         if len(set(joint)) != len(joint):
             raise SpecError(
                 f"fields predicted/correlated: a factor appears twice in {joint!r}; "
@@ -273,9 +321,9 @@ class ExperimentSpec(BaseModel):
     # ----------------------------------------------------------------------------- pairing
     def is_paired(self) -> bool:
         """True when this experiment shares its images with its (correlated, predicted) twin:
-        a study in PAIRED_STUDIES on two factors whose cell weights are symmetric in every split
+        a :attr:`Study.paired` study on two factors whose cell weights are symmetric in every split
         (then both orientations describe the same image distribution)."""
-        if self.study not in PAIRED_STUDIES or self.correlated is None or self.more_correlated:
+        if not get_study(self.study).paired or self.correlated is None or self.more_correlated:
             return False
         return all(np.array_equal(w, w.T) for w in map(self.weights_of, SPLITS))
 

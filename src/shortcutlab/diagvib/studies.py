@@ -22,6 +22,11 @@ shown") and the authors' code do: 1/(3+c) per cell, so the classes of Fi get 2:1
 2:2:1 (CGO-2) and 1:1:1 (CGO-3). Every other study gives every class of Fi a third of the
 training images. Validation follows training. Test images are uniform over the test cells: the
 authors' "violate" half of their test split, on which the paper's accuracies are measured.
+
+Each study is described once, as a :class:`~shortcutlab.diagvib.spec.Study` registered at the
+end of this module (its weights, description and place in the figures); the registry in
+:mod:`~shortcutlab.diagvib.spec` imports this module on first use, so the paper's studies come
+first, and a user's :func:`~shortcutlab.diagvib.spec.register_study` adds more.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ import yaml
 
 from shortcutlab.diagvib.factors import FACTOR_TABLE, FACTORS
 from shortcutlab.diagvib.spec import (
+    CUSTOM_STUDY,
     DEFAULT_SELECTION,
     N_SELECTED,
     SELECTIONS,
@@ -48,7 +54,10 @@ from shortcutlab.diagvib.spec import (
     STUDIES,
     ExperimentSpec,
     Selection,
+    Study,
+    Weights,
     get_study,
+    register_study,
     study_names,
 )
 from shortcutlab.errors import SpecError, unknown_choice
@@ -88,8 +97,8 @@ def factor_pairs() -> list[Pair]:
 
 
 def _check_study(study: str) -> str:
-    """``study`` if it is the paper's or a registered study with cell weights."""
-    known = [n for n in study_names() if n in STUDIES or get_study(n).weights is not None]
+    """``study`` if it is a registered study with cell weights (the paper's or a user's)."""
+    known = [n for n in study_names() if get_study(n).weights is not None]
     if study not in known:
         raise SpecError(unknown_choice("study", study, known))
     return study
@@ -144,7 +153,8 @@ def experiment_names(
     """Names of the benchmark's experiments, ordered by study, pair (or factor), sample.
 
     Defaults: all 9 studies, all 30 pairs, samples 0..4 -> 6*5 + 8*30*5 = 1,230 names.
-    ``samples`` is a count or a list of sample ids. ZSO uses the predicted factors of ``pairs``.
+    ``samples`` is a count or a list of sample ids. ZSO (a study without a correlated factor)
+    uses the predicted factors of ``pairs``.
     """
     chosen_studies = [_check_study(s) for s in (STUDIES if studies is None else studies)]
     chosen_pairs = factor_pairs() if pairs is None else [_parse_pair(p) for p in pairs]
@@ -154,7 +164,7 @@ def experiment_names(
     for study in chosen_studies:
         if not get_study(study).correlated:
             for factor in zso_factors:
-                names += [f"ZSO/{factor}/{s}" for s in chosen_samples]
+                names += [f"{study}/{factor}/{s}" for s in chosen_samples]
         else:
             for predicted, correlated in chosen_pairs:
                 names += [f"{study}/{predicted}-{correlated}/{s}" for s in chosen_samples]
@@ -322,6 +332,59 @@ def _uniform(mask: np.ndarray) -> np.ndarray:
     return m / m.sum()
 
 
+def _zso(**_: object) -> tuple[np.ndarray, np.ndarray]:
+    """ZSO: the predicted factor alone, uniform in training and test."""
+    w = np.full(N_SELECTED, 1.0 / N_SELECTED)
+    return w, w.copy()
+
+
+def _zgo(**_: object) -> tuple[np.ndarray, np.ndarray]:
+    """ZGO: the diagonal in training; test on the off-diagonal cells."""
+    eye = np.eye(N_SELECTED, dtype=bool)
+    return _rows_uniform(eye), _uniform(~eye)
+
+
+@dataclass(frozen=True)
+class _Cgo:
+    """CGO-c: the diagonal and the first ``c`` CGO cells, every training cell equally often."""
+
+    cells: int
+
+    def __call__(self, *, seed: int, sample: int, predicted: str, correlated: str,
+                 selection: Selection) -> tuple[np.ndarray, np.ndarray]:
+        train = np.eye(N_SELECTED, dtype=bool)
+        for row, col in _cgo_cells(seed, sample, predicted, correlated, selection)[:self.cells]:
+            train[row, col] = True
+        return _uniform(train), _uniform(~train)
+
+
+def _chgo(*, seed: int, sample: int, predicted: str, correlated: str,
+          selection: Selection) -> tuple[np.ndarray, np.ndarray]:
+    """CHGO: one class of the predicted factor only with its diagonal class, the other two
+    uniform over the other two classes; test on the cells outside training."""
+    a = _chgo_shortcut_class(seed, sample, predicted, correlated, selection)
+    train = np.zeros((N_SELECTED, N_SELECTED), dtype=bool)
+    train[a, a] = True
+    others = [i for i in range(N_SELECTED) if i != a]
+    train[np.ix_(others, others)] = True
+    return _rows_uniform(train), _uniform(~train)
+
+
+@dataclass(frozen=True)
+class _Fgo:
+    """FGO-f: the diagonal with ``percent``% of every class spread evenly off it."""
+
+    percent: int
+
+    def __call__(self, **_: object) -> tuple[np.ndarray, np.ndarray]:
+        f = self.percent / 100.0
+        eye = np.eye(N_SELECTED)
+        off = ~np.eye(N_SELECTED, dtype=bool)
+        train = ((1.0 - f) * eye / N_SELECTED
+                 + f * off / off.sum(axis=1, keepdims=True) / N_SELECTED)
+        return train, _uniform(off)
+
+
 def study_weights(
     study: str,
     *,
@@ -331,39 +394,18 @@ def study_weights(
     correlated: str = "",
     selection: Selection = DEFAULT_SELECTION,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(train, test) cell weights of ``study``: a (3,) vector for ZSO, else (3, 3) matrices.
+    """(train, test) cell weights of ``study``, as its registered
+    :attr:`~shortcutlab.diagvib.spec.Study.weights` give them: a (3,) vector for a study
+    without a correlated factor (ZSO), else (3, 3) matrices.
 
     ``selection`` picks where the CGO cells and the CHGO shortcut class come from (the
     benchmark ``seed``, or the authors' table for ``"paper"``)."""
     _check_study(study)
     _check_selection(selection, [sample])
-    own = get_study(study).weights
-    if study not in STUDIES and own is not None:  # a user-registered study
-        return own(seed=seed, sample=sample, predicted=predicted, correlated=correlated,
+    weights = get_study(study).weights
+    assert weights is not None  # _check_study keeps only studies with weights
+    return weights(seed=seed, sample=sample, predicted=predicted, correlated=correlated,
                    selection=selection)
-    eye = np.eye(N_SELECTED, dtype=bool)
-    if study == "ZSO":
-        w = np.full(N_SELECTED, 1.0 / N_SELECTED)
-        return w, w.copy()
-    if study == "ZGO":
-        return _rows_uniform(eye), _uniform(~eye)
-    if study.startswith("CGO-"):
-        c = int(study.split("-")[1])
-        train = eye.copy()
-        for row, col in _cgo_cells(seed, sample, predicted, correlated, selection)[:c]:
-            train[row, col] = True
-        return _uniform(train), _uniform(~train)  # every training cell equally often
-    if study == "CHGO":
-        a = _chgo_shortcut_class(seed, sample, predicted, correlated, selection)
-        train = np.zeros((N_SELECTED, N_SELECTED), dtype=bool)
-        train[a, a] = True
-        others = [i for i in range(N_SELECTED) if i != a]
-        train[np.ix_(others, others)] = True
-        return _rows_uniform(train), _uniform(~train)
-    f = int(study.split("-")[1]) / 100.0  # FGO-f
-    off = ~eye
-    train = (1.0 - f) * eye / N_SELECTED + f * off / off.sum(axis=1, keepdims=True) / N_SELECTED
-    return train, _uniform(off)
 
 
 def scaled_sizes(scale: float = 1.0, sizes: dict[str, int] | None = None) -> dict[str, int]:
@@ -434,3 +476,25 @@ def write_benchmark(
         writer.writerow([name, spec.study, spec.predicted, spec.correlated or "", spec.sample,
                          spec.content_hash(), rel])
     return write_text(out / "index.csv", buf.getvalue())
+
+
+# --------------------------------------------------------------------------- the paper's studies
+#: name: (cell weights, description, FAAvg/FAMin sequences and x positions, matrix panel)
+_PAPER_STUDIES: dict[str, tuple[Weights, str, dict[str, float], float]] = {
+    "ZSO": (_zso, "no shortcut opportunity: the predicted factor alone",
+            {"CGO": 0, "FGO": 0}, 0),
+    "ZGO": (_zgo, "zero generalisation opportunities: the diagonal only",
+            {"CGO": 4, "FGO": 4}, 1),
+    "CGO-1": (_Cgo(1), "the diagonal and 1 off-diagonal cell", {"CGO": 3}, 2),
+    "CGO-2": (_Cgo(2), "the diagonal and 2 off-diagonal cells", {"CGO": 2}, 3),
+    "CGO-3": (_Cgo(3), "the diagonal and 3 off-diagonal cells", {"CGO": 1}, 4),
+    "CHGO": (_chgo, "one class of the predicted factor only with a shortcut", {}, 8),
+    "FGO-5": (_Fgo(5), "the diagonal and 5% of every class off it", {"FGO": 3}, 5),
+    "FGO-10": (_Fgo(10), "the diagonal and 10% of every class off it", {"FGO": 2}, 6),
+    "FGO-20": (_Fgo(20), "the diagonal and 20% of every class off it", {"FGO": 1}, 7),
+}
+for _name in STUDIES:
+    _weights, _text, _sequences, _panel = _PAPER_STUDIES[_name]
+    register_study(Study(_name, correlated=_name != "ZSO", weights=_weights, description=_text,
+                         paired=_name == "ZGO", sequences=_sequences, panel=_panel))
+register_study(Study(CUSTOM_STUDY, description="cell weights stated by each spec", panel=None))
