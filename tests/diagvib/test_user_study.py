@@ -243,6 +243,19 @@ def test_a_single_factor_user_study_runs_and_is_drawn(
     assert format_mean_err(mine.at["hue", "mean"], mine.at["hue", "sem"]) in section[
         :section.index("</table>")]
 
+    # and `diagvib metrics` prints its P_i table beside ZSO's
+    from typer.testing import CliRunner
+
+    from shortcutlab.cli.main import app
+
+    table.to_csv(tmp_path / "jobs.csv", index=False)
+    printed = CliRunner().invoke(app, ["diagvib", "metrics", str(tmp_path / "jobs.csv")],
+                                env={"COLUMNS": "200"})
+    assert printed.exit_code == 0, printed.output
+    assert "ZSO accuracy P_i" in printed.output
+    mine_printed = printed.output[printed.output.index("ZSO-UNBALANCED accuracy P_i"):]
+    assert format_mean_err(mine.at["hue", "mean"], mine.at["hue", "sem"]) in mine_printed
+
 
 BUILT_IN_STUDIES = ("ZSO", "ZGO", "CGO-1", "CGO-2", "CGO-3", "CHGO", "FGO-5", "FGO-10", "FGO-20")
 

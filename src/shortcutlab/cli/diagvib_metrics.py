@@ -63,9 +63,9 @@ def metrics(
     for label, counts in jobs.items():
         console.print(f"[bold]{label}[/]: " + ", ".join(f"{n} {s}" for s, n in counts.items())
                       + " jobs")
-    if len(result.zso):
-        console.print(_factor_table(f"ZSO accuracy P_i (mean ± {err} over dataset samples)",
-                                    result.zso, ["label"], err=err))
+    for study, single in result.singles.groupby("study", sort=False):
+        console.print(_factor_table(f"{study} accuracy P_i (mean ± {err} over dataset samples)",
+                                    single.drop(columns="study"), ["label"], err=err))
     rank = {s: i for i, s in enumerate(STUDIES)}
     agg = result.aggregates.sort_values(
         ["label", "study"], key=lambda c: c.map(rank) if c.name == "study" else c, kind="stable"
