@@ -202,7 +202,7 @@ def test_a_run_with_failed_jobs_exits_1_naming_them_not_2(tmp_path, monkeypatch)
     from shortcutlab.runner import backends
     from shortcutlab.runner.jobs import Outcome
 
-    def failing(jobs, out, **kw):  # noqa: ANN001, ANN202, ARG001
+    def failing(jobs, out, **kw):  # the real run_jobs signature
         return backends.RunSummary([Outcome(jobs[0].job_id, "failed", "RuntimeError: boom")])
 
     monkeypatch.setattr(backends, "run_jobs", failing)

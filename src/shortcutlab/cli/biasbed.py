@@ -158,8 +158,6 @@ def run(
     """
     from typing import get_args
 
-    from rich.console import Console
-
     from shortcutlab.biasbed.datasets import FolderExperiment, parse_test_dirs
     from shortcutlab.biasbed.protocol import (
         ProtocolError,
@@ -170,6 +168,7 @@ def run(
     from shortcutlab.errors import unknown_choice
     from shortcutlab.runner.backends import describe_failures, slurm_options
     from shortcutlab.train.config import PROTOCOLS, Precision
+    from shortcutlab.utils.console import PlainConsole, styled
     from shortcutlab.utils.device import resolve_device
 
     resolve_device(device)
@@ -247,7 +246,7 @@ def run(
         pretrained=pretrained,
         precision=precision,
     )
-    console = Console(stderr=as_json)
+    console = PlainConsole(stderr=as_json)
     console.print(
         f"{len(planned)} runs ({len(algorithm)} algorithms x {len(datasets)} datasets "
         f"x {len(seeds)} runs, seeds {', '.join(map(str, seeds))}) -> {out}"
@@ -269,7 +268,7 @@ def run(
                     "skipped": len(summary.skipped), "failed": len(summary.failed),
                     "out": str(out)})
     for line in describe_failures(summary, out):
-        console.print(f"[red]failed[/red] {line}")
+        console.print(styled("failed", "red", f" {line}"))
     if summary.failed:
         raise typer.Exit(1)
 
@@ -322,16 +321,15 @@ def stylize(
 
     Resumable: images already written are skipped. Run once for train and once for val.
     """
-    from rich.console import Console
-
     from shortcutlab.biasbed.stylize import stylize_folder
+    from shortcutlab.utils.console import PlainConsole
     from shortcutlab.utils.device import resolve_device
 
     summary = stylize_folder(
         content_dir, style_dir, out, vgg_weights, decoder_weights, size=size, alpha=alpha,
         seed=seed, batch_size=batch_size, device=resolve_device(device),
     )
-    Console(stderr=True).print(
+    PlainConsole(stderr=True).print(
         f"wrote {summary.written}, skipped {summary.skipped} (already there); "
         f"{summary.styles} style images, {summary.styles_too_small} left out (too small)"
     )
@@ -382,13 +380,12 @@ def report(
     Files: index.html, epochs.csv, selection.csv and (with >= 2 algorithms and >= 2 test sets)
     comparison.json/.tex/_scores.csv/_ranks.csv/_nemenyi.csv/_cd_diagram.png.
     """
-    from rich.console import Console
-
     from shortcutlab.biasbed.protocol import COMPARE_BY
     from shortcutlab.biasbed.report import write_report
     from shortcutlab.errors import StatsError, unknown_choice
     from shortcutlab.stats.friedman import DF_CONVENTIONS
     from shortcutlab.stats.selection import RULES
+    from shortcutlab.utils.console import PlainConsole
 
     if rule not in RULES:
         raise StatsError(unknown_choice("selection rule", rule, RULES))
@@ -406,7 +403,7 @@ def report(
         tie_correction=not no_tie_correction,
     )
     for path in written:
-        Console(stderr=as_json).print(f"wrote {path}")
+        PlainConsole(stderr=as_json).print(f"wrote {path}")
     if as_json:
         import json
 

@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
-from rich.console import Console
 
 from shortcutlab.cli.errors import clean_errors
 from shortcutlab.cli.options import equalize_textures_option, mnist_option, textures_option
+from shortcutlab.utils.console import PlainConsole
 
 if TYPE_CHECKING:
     import numpy as np
@@ -48,7 +48,7 @@ def factors() -> None:
             table.add_row(name if i == 0 else "", str(factor.n_classes) if i == 0 else "",
                           cls, _format_region(name, region))
         table.add_section()
-    Console().print(table)
+    PlainConsole().print(table)
 
 
 def _generator(mnist: Path | None, textures: Path | None, shape_seed: int,
@@ -105,7 +105,7 @@ def render(
     from shortcutlab.diagvib.render import class_names, parse_assignments, random_classes
     from shortcutlab.diagvib.sources import check_split
     from shortcutlab.errors import DiagvibError
-    from shortcutlab.utils.io import write_npz_streaming
+    from shortcutlab.utils.io import output_set, write_npz_streaming
     from shortcutlab.utils.progress import progress_bar
 
     if n <= 0:
@@ -120,7 +120,7 @@ def render(
     arrays = dict(class_names(classes))
     arrays.update({f"value_{k}": real[k] for k in ("position", "hue", "lightness", "scale")})
     first: list[np.ndarray] = []
-    console = Console(stderr=True)
+    console = PlainConsole(stderr=True)
 
     def chunks() -> Iterator[np.ndarray]:
         # one buffer for every chunk (the writer has copied a chunk out before asking for the
@@ -141,16 +141,18 @@ def render(
                 bar.advance(task, len(idx))
                 yield batch
 
-    write_npz_streaming(out, "images", (n, 3, size, size), chunks(), arrays)
-    if png is not None:
-        from shortcutlab.diagvib.gallery import image_grid, save_image  # matplotlib: only here
+    with output_set() as outputs:  # the npz and the grid, or neither
+        write_npz_streaming(outputs.path(out, ".npz"), "images", (n, 3, size, size), chunks(),
+                            arrays)
+        if png is not None:
+            from shortcutlab.diagvib.gallery import image_grid, save_image  # matplotlib: here
 
-        save_image(png, image_grid(first[0]))
+            save_image(outputs.path(png, ".png"), image_grid(first[0]))
     lines = [f"wrote {n} images ({size}×{size}) and their classes ({', '.join(FACTORS)}) "
              f"to {out}"]
     if png is not None:
         lines.append(f"wrote a grid of {min(n, 64)} images to {png}")
-    Console().print("\n".join(lines))
+    PlainConsole().print("\n".join(lines))
 
 
 def traverse(
@@ -164,7 +166,7 @@ def traverse(
     from shortcutlab.diagvib.gallery import save_traversal
 
     save_traversal(out, _generator(mnist, textures, 0, equalize=equalize_textures), seed=seed)
-    Console().print(f"wrote the factor traversal to {out}")
+    PlainConsole().print(f"wrote the factor traversal to {out}")
 
 
 def register(app: typer.Typer) -> None:

@@ -6,7 +6,6 @@ import time
 from pathlib import Path
 
 import typer
-from rich.console import Console
 
 from shortcutlab.cli.errors import clean_errors
 from shortcutlab.cli.options import (
@@ -16,6 +15,7 @@ from shortcutlab.cli.options import (
     selection_option,
     textures_option,
 )
+from shortcutlab.utils.console import PlainConsole
 
 
 def studies(
@@ -39,7 +39,7 @@ def studies(
         samples=samples or None, selection=selection,
     )
     count = len(experiment_names(study or None, pair or None, samples or None))
-    Console().print(
+    PlainConsole().print(
         f"wrote {count} experiment specs and {index} in {time.perf_counter() - start:.2f} s"
     )
 
@@ -93,7 +93,8 @@ def export(
                                generator=source_generator(mnist, textures),
                                progress=lambda k: bar.advance(task, k))
     seconds = time.perf_counter() - start
-    Console().print(f"exported the {split} split of {spec.name} to {written} in {seconds:.1f} s")
+    PlainConsole().print(f"exported the {split} split of {spec.name} to {written} in "
+                         f"{seconds:.1f} s")
 
 
 def register(app: typer.Typer) -> None:

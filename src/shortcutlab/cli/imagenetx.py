@@ -95,11 +95,11 @@ def evaluate_cmd(
     out: Path = typer.Option(None, "--out", help="Also write the JSON results to this file."),
 ) -> None:
     """Per-factor accuracy and error ratio (1 − acc(factor)) / (1 − acc) of each model."""
-    from rich.console import Console
     from rich.table import Table
 
     from shortcutlab.imagenetx.annotations import FACTORS, load_annotations
     from shortcutlab.imagenetx.evaluate import evaluate
+    from shortcutlab.utils.console import PlainConsole
     from shortcutlab.utils.io import write_json
 
     _check_choices(error_type, which)
@@ -125,7 +125,7 @@ def evaluate_cmd(
     table.add_row("worst factor", *[str(w) for w in result.worst_factor_name])
     for factor in FACTORS:
         table.add_row(factor, *[f"{v:.3f}" for v in ratios[factor]])
-    Console().print(table)
+    PlainConsole().print(table)
 
 
 @app.command("predict")

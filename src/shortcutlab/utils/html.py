@@ -12,6 +12,8 @@ import base64
 import html
 import io
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pandas as pd
@@ -35,10 +37,26 @@ figcaption, .note { color: #555; font-size: .9em; }
 """
 
 
+@contextmanager
+def literal_text(fig: Figure) -> Iterator[Figure]:
+    """Draw ``fig`` inside this block with every text shown as typed: a ``$`` in a block, model
+    or factor name is not mathtext (which would garble the name or crash the drawing). Covers
+    the texts already in the figure and those made while drawing (tick labels)."""
+    import matplotlib
+    from matplotlib.text import Text
+
+    for text in fig.findobj(Text):
+        text.set_parse_math(False)
+    with matplotlib.rc_context({"text.parse_math": False}):
+        yield fig
+
+
 def figure_to_png(fig: Figure, dpi: int = 110) -> bytes:
-    """Render a matplotlib figure to PNG bytes (no pyplot, no global state)."""
+    """Render a matplotlib figure to PNG bytes (no pyplot; texts literal, see
+    :func:`literal_text`)."""
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight")
+    with literal_text(fig):
+        fig.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight")
     return buffer.getvalue()
 
 
