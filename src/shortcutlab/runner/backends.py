@@ -14,6 +14,7 @@ one device and, on a machine with several, each worker process is pinned to one 
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import os
 import signal
@@ -31,7 +32,13 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 from shortcutlab.errors import RunnerError, unknown_choice
-from shortcutlab.runner.claims import drop_if_stale, is_stale, read_claim
+from shortcutlab.runner.claims import (
+    describe_claim,
+    describe_wait,
+    drop_if_stale,
+    is_stale,
+    read_claim,
+)
 from shortcutlab.runner.jobs import (
     ERROR_FILE,
     Job,
@@ -50,6 +57,7 @@ from shortcutlab.utils.progress import progress_bar
 
 Backend = Literal["serial", "processes", "ray", "slurm"]
 BACKENDS: tuple[Backend, ...] = get_args(Backend)
+log = logging.getLogger(__name__)
 
 
 #: ``--slurm-executor``: ``slurm`` submits with sbatch; ``local`` runs the same submission
@@ -448,6 +456,7 @@ def run_jobs(
         with progress_bar(disable=not progress) as bar:
             task = bar.add_task(f"{backend}: {len(todo)} jobs", total=len(todo))
             failed = 0
+            warned: set[str] = set()
             chunk = 1 if backend == "serial" else n_workers
             while todo:
                 later: list[Job] = []
@@ -472,7 +481,7 @@ def run_jobs(
                     bar.advance(task)
                     if on_outcome is not None:
                         on_outcome(outcome)
-                todo, settled = _wait_for_others(busy, out, wait_seconds)
+                todo, settled = _wait_for_others(busy, out, wait_seconds, warned)
                 todo += later
                 for outcome in settled:
                     outcomes.append(outcome)
@@ -492,13 +501,16 @@ def run_jobs(
     return summary
 
 
-def _wait_for_others(busy: list[Job], out: Path,
-                     wait_seconds: float) -> tuple[list[Job], list[Outcome]]:
+def _wait_for_others(busy: list[Job], out: Path, wait_seconds: float,
+                     warned: set[str] | None = None) -> tuple[list[Job], list[Outcome]]:
     """Wait until each job another run holds is released: done there (skipped here, with a
-    note), failed there (reported), or abandoned (returned, to be run here)."""
+    note), failed there (reported), or abandoned (returned, to be run here). Each claim waited
+    on is named once in a warning (its holder, how long the wait may last); ``warned`` keeps
+    the claims already named across calls."""
     rerun: list[Job] = []
     settled: list[Outcome] = []
     waiting = list(busy)
+    warned = set() if warned is None else warned
     while waiting:
         still = []
         for job in waiting:
@@ -514,11 +526,22 @@ def _wait_for_others(busy: list[Job], out: Path,
             elif is_stale(path):
                 rerun.append(job)
             else:
+                _warn_waiting(job, path, warned)
                 still.append(job)
         waiting = still
         if waiting:
             time.sleep(wait_seconds)
     return rerun, settled
+
+
+def _warn_waiting(job: Job, path: Path, warned: set[str]) -> None:
+    """Warn, once per claim, that ``job`` waits for the run holding it."""
+    claim = read_claim(path) or {}
+    key = f"{job.job_id} {claim.get('token')}"
+    if key not in warned:
+        warned.add(key)
+        log.warning("job %s (%s) is claimed by another run, %s; waiting for it %s",
+                    job.job_id, job.experiment, describe_claim(path), describe_wait(path))
 
 
 def _remove_stale_temporaries(out: Path, older_than: float = 600.0) -> None:
