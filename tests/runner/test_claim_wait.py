@@ -48,7 +48,7 @@ def test_the_cli_prints_the_wait_as_a_warning(tmp_path: Path, monkeypatch) -> No
     _claimed_elsewhere(tmp_path / "r", job)
     real = backends.run_jobs
 
-    def noop_run(jobs, out, **kw):  # noqa: ANN001, ANN003, ANN202, ARG001 - run_jobs' signature
+    def noop_run(jobs, out, **kw):  # run_jobs' signature
         return real([job], out, backend="serial", progress=False, wait_seconds=0.1)
 
     monkeypatch.setattr(backends, "run_jobs", noop_run)
