@@ -311,7 +311,7 @@ def stylize(
     decoder_weights: Path = typer.Option(..., help="AdaIN decoder: local decoder.pth."),
     size: int = typer.Option(224, help="Content crop and style size (the authors' 224)."),
     alpha: float = typer.Option(1.0, help="AdaIN strength (Stylized ImageNet: 1.0)."),
-    seed: int = typer.Option(0, help="Seed of the style assignment."),
+    seed: int = typer.Option(0, min=0, help="Seed of the style assignment."),
     batch_size: int = typer.Option(16, help="Images per AdaIN batch."),
     device: str = typer.Option("auto", help="auto | cpu | cuda."),
     as_json: bool = json_option("Print the counts (written, skipped, style images used and left "

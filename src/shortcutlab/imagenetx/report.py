@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from shortcutlab.errors import ImagenetXError
 from shortcutlab.imagenetx.annotations import Annotations, Which, load_annotations
 from shortcutlab.imagenetx.evaluate import (
     BootstrapCI,
@@ -158,6 +159,9 @@ def analyse(
     """Evaluate, bootstrap the models drawn in the bar chart, test groups, describe the data;
     per-factor calibration (when probabilities are given), accuracy by number of active
     factors, table 3; with ``results_dir`` the analyses of the authors' result tables."""
+    if seed < 0 or n_boot < 0:
+        raise ImagenetXError(f"the bootstrap seed and resample count must be >= 0 (got {seed} "
+                             f"and {n_boot})")
     from shortcutlab.imagenetx import analyses, statistics
 
     annotations = annotations or load_annotations(which, "val")

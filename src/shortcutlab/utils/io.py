@@ -5,6 +5,7 @@ zip members under a size cap)."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import tempfile
@@ -190,6 +191,39 @@ def write_npz_streaming(
 
 
 # ------------------------------------------------------------------ reading untrusted files
+
+
+def read_text_file(path: str | os.PathLike[str], what: str, error: type[Exception]) -> str:
+    """The UTF-8 text of the file ``path``; one that is not UTF-8 raises ``error`` naming it
+    as ``what`` (e.g. "class map")."""
+    data = Path(path).read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise error(f"{what} {path}: not UTF-8 text ({exc.reason} at byte {exc.start}); save "
+                    "it as UTF-8") from None
+
+
+def read_json_file(path: str | os.PathLike[str], what: str, error: type[Exception]) -> Any:
+    """The JSON value in the file ``path``; not UTF-8 or not JSON raises ``error`` naming it."""
+    text = read_text_file(path, what, error)
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise error(f"{what} {path}: not valid JSON ({exc})") from None
+
+
+def read_csv_file(path: str | os.PathLike[str], what: str, error: type[Exception],
+                  **kwargs: Any) -> Any:
+    """``pandas.read_csv`` of the file ``path`` (``kwargs`` passed on); not UTF-8, empty or
+    not CSV raises ``error`` naming it."""
+    import pandas as pd
+
+    text = read_text_file(path, what, error)
+    try:
+        return pd.read_csv(io.StringIO(text), **kwargs)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError) as exc:
+        raise error(f"{what} {path}: not a readable CSV table ({exc})") from None
 
 
 def _refuse_aliases() -> type:
