@@ -25,7 +25,7 @@ from shortcutlab.diagvib.metrics import (
     compute_metrics,
 )
 from shortcutlab.errors import DiagvibError
-from shortcutlab.utils.html import HtmlReport
+from shortcutlab.utils.html import HtmlReport, literal_text
 from shortcutlab.utils.io import output_set
 
 Section = Callable[[HtmlReport, pd.DataFrame], None]
@@ -322,7 +322,8 @@ def write_report(
         sections.append(inspection_section(sources, out_dir))
     table = sources if isinstance(sources, pd.DataFrame) else load_job_tables(sources)
     check_error_bars(error_bars)
-    report, metrics = build_report(table, title, sections, error_bars)
+    with literal_text():  # names are data, not mathtext
+        report, metrics = build_report(table, title, sections, error_bars)
     out = Path(out_dir)
     with output_set() as outputs:  # all three files or none (old ones stay on a failure)
         outputs.write_json(out / "metrics.json", metrics.to_dict())

@@ -28,7 +28,7 @@ from shortcutlab.imagenetx.evaluate import (
     evaluate,
 )
 from shortcutlab.imagenetx.predictions import Predictions
-from shortcutlab.utils.html import HtmlReport
+from shortcutlab.utils.html import HtmlReport, literal_text
 from shortcutlab.utils.io import write_json, write_text
 
 MAX_TABLE_MODELS = 30
@@ -368,7 +368,8 @@ def write_report(
     analysis = results if isinstance(results, ImagenetXAnalysis) else ImagenetXAnalysis(results)
     out = Path(out_dir)
     report = HtmlReport(title)
-    add_imagenetx_section(report, analysis)
+    with literal_text():  # model names are data, not mathtext
+        add_imagenetx_section(report, analysis)
     write_json(out / "imagenetx.json", analysis.to_dict())
     write_text(out / "summary.csv", analysis.result.summary().to_csv())
     write_text(out / "meta_labels.csv", analysis.result.meta_long().to_csv(index=False))

@@ -32,7 +32,7 @@ from shortcutlab.stats.posthoc import (
     nemenyi_p_values,
 )
 from shortcutlab.stats.tables import ScoreTable, load_table, parse_table
-from shortcutlab.utils.html import figure_to_png
+from shortcutlab.utils.html import figure_to_png, literal_text
 from shortcutlab.utils.io import output_set
 from shortcutlab.utils.sanitize import finite_or_none
 
@@ -238,8 +238,8 @@ class ComparisonResult(FriedmanResult):
         """Write JSON, scores/ranks/Nemenyi CSVs, LaTeX and the CD diagram PNG: all six or, on a
         failure, none (old files stay as they were)."""
         out = Path(out_dir)
-        fig = self.cd_diagram()
-        png = figure_to_png(fig, dpi=150)
+        with literal_text():  # algorithm names are data, not mathtext
+            png = figure_to_png(self.cd_diagram(), dpi=150)
         with output_set() as outputs:
             return [
                 outputs.write_json(out / f"{stem}.json", self.to_dict()),

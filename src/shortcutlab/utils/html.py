@@ -38,17 +38,19 @@ figcaption, .note { color: #555; font-size: .9em; }
 
 
 @contextmanager
-def literal_text(fig: Figure) -> Iterator[Figure]:
-    """Draw ``fig`` inside this block with every text shown as typed: a ``$`` in a block, model
-    or factor name is not mathtext (which would garble the name or crash the drawing). Covers
-    the texts already in the figure and those made while drawing (tick labels)."""
+def literal_text(fig: Figure | None = None) -> Iterator[None]:
+    """Inside this block, every text matplotlib makes is shown as typed: a ``$`` in a block,
+    model or factor name is not mathtext (which would garble the name or crash the drawing).
+    Build figures from user data inside it (their layout draws them); with ``fig``, its texts
+    made before the block are made literal too, so that it can be drawn here."""
     import matplotlib
     from matplotlib.text import Text
 
-    for text in fig.findobj(Text):
-        text.set_parse_math(False)
+    if fig is not None:
+        for text in fig.findobj(Text):
+            text.set_parse_math(False)
     with matplotlib.rc_context({"text.parse_math": False}):
-        yield fig
+        yield
 
 
 def figure_to_png(fig: Figure, dpi: int = 110) -> bytes:
