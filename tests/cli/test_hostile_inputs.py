@@ -341,13 +341,14 @@ def _snapshot(folder: Path) -> dict[str, bytes]:
 def test_report_failing_part_way_leaves_the_old_report_whole(tmp_path, monkeypatch) -> None:
     from shortcutlab.diagvib.metrics import synthetic_table
 
-    jobs = tmp_path / "jobs.csv"
-    synthetic_table(studies=("ZSO",), samples=(0,)).to_csv(jobs, index=False)
+    old, new = tmp_path / "old.csv", tmp_path / "new.csv"
+    synthetic_table(studies=("ZSO",), samples=(0,)).to_csv(old, index=False)
+    synthetic_table(studies=("ZSO",), samples=(0,), seed=1).to_csv(new, index=False)
     out = tmp_path / "report"
-    _ok(["report", str(jobs), "--out", str(out), "--title", "old"])
+    _ok(["report", str(old), "--out", str(out)])
     before = _snapshot(out)
     _fail_writes_of(monkeypatch, "index.html")
-    res = runner.invoke(app, ["report", str(jobs), "--out", str(out), "--title", "new"])
+    res = runner.invoke(app, ["report", str(new), "--out", str(out)])
     assert res.exit_code == 2 and "No space left" in res.output, res.output
     assert f"{out / 'index.html'}:" in res.output  # the user's path, not a temporary
     assert _snapshot(out) == before  # no new metrics.json beside the old index.html
