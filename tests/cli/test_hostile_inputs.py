@@ -440,7 +440,7 @@ def test_imagenetx_report_names_a_non_utf8_csv(tmp_path, option: str) -> None:
     (["diagvib", "render", "--n", "2", "--seed", "-1"], "--seed"),
     (["imagenetx", "report", "--original-labels", "--seed", "-1"], "--seed"),
     (["imagenetx", "report", "--original-labels", "--bootstrap", "-1"], "must be >= 0"),
-    (["diagvib", "render", "--n", "2000000000"], "1..10,000,000"),
+    (["diagvib", "render", "--n", "2000000000"], "up to 10,000,000"),
 ])
 def test_negative_seeds_and_huge_counts_are_refused(tmp_path, args: list[str],
                                                     fragment: str) -> None:

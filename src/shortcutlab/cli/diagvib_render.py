@@ -127,8 +127,9 @@ def render(
     from shortcutlab.utils.progress import progress_bar
 
     if not 0 < n <= MAX_RENDER_IMAGES:
-        raise DiagvibError(f"--n must be a number of images in 1..{MAX_RENDER_IMAGES:,}, got "
-                           f"{n:,}; render a larger set as several files (other --seed)")
+        raise DiagvibError(f"--n must be a positive number of images up to "
+                           f"{MAX_RENDER_IMAGES:,}, got {n:,}; render a larger set as several "
+                           "files (other --seed)")
     check_split(split)
     fixed = parse_assignments(set_ or [])
     backend, dev = _backend(device)
