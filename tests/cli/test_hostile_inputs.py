@@ -326,7 +326,7 @@ def _fail_writes_of(monkeypatch, name: str) -> None:
     for method in ("write_text", "write_bytes"):
         real = getattr(Path, method)
 
-        def failing(self, *args, _real=real, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        def failing(self, *args, _real=real, **kwargs):
             if name in self.name:
                 raise OSError(errno.ENOSPC, "No space left on device", str(self))
             return _real(self, *args, **kwargs)
@@ -375,7 +375,7 @@ def test_render_keeps_no_npz_when_the_png_fails(tmp_path, monkeypatch) -> None:
     out, png = tmp_path / "a.npz", tmp_path / "grid" / "a.png"
     out.write_bytes(b"old")
 
-    def no_space(path, picture):  # noqa: ANN001, ANN202, ARG001
+    def no_space(path, picture):
         raise OSError(errno.ENOSPC, "No space left on device", str(path))
 
     monkeypatch.setattr(gallery, "save_image", no_space)

@@ -90,7 +90,7 @@ def read_samples(splits_dir: str | Path) -> pd.DataFrame:
         )
     try:
         df = pd.read_parquet(d / "samples.parquet")
-    except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for broken files
+    except Exception as exc:  # pyarrow raises several types for broken files
         raise VQAError(f"{d / 'samples.parquet'}: not a readable Parquet file "
                        f"({type(exc).__name__}); build the folder again") from None
     missing = [c for c in ("question_id", "split", "answers") if c not in df.columns]
