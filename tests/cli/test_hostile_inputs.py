@@ -202,7 +202,7 @@ def test_a_run_with_failed_jobs_exits_1_naming_them_not_2(tmp_path, monkeypatch)
     from shortcutlab.runner import backends
     from shortcutlab.runner.jobs import Outcome
 
-    def failing(jobs, out, **kw):
+    def failing(jobs, out, **kw):  # the real run_jobs signature
         return backends.RunSummary([Outcome(jobs[0].job_id, "failed", "RuntimeError: boom")])
 
     monkeypatch.setattr(backends, "run_jobs", failing)
@@ -229,3 +229,242 @@ def test_imagenetx_predict_refuses_bad_configs_and_numbers(
     out = tmp_path / "preds.csv"
     _refused(["imagenetx", "predict", "--model", "resnet18", "--imagenet-val",
               str(tmp_path / "val"), *extra, "--out", str(out)], fragment, out)
+
+
+# ------------------------------------------------------------------ names are data
+
+MARKUP = "r[/x]:smile:[bold]"  # a closing tag that matches nothing, an emoji code, a style
+
+
+def _ok(args: list[str]) -> str:
+    res = runner.invoke(app, args)
+    assert res.exit_code == 0, res.output
+    assert res.exception is None, res.exception
+    return res.output
+
+
+def test_render_prints_an_out_path_with_markup_as_typed(tmp_path) -> None:
+    out = tmp_path / f"{MARKUP}.npz"
+    output = _ok(["diagvib", "render", "--n", "2", "--image-size", "32", "--out", str(out)])
+    assert out.is_file() and ":smile:[bold]" in output.replace("\n", "")
+
+
+def test_stats_compare_prints_block_and_algorithm_names_as_typed(tmp_path) -> None:
+    table = tmp_path / "scores.csv"
+    table.write_text("block,[/x],$\\frac{$\n[/x],1,2\n:smile:,3,1\nc,0.5,0.2\nd,2,0.1\n")
+    out = tmp_path / "c[/x]"
+    output = _ok(["stats", "compare", str(table), "--out", str(out)])
+    assert "[/x]" in output and ":smile:" in output and "$\\frac{$" in output
+    assert (out / "comparison_cd_diagram.png").is_file()  # mathtext would fail to draw it
+
+
+def test_diagvib_run_prints_its_folder_and_failures_with_markup_as_typed(tmp_path,
+                                                                         monkeypatch) -> None:
+    from shortcutlab.runner import backends
+    from shortcutlab.runner.jobs import Outcome
+
+    def failing(jobs, out, **kw):  # the real run_jobs signature
+        return backends.RunSummary([Outcome(jobs[0].job_id, "failed", "boom [/red] :x:")])
+
+    monkeypatch.setattr(backends, "run_jobs", failing)
+    out = tmp_path / MARKUP
+    res = runner.invoke(app, ["diagvib", "run", "--model", "small_cnn", "--study", "ZSO",
+                              "--samples", "0", "--out", str(out)])
+    assert res.exit_code == 1 and res.exception is None or isinstance(res.exception, SystemExit)
+    flat = res.output.replace("\n", "")
+    assert "boom [/red] :x:" in flat and ":smile:[bold]" in flat, res.output
+
+
+def test_metrics_prints_model_names_with_markup_as_typed(tmp_path) -> None:
+    from shortcutlab.diagvib.metrics import synthetic_table
+
+    jobs = tmp_path / "jobs.csv"
+    synthetic_table(models=("[/x]:smile:",), studies=("ZSO",), samples=(0,)).to_csv(
+        jobs, index=False)
+    assert "[/x]:smile:" in _ok(["diagvib", "metrics", str(jobs)])
+
+
+def test_report_draws_model_names_with_dollars_as_typed(tmp_path) -> None:
+    from shortcutlab.diagvib.metrics import synthetic_table
+
+    jobs = tmp_path / "jobs.csv"
+    table = synthetic_table(models=("$\\frac{$", "b$x$"), studies=("ZSO", "ZGO"), samples=(0,))
+    table.to_csv(jobs, index=False)
+    out = tmp_path / "report"
+    _ok(["report", str(jobs), "--out", str(out)])
+    assert "$\\frac{$" in (out / "index.html").read_text()
+
+
+def test_imagenetx_report_draws_model_names_with_dollars_as_typed(tmp_path) -> None:
+    import numpy as np
+    import pandas as pd
+
+    from shortcutlab.imagenetx.annotations import original_val_labels
+
+    labels = original_val_labels()
+    wrong = np.random.default_rng(0).random(len(labels)) < 0.3
+    folder = tmp_path / "preds"
+    folder.mkdir()
+    for name in ("$\\frac{$", "b$x$"):
+        pd.DataFrame({"file_name": labels.index,
+                      "predicted_class": np.where(wrong, (labels + 1) % 1000, labels)}).to_csv(
+            folder / f"{name}.csv", index=False)
+        wrong = ~wrong
+    out = tmp_path / "report"
+    _ok(["imagenetx", "report", str(folder), "--bootstrap", "0", "--out", str(out)])
+    assert "$\\frac{$" in (out / "index.html").read_text()
+
+
+# ------------------------------------------------------------------ outputs land together
+
+
+def _fail_writes_of(monkeypatch, name: str) -> None:
+    """Make every write of a file whose name contains ``name`` fail as on a full disk (the
+    writers write temporaries named after their target)."""
+    import errno
+
+    for method in ("write_text", "write_bytes"):
+        real = getattr(Path, method)
+
+        def failing(self, *args, _real=real, **kwargs):
+            if name in self.name:
+                raise OSError(errno.ENOSPC, "No space left on device", str(self))
+            return _real(self, *args, **kwargs)
+
+        monkeypatch.setattr(Path, method, failing)
+
+
+def _snapshot(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())} if folder.exists() else {}
+
+
+def test_report_failing_part_way_leaves_the_old_report_whole(tmp_path, monkeypatch) -> None:
+    from shortcutlab.diagvib.metrics import synthetic_table
+
+    old, new = tmp_path / "old.csv", tmp_path / "new.csv"
+    synthetic_table(studies=("ZSO",), samples=(0,)).to_csv(old, index=False)
+    synthetic_table(studies=("ZSO",), samples=(0,), seed=1).to_csv(new, index=False)
+    out = tmp_path / "report"
+    _ok(["report", str(old), "--out", str(out)])
+    before = _snapshot(out)
+    _fail_writes_of(monkeypatch, "index.html")
+    res = runner.invoke(app, ["report", str(new), "--out", str(out)])
+    assert res.exit_code == 2 and "No space left" in res.output, res.output
+    assert f"{out / 'index.html'}:" in res.output  # the user's path, not a temporary
+    assert _snapshot(out) == before  # no new metrics.json beside the old index.html
+
+
+def test_stats_compare_writes_all_six_files_or_none(tmp_path, monkeypatch) -> None:
+    table = tmp_path / "scores.csv"
+    table.write_text("block,a,b\nx,1,2\ny,3,1\nz,0.5,0.2\n")
+    out = tmp_path / "cmp"
+    _fail_writes_of(monkeypatch, "cd_diagram.png")
+    res = runner.invoke(app, ["stats", "compare", str(table), "--out", str(out)])
+    assert res.exit_code == 2 and "No space left" in res.output, res.output
+    assert _snapshot(out) == {}  # not 5 of 6
+    monkeypatch.undo()
+    _ok(["stats", "compare", str(table), "--out", str(out)])
+    assert len(_snapshot(out)) == 6
+
+
+def test_render_keeps_no_npz_when_the_png_fails(tmp_path, monkeypatch) -> None:
+    import errno
+
+    from shortcutlab.diagvib import gallery
+
+    out, png = tmp_path / "a.npz", tmp_path / "grid" / "a.png"
+    out.write_bytes(b"old")
+
+    def no_space(path, picture):
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+    monkeypatch.setattr(gallery, "save_image", no_space)
+    res = runner.invoke(app, ["diagvib", "render", "--n", "2", "--image-size", "32", "--out",
+                              str(out), "--png", str(png)])
+    assert res.exit_code == 2 and f"{png}: No space left" in res.output, res.output
+    assert out.read_bytes() == b"old" and not png.exists()
+    assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file()) == ["a.npz"]
+
+
+# ------------------------------------------------------------------ more unreadable inputs
+
+
+def _latin1(path: Path, text: str = "caf\xe9") -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(text.encode("latin-1"))
+    return path
+
+
+@pytest.mark.parametrize(("content", "fragment"), [
+    (None, "protocol.json: not UTF-8 text"),
+    ("[1, 2]", "not a BiasBed protocol"),
+    ('{"jobs": [1]}', "not a BiasBed protocol"),
+    ('{"jobs": {"abc": 3}}', "job 'abc' has no algorithm"),
+])
+def test_biasbed_report_names_a_bad_protocol_file(tmp_path, content: str | None,
+                                                  fragment: str) -> None:
+    run = tmp_path / "run"
+    target = run / "protocol.json"
+    if content is None:
+        _latin1(target, '{"jobs": "caf\xe9"}')
+    else:
+        run.mkdir()
+        target.write_text(content)
+    out = tmp_path / "report"
+    _refused(["biasbed", "report", str(run), "--out", str(out)], fragment, out)
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".json"])
+def test_biasbed_run_names_a_non_utf8_class_map(tmp_path, suffix: str) -> None:
+    for name in ("tr", "va", "te"):
+        (tmp_path / name / "a").mkdir(parents=True)
+    text = "source,target\ncaf\xe9,a\n" if suffix == ".csv" else '{"caf\xe9": "a"}'
+    class_map = _latin1(tmp_path / f"map{suffix}", text)
+    out = tmp_path / "out"
+    _refused(["biasbed", "run", "--algorithm", "erm", "--train-dir", str(tmp_path / "tr"),
+              "--val-dir", str(tmp_path / "va"), "--test-dir", f"t={tmp_path / 'te'}",
+              "--class-map", str(class_map), "--epochs", "1", "--batch-size", "2", "--lr", "0.1",
+              "--out", str(out)], f"class map {class_map}: not UTF-8 text", out)
+
+
+@pytest.mark.parametrize("option", ["--groups", "--families"])
+def test_imagenetx_report_names_a_non_utf8_csv(tmp_path, option: str) -> None:
+    csv = _latin1(tmp_path / "g.csv", "model,group\ncaf\xe9,a\n")
+    out = tmp_path / "report"
+    _refused(["imagenetx", "report", "--original-labels", "--bootstrap", "0", option, str(csv),
+              "--out", str(out)], f"{csv}: not UTF-8 text", out)
+
+
+@pytest.mark.parametrize(("args", "fragment"), [
+    (["diagvib", "render", "--n", "2", "--shape-seed", "-1"], "--shape-seed"),
+    (["diagvib", "render", "--n", "2", "--seed", "-1"], "--seed"),
+    (["imagenetx", "report", "--original-labels", "--seed", "-1"], "--seed"),
+    (["imagenetx", "report", "--original-labels", "--bootstrap", "-1"], "must be >= 0"),
+    (["diagvib", "render", "--n", "2000000000"], "up to 10,000,000"),
+])
+def test_negative_seeds_and_huge_counts_are_refused(tmp_path, args: list[str],
+                                                    fragment: str) -> None:
+    out = tmp_path / "out"
+    _refused([*args, "--out", str(out)], fragment, out)
+
+
+def test_render_refuses_what_the_disk_cannot_hold(tmp_path, monkeypatch) -> None:
+    import shutil
+    from collections import namedtuple
+
+    usage = namedtuple("usage", "total used free")
+    monkeypatch.setattr(shutil, "disk_usage", lambda p: usage(10**9, 10**9 - 10**6, 10**6))
+    out = tmp_path / "big.npz"
+    _refused(["diagvib", "render", "--n", "1000", "--image-size", "64", "--out", str(out)],
+             "has 0.0 GB free", out)
+
+
+def test_vqa_score_names_a_damaged_release_zip(tmp_path) -> None:
+    release = tmp_path / "release"
+    release.mkdir()
+    (release / "IID-Test.zip").write_bytes(b"PK\x03\x04 not really a zip")
+    preds = tmp_path / "preds.json"
+    preds.write_text("[]")
+    out = tmp_path / "score.json"
+    _refused(["vqa", "score", str(preds), "--release", str(release), "--out", str(out)],
+             "IID-Test.zip: not a readable zip file", out)

@@ -1,7 +1,9 @@
 """A fake job kind for runner tests and benchmarks: trains nothing.
 
-An experiment name containing ``fail`` raises, one containing ``sleep`` waits 0.2 s, ``slow``
-1 s and ``hang`` 60 s. The result records the process id, the CUDA devices the process sees and
+An experiment name containing ``fail`` raises, one containing ``die`` ends its process at once
+(``os._exit(3)``, as a crash in native code would), ``sigkill`` kills it with SIGKILL (as the
+out-of-memory killer would), one containing ``sleep`` waits 0.2 s, ``slow`` 1 s and ``hang``
+60 s. The result records the process id, the CUDA devices the process sees and
 torch's thread count during the job; with ``SHORTCUTLAB_TEST_RUNLOG`` set, every start of a job
 appends ``<experiment> <pid>`` to that file (to count how often each job ran). Registered from
 the tests (see ``conftest.py``), never by the product.
@@ -10,6 +12,7 @@ the tests (see ``conftest.py``), never by the product.
 from __future__ import annotations
 
 import os
+import signal
 import time
 
 import pandas as pd
@@ -30,6 +33,10 @@ def noop_job(job: Job, device: str) -> JobOutput:
         fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         os.write(fd, f"{job.experiment} {os.getpid()}\n".encode())
         os.close(fd)
+    if "die" in job.experiment:
+        os._exit(3)
+    if "sigkill" in job.experiment:
+        os.kill(os.getpid(), signal.SIGKILL)
     if "fail" in job.experiment:
         raise RuntimeError(f"noop job {job.experiment} failed on purpose")
     for word, seconds in _WAITS.items():

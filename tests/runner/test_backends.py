@@ -66,7 +66,7 @@ def test_slurm_via_submitit_local_executor_spawns_processes(tmp_path, monkeypatc
     given: dict = {}
     original = submitit.AutoExecutor.update_parameters
 
-    def record(self, **kwargs):  # noqa: ANN001, ANN003, ANN202
+    def record(self, **kwargs):
         given.update(kwargs)
         return original(self, **kwargs)
 

@@ -39,7 +39,7 @@ reads.
 from __future__ import annotations
 
 import csv
-import json
+import io
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -52,6 +52,7 @@ from PIL import Image
 from torch.utils.data import Dataset
 
 from shortcutlab.errors import DataNotFoundError, ShortcutlabError, unknown_choice
+from shortcutlab.utils.io import read_json_file, read_text_file
 
 __all__ = [
     "IMAGE_EXTENSIONS",
@@ -95,10 +96,7 @@ def load_class_map(path: str | os.PathLike[str]) -> dict[str, str]:
     suffix = path.suffix.lower()
     mapping: dict[str, str] = {}
     if suffix == ".json":
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise BiasbedDataError(f"class map {str(path)!r} is not valid JSON: {exc}") from None
+        data = read_json_file(path, "class map", BiasbedDataError)
         if not isinstance(data, dict):
             raise BiasbedDataError(f"class map {str(path)!r} must be a JSON object")
         for key, value in data.items():
@@ -114,8 +112,9 @@ def load_class_map(path: str | os.PathLike[str]) -> dict[str, str]:
                     f"strings, got {value!r}"
                 )
     elif suffix == ".csv":
-        with open(path, newline="", encoding="utf-8") as fh:
-            rows = [r for r in csv.reader(fh) if r and any(c.strip() for c in r)]
+        text = read_text_file(path, "class map", BiasbedDataError)
+        rows = [r for r in csv.reader(io.StringIO(text, newline=""))
+                if r and any(c.strip() for c in r)]
         if rows and [c.strip().lower() for c in rows[0][:2]] == ["source", "target"]:
             rows = rows[1:]
         for n, row in enumerate(rows, start=1):

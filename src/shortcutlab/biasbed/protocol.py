@@ -53,7 +53,7 @@ from shortcutlab.stats.compare import ComparisonResult, compare
 from shortcutlab.stats.selection import RULES, compare_rules, runs_for_comparison, select
 from shortcutlab.train.config import TrainConfig
 from shortcutlab.utils.digest import content_digest
-from shortcutlab.utils.io import write_json
+from shortcutlab.utils.io import read_json_file, write_json
 
 __all__ = [
     "FOLDERS_KIND",
@@ -318,11 +318,17 @@ def read_protocol(out: str | Path) -> dict[str, dict[str, Any]]:
             f"{str(out)!r} holds no BiasBed protocol ({PROTOCOL_FILE} missing); create one "
             "with `shortcutlab biasbed run ... --out DIR`"
         )
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise ProtocolError(f"cannot read {path}: {exc}") from None
-    return dict(data.get("jobs", {}))
+    data = read_json_file(path, "protocol file", ProtocolError)
+    jobs = data.get("jobs", {}) if isinstance(data, dict) else None
+    if not isinstance(jobs, dict):
+        raise ProtocolError(f"protocol file {path}: not a BiasBed protocol (a JSON object whose "
+                            '"jobs" maps job ids to their algorithm, dataset, run and seed)')
+    for job_id, info in jobs.items():
+        if not (isinstance(info, dict) and isinstance(info.get("algorithm"), str)
+                and isinstance(info.get("dataset"), str)):
+            raise ProtocolError(f"protocol file {path}: job {job_id!r} has no algorithm and "
+                                f"dataset names (got {info!r:.80})")
+    return dict(jobs)
 
 
 def run_protocol(

@@ -28,7 +28,7 @@ from shortcutlab.biasbed.protocol import (
 )
 from shortcutlab.errors import StatsError
 from shortcutlab.stats.selection import RULES, rule_label
-from shortcutlab.utils.html import HtmlReport
+from shortcutlab.utils.html import HtmlReport, literal_text
 from shortcutlab.utils.io import atomic_path
 
 __all__ = ["add_biasbed_section", "epoch_curves", "rule_gap_frame", "write_report"]
@@ -246,9 +246,10 @@ def write_report(
     :func:`add_biasbed_section`."""
     out = Path(out_dir)
     report = HtmlReport("BiasBed report")
-    tables = add_biasbed_section(
-        report, run_dir, rule=rule, n_last=n_last, alpha=alpha, **options
-    )
+    with literal_text():  # algorithm and test-set names are data, not mathtext
+        tables = add_biasbed_section(
+            report, run_dir, rule=rule, n_last=n_last, alpha=alpha, **options
+        )
     written = []
     frames = (
         ("epochs.csv", tables["epochs"]),

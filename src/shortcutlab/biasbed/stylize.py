@@ -96,6 +96,8 @@ def stylize_folder(
         raise BiasbedDataError(f"alpha must lie in [0, 1], got {alpha}")
     if size < 1 or batch_size < 1:
         raise BiasbedDataError(f"size and batch size must be positive, got {size}, {batch_size}")
+    if seed < 0:
+        raise BiasbedDataError(f"the seed must be >= 0 (got {seed})")
     content_root = Path(content_dir)
     classes = sorted(p.name for p in content_root.iterdir()
                      if p.is_dir() and not p.name.startswith(".")) if content_root.is_dir() else []

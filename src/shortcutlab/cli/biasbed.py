@@ -144,8 +144,6 @@ def run(
     from dataclasses import replace
     from typing import get_args
 
-    from rich.console import Console
-
     from shortcutlab.biasbed.datasets import FolderExperiment, parse_test_dirs
     from shortcutlab.biasbed.protocol import (
         ProtocolError,
@@ -156,6 +154,7 @@ def run(
     from shortcutlab.errors import unknown_choice
     from shortcutlab.runner.backends import describe_failures
     from shortcutlab.train.config import PROTOCOLS, Precision
+    from shortcutlab.utils.console import PlainConsole, styled
     from shortcutlab.utils.device import resolve_device
 
     resolve_device(device)
@@ -234,7 +233,7 @@ def run(
         precision=precision,
     )
     planned = [replace(p, job=run_on.apply_threads(p.job)) for p in planned]
-    console = Console(stderr=as_json)
+    console = PlainConsole(stderr=as_json)
     console.print(
         f"{len(planned)} runs ({len(algorithm)} algorithms x {len(datasets)} datasets "
         f"x {len(seeds)} runs, seeds {', '.join(map(str, seeds))}) -> {out}"
@@ -252,7 +251,7 @@ def run(
                     "skipped": len(summary.skipped), "failed": len(summary.failed),
                     "out": str(out)})
     for line in describe_failures(summary, out):
-        console.print(f"[red]failed[/red] {line}")
+        console.print(styled("failed", "red", f" {line}"))
     if summary.failed:
         raise typer.Exit(1)
 
@@ -294,7 +293,7 @@ def stylize(
     decoder_weights: Path = typer.Option(..., help="AdaIN decoder: local decoder.pth."),
     size: int = typer.Option(224, help="Content crop and style size (the authors' 224)."),
     alpha: float = typer.Option(1.0, help="AdaIN strength (Stylized ImageNet: 1.0)."),
-    seed: int = typer.Option(0, help="Seed of the style assignment."),
+    seed: int = typer.Option(0, min=0, help="Seed of the style assignment."),
     batch_size: int = typer.Option(16, help="Images per AdaIN batch."),
     device: str = typer.Option("auto", help="auto | cpu | cuda."),
     as_json: bool = json_option("Print the counts (written, skipped, style images used and left "
@@ -304,16 +303,15 @@ def stylize(
 
     Resumable: images already written are skipped. Run once for train and once for val.
     """
-    from rich.console import Console
-
     from shortcutlab.biasbed.stylize import stylize_folder
+    from shortcutlab.utils.console import PlainConsole
     from shortcutlab.utils.device import resolve_device
 
     summary = stylize_folder(
         content_dir, style_dir, out, vgg_weights, decoder_weights, size=size, alpha=alpha,
         seed=seed, batch_size=batch_size, device=resolve_device(device),
     )
-    Console(stderr=True).print(
+    PlainConsole(stderr=True).print(
         f"wrote {summary.written}, skipped {summary.skipped} (already there); "
         f"{summary.styles} style images, {summary.styles_too_small} left out (too small)"
     )
@@ -354,12 +352,11 @@ def report(
     Files: index.html, epochs.csv, selection.csv and (with >= 2 algorithms and >= 2 test sets)
     comparison.json/.tex/_scores.csv/_ranks.csv/_nemenyi.csv/_cd_diagram.png.
     """
-    from rich.console import Console
-
     from shortcutlab.biasbed.protocol import COMPARE_BY
     from shortcutlab.biasbed.report import write_report
     from shortcutlab.errors import StatsError, unknown_choice
     from shortcutlab.stats.selection import RULES
+    from shortcutlab.utils.console import PlainConsole
 
     if rule not in RULES:
         raise StatsError(unknown_choice("selection rule", rule, RULES))
@@ -372,7 +369,7 @@ def report(
         tie_correction=not no_tie_correction,
     )
     for path in written:
-        Console(stderr=as_json).print(f"wrote {path}")
+        PlainConsole(stderr=as_json).print(f"wrote {path}")
     if as_json:
         import json
 

@@ -17,16 +17,15 @@ def demo(
 ) -> None:
     """Run the demo: generator pictures, a reduced DiagViB-6 benchmark with its report, VQA-VS
     on easy-VQA, and ImageNet-X on the original labels."""
-    from rich.console import Console
-
     from shortcutlab.demo import run_demo
+    from shortcutlab.utils.console import PlainConsole, styled
 
-    console = Console()
+    console = PlainConsole()
     summary, index = run_demo(out, console, only)
-    console.rule("[bold]demo finished")
+    console.rule(styled("demo finished", "bold"))
     for stage, line in summary:
-        console.print(f"[{stage}] {line}", markup=False, highlight=False)
-    console.print(f"Open {index} in a browser: it links every report.", markup=False)
+        console.print(f"[{stage}] {line}", highlight=False)
+    console.print(f"Open {index} in a browser: it links every report.")
 
 
 def register(app: typer.Typer) -> None:

@@ -21,13 +21,12 @@ def inspect(
     A job without a cached checkpoint (<job>/model.pt) is retrained once to recover the
     checkpoint with the lowest validation loss; the page says whether it matches the job's.
     """
-    from rich.console import Console
-
     from shortcutlab.diagvib.inspect import write_inspection
+    from shortcutlab.utils.console import PlainConsole
     from shortcutlab.utils.device import resolve_device
 
     resolve_device(device)
-    console = Console(stderr=True)
+    console = PlainConsole(stderr=True)
     page = write_inspection(run_dir, out, images=images, traversals=traversals, device=device,
                             progress=lambda job: console.print(f"inspecting job {job}"))
     typer.echo(f"inspection written to {page}")

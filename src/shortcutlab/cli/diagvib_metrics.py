@@ -6,10 +6,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from shortcutlab.cli.output import json_option, print_json
+from shortcutlab.utils.console import PlainConsole, styled
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -58,11 +58,11 @@ def metrics(
     if as_json:
         print_json(result.to_dict())
         return
-    console = Console()
+    console = PlainConsole()
     jobs = result.to_dict()["jobs"]
     for label, counts in jobs.items():
-        console.print(f"[bold]{label}[/]: " + ", ".join(f"{n} {s}" for s, n in counts.items())
-                      + " jobs")
+        console.print(styled(label, "bold", ": " + ", ".join(
+            f"{n} {s}" for s, n in counts.items()) + " jobs"))
     for study, single in result.singles.groupby("study", sort=False):
         console.print(_factor_table(f"{study} accuracy P_i (mean ± {err} over dataset samples)",
                                     single.drop(columns="study"), ["label"], err=err))

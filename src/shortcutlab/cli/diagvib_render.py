@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
-from rich.console import Console
 
 from shortcutlab.cli.options import equalize_textures_option, mnist_option, textures_option
+from shortcutlab.utils.console import PlainConsole
 
 if TYPE_CHECKING:
     import numpy as np
@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 
 RENDER_CHUNK = 256  # images per generator call: bounded memory, visible progress, and one
 # reused 12.6 MB buffer (small enough that the writer's copy of each chunk reuses heap pages)
+MAX_RENDER_IMAGES = 10_000_000  # per-image classes and factor values stay in memory (~600 B
+# each at the peak: 6 GB here), and the images take 3·S² bytes each on disk (490 GB at S = 128)
 
 
 def _format_region(name: str, region: tuple[tuple[float, float], ...]) -> str:
@@ -47,7 +49,7 @@ def factors() -> None:
             table.add_row(name if i == 0 else "", str(factor.n_classes) if i == 0 else "",
                           cls, _format_region(name, region))
         table.add_section()
-    Console().print(table)
+    PlainConsole().print(table)
 
 
 def _generator(mnist: Path | None, textures: Path | None, shape_seed: int,
@@ -79,20 +81,36 @@ def _backend(device: str) -> tuple[str, str]:
     return ("numpy", "cpu") if dev.type == "cpu" else ("torch", str(dev))
 
 
+def _check_space(out: Path, needed: int) -> None:
+    """Refuse to start an output of ``needed`` bytes that the disk of ``out`` cannot hold."""
+    import shutil
+
+    from shortcutlab.errors import DiagvibError
+
+    folder = out.absolute().parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    free = shutil.disk_usage(folder).free
+    if needed > free:
+        raise DiagvibError(f"{out}: the images need {needed / 1e9:,.1f} GB and {folder} has "
+                           f"{free / 1e9:,.1f} GB free; render fewer (--n) or smaller "
+                           "(--image-size) images, or write elsewhere")
+
+
 def render(
     set_: list[str] = typer.Option(
         None, "--set", metavar="FACTOR=CLASS",
         help="Fix a factor's class (repeatable), e.g. --set hue=red --set shape=3. "
         "Unset factors are drawn uniformly per image."),
     n: int = typer.Option(16, "--n", help="Number of images."),
-    seed: int = typer.Option(0, help="Seed: image i depends only on (seed, split, i)."),
+    seed: int = typer.Option(0, min=0, help="Seed: image i depends only on (seed, split, i)."),
     out: Path = typer.Option(..., "--out", help="Target .npz (images + class names)."),
     png: Path = typer.Option(None, "--png", help="Also write a grid of the first 64 images."),
     split: str = typer.Option("train", help="Digit pool: train, val or test."),
     mnist: Path = mnist_option(),
     textures: Path = textures_option(),
     equalize_textures: bool = equalize_textures_option(),
-    shape_seed: int = typer.Option(0, help="Seed of the digits' split into pools."),
+    shape_seed: int = typer.Option(0, min=0, help="Seed of the digits' split into pools."),
     image_size: int = typer.Option(128, help="Image side in pixels (32..1024)."),
     device: str = typer.Option(
         "auto", help="auto, cpu or cuda (cuda uses the torch path; agrees within ±1 level)."),
@@ -104,22 +122,25 @@ def render(
     from shortcutlab.diagvib.render import class_names, parse_assignments, random_classes
     from shortcutlab.diagvib.sources import check_split
     from shortcutlab.errors import DiagvibError
-    from shortcutlab.utils.io import write_npz_streaming
+    from shortcutlab.utils.io import output_set, write_npz_streaming
     from shortcutlab.utils.progress import progress_bar
 
-    if n <= 0:
-        raise DiagvibError(f"--n must be a positive number of images, got {n}")
+    if not 0 < n <= MAX_RENDER_IMAGES:
+        raise DiagvibError(f"--n must be a positive number of images up to "
+                           f"{MAX_RENDER_IMAGES:,}, got {n:,}; render a larger set as several "
+                           "files (other --seed)")
     check_split(split)
     fixed = parse_assignments(set_ or [])
     backend, dev = _backend(device)
     gen = _generator(mnist, textures, shape_seed, image_size, equalize_textures)
-    classes = random_classes(n, seed=seed, split=split, fixed=fixed)
     size = gen.image_size
+    _check_space(out, n * (3 * size * size + 300))  # images + classes and factor values
+    classes = random_classes(n, seed=seed, split=split, fixed=fixed)
     real = gen.realisations(classes, seed=seed, split=split, indices=np.arange(n))
     arrays = dict(class_names(classes))
     arrays.update({f"value_{k}": real[k] for k in ("position", "hue", "lightness", "scale")})
     first: list[np.ndarray] = []
-    console = Console(stderr=True)
+    console = PlainConsole(stderr=True)
 
     def chunks() -> Iterator[np.ndarray]:
         # one buffer for every chunk (the writer has copied a chunk out before asking for the
@@ -140,21 +161,23 @@ def render(
                 bar.advance(task, len(idx))
                 yield batch
 
-    write_npz_streaming(out, "images", (n, 3, size, size), chunks(), arrays)
-    if png is not None:
-        from shortcutlab.diagvib.gallery import image_grid, save_image  # matplotlib: only here
+    with output_set() as outputs:  # the npz and the grid, or neither
+        write_npz_streaming(outputs.path(out, ".npz"), "images", (n, 3, size, size), chunks(),
+                            arrays)
+        if png is not None:
+            from shortcutlab.diagvib.gallery import image_grid, save_image  # matplotlib: here
 
-        save_image(png, image_grid(first[0]))
+            save_image(outputs.path(png, ".png"), image_grid(first[0]))
     lines = [f"wrote {n} images ({size}×{size}) and their classes ({', '.join(FACTORS)}) "
              f"to {out}"]
     if png is not None:
         lines.append(f"wrote a grid of {min(n, 64)} images to {png}")
-    Console().print("\n".join(lines))
+    PlainConsole().print("\n".join(lines))
 
 
 def traverse(
     out: Path = typer.Option(..., "--out", help="Target PNG."),
-    seed: int = typer.Option(0, help="Seed of the realisations shared by all cells."),
+    seed: int = typer.Option(0, min=0, help="Seed of the realisations shared by all cells."),
     mnist: Path = mnist_option(),
     textures: Path = textures_option(),
     equalize_textures: bool = equalize_textures_option(),
@@ -163,7 +186,7 @@ def traverse(
     from shortcutlab.diagvib.gallery import save_traversal
 
     save_traversal(out, _generator(mnist, textures, 0, equalize=equalize_textures), seed=seed)
-    Console().print(f"wrote the factor traversal to {out}")
+    PlainConsole().print(f"wrote the factor traversal to {out}")
 
 
 def register(app: typer.Typer) -> None:

@@ -81,11 +81,10 @@ def run(
     folder share the work (a job is claimed while it runs). At the end the job table is written
     to <out>/jobs.csv and jobs.parquet.
     """
-    from rich.console import Console
-
     from shortcutlab.diagvib.jobs import build_jobs
     from shortcutlab.runner.backends import describe_failures, run_jobs
     from shortcutlab.train.config import TrainConfig
+    from shortcutlab.utils.console import PlainConsole, styled
     from shortcutlab.utils.device import resolve_device
 
     resolve_device(device)
@@ -104,7 +103,7 @@ def run(
                       specs_dir=specs, mnist=mnist, textures=textures,
                       head=cast("Head | None", head))
     jobs = [run_on.apply_threads(job) for job in jobs]
-    console = Console(stderr=True)
+    console = PlainConsole(stderr=True)
     console.print(f"{len(jobs)} jobs of {model} in {out} (protocol "
                   f"{jobs[0].train.describe_protocol() if jobs else base.describe_protocol()}, "
                   f"head {jobs[0].train.head if jobs else base.head}, scale {scale:g}, "
@@ -112,7 +111,7 @@ def run(
     summary = run_jobs(jobs, out, device=device, budget_seconds=budget_seconds,
                        **run_on.run_kwargs())
     for outcome in summary.notes:
-        console.print(f"[yellow]note[/yellow] {outcome.job_id}: {outcome.note}",
+        console.print(styled("note", "yellow", f" {outcome.job_id}: {outcome.note}"),
                       highlight=False, soft_wrap=True)
     console.print(
         f"done {len(summary.done)}, already done {len(summary.skipped)}, "
@@ -128,7 +127,7 @@ def run(
                     "table": str(out / "jobs.csv")})
     if summary.failed:
         for line in describe_failures(summary, out):
-            console.print(f"[red]failed[/red] {line}")
+            console.print(styled("failed", "red", f" {line}"))
         typer.echo(f"Error: {len(summary.failed)} of {len(jobs)} jobs failed; rerun the same "
                    "command to retry them", err=True)
         raise typer.Exit(1)  # a finished run with failed jobs, not bad input (2)
@@ -141,10 +140,9 @@ def collect(
     as_json: bool = json_option("Print the job counts and table paths as one JSON object."),
 ) -> None:
     """Write one tidy table of all jobs in RUN_DIR (CSV and Parquet) and print a summary."""
-    from rich.console import Console
-
     from shortcutlab.diagvib.jobs import collect_jobs, register
     from shortcutlab.runner.collect import write_table
+    from shortcutlab.utils.console import PlainConsole
 
     register()
     table = collect_jobs(run_dir)
@@ -156,7 +154,7 @@ def collect(
                     "csv": str(csv_path), "parquet": str(parquet_path)})
         return
     unreadable = f", {len(skipped)} unreadable skipped" if skipped else ""
-    Console().print(
+    PlainConsole().print(
         f"{len(table)} jobs ({', '.join(f'{k} {v}' for k, v in sorted(counts.items()))}"
         f"{unreadable}); wrote {csv_path} and {parquet_path}", highlight=False, soft_wrap=True
     )

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 import typer
-from rich.console import Console
 
 from shortcutlab.cli.options import (
     mnist_option,
@@ -16,6 +15,7 @@ from shortcutlab.cli.options import (
     selection_option,
     textures_option,
 )
+from shortcutlab.utils.console import PlainConsole
 
 if TYPE_CHECKING:
     from shortcutlab.diagvib.dataset import ExportFormat
@@ -43,7 +43,7 @@ def studies(
         samples=samples or None, selection=cast("Selection", selection),  # checked there
     )
     count = len(experiment_names(study or None, pair or None, samples or None))
-    Console().print(
+    PlainConsole().print(
         f"wrote {count} experiment specs and {index} in {time.perf_counter() - start:.2f} s"
     )
 
@@ -100,7 +100,8 @@ def export(
                                seed=image_seed, generator=generator,
                                progress=lambda k: bar.advance(task, k))
     seconds = time.perf_counter() - start
-    Console().print(f"exported the {split} split of {spec.name} to {written} in {seconds:.1f} s")
+    PlainConsole().print(f"exported the {split} split of {spec.name} to {written} in "
+                         f"{seconds:.1f} s")
 
 
 def register(app: typer.Typer) -> None:

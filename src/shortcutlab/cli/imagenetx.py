@@ -100,11 +100,11 @@ def evaluate_cmd(
     out: Path = typer.Option(None, "--out", help="Also write the JSON results to this file."),
 ) -> None:
     """Per-factor accuracy and error ratio (1 − acc(factor)) / (1 − acc) of each model."""
-    from rich.console import Console
     from rich.table import Table
 
     from shortcutlab.imagenetx.annotations import FACTORS, load_annotations
     from shortcutlab.imagenetx.evaluate import evaluate
+    from shortcutlab.utils.console import PlainConsole
     from shortcutlab.utils.io import write_json
 
     kind, which_factors = _check_choices(error_type, which)
@@ -131,7 +131,7 @@ def evaluate_cmd(
     table.add_row("worst factor", *[str(w) for w in result.worst_factor_name])
     for factor in FACTORS:
         table.add_row(factor, *[f"{v:.3f}" for v in ratios[factor]])
-    Console().print(table)
+    PlainConsole().print(table)
 
 
 @app.command("predict", short_help="Predict a local ImageNet validation folder with a model.")
@@ -212,7 +212,7 @@ def report_cmd(
         None, "--groups", help="CSV with columns model,group for the Alexander-Govern comparison."
     ),
     bootstrap: int = typer.Option(1000, help="Bootstrap resamples for the CIs (0: none)."),
-    seed: int = typer.Option(0, help="Seed of the bootstrap."),
+    seed: int = typer.Option(0, min=0, help="Seed of the bootstrap."),
     title: str = typer.Option("ImageNet-X error analysis", help="Report title."),
     file_col: str = _file_col_option(),
     pred_col: str = _pred_col_option(),
@@ -230,10 +230,10 @@ def report_cmd(
 ) -> None:
     """Write an HTML report: error ratios with CIs, group tests, meta-label heatmaps, data stats,
     figures 4, 7, per-factor calibration, table 3 (and figures 1b, 4, 6, 17 with --results)."""
-    import pandas as pd
 
     from shortcutlab.errors import ImagenetXError
     from shortcutlab.imagenetx.report import analyse, write_report
+    from shortcutlab.utils.io import read_csv_file
 
     kind, which_factors = _check_choices(error_type, which)
     _warn_if_trivial(original_labels, error_type)
@@ -242,7 +242,7 @@ def report_cmd(
     if groups is not None:
         if not groups.is_file():
             raise ImagenetXError(f"groups file {str(groups)!r} does not exist")
-        frame = pd.read_csv(groups, dtype=str)
+        frame = read_csv_file(groups, "groups file", ImagenetXError, dtype=str)
         if not {"model", "group"} <= set(frame.columns):
             raise ImagenetXError(
                 f"{groups}: needs columns model,group; found {list(frame.columns)}"
@@ -263,10 +263,9 @@ def report_cmd(
 def _report_extras(results: Path | None, spillover: str, families: Path | None
                    ) -> dict[str, str] | None:
     """Check --results / --spillover and read --families (model,family CSV)."""
-    import pandas as pd
-
     from shortcutlab.errors import DataNotFoundError, ImagenetXError, unknown_choice
     from shortcutlab.imagenetx.spillover import METHODS
+    from shortcutlab.utils.io import read_csv_file
 
     if spillover not in METHODS:
         raise ImagenetXError(unknown_choice("spill-over method", spillover, METHODS))
@@ -276,7 +275,7 @@ def _report_extras(results: Path | None, spillover: str, families: Path | None
         return None
     if not families.is_file():
         raise DataNotFoundError(f"families file {str(families)!r} does not exist")
-    frame = pd.read_csv(families, dtype=str)
+    frame = read_csv_file(families, "families file", ImagenetXError, dtype=str)
     if not {"model", "family"} <= set(frame.columns):
         raise ImagenetXError(f"{families}: needs columns model,family; found {list(frame.columns)}")
     return dict(zip(frame["model"], frame["family"], strict=True))

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from shortcutlab.cli.options import (
@@ -19,6 +18,7 @@ from shortcutlab.cli.options import (
     no_tie_correction_option,
 )
 from shortcutlab.cli.output import json_option, print_json
+from shortcutlab.utils.console import PlainConsole
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 
@@ -93,11 +93,11 @@ def compare_cmd(
     written = result.write(out) if out is not None else []
     if as_json:
         print_json(result.to_dict())
-        err = Console(stderr=True)
+        err = PlainConsole(stderr=True)
         for path in written:
             err.print(f"wrote {path}")
         return
-    console = Console()
+    console = PlainConsole()
     direction = "lower" if lower_is_better else "higher"
     scores = Table(title=f"Scores ({direction} is better)")
     scores.add_column("block")
@@ -127,11 +127,11 @@ def compare_cmd(
     )
     if not math.isfinite(result.F):
         console.print(
-            "[yellow]Every block ranks the algorithms identically: F is infinite and its p-value "
-            "0 only in the limit; with few blocks, read the Friedman p-value instead.[/yellow]"
-        )
+            "Every block ranks the algorithms identically: F is infinite and its p-value "
+            "0 only in the limit; with few blocks, read the Friedman p-value instead.",
+            style="yellow")
     if result.significant:
-        console.print(f"[bold]H0 (all algorithms equal) rejected at α = {alpha:g}.[/bold]")
+        console.print(f"H0 (all algorithms equal) rejected at α = {alpha:g}.", style="bold")
         significant = result.significant_pairs()
         if significant:
             for better, worse, p in significant:
@@ -188,7 +188,7 @@ def select_cmd(
         rows = json.loads(table.to_json(orient="records"))
         print_json({"n_last": last_n, "rules": list(RULES), "rows": rows})
         return
-    console = Console()
+    console = PlainConsole()
     keys = [c for c in table.columns if c in ("algorithm", "model", "dataset", "test_set")]
     view = Table(title="Model selection: how the rule changes the numbers (mean ± std over runs)")
     for k in keys:

@@ -6,11 +6,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from shortcutlab.cli.options import seeds_option
 from shortcutlab.cli.output import json_option, print_json
+from shortcutlab.utils.console import PlainConsole
 
 if TYPE_CHECKING:
     from shortcutlab.vqa.concepts import Mode
@@ -86,7 +86,7 @@ def build(
     from shortcutlab.vqa.splits import BuildConfig, build_splits
     from shortcutlab.vqa.store import write_splits
 
-    console = Console(stderr=as_json)  # with --json, stdout holds the JSON object only
+    console = PlainConsole(stderr=as_json)  # with --json, stdout holds the JSON object only
     if stop_words is not None and remove_stop_words:
         raise VQAError("give --stop-words FILE or --remove-stop-words, not both")
     sw = _read_lines(stop_words)
@@ -112,9 +112,9 @@ def build(
         table = load_table(data)
     if not table["objects"].map(len).any():
         console.print(
-            "[yellow]note: the data has no image objects, so KO, KOP, QT+KO, KW+KO and "
-            "QT+KW+KO have no concepts and empty OOD sets; add COCO instances JSON to --data"
-        )
+            "note: the data has no image objects, so KO, KOP, QT+KO, KW+KO and "
+            "QT+KW+KO have no concepts and empty OOD sets; add COCO instances JSON to --data",
+            style="yellow")
     with console.status(f"building splits for {len(table):,} questions"):
         splits = build_splits(table, cfg)
     with console.status("writing"):
@@ -263,7 +263,7 @@ def score(
     if as_json:
         print_json(result)
         return
-    console = Console()
+    console = PlainConsole()
     if release is None and splits is None:
         console.print(
             f"accuracy {_fmt(result['overall'])} % over {result['count']:,} questions"
@@ -278,7 +278,7 @@ def score(
             + " ".join([*result["ood"], "mean", iid]) + "):"
         )
         typer.echo(" & ".join(_fmt(v) for v in cells))
-    console.print(f"[dim]metric: {_metric_line(result['metric'])}")
+    console.print(f"metric: {_metric_line(result['metric'])}", style="dim")
 
 
 def _metric_line(info: dict) -> str:
@@ -387,7 +387,7 @@ def baselines(
     if select and "cnn-bow" not in models:
         raise VQAError("--select chooses among cnn-bow's epoch checkpoints: add --model cnn-bow")
     samples = read_samples(splits)
-    console = Console(stderr=as_json)
+    console = PlainConsole(stderr=as_json)
     summary = {}
     runs = [(m, None) for m in models if m in PRIORS] + [
         ("cnn-bow" if len(seeds) == 1 else f"cnn-bow@seed={seed}", seed)
@@ -472,7 +472,7 @@ def analyze(
     from shortcutlab.vqa.loaders import load_table
     from shortcutlab.vqa.release import read_release
 
-    console = Console(stderr=as_json)
+    console = PlainConsole(stderr=as_json)
     rel = read_release(release)
     preds = load_predictions(predictions) if predictions is not None else None
     with console.status("loading the release's questions"):

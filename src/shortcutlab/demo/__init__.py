@@ -54,6 +54,8 @@ def run_demo(
 ) -> tuple[list[tuple[str, str]], Path]:
     """Run the ``only`` stages (default all, in :data:`STAGES` order) into ``out/<stage>``;
     return the (stage, line) summary and the index page."""
+    from rich.text import Text
+
     chosen = list(only) if only else list(STAGES)
     for stage in chosen:
         if stage not in STAGES:
@@ -62,7 +64,7 @@ def run_demo(
     for stage in chosen:
         module = importlib.import_module(STAGES[stage])
         start = time.perf_counter()
-        console.rule(f"[bold]{stage}")
+        console.rule(Text(stage, style="bold"))
         lines = module.run_demo(out / stage, console)
         took = time.perf_counter() - start
         summary += [(stage, line) for line in lines] + [(stage, f"stage took {took:.0f} s")]

@@ -12,6 +12,7 @@ from matplotlib.figure import Figure
 
 from shortcutlab.diagvib.factors import FACTORS, get_factor
 from shortcutlab.diagvib.render import ImageGenerator, class_names, random_classes
+from shortcutlab.utils.html import literal_text
 from shortcutlab.utils.io import atomic_path, write_npz
 
 # Fixed classes of the traversal (paper Fig. 2: red, third lightness, fifth scale, first digit,
@@ -68,7 +69,7 @@ def traversal_figure(generator: ImageGenerator | None = None, *, seed: int = 0) 
 
 def save_figure(path: str | Path, fig: Figure, dpi: int = 110) -> Path:
     """Atomically write a matplotlib figure as PNG."""
-    with atomic_path(path, suffix=".png") as tmp:
+    with atomic_path(path, suffix=".png") as tmp, literal_text(fig):
         fig.savefig(tmp, format="png", dpi=dpi)
     return Path(path)
 

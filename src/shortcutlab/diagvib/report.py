@@ -25,8 +25,8 @@ from shortcutlab.diagvib.metrics import (
 )
 from shortcutlab.diagvib.spec import get_study, sequence_names, studies_in_sequence, study_names
 from shortcutlab.errors import DiagvibError
-from shortcutlab.utils.html import HtmlReport
-from shortcutlab.utils.io import write_json, write_text
+from shortcutlab.utils.html import HtmlReport, literal_text
+from shortcutlab.utils.io import output_set
 
 Section = Callable[[HtmlReport, pd.DataFrame], None]
 _TABLE_FILES = ("jobs.parquet", "jobs.csv")
@@ -333,8 +333,9 @@ def write_report(
     extra_sections: Sequence[Section] = (),
     error_bars: str = "sem",
 ) -> Path:
-    """Write ``index.html``, ``metrics.json`` and ``metrics.csv`` into ``out_dir``; return the
-    path of ``index.html``. ``sources`` is a job table or run directories / table files."""
+    """Write ``index.html``, ``metrics.json`` and ``metrics.csv`` into ``out_dir`` (all three or,
+    on a failure, none); return the path of ``index.html``. ``sources`` is a job table or run
+    directories / table files."""
     if isinstance(sources, (str, os.PathLike)):
         sources = [sources]
     sections = list(extra_sections)
@@ -345,11 +346,14 @@ def write_report(
         sections.append(inspection_section(sources, out_dir))
     table = sources if isinstance(sources, pd.DataFrame) else load_job_tables(sources)
     check_error_bars(error_bars)
-    report, metrics = build_report(table, title, sections, error_bars)
+    with literal_text():  # names are data, not mathtext
+        report, metrics = build_report(table, title, sections, error_bars)
     out = Path(out_dir)
-    write_json(out / "metrics.json", metrics.to_dict())
-    write_text(out / "metrics.csv", metrics.to_frame().to_csv(index=False))
-    return report.write(out / "index.html")
+    with output_set() as outputs:  # all three files or none (old ones stay on a failure)
+        outputs.write_json(out / "metrics.json", metrics.to_dict())
+        outputs.write_text(out / "metrics.csv", metrics.to_frame().to_csv(index=False))
+        outputs.write_text(out / "index.html", report.render())
+    return out / "index.html"
 
 
 __all__ = ["build_report", "setup_table", "format_mean_err", "load_job_table",

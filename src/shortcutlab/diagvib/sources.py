@@ -490,6 +490,8 @@ def load_shapes(path: str | Path | None = None, *, seed: int = 0) -> ShapeSource
     come from MNIST-train, or one array pair) each class is split 70/15/15 at random and ``seed``
     fixes the assignment. Results are cached per (path, seed).
     """
+    if int(seed) < 0:
+        raise DiagvibError(f"the shape seed must be >= 0 (got {seed})")
     if path is None:
         return _cached_shapes(None, int(seed))
     resolved = Path(path).resolve()

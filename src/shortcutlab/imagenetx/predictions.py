@@ -41,7 +41,7 @@ from shortcutlab.imagenetx.annotations import (
     original_val_labels,
     val_image_index,
 )
-from shortcutlab.utils.io import write_npz
+from shortcutlab.utils.io import read_text_file, write_npz
 
 REQUIRED_COLUMNS = ("file_name", "predicted_class")
 FILE_COLUMNS = ("file_name", "filename")  # ours / imagenet-x, timm's inference.py
@@ -321,7 +321,8 @@ def read_prediction_folder(
 def _sidecar_lines(path: Path) -> list[str] | None:
     if not path.is_file():
         return None
-    return [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    text = read_text_file(path, "class list", ImagenetXError)
+    return [line.strip() for line in text.splitlines() if line.strip()]
 
 
 def read_prediction_matrix(

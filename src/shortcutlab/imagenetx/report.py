@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from shortcutlab.errors import ImagenetXError
 from shortcutlab.imagenetx.annotations import Annotations, Which, load_annotations
 from shortcutlab.imagenetx.evaluate import (
     BootstrapCI,
@@ -27,7 +28,7 @@ from shortcutlab.imagenetx.evaluate import (
     evaluate,
 )
 from shortcutlab.imagenetx.predictions import Predictions
-from shortcutlab.utils.html import HtmlReport
+from shortcutlab.utils.html import HtmlReport, literal_text
 from shortcutlab.utils.io import write_json, write_text
 
 MAX_TABLE_MODELS = 30
@@ -158,6 +159,9 @@ def analyse(
     """Evaluate, bootstrap the models drawn in the bar chart, test groups, describe the data;
     per-factor calibration (when probabilities are given), accuracy by number of active
     factors, table 3; with ``results_dir`` the analyses of the authors' result tables."""
+    if seed < 0 or n_boot < 0:
+        raise ImagenetXError(f"the bootstrap seed and resample count must be >= 0 (got {seed} "
+                             f"and {n_boot})")
     from shortcutlab.imagenetx import analyses, statistics
 
     annotations = annotations or load_annotations(which, "val")
@@ -364,7 +368,8 @@ def write_report(
     analysis = results if isinstance(results, ImagenetXAnalysis) else ImagenetXAnalysis(results)
     out = Path(out_dir)
     report = HtmlReport(title)
-    add_imagenetx_section(report, analysis)
+    with literal_text():  # model names are data, not mathtext
+        add_imagenetx_section(report, analysis)
     write_json(out / "imagenetx.json", analysis.to_dict())
     write_text(out / "summary.csv", analysis.result.summary().to_csv())
     write_text(out / "meta_labels.csv", analysis.result.meta_long().to_csv(index=False))

@@ -14,20 +14,31 @@ one device and, on a machine with several, each worker process is pinned to one 
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import os
+import signal
+import socket
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args
 
 from shortcutlab.errors import RunnerError, unknown_choice
-from shortcutlab.runner.claims import drop_if_stale, is_stale, read_claim
+from shortcutlab.runner.claims import (
+    describe_claim,
+    describe_wait,
+    drop_if_stale,
+    is_stale,
+    read_claim,
+)
 from shortcutlab.runner.jobs import (
     ERROR_FILE,
     Job,
@@ -41,10 +52,12 @@ from shortcutlab.runner.jobs import (
     run_one,
     write_job_file,
 )
+from shortcutlab.utils.io import write_text
 from shortcutlab.utils.progress import progress_bar
 
 Backend = Literal["serial", "processes", "ray", "slurm"]
 BACKENDS: tuple[Backend, ...] = get_args(Backend)
+log = logging.getLogger(__name__)
 
 
 #: ``--slurm-executor``: ``slurm`` submits with sbatch; ``local`` runs the same submission
@@ -131,7 +144,6 @@ def _die_with_parent(parent: int) -> None:
     parent-death signal on Linux, and a watch thread everywhere (and as a fallback)."""
     if sys.platform.startswith("linux"):
         import ctypes
-        import signal
 
         try:
             libc = ctypes.CDLL(None, use_errno=True)
@@ -175,23 +187,81 @@ def device_slots(device: str, jobs_per_gpu: int) -> list[str]:
 def _processes(
     jobs: list[Job], out: Path, device: str, workers: int, *, jobs_per_gpu: int = 1, **_: Any
 ) -> Iterator[Outcome]:
-    ctx = multiprocessing.get_context("spawn")
+    """Run ``jobs`` in a pool of spawned workers. A worker that dies (killed, out of memory,
+    ``os._exit``) breaks the whole pool: the job it ran is reported failed (with an
+    ``error.txt`` saying so) and every other unfinished job is run again in a fresh pool."""
     devices = device_slots(device, jobs_per_gpu)
-    slots = ctx.Value("i", 0)
     job_device = "cuda" if devices and device.startswith("cuda:") else device
-    with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker,
-                             initargs=(os.getpid(), slots, devices)) as pool:
-        futures = {pool.submit(run_one, job, out, job_device, _function(job)): job
-                   for job in jobs}
+    pending = list(jobs)
+    while pending:
+        broken: list[Job] = []
+        progressed = False
+        with _pool(workers, devices) as pool:
+            futures = {pool.submit(run_one, job, out, job_device, _function(job)): job
+                       for job in pending}
+            workers_of_pool = dict(getattr(pool, "_processes", None) or {})
+            try:
+                for fut in as_completed(futures):
+                    job = futures[fut]
+                    try:
+                        outcome = fut.result()
+                    except BrokenProcessPool:
+                        broken.append(job)
+                        continue
+                    except Exception as exc:  # e.g. a result that cannot be sent back
+                        outcome = _job_lost(out, job, f"worker failed: {exc!r}")
+                    progressed = True
+                    yield outcome
+            except BaseException:
+                pool.shutdown(wait=False, cancel_futures=True)
+                raise
+        # the pool is shut down: every worker has ended, the dead one with its own exit code
+        died = {pid: proc.exitcode for pid, proc in workers_of_pool.items()
+                if proc.exitcode not in (None, 0, -signal.SIGTERM)}  # SIGTERM: the pool's
+        pending = []
+        for job in broken:
+            claim = read_claim(job_dir(out, job)) or {}
+            pid = claim.get("pid")
+            if isinstance(pid, int) and pid in died and claim.get("host") == socket.gethostname():
+                progressed = True
+                yield _job_lost(out, job, f"its worker process (pid {pid}) died "
+                                          f"({_exit_reason(died[pid])}) while running it")
+            else:  # not started, or stopped by the pool when another worker died
+                pending.append(job)
+        if pending and not progressed:  # no job settled: do not start pool after pool
+            for job in pending:
+                yield _job_lost(out, job, "the worker pool broke before the job could run "
+                                          "(a worker process died at start?)")
+            return
+
+
+def _pool(workers: int, devices: list[str]) -> ProcessPoolExecutor:
+    """A pool of ``workers`` spawned processes that die with this one, each pinned to its
+    device slot."""
+    ctx = multiprocessing.get_context("spawn")
+    slots = ctx.Value("i", 0)
+    return ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker,
+                               initargs=(os.getpid(), slots, devices))
+
+
+def _exit_reason(code: int | None) -> str:
+    if code is not None and code < 0:
         try:
-            for fut in as_completed(futures):
-                try:
-                    yield fut.result()
-                except Exception as exc:  # worker died (killed, out of memory)
-                    yield Outcome(futures[fut].job_id, "failed", f"worker failed: {exc!r}")
-        except BaseException:
-            pool.shutdown(wait=False, cancel_futures=True)
-            raise
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit code {code}"
+
+
+def _job_lost(out: Path, job: Job, reason: str) -> Outcome:
+    """The outcome of a job whose worker failed outside :func:`run_one`: its ``error.txt``
+    holds ``reason`` (so the failure line's traceback path exists) and the dead worker's
+    claim is removed."""
+    path = job_dir(out, job)
+    with suppress(OSError):
+        write_text(path / ERROR_FILE, f"{reason}\n")
+        drop_if_stale(path)
+    return Outcome(job.job_id, "failed", reason)
 
 
 def _ray(
@@ -217,14 +287,15 @@ def _ray(
         # Ray pins each task to its GPU share (CUDA_VISIBLE_DEVICES); jobs_per_gpu share one
         gpus = 1.0 / jobs_per_gpu if on_gpu else 0
         remote = ray.remote(num_cpus=1, num_gpus=gpus, max_retries=0)(run_one)
-        refs = {remote.remote(job, str(out), device, _function(job)): job for job in jobs}
+        refs = {remote.remote(job, str(out), device, _function(job)): job  # type: ignore[call-arg]
+                for job in jobs}
         pending = list(refs)
         while pending:
             ready, pending = ray.wait(pending, num_returns=1)
             try:
                 yield ray.get(ready[0])
             except Exception as exc:  # the Ray worker died
-                yield Outcome(refs[ready[0]].job_id, "failed", f"ray task failed: {exc!r}")
+                yield _job_lost(out, refs[ready[0]], f"ray task failed: {exc!r}")
     finally:
         if started:
             ray.shutdown()
@@ -307,7 +378,7 @@ def _slurm(
             try:
                 yield sjob.result()
             except Exception as exc:  # killed by SLURM (time limit, preemption, memory)
-                yield Outcome(job.job_id, "failed", f"slurm job {sjob.job_id} failed: {exc}")
+                yield _job_lost(out, job, f"slurm job {sjob.job_id} failed: {exc}")
         if pending:
             time.sleep(opts.poll_seconds)
 
@@ -385,6 +456,7 @@ def run_jobs(
         with progress_bar(disable=not progress) as bar:
             task = bar.add_task(f"{backend}: {len(todo)} jobs", total=len(todo))
             failed = 0
+            warned: set[str] = set()
             chunk = 1 if backend == "serial" else n_workers
             while todo:
                 later: list[Job] = []
@@ -409,7 +481,7 @@ def run_jobs(
                     bar.advance(task)
                     if on_outcome is not None:
                         on_outcome(outcome)
-                todo, settled = _wait_for_others(busy, out, wait_seconds)
+                todo, settled = _wait_for_others(busy, out, wait_seconds, warned)
                 todo += later
                 for outcome in settled:
                     outcomes.append(outcome)
@@ -429,13 +501,16 @@ def run_jobs(
     return summary
 
 
-def _wait_for_others(busy: list[Job], out: Path,
-                     wait_seconds: float) -> tuple[list[Job], list[Outcome]]:
+def _wait_for_others(busy: list[Job], out: Path, wait_seconds: float,
+                     warned: set[str] | None = None) -> tuple[list[Job], list[Outcome]]:
     """Wait until each job another run holds is released: done there (skipped here, with a
-    note), failed there (reported), or abandoned (returned, to be run here)."""
+    note), failed there (reported), or abandoned (returned, to be run here). Each claim waited
+    on is named once in a warning (its holder, how long the wait may last); ``warned`` keeps
+    the claims already named across calls."""
     rerun: list[Job] = []
     settled: list[Outcome] = []
     waiting = list(busy)
+    warned = set() if warned is None else warned
     while waiting:
         still = []
         for job in waiting:
@@ -451,11 +526,22 @@ def _wait_for_others(busy: list[Job], out: Path,
             elif is_stale(path):
                 rerun.append(job)
             else:
+                _warn_waiting(job, path, warned)
                 still.append(job)
         waiting = still
         if waiting:
             time.sleep(wait_seconds)
     return rerun, settled
+
+
+def _warn_waiting(job: Job, path: Path, warned: set[str]) -> None:
+    """Warn, once per claim, that ``job`` waits for the run holding it."""
+    claim = read_claim(path) or {}
+    key = f"{job.job_id} {claim.get('token')}"
+    if key not in warned:
+        warned.add(key)
+        log.warning("job %s (%s) is claimed by another run, %s; waiting for it %s",
+                    job.job_id, job.experiment, describe_claim(path), describe_wait(path))
 
 
 def _remove_stale_temporaries(out: Path, older_than: float = 600.0) -> None:
@@ -471,8 +557,11 @@ def _remove_stale_temporaries(out: Path, older_than: float = 600.0) -> None:
 
 
 def describe_failures(summary: RunSummary, out: str | Path) -> Sequence[str]:
-    """One line per failed job: id, error, where the traceback is."""
-    return [
-        f"{o.job_id}: {o.error} (traceback: {Path(out) / o.job_id / 'error.txt'})"
-        for o in summary.failed
-    ]
+    """One line per failed job: id, error and, when there is one, where its traceback is (a
+    job that failed before its folder could be written has none)."""
+    lines = []
+    for o in summary.failed:
+        trace = Path(out) / o.job_id / ERROR_FILE
+        lines.append(f"{o.job_id}: {o.error}" + (f" (traceback: {trace})" if trace.is_file()
+                                                  else ""))
+    return lines

@@ -85,6 +85,19 @@ def describe_claim(path: Path) -> str:
     return f"pid {claim.get('pid', '?')} on {claim.get('host', '?')} since {when}"
 
 
+def describe_wait(path: Path) -> str:
+    """How long a run will wait for the claim in ``path``: a live owner on this host is waited
+    for until it ends; any other until it ends or its claim goes :data:`STALE_SECONDS` without
+    a heartbeat."""
+    claim = read_claim(path) or {}
+    pid, host = claim.get("pid"), claim.get("host")
+    if host == _host() and isinstance(pid, int) and _pid_alive(pid):
+        return "until it ends (at once if that process dies)"
+    left = max(STALE_SECONDS - _age(path / CLAIM_FILE), 0.0)
+    return (f"until it ends, or for up to {left:.0f} s more if its owner stopped (no heartbeat "
+            f"for {STALE_SECONDS:.0f} s makes the claim stale), then takes it over")
+
+
 def _create(path: Path, token: str) -> bool:
     try:
         fd = os.open(path / CLAIM_FILE, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)

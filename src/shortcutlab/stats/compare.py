@@ -32,8 +32,8 @@ from shortcutlab.stats.posthoc import (
     nemenyi_p_values,
 )
 from shortcutlab.stats.tables import ScoreTable, load_table, parse_table
-from shortcutlab.utils.html import figure_to_png
-from shortcutlab.utils.io import write_bytes, write_json, write_text
+from shortcutlab.utils.html import figure_to_png, literal_text
+from shortcutlab.utils.io import output_set
 from shortcutlab.utils.sanitize import finite_or_none
 
 
@@ -235,18 +235,22 @@ class ComparisonResult(FriedmanResult):
         return cd_diagram(self.ranks.to_dict(), self.critical_difference, title=title)
 
     def write(self, out_dir: str | os.PathLike[str], stem: str = "comparison") -> list[Path]:
-        """Write JSON, scores/ranks/Nemenyi CSVs, LaTeX and the CD diagram PNG (each atomic)."""
+        """Write JSON, scores/ranks/Nemenyi CSVs, LaTeX and the CD diagram PNG: all six or, on a
+        failure, none (old files stay as they were)."""
         out = Path(out_dir)
-        fig = self.cd_diagram()
-        png = figure_to_png(fig, dpi=150)
-        return [
-            write_json(out / f"{stem}.json", self.to_dict()),
-            write_text(out / f"{stem}_scores.csv", self.scores_csv()),
-            write_text(out / f"{stem}_ranks.csv", self.ranks_frame().to_csv(float_format="%.10g")),
-            write_text(out / f"{stem}_nemenyi.csv", self.nemenyi.to_csv(float_format="%.10g")),
-            write_text(out / f"{stem}.tex", self.to_latex()),
-            write_bytes(out / f"{stem}_cd_diagram.png", png),
-        ]
+        with literal_text():  # algorithm names are data, not mathtext
+            png = figure_to_png(self.cd_diagram(), dpi=150)
+        with output_set() as outputs:
+            return [
+                outputs.write_json(out / f"{stem}.json", self.to_dict()),
+                outputs.write_text(out / f"{stem}_scores.csv", self.scores_csv()),
+                outputs.write_text(out / f"{stem}_ranks.csv",
+                                   self.ranks_frame().to_csv(float_format="%.10g")),
+                outputs.write_text(out / f"{stem}_nemenyi.csv",
+                                   self.nemenyi.to_csv(float_format="%.10g")),
+                outputs.write_text(out / f"{stem}.tex", self.to_latex()),
+                outputs.write_bytes(out / f"{stem}_cd_diagram.png", png),
+            ]
 
 
 def _distinct_decimals(means: pd.DataFrame, most: int = 4) -> int:

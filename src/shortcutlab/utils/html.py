@@ -12,6 +12,8 @@ import base64
 import html
 import io
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pandas as pd
@@ -35,10 +37,28 @@ figcaption, .note { color: #555; font-size: .9em; }
 """
 
 
+@contextmanager
+def literal_text(fig: Figure | None = None) -> Iterator[None]:
+    """Inside this block, every text matplotlib makes is shown as typed: a ``$`` in a block,
+    model or factor name is not mathtext (which would garble the name or crash the drawing).
+    Build figures from user data inside it (their layout draws them); with ``fig``, its texts
+    made before the block are made literal too, so that it can be drawn here."""
+    import matplotlib
+    from matplotlib.text import Text
+
+    if fig is not None:
+        for text in fig.findobj(Text):
+            text.set_parse_math(False)
+    with matplotlib.rc_context({"text.parse_math": False}):
+        yield
+
+
 def figure_to_png(fig: Figure, dpi: int = 110) -> bytes:
-    """Render a matplotlib figure to PNG bytes (no pyplot, no global state)."""
+    """Render a matplotlib figure to PNG bytes (no pyplot; texts literal, see
+    :func:`literal_text`)."""
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight")
+    with literal_text(fig):
+        fig.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight")
     return buffer.getvalue()
 
 

@@ -1,16 +1,18 @@
 """Atomic file output (write to a temporary file beside the target, then rename: a crash never
-leaves a file that looks complete) and bounded reading of untrusted files (YAML without aliases,
+leaves a file that looks complete; :func:`output_set` does the same for the several files of one
+command, all or none) and bounded reading of untrusted files (YAML without aliases,
 zip members under a size cap)."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import tempfile
 import zipfile
 import zlib
 from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +54,76 @@ def atomic_path(target: str | os.PathLike[str], suffix: str = "") -> Iterator[Pa
             tmp_path.unlink()
 
 
+class OutputSet:
+    """The files of one command, staged under temporary names beside their targets and renamed
+    into place together by :func:`output_set`; see there."""
+
+    def __init__(self) -> None:
+        self._staged: list[tuple[Path, Path]] = []
+
+    def path(self, target: str | os.PathLike[str], suffix: str = "") -> Path:
+        """A temporary path beside ``target`` to write it to (``suffix`` as in
+        :func:`atomic_path`); renamed onto ``target`` when the whole set is written."""
+        target = Path(target)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        stem = target.name if len(target.name.encode()) <= _LONG_NAME else target.name[:64]
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{stem}.", suffix=suffix)
+        os.close(fd)
+        os.chmod(tmp, 0o666 & ~_umask())
+        self._staged.append((Path(tmp), target))
+        return Path(tmp)
+
+    def write_text(self, target: str | os.PathLike[str], text: str) -> Path:
+        self.path(target).write_text(text, encoding="utf-8")
+        return Path(target)
+
+    def write_bytes(self, target: str | os.PathLike[str], data: bytes) -> Path:
+        self.path(target).write_bytes(data)
+        return Path(target)
+
+    def write_json(self, target: str | os.PathLike[str], obj: Any,
+                   indent: int | None = 2) -> Path:
+        """JSON as :func:`write_json` writes it."""
+        return self.write_text(target, json.dumps(obj, indent=indent, sort_keys=True) + "\n")
+
+    def _commit(self) -> None:
+        for tmp, target in self._staged:
+            try:
+                os.replace(tmp, target)
+            except OSError as exc:  # name the user's path, not our temporary one
+                raise OSError(exc.errno, exc.strerror or str(exc), str(target)) from exc
+
+    def _discard(self) -> None:
+        for tmp, _ in self._staged:
+            with suppress(OSError):
+                tmp.unlink()
+
+
+@contextmanager
+def output_set() -> Iterator[OutputSet]:
+    """Write several files all or none: inside the block, write each file to
+    ``outputs.path(target)`` (or with ``outputs.write_text`` / ``write_bytes`` /
+    ``write_json``); when the block ends normally every file is renamed onto its target, in the
+    order staged. When the block raises (a writer fails, a full disk), every temporary is removed
+    and no target is touched: old files stay as they were, no new one appears.
+
+    The commit is a series of renames on the same file systems, which need no space and do not
+    fail in practice; a process killed during it can leave part of the new set beside part of
+    the old (temporaries of a killed process stay as hidden ``.<name>.*`` files).
+    """
+    outputs = OutputSet()
+    try:
+        yield outputs
+        outputs._commit()
+    except OSError as exc:  # a writer's error names our temporary: name the user's path
+        for tmp, target in outputs._staged:
+            if exc.errno is not None and str(tmp) in (str(exc.filename), str(exc.filename2)):
+                raise OSError(exc.errno, exc.strerror or str(exc), str(target)) from exc
+        raise
+    finally:
+        outputs._discard()
+
+
 def write_text(target: str | os.PathLike[str], text: str) -> Path:
     """Atomically write a text file (UTF-8)."""
     with atomic_path(target) as tmp:
@@ -75,7 +147,7 @@ def write_npz(target: str | os.PathLike[str], **arrays: np.ndarray) -> Path:
     """Atomically write an uncompressed .npz archive."""
     with atomic_path(target, suffix=".npz") as tmp:
         with open(tmp, "wb") as fh:
-            np.savez(fh, **arrays)
+            np.savez(fh, **arrays)  # type: ignore[arg-type]  # numpy's stub: allow_pickle
     return Path(target)
 
 
@@ -95,8 +167,9 @@ def write_npz_streaming(
     not add up to ``shape[0]`` rows; nothing is left at ``target`` then.
     """
     want = np.dtype(dtype)
+    rows, *trailing = (int(d) for d in shape)
     header = {"descr": np.lib.format.dtype_to_descr(want), "fortran_order": False,
-              "shape": tuple(int(d) for d in shape)}
+              "shape": (rows, *trailing)}
     written = 0
     with atomic_path(target, suffix=".npz") as tmp:
         with zipfile.ZipFile(tmp, "w", zipfile.ZIP_STORED, allowZip64=True) as zf:
@@ -104,13 +177,13 @@ def write_npz_streaming(
                 np.lib.format.write_array_header_2_0(fh, header)
                 for chunk in chunks:
                     chunk = np.asarray(chunk)
-                    if chunk.dtype != want or chunk.shape[1:] != header["shape"][1:]:
+                    if chunk.dtype != want or list(chunk.shape[1:]) != trailing:
                         raise ValueError(f"chunk of {chunk.dtype} {chunk.shape} for an array "
                                          f"of {want} {header['shape']}")
                     fh.write(np.ascontiguousarray(chunk).tobytes())
                     written += len(chunk)
-            if written != header["shape"][0]:
-                raise ValueError(f"{written} rows written for an array of {header['shape'][0]}")
+            if written != rows:
+                raise ValueError(f"{written} rows written for an array of {rows}")
             for key, value in (arrays or {}).items():
                 with zf.open(f"{key}.npy", "w", force_zip64=True) as fh:
                     np.lib.format.write_array(fh, np.asanyarray(value), allow_pickle=False)
@@ -118,6 +191,39 @@ def write_npz_streaming(
 
 
 # ------------------------------------------------------------------ reading untrusted files
+
+
+def read_text_file(path: str | os.PathLike[str], what: str, error: type[Exception]) -> str:
+    """The UTF-8 text of the file ``path``; one that is not UTF-8 raises ``error`` naming it
+    as ``what`` (e.g. "class map")."""
+    data = Path(path).read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise error(f"{what} {path}: not UTF-8 text ({exc.reason} at byte {exc.start}); save "
+                    "it as UTF-8") from None
+
+
+def read_json_file(path: str | os.PathLike[str], what: str, error: type[Exception]) -> Any:
+    """The JSON value in the file ``path``; not UTF-8 or not JSON raises ``error`` naming it."""
+    text = read_text_file(path, what, error)
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise error(f"{what} {path}: not valid JSON ({exc})") from None
+
+
+def read_csv_file(path: str | os.PathLike[str], what: str, error: type[Exception],
+                  **kwargs: Any) -> Any:
+    """``pandas.read_csv`` of the file ``path`` (``kwargs`` passed on); not UTF-8, empty or
+    not CSV raises ``error`` naming it."""
+    import pandas as pd
+
+    text = read_text_file(path, what, error)
+    try:
+        return pd.read_csv(io.StringIO(text), **kwargs)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError) as exc:
+        raise error(f"{what} {path}: not a readable CSV table ({exc})") from None
 
 
 def _refuse_aliases() -> type:
@@ -145,7 +251,7 @@ def load_yaml(text: str) -> Any:
 
     if "*" not in text:  # no alias possible: the fast C loader when there is one
         return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    return yaml.load(text, Loader=_refuse_aliases())  # noqa: S506 - a SafeLoader subclass
+    return yaml.load(text, Loader=_refuse_aliases())  # a SafeLoader subclass
 
 
 UNZIP_LIMIT_ENV = "SHORTCUTLAB_MAX_UNZIPPED_MB"

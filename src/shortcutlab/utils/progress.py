@@ -3,7 +3,6 @@ stays pure JSON); quiet when stderr is not a terminal."""
 
 from __future__ import annotations
 
-from rich.console import Console
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -13,18 +12,20 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from shortcutlab.utils.console import PlainConsole
+
 
 def progress_bar(disable: bool = False) -> Progress:
     """A Progress with description, bar, n/total, elapsed time and ETA, drawn on stderr; use as a
     context manager."""
     return Progress(
-        TextColumn("[bold]{task.description}"),
+        TextColumn("{task.description}", style="bold", markup=False),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
         TextColumn("eta"),
         TimeRemainingColumn(),
-        console=Console(stderr=True),
+        console=PlainConsole(stderr=True),
         disable=disable,
         transient=False,
     )

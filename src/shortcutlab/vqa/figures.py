@@ -8,6 +8,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from shortcutlab.utils.html import literal_text
+
 __all__ = ["accuracy_bars", "figure_png", "heatmap", "imbalance_bars", "imbalance_vs_accuracy"]
 
 
@@ -65,7 +67,8 @@ def accuracy_bars(scores: dict[str, dict[str, float]]) -> Figure:
 def figure_png(fig: Figure) -> bytes:
     """Render a figure to PNG bytes (deterministic metadata)."""
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", metadata={"Software": None})
+    with literal_text(fig):
+        fig.savefig(buf, format="png", metadata={"Software": None})
     return buf.getvalue()
 
 
