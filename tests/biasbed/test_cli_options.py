@@ -126,7 +126,30 @@ def test_paper_defaults_precision_metric_and_own_settings(
     (jobs,) = calls
     assert sorted({j.train.seed for j in jobs}) == [0, 1, 2]
     assert "preprocess" not in jobs[0].spec and jobs[0].spec["image_size"] == 224
-    bad = CliRunner().invoke(app, base + ["--precision", "fp16", "--out", str(tmp_path / "q")])
-    assert bad.exit_code == 2 and "valid choices: fp32, bf16" in bad.output
+    bad = CliRunner().invoke(app, base + ["--precision", "fp8", "--out", str(tmp_path / "q")])
+    assert bad.exit_code == 2 and "valid choices: fp32, bf16, fp16" in bad.output
     bad = CliRunner().invoke(app, base + ["--metric", "top5", "--out", str(tmp_path / "q")])
     assert bad.exit_code == 2 and "valid choices: auto, top1, mean_per_class" in bad.output
+
+
+def test_fp16_reaches_the_jobs_or_is_refused_where_the_device_cannot(
+    folders: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[list] = []
+    monkeypatch.setattr(
+        "shortcutlab.biasbed.protocol.run_jobs",
+        lambda jobs, out, **kw: calls.append(list(jobs)) or RunSummary([]),
+    )
+    args = _base(folders, tmp_path / "o") + ["--precision", "fp16", "--algorithm", "sagnet"]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, res.output
+    (jobs,) = calls
+    assert {j.train.precision for j in jobs} == {"fp16"} and "fp16" in res.output
+    meta = json.loads((tmp_path / "o" / "protocol.json").read_text())["jobs"]
+    assert {m["precision"] for m in meta.values()} == {"fp16"}
+    monkeypatch.setattr("shortcutlab.train.trainer.precision_available",
+                        lambda precision, device: precision != "fp16")
+    res = CliRunner().invoke(app, _base(folders, tmp_path / "p") + ["--precision", "fp16"])
+    assert res.exit_code == 2 and len(calls) == 1
+    assert "precision 'fp16' is not available on device cpu" in res.output
+    assert "valid choices there: fp32, bf16" in res.output and "Traceback" not in res.output
