@@ -215,16 +215,29 @@ def precision_available(precision: str, device: torch.device) -> bool:
     dtype = AUTOCAST_DTYPES.get(precision)
     if dtype is None:
         return precision == "fp32"
-    if not torch.amp.is_autocast_available(device.type):
+    available = getattr(torch.amp, "is_autocast_available", None)  # torch >= 2.4
+    if available is not None and not available(device.type):
         return False
     if device.type == "cuda" and dtype == torch.bfloat16 and not torch.cuda.is_bf16_supported():
         return False
     with warnings.catch_warnings(record=True) as caught:  # torch warns and disables itself
         warnings.simplefilter("always")
-        torch.autocast(device.type, dtype=dtype)
-        if dtype == torch.float16 and not torch.amp.GradScaler(device.type).is_enabled():
+        try:
+            torch.autocast(device.type, dtype=dtype)
+            if dtype == torch.float16 and not _grad_scaler(device).is_enabled():
+                return False
+        except (RuntimeError, AttributeError):  # an older torch without it on this device
             return False
     return not caught
+
+
+def _grad_scaler(device: torch.device) -> Any:
+    """torch's GradScaler for ``device`` (``torch.amp`` from torch 2.3, CUDA's before)."""
+    if hasattr(torch.amp, "GradScaler"):
+        return torch.amp.GradScaler(device.type)
+    if device.type != "cuda":
+        raise AttributeError("no GradScaler for this device in this torch")
+    return torch.cuda.amp.GradScaler()
 
 
 def check_precision(precision: str, device: torch.device) -> None:
@@ -237,7 +250,7 @@ def check_precision(precision: str, device: torch.device) -> None:
 
 def make_grad_scaler(precision: str, device: torch.device) -> torch.amp.GradScaler | None:
     """The loss scaler of ``precision="fp16"`` (torch's GradScaler on ``device``), else None."""
-    return torch.amp.GradScaler(device.type) if precision == "fp16" else None
+    return _grad_scaler(device) if precision == "fp16" else None
 
 
 def _autocast(device: torch.device, precision: str) -> Any:
