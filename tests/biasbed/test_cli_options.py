@@ -23,6 +23,16 @@ def _base(folders: dict[str, Path], out: Path) -> list[str]:
             "--in-distribution", "stylized=cue", "--device", "cpu", "--out", str(out)]
 
 
+def _record_jobs(monkeypatch: pytest.MonkeyPatch) -> list[list]:
+    """Replace the runner: each `biasbed run` appends its planned jobs, nothing trains."""
+    calls: list[list] = []
+    monkeypatch.setattr(
+        "shortcutlab.biasbed.protocol.run_jobs",
+        lambda jobs, out, **kw: calls.append(list(jobs)) or RunSummary([]),
+    )
+    return calls
+
+
 def test_run_passes_slurm_options_and_recipe(
     folders: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -77,11 +87,7 @@ def test_run_option_errors(folders: dict[str, Path], tmp_path: Path) -> None:
 def test_single_training_set_keeps_the_old_form(
     folders: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    calls: list[list] = []
-    monkeypatch.setattr(
-        "shortcutlab.biasbed.protocol.run_jobs",
-        lambda jobs, out, **kw: calls.append(list(jobs)) or RunSummary([]),
-    )
+    calls = _record_jobs(monkeypatch)
     args = ["biasbed", "run", "--algorithm", "erm", "--seeds", "0", "--train-dir",
             str(folders["train"]), "--val-dir", str(folders["val"]), "--test-dir",
             f"cue={folders['cue']}", "--class-map", str(folders["map"]), "--out",
@@ -97,11 +103,7 @@ def test_single_training_set_keeps_the_old_form(
 def test_paper_defaults_precision_metric_and_own_settings(
     folders: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    calls: list[list] = []
-    monkeypatch.setattr(
-        "shortcutlab.biasbed.protocol.run_jobs",
-        lambda jobs, out, **kw: calls.append(list(jobs)) or RunSummary([]),
-    )
+    calls = _record_jobs(monkeypatch)
     base = ["biasbed", "run", "--algorithm", "erm", "--algorithm", "padain", "--train-dir",
             str(folders["train"]), "--val-dir", str(folders["val"]), "--test-dir",
             f"cue={folders['cue']}", "--class-map", str(folders["map"]), "--device", "cpu"]
@@ -135,11 +137,7 @@ def test_paper_defaults_precision_metric_and_own_settings(
 def test_fp16_reaches_the_jobs_or_is_refused_where_the_device_cannot(
     folders: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    calls: list[list] = []
-    monkeypatch.setattr(
-        "shortcutlab.biasbed.protocol.run_jobs",
-        lambda jobs, out, **kw: calls.append(list(jobs)) or RunSummary([]),
-    )
+    calls = _record_jobs(monkeypatch)
     args = _base(folders, tmp_path / "o") + ["--precision", "fp16", "--algorithm", "sagnet"]
     res = CliRunner().invoke(app, args)
     assert res.exit_code == 0, res.output
