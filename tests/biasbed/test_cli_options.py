@@ -23,6 +23,16 @@ def _base(folders: dict[str, Path], out: Path) -> list[str]:
             "--in-distribution", "stylized=cue", "--device", "cpu", "--out", str(out)]
 
 
+def _record_jobs(monkeypatch: pytest.MonkeyPatch) -> list[list]:
+    """Replace the runner: each `biasbed run` appends its planned jobs, nothing trains."""
+    calls: list[list] = []
+    monkeypatch.setattr(
+        "shortcutlab.biasbed.protocol.run_jobs",
+        lambda jobs, out, **kw: calls.append(list(jobs)) or RunSummary([]),
+    )
+    return calls
+
+
 def test_run_passes_slurm_options_and_recipe(
     folders: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -77,11 +87,7 @@ def test_run_option_errors(folders: dict[str, Path], tmp_path: Path) -> None:
 def test_single_training_set_keeps_the_old_form(
     folders: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    calls: list[list] = []
-    monkeypatch.setattr(
-        "shortcutlab.biasbed.protocol.run_jobs",
-        lambda jobs, out, **kw: calls.append(list(jobs)) or RunSummary([]),
-    )
+    calls = _record_jobs(monkeypatch)
     args = ["biasbed", "run", "--algorithm", "erm", "--seeds", "0", "--train-dir",
             str(folders["train"]), "--val-dir", str(folders["val"]), "--test-dir",
             f"cue={folders['cue']}", "--class-map", str(folders["map"]), "--out",
@@ -97,11 +103,7 @@ def test_single_training_set_keeps_the_old_form(
 def test_paper_defaults_precision_metric_and_own_settings(
     folders: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    calls: list[list] = []
-    monkeypatch.setattr(
-        "shortcutlab.biasbed.protocol.run_jobs",
-        lambda jobs, out, **kw: calls.append(list(jobs)) or RunSummary([]),
-    )
+    calls = _record_jobs(monkeypatch)
     base = ["biasbed", "run", "--algorithm", "erm", "--algorithm", "padain", "--train-dir",
             str(folders["train"]), "--val-dir", str(folders["val"]), "--test-dir",
             f"cue={folders['cue']}", "--class-map", str(folders["map"]), "--device", "cpu"]
@@ -126,7 +128,26 @@ def test_paper_defaults_precision_metric_and_own_settings(
     (jobs,) = calls
     assert sorted({j.train.seed for j in jobs}) == [0, 1, 2]
     assert "preprocess" not in jobs[0].spec and jobs[0].spec["image_size"] == 224
-    bad = CliRunner().invoke(app, base + ["--precision", "fp16", "--out", str(tmp_path / "q")])
-    assert bad.exit_code == 2 and "valid choices: fp32, bf16" in bad.output
+    bad = CliRunner().invoke(app, base + ["--precision", "fp8", "--out", str(tmp_path / "q")])
+    assert bad.exit_code == 2 and "valid choices: fp32, bf16, fp16" in bad.output
     bad = CliRunner().invoke(app, base + ["--metric", "top5", "--out", str(tmp_path / "q")])
     assert bad.exit_code == 2 and "valid choices: auto, top1, mean_per_class" in bad.output
+
+
+def test_fp16_reaches_the_jobs_or_is_refused_where_the_device_cannot(
+    folders: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = _record_jobs(monkeypatch)
+    args = _base(folders, tmp_path / "o") + ["--precision", "fp16", "--algorithm", "sagnet"]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, res.output
+    (jobs,) = calls
+    assert {j.train.precision for j in jobs} == {"fp16"} and "fp16" in res.output
+    meta = json.loads((tmp_path / "o" / "protocol.json").read_text())["jobs"]
+    assert {m["precision"] for m in meta.values()} == {"fp16"}
+    monkeypatch.setattr("shortcutlab.train.trainer.precision_available",
+                        lambda precision, device: precision != "fp16")
+    res = CliRunner().invoke(app, _base(folders, tmp_path / "p") + ["--precision", "fp16"])
+    assert res.exit_code == 2 and len(calls) == 1
+    assert "precision 'fp16' is not available on device cpu" in res.output
+    assert "valid choices there: fp32, bf16" in res.output and "Traceback" not in res.output

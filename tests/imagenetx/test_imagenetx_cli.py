@@ -248,3 +248,34 @@ def test_original_labels_with_class_error_type_warn_on_stderr():
     quiet = runner.invoke(app, ["imagenetx", "evaluate", "--original-labels", "--error-type",
                                 "real_class", "--json"])
     assert quiet.exit_code == 0 and "by construction" not in quiet.stderr
+
+
+@pytest.mark.slow  # a full report of four models (~40 s on a loaded CPU)
+def test_report_leaves_out_the_original_labels_blank_figures_with_a_note(model_dir, tmp_path):
+    """Under error type class the original labels make no mistakes: no bars, no heatmap for
+    them (it would be blank), and the HTML says why and which option scores them."""
+    out = runner.invoke(app, ["imagenetx", "report", str(model_dir), "--original-labels",
+                              "--bootstrap", "0", "--out", str(tmp_path / "rep")])
+    assert out.exit_code == 0, out.output
+    html = (tmp_path / "rep" / "index.html").read_text()
+    for model in ("m0", "m1", "m2"):
+        assert f"{model}: error ratio per meta-label and factor." in html
+    assert "original_labels: error ratio per meta-label" not in html
+    assert "No heatmap for original_labels: no mistakes under error type class" in html
+    assert "original_labels scores 1.0 by construction" in html
+    assert html.count("--error-type real_class") == 2
+
+
+@pytest.mark.parametrize("error_type", ["class", "real_class"])
+def test_original_labels_alone_draw_no_empty_figure(error_type, tmp_path):
+    from shortcutlab.imagenetx.predictions import original_labels_predictions
+    from shortcutlab.imagenetx.report import analyse, write_report
+
+    analysis = analyse(original_labels_predictions(), "top", error_type, n_boot=0,
+                       dataset_statistics=False)
+    html = write_report(analysis, tmp_path / "rep", "t").read_text()
+    trivial = error_type == "class"
+    assert ("original_labels: error ratio per meta-label and factor." in html) is not trivial
+    assert ("Error ratio per factor (dashed line" in html) is not trivial  # no empty bars
+    assert ("No heatmap for original_labels" in html) is trivial
+    assert ("by construction" in html) is trivial

@@ -98,3 +98,29 @@ def test_imagenetx_predict_builds_a_model_by_import_path(tmp_path: Path, monkeyp
     (tmp_path / "shortcutlab_test_zoo2.py").write_text(MODULE)
     net = build_model("shortcutlab_test_zoo2:tiny")
     assert net[-1].out_features == 1000 and not net.training
+
+
+@pytest.mark.slow  # starts a local Ray instance (~30-60 s on a loaded CPU)
+@pytest.mark.parametrize("found_by", ["pythonpath", "working_directory"])
+def test_model_by_import_path_on_ray(tmp_path: Path, found_by: str) -> None:
+    """`--backend ray`: the job runs in a Ray worker process, which must import the user's
+    module itself, from PYTHONPATH or from the folder the command was started in."""
+    pytest.importorskip("ray")
+    mods, work = tmp_path / "mods", tmp_path / "work"
+    mods.mkdir()
+    work.mkdir()
+    (mods if found_by == "pythonpath" else work).joinpath("ray_zoo.py").write_text(
+        MODULE)
+    env = _env()
+    if found_by == "pythonpath":
+        env["PYTHONPATH"] = os.pathsep.join([str(SRC), str(mods)])
+    cmd = [sys.executable, "-m", "shortcutlab", "diagvib", "run", "--model", "ray_zoo:tiny",
+           "--study", "ZSO", "--pairs", "hue-shape", "--samples", "0", "--scale", "0.002",
+           "--epochs", "1", "--batch-size", "16", "--backend", "ray", "--workers", "1",
+           "--device", "cpu", "--out", str(tmp_path / "runs"), "--json"]
+    res = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr
+    summary = json.loads(res.stdout)
+    assert summary["done"] == 1 and summary["failed"] == 0, summary
+    (job,) = [p for p in (tmp_path / "runs").rglob("job.json")]
+    assert json.loads(job.read_text())["train"]["model"] == "ray_zoo:tiny"

@@ -176,8 +176,9 @@ def build_protocol_jobs(
     ``biasbed``); with one, ``epochs``/``batch_size``/``lr`` given as None take the preset's
     values (``biasbed``: lr 1e-4 for erm and sagnet, as the authors configured them); without
     one the fast defaults above apply. ``pretrained``: a local weights file every run starts
-    from; ``precision``: ``bf16`` for mixed precision (the trainer's autocast; the authors
-    trained in fp16). Every setting is validated before anything runs.
+    from; ``precision``: ``bf16`` or ``fp16`` for mixed precision (the trainer's autocast;
+    fp16 with a gradient scaler, as the authors trained). Every setting is validated before
+    anything runs.
     """
     if not algorithms:
         raise ProtocolError("give at least one --algorithm")

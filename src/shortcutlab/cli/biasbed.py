@@ -93,7 +93,8 @@ def run(
         "--label-space imagenet1k, else mean_per_class).",
     ),
     precision: str = typer.Option(
-        None, help="fp32 or bf16 (mixed precision: bfloat16 autocast; the authors used fp16)."
+        None, help="fp32, bf16 (bfloat16 autocast) or fp16 (float16 autocast with a gradient "
+        "scaler, the authors' setting).",
     ),
     class_map: Path = typer.Option(
         None,
@@ -154,14 +155,17 @@ def run(
     from shortcutlab.errors import unknown_choice
     from shortcutlab.runner.backends import describe_failures
     from shortcutlab.train.config import PROTOCOLS, Precision
+    from shortcutlab.train.trainer import check_precision
     from shortcutlab.utils.console import PlainConsole, styled
     from shortcutlab.utils.device import resolve_device
 
-    resolve_device(device)
+    resolved = resolve_device(device)
     if protocol is not None and protocol not in PROTOCOLS:
         raise ProtocolError(unknown_choice("--protocol", protocol, tuple(PROTOCOLS)))
     if precision is not None and precision not in get_args(Precision):
         raise ProtocolError(unknown_choice("--precision", precision, get_args(Precision)))
+    if precision is not None and run_on.backend != "slurm":  # SLURM jobs resolve their own device
+        check_precision(precision, resolved)
     seeds = list(seeds or (range(10) if protocol == "biasbed" else (0, 1, 2)))
     folder_options = {"preprocess": preprocess, "image_size": image_size}  # as given
     preprocess = preprocess or ("biasbed" if protocol == "biasbed" else "resize")

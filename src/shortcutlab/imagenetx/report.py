@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from shortcutlab.errors import ImagenetXError
+from shortcutlab.imagenetx.analyses import ORIGINAL_LABELS
 from shortcutlab.imagenetx.annotations import Annotations, Which, load_annotations
 from shortcutlab.imagenetx.evaluate import (
     BootstrapCI,
@@ -219,17 +220,22 @@ def add_imagenetx_section(
     )
     for note in analysis.notes:
         report.paragraph(note, note=True)
+    trivial = trivial_original_labels_note(result)
+    if trivial:
+        report.paragraph(trivial, note=True)
     summary = result.table("error_ratio")
     summary.insert(0, "worst_factor_name", result.worst_factor_name)
     summary.insert(0, "average_accuracy", result.average)
     if len(summary) > MAX_TABLE_MODELS:
         report.paragraph(f"First {MAX_TABLE_MODELS} of {len(summary)} models shown.", note=True)
     report.table(summary.head(MAX_TABLE_MODELS).T)
-    shown = list(result.models[:MAX_BAR_MODELS])
-    report.figure(
-        figures.error_ratio_bars(result, shown, analysis.ci),
-        "Error ratio per factor (dashed line: a model whose mistakes ignore the factor).",
-    )
+    ratios = result.table("error_ratio")
+    shown = [m for m in result.models[:MAX_BAR_MODELS] if ratios.loc[m].notna().any()]
+    if shown:  # models without a defined error ratio (no mistakes) would draw nothing
+        report.figure(
+            figures.error_ratio_bars(result, shown, analysis.ci),
+            "Error ratio per factor (dashed line: a model whose mistakes ignore the factor).",
+        )
     if analysis.groups and analysis.group_tests is not None:
         report.heading("Model groups", level=3)
         report.paragraph(
@@ -249,11 +255,18 @@ def add_imagenetx_section(
     if len(result.models) > MAX_TABLE_MODELS:
         report.paragraph(f"Heatmaps of the first {MAX_TABLE_MODELS} of {len(result.models)} "
                          "models; meta_labels.csv holds every model.", note=True)
+    undefined = [m for m in shown_models if not _any_error_ratio(result, m)]
     for model in shown_models:
-        report.figure(
-            figures.meta_label_heatmap(result, model),
-            f"{model}: error ratio per meta-label and factor.",
-        )
+        if model not in undefined:
+            report.figure(
+                figures.meta_label_heatmap(result, model),
+                f"{model}: error ratio per meta-label and factor.",
+            )
+    if undefined:
+        report.paragraph(
+            f"No heatmap for {', '.join(undefined)}: no mistakes under error type "
+            f"{result.error_type}, so every error ratio is 0/0 (undefined)."
+            + (f" {TRIVIAL_HINT}" if trivial else ""), note=True)
     if analysis.listing is not None:
         from shortcutlab.imagenetx.analyses import listing_text
 
@@ -285,6 +298,26 @@ def add_imagenetx_section(
             "differences are significant; V measures how large they are)."
         )
         report.table(chi2["counts"].T, float_format="{:.0f}")
+
+
+TRIVIAL_HINT = ("The original labels are what error type class compares with; use --error-type "
+                "real_class (or error_type=\"real_class\") to score them against the ReaL labels.")
+
+
+def trivial_original_labels_note(result: EvaluationResult) -> str:
+    """A note when the original labels are scored with error type ``class`` (right by
+    construction: accuracy 1.0, no error ratios), else ``""``."""
+    if result.error_type != "class" or ORIGINAL_LABELS not in result.models:
+        return ""
+    return (f"{ORIGINAL_LABELS} scores 1.0 by construction under error type class: it makes no "
+            f"mistakes, so its error ratios are undefined and it has no bars or heatmap. "
+            f"{TRIVIAL_HINT}")
+
+
+def _any_error_ratio(result: EvaluationResult, model: str) -> bool:
+    """Whether any meta-label × factor error ratio of ``model`` is defined."""
+    values = result.meta_table(model).drop(columns="average").to_numpy(dtype=float)
+    return bool(np.isfinite(values).any())
 
 
 def _add_overall_sections(report: HtmlReport, analysis: ImagenetXAnalysis) -> None:

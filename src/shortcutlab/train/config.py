@@ -31,7 +31,7 @@ from shortcutlab.utils.io import load_yaml
 Protocol = Literal["paper", "demo", "biasbed"]
 Normalization = Literal["auto", "train", "imagenet", "none"]
 Optimizer = Literal["adam", "sgd"]
-Precision = Literal["fp32", "bf16"]
+Precision = Literal["fp32", "bf16", "fp16"]
 Head = Literal["full", "selected"]
 BatchNormMode = Literal["eval", "train"]
 
@@ -152,8 +152,10 @@ class TrainConfig(BaseModel):
     momentum: float = Field(0.9, ge=0, lt=1)
     lr_milestones: tuple[int, ...] = ()
     lr_gamma: float = Field(0.1, gt=0, le=1)
-    #: ``bf16``: forward passes under bfloat16 autocast (CUDA, or CPU); ``channels_last``: NHWC
-    #: weights and inputs. Both off by default: they change the numbers (docs/training.md).
+    #: ``bf16``/``fp16``: forward passes under bfloat16/float16 autocast (CUDA, or CPU where
+    #: torch can), fp16 with a gradient scaler on every optimiser step (the BiasBed authors'
+    #: setting); ``channels_last``: NHWC weights and inputs. Off by default: they change the
+    #: numbers (docs/training.md).
     precision: Precision = "fp32"
     channels_last: bool = False
     #: DiagViB-6 jobs: ``full`` gives the classifier one output per class of the predicted

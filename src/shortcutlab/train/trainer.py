@@ -17,9 +17,11 @@ initialisation and other torch draws from a torch RNG forked and seeded from ``c
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import math
 import time
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -203,11 +205,61 @@ class _DeviceItems(Dataset):
         return [{"x": image} for image in x]
 
 
+#: The autocast dtype of each mixed precision (``fp32``: no autocast).
+AUTOCAST_DTYPES: dict[str, torch.dtype] = {"bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def precision_available(precision: str, device: torch.device) -> bool:
+    """Whether torch can autocast to ``precision`` on ``device`` (and, for fp16, scale the
+    loss there); fp32 always."""
+    dtype = AUTOCAST_DTYPES.get(precision)
+    if dtype is None:
+        return precision == "fp32"
+    available = getattr(torch.amp, "is_autocast_available", None)  # torch >= 2.4
+    if available is not None and not available(device.type):
+        return False
+    if device.type == "cuda" and dtype == torch.bfloat16 and not torch.cuda.is_bf16_supported():
+        return False
+    with warnings.catch_warnings(record=True) as caught:  # torch warns and disables itself
+        warnings.simplefilter("always")
+        try:
+            torch.autocast(device.type, dtype=dtype)
+            if dtype == torch.float16 and not _grad_scaler(device).is_enabled():
+                return False
+        except (RuntimeError, AttributeError):  # an older torch without it on this device
+            return False
+    return not caught
+
+
+def _grad_scaler(device: torch.device) -> Any:
+    """torch's GradScaler for ``device`` (``torch.amp`` from torch 2.3, CUDA's before)."""
+    if hasattr(torch.amp, "GradScaler"):
+        return torch.amp.GradScaler(device.type)
+    if device.type != "cuda":
+        raise AttributeError("no GradScaler for this device in this torch")
+    return torch.cuda.amp.GradScaler()
+
+
+def check_precision(precision: str, device: torch.device) -> None:
+    """TrainError naming the precisions ``device`` can run, unless it can run ``precision``."""
+    if not precision_available(precision, device):
+        valid = [p for p in ("fp32", *AUTOCAST_DTYPES) if precision_available(p, device)]
+        raise TrainError(f"precision {precision!r} is not available on device {device} with "
+                         f"torch {torch.__version__}; valid choices there: {', '.join(valid)}")
+
+
+def make_grad_scaler(precision: str, device: torch.device) -> torch.amp.GradScaler | None:
+    """The loss scaler of ``precision="fp16"`` (torch's GradScaler on ``device``), else None."""
+    return _grad_scaler(device) if precision == "fp16" else None
+
+
 def _autocast(device: torch.device, precision: str) -> Any:
-    """bfloat16 autocast for ``precision="bf16"`` (CUDA or CPU), else nothing."""
-    enabled = precision == "bf16" and device.type in ("cuda", "cpu")
-    return torch.autocast(device.type if enabled else "cpu", dtype=torch.bfloat16,
-                          enabled=enabled)
+    """Autocast to bfloat16 (``bf16``) or float16 (``fp16``) on ``device``, else nothing;
+    :func:`check_precision` has refused devices that cannot."""
+    dtype = AUTOCAST_DTYPES.get(precision)
+    if dtype is None:
+        return contextlib.nullcontext()
+    return torch.autocast(device.type, dtype=dtype)
 
 
 def _prepare_inputs(algorithm: Algorithm, x: torch.Tensor, channels_last: bool) -> torch.Tensor:
@@ -357,6 +409,7 @@ def train(
             "its `algorithm` field"
         )
     device = torch.device(device)
+    check_precision(config.precision, device)
     if len(train_ds) == 0 or len(val_ds) == 0:  # type: ignore[arg-type]
         raise TrainError("training and validation sets must not be empty")
     num_classes = _num_classes(train_ds)
@@ -377,6 +430,7 @@ def train(
         algo = create_algorithm(config.algorithm, num_classes, config, context)
         algo.input_norm.set_stats(stats)
         algo.to(device)
+        algo.grad_scaler = make_grad_scaler(config.precision, device)
         if config.channels_last:
             algo.to(memory_format=torch.channels_last)
         return _fit(

@@ -69,13 +69,13 @@ class ASR(Algorithm):
         terms = self.losses(batch)
         feat_params = [p for p in self.network.classifier.parameters() if p.requires_grad]
         lens_params = [p for p in self.network.lens.parameters() if p.requires_grad]
-        feat_grads = torch.autograd.grad(terms["ce"], feat_params, retain_graph=True)
-        lens_grads = torch.autograd.grad(terms["lens"], lens_params)
+        feat_grads = torch.autograd.grad(self.scale_loss(terms["ce"]), feat_params,
+                                         retain_graph=True)
+        lens_grads = torch.autograd.grad(self.scale_loss(terms["lens"]), lens_params)
         for params, grads in ((feat_params, feat_grads), (lens_params, lens_grads)):
             for p, g in zip(params, grads, strict=True):
                 p.grad = g
-        self.opt_features.step()
-        self.opt_lens.step()
+        self.step_optimizers(self.opt_features, self.opt_lens)
         out = {k: float(v.detach()) for k, v in terms.items()}
         out["loss"] = out["ce"]
         return out

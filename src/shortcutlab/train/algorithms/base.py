@@ -10,6 +10,11 @@ containing ``loss`` (the training objective the trainer reports per epoch).
 Randomness: the trainer seeds torch from ``config.seed`` before building the algorithm and sets
 ``algorithm.step`` (0, 1, 2, ...) before every ``update``; algorithms with their own random draws
 derive them from ``(config.seed, purpose, step)`` (see :meth:`Algorithm.generator`).
+
+Backward passes and optimiser steps go through :meth:`Algorithm.backward_and_step` (or its two
+halves :meth:`Algorithm.backward` and :meth:`Algorithm.step_optimizers`), so that with
+``precision="fp16"`` the trainer's gradient scaler scales every loss and unscales, checks and
+steps every optimiser; without a scaler they are plain ``backward()`` and ``step()``.
 """
 
 from __future__ import annotations
@@ -67,6 +72,8 @@ class Algorithm(nn.Module):
         self.hparams = self._resolve_hparams(config.hparams)
         self.input_norm = InputNormalization()
         self.step = 0
+        #: The loss scaler of ``precision="fp16"`` (the trainer sets it); None: no scaling.
+        self.grad_scaler: torch.amp.GradScaler | None = None
 
     @classmethod
     def _resolve_hparams(cls, given: dict[str, Any]) -> dict[str, Any]:
@@ -149,6 +156,70 @@ class Algorithm(nn.Module):
                         module.eval()
         return self
 
+    # ---------------------------------------------------------------- backward and steps
+    def scale_loss(self, loss: torch.Tensor) -> torch.Tensor:
+        """``loss`` times the gradient scaler's current scale (unchanged without a scaler); for
+        algorithms that take gradients with ``torch.autograd.grad`` themselves."""
+        scaler = self.grad_scaler
+        return loss if scaler is None or not scaler.is_enabled() else scaler.scale(loss)
+
+    def backward(self, loss: torch.Tensor, *, retain_graph: bool = False) -> None:
+        """Back-propagate ``loss`` (scaled when a gradient scaler is set)."""
+        self.scale_loss(loss).backward(retain_graph=retain_graph)
+
+    def clip_scaled_grad_norm(self, params: Iterable[nn.Parameter], max_norm: float) -> None:
+        """Clip the gradients of ``params`` to total norm ``max_norm`` where they may still carry
+        the loss scale (between two backward passes): the bound is scaled with them."""
+        scaler = self.grad_scaler
+        scale = scaler.get_scale() if scaler is not None and scaler.is_enabled() else 1.0
+        nn.utils.clip_grad_norm_(list(params), max_norm * scale)
+
+    def step_optimizers(
+        self,
+        *optimizers: torch.optim.Optimizer | None,
+        clip: tuple[Sequence[nn.Parameter], float] | None = None,
+    ) -> bool:
+        """Step ``optimizers`` (None entries are skipped) on the gradients in place; ``clip``:
+        (parameters, max norm) clipped first, on unscaled gradients. Returns whether they
+        stepped.
+
+        With a gradient scaler the optimisers are unscaled together: each parameter's gradient
+        once even where optimisers share parameters (SagNet's main optimiser holds every
+        parameter), one inf/NaN check for all (a non-finite gradient skips every step of the
+        call), then the scaler's update. Without one: ``clip_grad_norm_`` and ``step()``."""
+        opts = [o for o in optimizers if o is not None]
+        scaler = self.grad_scaler
+        if scaler is None or not scaler.is_enabled():
+            if clip is not None and clip[1] > 0:
+                nn.utils.clip_grad_norm_(clip[0], clip[1])
+            for opt in opts:
+                opt.step()
+            return True
+        together = _Together(opts)
+        if clip is not None and clip[1] > 0:
+            scaler.unscale_(together)  # type: ignore[arg-type]
+            nn.utils.clip_grad_norm_(clip[0], clip[1])
+        stepped = scaler.step(together) is not None  # type: ignore[arg-type]
+        scaler.update()
+        return stepped
+
+    def backward_and_step(
+        self,
+        loss: torch.Tensor,
+        *optimizers: torch.optim.Optimizer | None,
+        zero_grad: bool = True,
+        clip: tuple[Sequence[nn.Parameter], float] | None = None,
+    ) -> bool:
+        """One optimisation step on ``loss``: zero the optimisers' gradients (``zero_grad``),
+        back-propagate (scaled under fp16) and :meth:`step_optimizers`. Returns whether the
+        optimisers stepped (False: the fp16 scaler found inf/NaN gradients and skipped)."""
+        if zero_grad:
+            for opt in optimizers:
+                if opt is not None:
+                    opt.zero_grad(set_to_none=True)
+        self.backward(loss)
+        return self.step_optimizers(*optimizers, clip=clip)
+
     @classmethod
     def supports(cls, model: nn.Module) -> bool:
         """Whether the algorithm, with its default hyper-parameters, can train ``model`` (the
@@ -179,6 +250,28 @@ def structure_found(find: Callable[[nn.Module], object], model: nn.Module) -> bo
     except TrainError:
         return False
     return True
+
+
+class _Together:
+    """Several optimisers as one for ``GradScaler.unscale_``/``step``: the union of their
+    parameters (each once) and a ``step`` that steps each in order."""
+
+    def __init__(self, optimizers: Sequence[torch.optim.Optimizer]) -> None:
+        self.optimizers = list(optimizers)
+        seen: set[int] = set()
+        params: list[torch.Tensor] = []
+        for opt in self.optimizers:
+            for group in opt.param_groups:
+                for p in group["params"]:
+                    if id(p) not in seen:
+                        seen.add(id(p))
+                        params.append(p)
+        self.param_groups = [{"params": params}]
+
+    def step(self) -> bool:
+        for opt in self.optimizers:
+            opt.step()
+        return True
 
 
 def _optimizers(module: nn.Module) -> list[torch.optim.Optimizer]:

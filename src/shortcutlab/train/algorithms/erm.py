@@ -25,9 +25,7 @@ class ERM(Algorithm):
 
     def update(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         loss = F.cross_entropy(self.network(batch["x"]), batch["y"])
-        self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        self.optimizer.step()
+        self.backward_and_step(loss, self.optimizer)
         return {"loss": loss.detach()}  # a tensor: the trainer sums it without a host sync
 
     def predict(self, x: torch.Tensor) -> torch.Tensor:

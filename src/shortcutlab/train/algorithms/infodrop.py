@@ -9,18 +9,22 @@ drawn with replacement from the normalised density, as in the paper; we zero eac
 its exact marginal probability ``1 - (1 - q)^k`` instead of drawing the k indices, which is the
 same per-position rate without a (B*C, k) index tensor. Evaluation is the identity.
 
-Everything runs on the input's device (CPU or CUDA); the per-batch normalisation of patch
-distances is per sample, so an image's mask does not depend on the rest of the batch.
+Everything runs on the input's device (CPU or CUDA). As in the authors' code, patch distances
+are normalised by their mean over the whole batch (``distance_norm="batch"``), so an image's mask
+depends on the rest of its batch, and the input is zero-padded (``patch_padding="zeros"``): the
+conv's own padding frame and shifts past the border compare with zeros. ``distance_norm=
+"sample"`` (each image by its own mean, its mask independent of the batch) and
+``patch_padding="reflect"`` (shifted patches reflected at the border, the distance map
+zero-padded as the conv pads) keep the earlier behaviour.
 
 Placement follows the authors' code (``placement="block"``, the default): the densities are
 estimated with the stem convolution's geometry on the network input, and the mask is applied
 to the output of the whole stem block (conv → BN → ReLU → max-pool); when the block ends in a
 max-pool, the unnormalised drop probabilities are min-pooled with the same window before they
 are normalised, as the reference does. Dropped positions are therefore exactly zero after the
-block. Remaining differences to the reference, kept on purpose: patch distances are normalised
-per sample (reference: over the batch) and padded by reflection (reference: zeros), and each
-position is dropped with its exact marginal probability instead of drawing the indices. The
-dropout stays active at test time (``eval_drop=True``) as in the reference.
+block. The remaining difference to the reference, kept on purpose: each position is dropped
+with its exact marginal probability instead of drawing the indices. The dropout stays active
+at test time (``eval_drop=True``) as in the reference.
 ``placement="conv"`` keeps the earlier variant (:class:`InfoDropConv2d`: zero the first
 ``layers`` convolutions' outputs, before their batch norm; identity in evaluation).
 """
@@ -43,6 +47,10 @@ from shortcutlab.train.config import TrainConfig
 __all__ = ["InfoDrop", "InfoDropBlock", "InfoDropConv2d", "patch_density", "wrap_convs"]
 
 INFODROP_PLACEMENTS = ("block", "conv")
+#: What patch distances are normalised over (``batch``: the authors' code; ``sample``).
+INFODROP_NORMS = ("batch", "sample")
+#: How the input is padded for the shifted patches (``zeros``: the authors' code; ``reflect``).
+INFODROP_PADDINGS = ("zeros", "reflect")
 
 
 def patch_density(
@@ -53,34 +61,55 @@ def patch_density(
     n_offsets: int = 9,
     bandwidth: float = 1.0,
     generator: torch.Generator | None = None,
+    distance_norm: str = "batch",
+    patch_padding: str = "zeros",
 ) -> torch.Tensor:
     """Kernel-density estimate of each receptive-field patch of ``conv`` on ``x``: (B, H', W').
 
     For ``n_offsets`` random offsets (di, dj) in [-radius, radius]^2, the squared distance between
-    a patch and the patch shifted by (di, dj) (reflection padding at the borders) is summed over
-    channels and the receptive field; the density is the mean of ``exp(-d / (2 h^2 mean(d)))``.
-    High density = low self-information.
+    a patch and the patch shifted by (di, dj) is summed over channels and the receptive field;
+    the density is the mean of ``exp(-d / (2 h^2 mean(d)))``, the mean taken over the whole
+    batch (``distance_norm="batch"``) or per sample (``"sample"``). High density = low
+    self-information. ``patch_padding="zeros"``: the input is zero-padded by the conv's padding
+    plus ``radius`` and distances are taken over the conv-padded frame (border patches compare
+    with zeros); ``"reflect"``: shifted patches are reflected at the border and the distance map
+    is zero-padded as the conv pads.
     """
+    if distance_norm not in INFODROP_NORMS:
+        raise TrainError(unknown_choice("InfoDrop distance_norm", distance_norm, INFODROP_NORMS))
+    if patch_padding not in INFODROP_PADDINGS:
+        raise TrainError(unknown_choice("InfoDrop patch_padding", patch_padding,
+                                        INFODROP_PADDINGS))
     b, c, h, w = x.shape
     offsets = torch.randint(-radius, radius + 1, (n_offsets, 2), generator=generator)
-    pad = min(radius, h - 1, w - 1)
-    padded = F.pad(x, (pad, pad, pad, pad), mode="reflect") if pad > 0 else x
+    if patch_padding == "zeros":
+        ph, pw = _numeric_padding(conv)
+        frame = F.pad(x, (pw + radius, pw + radius, ph + radius, ph + radius))
+        rows, cols = h + 2 * ph, w + 2 * pw
+        centre = frame[:, :, radius : radius + rows, radius : radius + cols]
+        pad, window_padding = radius, (0, 0)
+    else:
+        pad = min(radius, h - 1, w - 1)
+        frame = F.pad(x, (pad, pad, pad, pad), mode="reflect") if pad > 0 else x
+        rows, cols, centre = h, w, x
+        window_padding = conv.padding  # type: ignore[assignment]
     dists = []
     for di, dj in offsets.tolist():
         di, dj = max(-pad, min(pad, di)), max(-pad, min(pad, dj))
-        shifted = padded[:, :, pad + di : pad + di + h, pad + dj : pad + dj + w]
-        dists.append(((x - shifted) ** 2).sum(dim=1))
-    dist = torch.stack(dists, dim=1)  # (B, n, H, W)
+        shifted = frame[:, :, pad + di : pad + di + rows, pad + dj : pad + dj + cols]
+        dists.append(((centre - shifted) ** 2).sum(dim=1))
+    dist = torch.stack(dists, dim=1)  # (B, n, rows, cols)
     window = torch.ones(n_offsets, 1, *conv.kernel_size, device=x.device, dtype=x.dtype)
     patch = F.conv2d(
         dist,
         window,
         stride=conv.stride,
-        padding=conv.padding,
+        padding=window_padding,
         dilation=conv.dilation,
         groups=n_offsets,
     )  # (B, n, H', W')
-    scale = patch.mean(dim=(1, 2, 3), keepdim=True).clamp_min(1e-12)
+    dims = (0, 1, 2, 3) if distance_norm == "batch" else (1, 2, 3)
+    scale = patch.mean(dim=dims, keepdim=True).clamp_min(1e-12)
     return torch.exp(-patch / scale / (2.0 * bandwidth**2)).mean(dim=1)
 
 
@@ -97,15 +126,19 @@ class InfoDropConv2d(SeededLayer):
         bandwidth: float = 1.0,
         radius: int = 3,
         n_offsets: int = 9,
+        distance_norm: str = "batch",
+        patch_padding: str = "zeros",
     ) -> None:
         super().__init__()
-        _check_settings(conv, drop_rate, temperature, bandwidth, radius, n_offsets)
+        _check_settings(conv, drop_rate, temperature, bandwidth, radius, n_offsets,
+                        distance_norm, patch_padding)
         self.conv = conv
         self.drop_rate = float(drop_rate)
         self.temperature = float(temperature)
         self.bandwidth = float(bandwidth)
         self.radius = int(radius)
         self.n_offsets = int(n_offsets)
+        self.distance_norm, self.patch_padding = distance_norm, patch_padding
 
     @torch.no_grad()
     def drop_probability(self, x: torch.Tensor) -> torch.Tensor:
@@ -117,6 +150,8 @@ class InfoDropConv2d(SeededLayer):
             n_offsets=self.n_offsets,
             bandwidth=self.bandwidth,
             generator=self.generator(torch.device("cpu")),
+            distance_norm=self.distance_norm,
+            patch_padding=self.patch_padding,
         )
         # density ** (1 / T), computed in log space and normalised per sample (a softmax)
         return drop_probability(density, self.drop_rate, self.temperature)
@@ -133,7 +168,8 @@ class InfoDropConv2d(SeededLayer):
     def extra_repr(self) -> str:
         return (
             f"drop_rate={self.drop_rate}, temperature={self.temperature}, "
-            f"bandwidth={self.bandwidth}, radius={self.radius}, n_offsets={self.n_offsets}"
+            f"bandwidth={self.bandwidth}, radius={self.radius}, n_offsets={self.n_offsets}, "
+            f"distance_norm={self.distance_norm}, patch_padding={self.patch_padding}"
         )
 
 
@@ -179,9 +215,13 @@ class InfoDropBlock(SeededLayer):
         radius: int = 3,
         n_offsets: int = 9,
         eval_drop: bool = True,
+        distance_norm: str = "batch",
+        patch_padding: str = "zeros",
     ) -> None:
         super().__init__()
-        _check_settings(conv, drop_rate, temperature, bandwidth, radius, n_offsets)
+        _check_settings(conv, drop_rate, temperature, bandwidth, radius, n_offsets,
+                        distance_norm, patch_padding)
+        self.distance_norm, self.patch_padding = distance_norm, patch_padding
         self.geometry = [conv]  # a plain list: the conv stays owned by the network
         self.pool = pool
         self.drop_rate, self.temperature = float(drop_rate), float(temperature)
@@ -207,6 +247,7 @@ class InfoDropBlock(SeededLayer):
         density = patch_density(
             x.float(), self.geometry[0], radius=self.radius, n_offsets=self.n_offsets,
             bandwidth=self.bandwidth, generator=self.generator(torch.device("cpu")),
+            distance_norm=self.distance_norm, patch_padding=self.patch_padding,
         )
         return drop_probability(density, self.drop_rate, self.temperature, self.pool)
 
@@ -247,10 +288,21 @@ def stem_block(model: nn.Module, after: str = "") -> tuple[nn.Conv2d, str]:
     )
 
 
+def _numeric_padding(conv: nn.Conv2d) -> tuple[int, int]:
+    if isinstance(conv.padding, str):
+        raise TrainError(f"InfoDrop needs numeric conv padding, got padding={conv.padding!r}")
+    return int(conv.padding[0]), int(conv.padding[1])
+
+
 def _check_settings(
     conv: nn.Conv2d, drop_rate: float, temperature: float, bandwidth: float, radius: int,
-    n_offsets: int,
+    n_offsets: int, distance_norm: str = "batch", patch_padding: str = "zeros",
 ) -> None:
+    if distance_norm not in INFODROP_NORMS:
+        raise TrainError(unknown_choice("InfoDrop distance_norm", distance_norm, INFODROP_NORMS))
+    if patch_padding not in INFODROP_PADDINGS:
+        raise TrainError(unknown_choice("InfoDrop patch_padding", patch_padding,
+                                        INFODROP_PADDINGS))
     if isinstance(conv.padding, str):
         raise TrainError(f"InfoDrop needs numeric conv padding, got padding={conv.padding!r}")
     if drop_rate < 0 or temperature <= 0 or bandwidth <= 0 or radius < 1 or n_offsets < 1:
@@ -293,7 +345,9 @@ class InfoDrop(ERM):
     conv → BN → ReLU → max-pool, reference; ``conv``: :class:`InfoDropConv2d` on the first
     ``layers`` convolutions), ``eval_drop`` (block placement: also drop at test time, True as in
     the reference), ``after`` (module ending the stem block for models other than ResNets and
-    small_cnn).
+    small_cnn), ``distance_norm`` (:data:`INFODROP_NORMS`: ``batch`` as the reference, or
+    ``sample``) and ``patch_padding`` (:data:`INFODROP_PADDINGS`: ``zeros`` as the reference, or
+    ``reflect``).
     """
 
     name = "infodrop"
@@ -307,6 +361,8 @@ class InfoDrop(ERM):
         "placement": "block",
         "eval_drop": True,
         "after": "",
+        "distance_norm": "batch",
+        "patch_padding": "zeros",
     }
 
     @classmethod
@@ -318,7 +374,8 @@ class InfoDrop(ERM):
     ) -> None:
         super().__init__(num_classes, config, context)  # ERM: network and optimizer
         h = self.hparams
-        keys = ("drop_rate", "temperature", "bandwidth", "radius", "n_offsets")
+        keys = ("drop_rate", "temperature", "bandwidth", "radius", "n_offsets", "distance_norm",
+                "patch_padding")
         settings = {k: h[k] for k in keys}
         if h["placement"] == "block":
             conv, after_name = stem_block(self.network, h["after"])

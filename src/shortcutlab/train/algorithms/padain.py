@@ -280,9 +280,7 @@ class PAdaIN(Algorithm):
     def update(self, batch: dict[str, torch.Tensor]) -> dict[str, float]:
         reseed_all(self.swap_layers, self.config.seed, self.step)
         loss = torch.nn.functional.cross_entropy(self.network(batch["x"]), batch["y"])
-        self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        self.optimizer.step()
+        self.backward_and_step(loss, self.optimizer)
         return {"loss": float(loss.detach())}
 
     def predict(self, x: torch.Tensor) -> torch.Tensor:

@@ -232,29 +232,21 @@ class SagNet(Algorithm):
         feats = self.featurizer(x)
         loss_c = F.cross_entropy(self.content_head(style_randomize(feats, perm_c, alpha)), y)
         self.zero_grad(set_to_none=True)
-        loss_c.backward()
-        if self.opt_f is not None:
-            self.opt_f.step()
-        assert self.opt_c is not None  # the sequential step builds it
-        self.opt_c.step()
+        self.backward_and_step(loss_c, self.opt_f, self.opt_c, zero_grad=False)
 
         # style: learn the label from content-randomised features (style head only)
         with torch.no_grad():
             feats = self.featurizer(x)
         loss_s = F.cross_entropy(self.style_head(self._style_input(feats, perm_s)), y)
-        self.opt_s.zero_grad(set_to_none=True)
-        loss_s.backward()
-        self.opt_s.step()
+        self.backward_and_step(loss_s, self.opt_s)
 
         # adversary: make the style head's prediction uniform (featurizer only)
         logits = self.style_head(self._style_input(self.featurizer(x), perm_a))
         loss_adv = self._adversarial_loss(logits)
         if self.opt_adv is not None:
             self.zero_grad(set_to_none=True)
-            loss_adv.backward()
-            if self.hparams["clip_adv"] > 0:
-                nn.utils.clip_grad_norm_(self.adv_params, self.hparams["clip_adv"])
-            self.opt_adv.step()
+            self.backward_and_step(loss_adv, self.opt_adv, zero_grad=False,
+                                   clip=(self.adv_params, self.hparams["clip_adv"]))
             self.zero_grad(set_to_none=True)
         return _losses(loss_c, loss_s, loss_adv)
 
@@ -269,15 +261,12 @@ class SagNet(Algorithm):
         loss_s = F.cross_entropy(style_logits, y)
         loss_adv = self._adversarial_loss(style_logits)
         self.zero_grad(set_to_none=True)
-        (loss_s + loss_adv).backward(retain_graph=True)
+        self.backward(loss_s + loss_adv, retain_graph=True)
         if self.adv_params and self.hparams["clip_adv"] > 0:
-            nn.utils.clip_grad_norm_(self.adv_params, self.hparams["clip_adv"])
-        loss_c.backward()
-        self.opt_s.step()
-        if self.opt_adv is not None:
-            self.opt_adv.step()
-        assert self.opt_main is not None  # the joint step builds it
-        self.opt_main.step()
+            self.clip_scaled_grad_norm(self.adv_params, self.hparams["clip_adv"])
+        self.backward(loss_c)
+        # one unscale and inf check for the three (they share parameters), then each steps
+        self.step_optimizers(self.opt_s, self.opt_adv, self.opt_main)
         self.zero_grad(set_to_none=True)
         return _losses(loss_c, loss_s, loss_adv)
 

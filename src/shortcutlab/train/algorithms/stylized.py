@@ -449,9 +449,7 @@ class _StylisingAlgorithm(Algorithm):
         return self.input_norm(self.restyler.render(classes, index).to(like.device))
 
     def _step(self, loss: torch.Tensor) -> dict[str, float]:
-        self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        self.optimizer.step()
+        self.backward_and_step(loss, self.optimizer)
         return {"loss": float(loss.detach())}
 
     def predict(self, x: torch.Tensor) -> torch.Tensor:

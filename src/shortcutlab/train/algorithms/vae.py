@@ -110,9 +110,8 @@ class VAE(Algorithm):
         terms = self.losses(batch)
         total = terms["vae"] if self.hparams["classifier"] == "joint" else (
             terms["vae"] + terms["ce"])  # the head's ce reaches only the head (detached mu)
-        self.optimizer.zero_grad(set_to_none=True)
-        total.backward()  # Factor-VAE: the discriminator's gradients from tc are unused
-        self.optimizer.step()
+        # Factor-VAE: the discriminator's gradients from tc are unused
+        self.backward_and_step(total, self.optimizer)
         return {**self._report(terms), **self.after_step(terms)}
 
     def predict(self, x: torch.Tensor) -> torch.Tensor:
@@ -156,7 +155,5 @@ class FactorVAE(VAE):
 
     def after_step(self, terms: dict[str, torch.Tensor]) -> dict[str, float]:
         d_loss = self.discriminator_loss(terms["z"])
-        self.disc_optimizer.zero_grad(set_to_none=True)  # drops the gradients from tc
-        d_loss.backward()
-        self.disc_optimizer.step()
+        self.backward_and_step(d_loss, self.disc_optimizer)  # zeroing drops those from tc
         return {"disc": float(d_loss.detach())}
