@@ -255,3 +255,23 @@ def test_folder_jobs_run_in_fresh_worker_processes(
     assert json.loads(json.dumps(planned[0].job.spec))["train_dir"] == str(
         folders["train"].resolve()
     )
+
+
+def test_report_failing_part_way_leaves_the_old_report_whole(
+        protocol_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import errno
+
+    out = tmp_path / "rep"
+    write_report(protocol_dir, out, rule="last_n", n_last=2)
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    real = Path.write_text
+
+    def no_space(self: Path, *args: object, **kwargs: object) -> int:
+        if "index.html" in self.name:  # the last file of the set
+            raise OSError(errno.ENOSPC, "No space left on device", str(self))
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "write_text", no_space)
+    with pytest.raises(OSError, match="No space left"):
+        write_report(protocol_dir, out, rule="best_validation")
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before

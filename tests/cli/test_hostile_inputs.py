@@ -468,3 +468,29 @@ def test_vqa_score_names_a_damaged_release_zip(tmp_path) -> None:
     out = tmp_path / "score.json"
     _refused(["vqa", "score", str(preds), "--release", str(release), "--out", str(out)],
              "IID-Test.zip: not a readable zip file", out)
+
+
+def test_imagenetx_report_failing_part_way_leaves_the_old_report_whole(
+        tmp_path, monkeypatch) -> None:
+    import numpy as np
+    import pandas as pd
+
+    from shortcutlab.imagenetx.annotations import original_val_labels
+
+    labels = original_val_labels()
+    out = tmp_path / "report"
+    snapshots = []
+    for seed in (0, 1):
+        folder = tmp_path / f"preds{seed}"
+        folder.mkdir()
+        wrong = np.random.default_rng(seed).random(len(labels)) < 0.3
+        pd.DataFrame({"file_name": labels.index,
+                      "predicted_class": np.where(wrong, (labels + 1) % 1000, labels)}).to_csv(
+            folder / "model.csv", index=False)
+        if seed:
+            _fail_writes_of(monkeypatch, "index.html")
+        res = runner.invoke(app, ["imagenetx", "report", str(folder), "--bootstrap", "0",
+                                  "--out", str(out)])
+        snapshots.append(_snapshot(out))
+    assert res.exit_code == 2 and f"{out / 'index.html'}: No space left" in res.output, res.output
+    assert snapshots[1] == snapshots[0] and "summary.csv" in snapshots[0]  # no new summary.csv

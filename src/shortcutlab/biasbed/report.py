@@ -29,7 +29,7 @@ from shortcutlab.biasbed.protocol import (
 from shortcutlab.errors import StatsError
 from shortcutlab.stats.selection import RULES, rule_label
 from shortcutlab.utils.html import HtmlReport, literal_text
-from shortcutlab.utils.io import atomic_path
+from shortcutlab.utils.io import output_set
 
 __all__ = ["add_biasbed_section", "epoch_curves", "rule_gap_frame", "write_report"]
 
@@ -250,17 +250,15 @@ def write_report(
         tables = add_biasbed_section(
             report, run_dir, rule=rule, n_last=n_last, alpha=alpha, **options
         )
-    written = []
     frames = (
         ("epochs.csv", tables["epochs"]),
         ("selection.csv", tables["selection"]),
         ("competitors.csv", tables["competitors"]),
     )
-    for name, frame in frames:
-        with atomic_path(out / name, suffix=".csv") as tmp:
-            frame.to_csv(tmp, index=False)
-        written.append(out / name)
-    if tables["comparison"] is not None:
-        written.extend(tables["comparison"].write(out, stem="comparison"))
-    written.append(report.write(out / "index.html"))
+    with output_set() as outputs:  # every file or none (old ones stay on a failure)
+        written = [outputs.write_text(out / name, frame.to_csv(index=False))
+                   for name, frame in frames]
+        if tables["comparison"] is not None:
+            written.extend(tables["comparison"].stage(outputs, out, stem="comparison"))
+        written.append(outputs.write_text(out / "index.html", report.render()))
     return written

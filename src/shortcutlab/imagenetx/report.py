@@ -30,7 +30,7 @@ from shortcutlab.imagenetx.evaluate import (
 )
 from shortcutlab.imagenetx.predictions import Predictions
 from shortcutlab.utils.html import HtmlReport, literal_text
-from shortcutlab.utils.io import write_json, write_text
+from shortcutlab.utils.io import output_set
 
 MAX_TABLE_MODELS = 30
 MAX_BAR_MODELS = 6
@@ -403,13 +403,16 @@ def write_report(
     report = HtmlReport(title)
     with literal_text():  # model names are data, not mathtext
         add_imagenetx_section(report, analysis)
-    write_json(out / "imagenetx.json", analysis.to_dict())
-    write_text(out / "summary.csv", analysis.result.summary().to_csv())
-    write_text(out / "meta_labels.csv", analysis.result.meta_long().to_csv(index=False))
+    tables = {"summary.csv": analysis.result.summary().to_csv(),
+              "meta_labels.csv": analysis.result.meta_long().to_csv(index=False)}
     if analysis.listing is not None:
-        write_text(out / "table3.csv", analysis.listing.to_csv(index=False))
+        tables["table3.csv"] = analysis.listing.to_csv(index=False)
     if analysis.calibration is not None:
-        write_text(out / "calibration.csv", analysis.calibration.to_csv())
+        tables["calibration.csv"] = analysis.calibration.to_csv()
     if analysis.active_accuracy is not None:
-        write_text(out / "active_factors.csv", analysis.active_accuracy.to_csv())
-    return report.write(out / "index.html")
+        tables["active_factors.csv"] = analysis.active_accuracy.to_csv()
+    with output_set() as outputs:  # every file or none (old ones stay on a failure)
+        outputs.write_json(out / "imagenetx.json", analysis.to_dict())
+        for name, text in tables.items():
+            outputs.write_text(out / name, text)
+        return outputs.write_text(out / "index.html", report.render())

@@ -33,7 +33,7 @@ from shortcutlab.stats.posthoc import (
 )
 from shortcutlab.stats.tables import ScoreTable, load_table, parse_table
 from shortcutlab.utils.html import figure_to_png, literal_text
-from shortcutlab.utils.io import output_set
+from shortcutlab.utils.io import OutputSet, output_set
 from shortcutlab.utils.sanitize import finite_or_none
 
 
@@ -237,20 +237,25 @@ class ComparisonResult(FriedmanResult):
     def write(self, out_dir: str | os.PathLike[str], stem: str = "comparison") -> list[Path]:
         """Write JSON, scores/ranks/Nemenyi CSVs, LaTeX and the CD diagram PNG: all six or, on a
         failure, none (old files stay as they were)."""
+        with output_set() as outputs:
+            return self.stage(outputs, out_dir, stem)
+
+    def stage(self, outputs: OutputSet, out_dir: str | os.PathLike[str],
+              stem: str = "comparison") -> list[Path]:
+        """The six files of :meth:`write`, staged in ``outputs`` (a larger all-or-none set)."""
         out = Path(out_dir)
         with literal_text():  # algorithm names are data, not mathtext
             png = figure_to_png(self.cd_diagram(), dpi=150)
-        with output_set() as outputs:
-            return [
-                outputs.write_json(out / f"{stem}.json", self.to_dict()),
-                outputs.write_text(out / f"{stem}_scores.csv", self.scores_csv()),
-                outputs.write_text(out / f"{stem}_ranks.csv",
-                                   self.ranks_frame().to_csv(float_format="%.10g")),
-                outputs.write_text(out / f"{stem}_nemenyi.csv",
-                                   self.nemenyi.to_csv(float_format="%.10g")),
-                outputs.write_text(out / f"{stem}.tex", self.to_latex()),
-                outputs.write_bytes(out / f"{stem}_cd_diagram.png", png),
-            ]
+        return [
+            outputs.write_json(out / f"{stem}.json", self.to_dict()),
+            outputs.write_text(out / f"{stem}_scores.csv", self.scores_csv()),
+            outputs.write_text(out / f"{stem}_ranks.csv",
+                               self.ranks_frame().to_csv(float_format="%.10g")),
+            outputs.write_text(out / f"{stem}_nemenyi.csv",
+                               self.nemenyi.to_csv(float_format="%.10g")),
+            outputs.write_text(out / f"{stem}.tex", self.to_latex()),
+            outputs.write_bytes(out / f"{stem}_cd_diagram.png", png),
+        ]
 
 
 def _distinct_decimals(means: pd.DataFrame, most: int = 4) -> int:
