@@ -114,10 +114,6 @@ BENCHMARK_IDENTIFIERS = {"benchmark_seed", "factor_classes"}
 # the factor-space Stylized/Debiased re-rendering, the AlgorithmContext layout field that feeds
 # it, the generic Job's DiagViB-6 seed and the collector's scale and seed columns.
 KNOWN_CONCEPTS: set[tuple[str, str]] = {
-    ("train/algorithms/base.py", "factor_classes"),
-    ("train/algorithms/stylized.py", "factor_classes"),
-    ("train/algorithms/stylized.py", "hue"),
-    ("train/algorithms/stylized.py", "texture"),
     ("runner/jobs.py", "benchmark_seed"),
     ("runner/collect.py", "benchmark_seed"),
     ("runner/collect.py", "scale"),

@@ -44,6 +44,7 @@ from shortcutlab.biasbed.datasets import (
     parse_dataset,
 )
 from shortcutlab.diagvib import jobs as diagvib_jobs
+from shortcutlab.diagvib.restyle import style_hparams
 from shortcutlab.diagvib.studies import make_experiment
 from shortcutlab.errors import ShortcutlabError, StatsError, unknown_choice
 from shortcutlab.runner.backends import RunSummary, SlurmOptions, run_jobs
@@ -201,7 +202,7 @@ def build_protocol_jobs(
     if inputs:
         diagvib_jobs.source_generator(mnist, textures)  # fail now on bad sources
     digests = {k: content_digest(v) for k, v in inputs.items()}
-    hparams = dict(hparams or {})
+    hparams = {a: style_hparams(a, hp) for a, hp in (hparams or {}).items()}
     for name in hparams:
         if name not in algorithms:
             raise ProtocolError(unknown_choice("algorithm in hparams", name, algorithms))
@@ -284,7 +285,6 @@ def _check_algorithms(planned: Sequence[PlannedRun]) -> None:
     """Instantiate each (algorithm, dataset) once on the CPU so bad hyper-parameters, models or
     algorithm/dataset mismatches (Stylized on a texture task) fail before any training."""
     from shortcutlab.diagvib.dataset import DiagvibDataset
-    from shortcutlab.diagvib.factors import FACTOR_TABLE, FACTORS
     from shortcutlab.diagvib.spec import ExperimentSpec
     from shortcutlab.train.algorithms import create_algorithm
     from shortcutlab.train.algorithms.base import AlgorithmContext
@@ -298,10 +298,7 @@ def _check_algorithms(planned: Sequence[PlannedRun]) -> None:
         job = p.job
         if job.kind == diagvib_jobs.KIND:
             spec = ExperimentSpec(**(job.spec or {}))
-            context = AlgorithmContext(
-                train_dataset=DiagvibDataset(spec, "train"),
-                factor_classes={f: FACTOR_TABLE[f].classes for f in FACTORS},
-            )
+            context = AlgorithmContext(train_dataset=DiagvibDataset(spec, "train"))
             n_classes = DiagvibDataset.num_classes
         else:
             context = AlgorithmContext()

@@ -239,6 +239,15 @@ class DiagvibDataset(Dataset):
     def __getitem__(self, i: int) -> Any:
         return self.__getitems__([i])[0]
 
+    def restyler(self, style: str = "", pool: str = "selected") -> Any:
+        """The restyling capability (:class:`shortcutlab.train.capabilities.Restylable`): a
+        :class:`~shortcutlab.diagvib.restyle.FactorRestyler` that re-renders this split's items
+        with the style factors redrawn (``style``: ``""`` = texture, or ``+``-joined factors,
+        e.g. ``"texture+hue"``; ``pool``: ``selected`` classes or ``all``)."""
+        from shortcutlab.diagvib.restyle import FactorRestyler
+
+        return FactorRestyler.for_dataset(self, style, pool)
+
     def eval(self, y_pred: Any, indices: Any = None) -> tuple[dict[str, float], str]:
         """WILDS-style scores of ``y_pred`` (class ids or scores, one per image in order, or per
         entry of ``indices``): a flat dict (``acc_avg``, ``acc_<tag>``, ``count_<tag>``,

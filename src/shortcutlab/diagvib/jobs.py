@@ -55,17 +55,13 @@ def train_job(job: Job, device: str, keep_best_state: bool = False) -> tuple[Any
     """Render the job's experiment and train it: (TrainResult, ExperimentSpec, test set, torch
     device). ``keep_best_state``: the result holds the selected checkpoint's state dict (the
     inspection figures of :mod:`shortcutlab.diagvib.inspect` use it)."""
-    from shortcutlab.diagvib.factors import FACTOR_TABLE, FACTORS
     from shortcutlab.train.algorithms.base import AlgorithmContext
     from shortcutlab.train.trainer import train
     from shortcutlab.utils.device import resolve_device
 
     spec, train_ds, val_ds, test_ds = job_datasets(job)
     torch_device = resolve_device(device)
-    context = AlgorithmContext(
-        factor_classes={f: FACTOR_TABLE[f].classes for f in FACTORS},
-        train_dataset=train_ds, device=torch_device,
-    )
+    context = AlgorithmContext(train_dataset=train_ds, device=torch_device)
     res = train(job.train, train_ds, val_ds, {"test": test_ds}, device=torch_device,
                 context=context, keep_best_state=keep_best_state)
     return res, spec, test_ds, torch_device
