@@ -26,8 +26,10 @@ def noop_jobs(n: int, prefix: str = "noop/a-b") -> list[Job]:
 
 
 def test_bad_job_fields_are_named() -> None:
-    with pytest.raises(RunnerError, match=r"scale: .*'big'"):
-        Job(experiment="x", kind="noop", scale="big")
+    with pytest.raises(RunnerError, match=r"threads: .*'big'"):
+        Job(experiment="x", kind="noop", threads="big")
+    with pytest.raises(RunnerError, match=r"scale: Extra inputs"):  # a kind's field, not the Job's
+        Job(experiment="x", kind="noop", scale=0.5)
     with pytest.raises(RunnerError, match=r"kind: Field required"):
         Job(experiment="x")
 
