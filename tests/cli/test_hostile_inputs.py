@@ -187,7 +187,7 @@ def test_vqa_score_names_a_damaged_samples_parquet(tmp_path) -> None:
 def test_a_job_table_with_a_duplicated_id_is_refused(tmp_path, command: str) -> None:
     import pandas as pd
 
-    from shortcutlab.diagvib.metrics import synthetic_table
+    from tests.diagvib.tables import synthetic_table
 
     table = synthetic_table(studies=("ZSO",), samples=(0,))
     jobs = tmp_path / "jobs.csv"

@@ -19,7 +19,8 @@ from shortcutlab.diagvib.figures import (
     plot_chgo_improvement,
     plot_factor_aggregates,
 )
-from shortcutlab.diagvib.metrics import compute_metrics, synthetic_table
+from shortcutlab.diagvib.metrics import compute_metrics
+from tests.diagvib.tables import synthetic_table
 from shortcutlab.diagvib.report import (
     format_mean_err,
     load_job_table,

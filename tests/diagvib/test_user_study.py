@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 
 from shortcutlab.diagvib import spec as spec_module
-from shortcutlab.diagvib.metrics import compute_metrics, synthetic_table
+from shortcutlab.diagvib.metrics import compute_metrics
+from tests.diagvib.tables import synthetic_table
 from shortcutlab.diagvib.report import build_report
 from shortcutlab.diagvib.spec import Study, get_study, register_study
 from shortcutlab.diagvib.studies import experiment_names, make_experiment
