@@ -20,7 +20,6 @@ from shortcutlab.diagvib.figures import (
     plot_factor_aggregates,
 )
 from shortcutlab.diagvib.metrics import compute_metrics
-from tests.diagvib.tables import synthetic_table
 from shortcutlab.diagvib.report import (
     format_mean_err,
     load_job_table,
@@ -29,6 +28,7 @@ from shortcutlab.diagvib.report import (
 )
 from shortcutlab.errors import DiagvibError
 from shortcutlab.utils.html import HtmlReport, figure_to_png
+from tests.diagvib.tables import synthetic_table
 
 
 @pytest.fixture(scope="module")

@@ -10,11 +10,11 @@ import pytest
 
 from shortcutlab.diagvib import spec as spec_module
 from shortcutlab.diagvib.metrics import compute_metrics
-from tests.diagvib.tables import synthetic_table
 from shortcutlab.diagvib.report import build_report
 from shortcutlab.diagvib.spec import Study, get_study, register_study
 from shortcutlab.diagvib.studies import experiment_names, make_experiment
 from shortcutlab.errors import SpecError
+from tests.diagvib.tables import synthetic_table
 
 
 def one_extra_cell(*, seed: int, sample: int, predicted: str, correlated: str,

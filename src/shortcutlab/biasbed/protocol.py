@@ -34,7 +34,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 
@@ -47,7 +47,7 @@ from shortcutlab.diagvib import jobs as diagvib_jobs
 from shortcutlab.diagvib.restyle import style_hparams
 from shortcutlab.diagvib.studies import make_experiment
 from shortcutlab.errors import ShortcutlabError, StatsError, unknown_choice
-from shortcutlab.runner.backends import RunSummary, SlurmOptions, run_jobs
+from shortcutlab.runner.backends import Backend, RunSummary, SlurmOptions, run_jobs
 from shortcutlab.runner.collect import collect_epochs
 from shortcutlab.runner.jobs import Job, JobOutput, register_job_kind
 from shortcutlab.stats.compare import ComparisonResult, compare
@@ -368,7 +368,7 @@ def run_protocol(
     return run_jobs(
         [p.job for p in planned],
         out,
-        backend=backend,
+        backend=cast("Backend", backend),  # run_jobs refuses an unknown name itself
         workers=workers,
         device=device,
         progress=progress,

@@ -45,7 +45,7 @@ HEADS: tuple[Head, ...] = get_args(Head)
 
 class _Renderer(Protocol):
     def render(self, classes: np.ndarray, *, seed: int, split: str, indices: np.ndarray,
-               backend: str = ..., device: str = ...) -> Any: ...
+               backend: Any = ..., device: str = ...) -> Any: ...
 
 
 def _default_generator() -> _Renderer:

@@ -115,7 +115,8 @@ def job_datasets(job: Job) -> tuple[Any, Any, Any, Any]:
     else:
         spec = make_experiment(job.experiment, scale=params.scale, seed=params.benchmark_seed)
     head = job.train.head
-    train_ds = DiagvibDataset(spec, "train", generator=source_generator(**job.inputs), head=head)
+    generator = source_generator(job.inputs.get("mnist"), job.inputs.get("textures"))
+    train_ds = DiagvibDataset(spec, "train", generator=generator, head=head)
     val_ds = DiagvibDataset(spec, "val", generator=train_ds.generator, head=head)
     test_ds = DiagvibDataset(spec, "test", generator=train_ds.generator, head=head)
     return spec, train_ds, val_ds, test_ds

@@ -130,7 +130,8 @@ def collect(root: str | Path) -> pd.DataFrame:
     columns are empty unless done.
     """
     root = Path(root)
-    rows, skipped = [], []
+    rows: list[dict[str, Any]] = []
+    skipped: list[str] = []
     for path in _job_dirs(root):
         try:
             rows.append(_row(path))
@@ -161,7 +162,8 @@ def collect(root: str | Path) -> pd.DataFrame:
 def collect_epochs(root: str | Path) -> pd.DataFrame:
     """The long per-epoch table of every done job: job_id, epoch, train_loss, val_loss,
     val_acc, test_set, tag ("all" or a cell tag), acc, n."""
-    frames, skipped = [], []
+    frames: list[pd.DataFrame] = []
+    skipped: list[str] = []
     for path in _job_dirs(Path(root)):
         if (path / DONE_FILE).is_file() and (path / EPOCHS_FILE).is_file():
             try:
