@@ -18,6 +18,7 @@ from shortcutlab.biasbed.protocol import (
     compare_algorithms,
     default_n_last,
     load_epochs,
+    parse_hparams,
     run_protocol,
     selection_table,
 )
@@ -145,6 +146,18 @@ def test_scale_only_changes_diagvib_job_ids(folders: dict[str, Path]) -> None:
     assert diag[0].job_id != diag[1].job_id
     assert [j.params["scale"] for j in diag] == [0.001, 0.002]  # the DiagViB-6 kind's own field
     assert diag[0].describe()["scale"] == 0.001
+
+
+def test_former_stylized_hparams_still_plan() -> None:
+    """`--hparam stylized:hue=true` and `texture_pool` keep working: the protocol hands the
+    engine the generic style options the DiagViB-6 capability understands."""
+    hparams = parse_hparams(["stylized:hue=true", "stylized:texture_pool=all"])
+    planned = build_protocol_jobs(["diagvib:ZGO/shape-texture/0"], ProtocolSettings(
+        ("stylized",), seeds=(0,), epochs=1, scale=0.002, hparams=hparams))
+    assert planned[0].job.train.hparams == {"style": "texture+hue", "style_pool": "all"}
+    with pytest.raises(TrainError, match="predicts 'hue'"):  # hue now redrawn: refused
+        build_protocol_jobs(["diagvib:ZGO/hue-shape/0"], ProtocolSettings(
+            ("stylized",), seeds=(0,), epochs=1, scale=0.002, hparams=hparams))
 
 
 def test_same_seed_same_numbers(folders: dict[str, Path], tmp_path: Path) -> None:

@@ -2,7 +2,7 @@
 
 Runs are jobs of the runner (:mod:`shortcutlab.runner`): each is a hashed, resumable directory
 with ``done`` written last, so an interrupted protocol picks up where it stopped and re-running
-it skips finished runs. Runs differ only in the training seed (``first_seed + r``); training
+it skips finished runs. Runs differ only in the training seed (``ProtocolSettings.seeds``); training
 never stops early (``patience=None``), because model selection is done afterwards, explicitly,
 by the rules of :mod:`shortcutlab.stats.selection` (best-epoch oracle = cherry-picking, mean of
 the last n epochs, best training-distribution validation); the statistical comparison is D's
