@@ -289,7 +289,9 @@ def read_job(path: Path) -> Job:
     try:
         return Job(**data)
     except RunnerError as exc:
-        raise JobFileError(path / JOB_FILE, f"is not a valid job ({exc})") from None
+        raise JobFileError(path / JOB_FILE, f"is not a valid job ({exc}; an edited job.json, "
+                           "or one planned by an earlier shortcutlab whose job fields have "
+                           "changed since: plan the jobs again)") from None
 
 
 # ----------------------------------------------------------------------------- job kinds
