@@ -13,10 +13,12 @@ from typer.testing import CliRunner
 from shortcutlab.biasbed.datasets import FolderExperiment
 from shortcutlab.biasbed.protocol import (
     ProtocolError,
+    ProtocolSettings,
     build_protocol_jobs,
     compare_algorithms,
     default_n_last,
     load_epochs,
+    parse_hparams,
     run_protocol,
     selection_table,
 )
@@ -38,14 +40,9 @@ def _experiment(folders: dict[str, Path]) -> FolderExperiment:
 @pytest.fixture(scope="module")
 def protocol_dir(folders: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("protocol")
-    planned = build_protocol_jobs(
-        ["erm", "padain"],
-        [_experiment(folders)],
-        runs=2,
-        epochs=3,
-        batch_size=6,
-        hparams={"padain": {"p": 0.5}},
-    )
+    planned = build_protocol_jobs([_experiment(folders)], ProtocolSettings(
+        ("erm", "padain"), seeds=(0, 1), epochs=3, batch_size=6, hparams={"padain": {"p": 0.5}},
+    ))
     summary = run_protocol(planned, out, progress=False)
     assert len(summary.done) == 4 and not summary.failed
     return out
@@ -63,14 +60,9 @@ def test_every_epoch_of_every_run_on_every_test_set(
     meta = json.loads((protocol_dir / "protocol.json").read_text())["jobs"]
     assert sorted(m["algorithm"] for m in meta.values()) == ["erm", "erm", "padain", "padain"]
     # resumable: running the same protocol again trains nothing
-    planned = build_protocol_jobs(
-        ["erm", "padain"],
-        [_experiment(folders)],
-        runs=2,
-        epochs=3,
-        batch_size=6,
-        hparams={"padain": {"p": 0.5}},
-    )
+    planned = build_protocol_jobs([_experiment(folders)], ProtocolSettings(
+        ("erm", "padain"), seeds=(0, 1), epochs=3, batch_size=6, hparams={"padain": {"p": 0.5}},
+    ))
     again = run_protocol(planned, protocol_dir, progress=False)
     assert len(again.skipped) == 4 and not again.done
 
@@ -141,15 +133,31 @@ def test_epoch_curves_show_mean_over_runs(protocol_dir: Path) -> None:
 def test_scale_only_changes_diagvib_job_ids(folders: dict[str, Path]) -> None:
     exp = _experiment(folders)
     ids = {
-        scale: [p.job.job_id for p in build_protocol_jobs(["erm"], [exp], 2, 1, scale=scale)]
+        scale: [p.job.job_id for p in build_protocol_jobs(
+            [exp], ProtocolSettings(("erm",), seeds=(0, 1), epochs=1, scale=scale))]
         for scale in (1.0, 0.01)
     }
     assert ids[1.0] == ids[0.01] and len(set(ids[1.0])) == 2  # CLI and Python runs are shared
     diag = [
-        build_protocol_jobs(["erm"], ["diagvib:ZGO/shape-texture/0"], 1, 1, scale=s)[0].job.job_id
+        build_protocol_jobs(["diagvib:ZGO/shape-texture/0"],
+                            ProtocolSettings(("erm",), seeds=(0,), epochs=1, scale=s))[0].job
         for s in (0.001, 0.002)
     ]
-    assert diag[0] != diag[1]
+    assert diag[0].job_id != diag[1].job_id
+    assert [j.params["scale"] for j in diag] == [0.001, 0.002]  # the DiagViB-6 kind's own field
+    assert diag[0].describe()["scale"] == 0.001
+
+
+def test_former_stylized_hparams_still_plan() -> None:
+    """`--hparam stylized:hue=true` and `texture_pool` keep working: the protocol hands the
+    engine the generic style options the DiagViB-6 capability understands."""
+    hparams = parse_hparams(["stylized:hue=true", "stylized:texture_pool=all"])
+    planned = build_protocol_jobs(["diagvib:ZGO/shape-texture/0"], ProtocolSettings(
+        ("stylized",), seeds=(0,), epochs=1, scale=0.002, hparams=hparams))
+    assert planned[0].job.train.hparams == {"style": "texture+hue", "style_pool": "all"}
+    with pytest.raises(TrainError, match="predicts 'hue'"):  # hue now redrawn: refused
+        build_protocol_jobs(["diagvib:ZGO/hue-shape/0"], ProtocolSettings(
+            ("stylized",), seeds=(0,), epochs=1, scale=0.002, hparams=hparams))
 
 
 def test_same_seed_same_numbers(folders: dict[str, Path], tmp_path: Path) -> None:
@@ -158,7 +166,8 @@ def test_same_seed_same_numbers(folders: dict[str, Path], tmp_path: Path) -> Non
     )
     frames = []
     for name in ("a", "b"):
-        planned = build_protocol_jobs(["sagnet"], [exp], runs=1, epochs=1, batch_size=6)
+        planned = build_protocol_jobs(
+            [exp], ProtocolSettings(("sagnet",), seeds=(0,), epochs=1, batch_size=6))
         run_protocol(planned, tmp_path / name, progress=False)
         frames.append(load_epochs(tmp_path / name))
     cols = ["run", "epoch", "train_loss", "val_loss", "val_acc", "acc"]
@@ -168,16 +177,18 @@ def test_same_seed_same_numbers(folders: dict[str, Path], tmp_path: Path) -> Non
 def test_bad_protocol_settings(folders: dict[str, Path], tmp_path: Path) -> None:
     exp = _experiment(folders)
     with pytest.raises(ProtocolError, match="'erm' is given twice"):
-        build_protocol_jobs(["erm", "erm"], [exp], 1, 1)
+        build_protocol_jobs([exp], ProtocolSettings(("erm", "erm"), epochs=1))
     with pytest.raises(ProtocolError, match="must be >= 1"):
-        build_protocol_jobs(["erm"], [exp], 0, 1)
+        build_protocol_jobs([exp], ProtocolSettings(("erm",), epochs=0))
+    with pytest.raises(ProtocolError, match="distinct non-negative"):
+        build_protocol_jobs([exp], ProtocolSettings(("erm",), seeds=()))
     with pytest.raises(ProtocolError, match="unknown algorithm in hparams 'sagnet'"):
-        build_protocol_jobs(["erm"], [exp], 1, 1, hparams={"sagnet": {"w_adv": 1.0}})
+        build_protocol_jobs([exp], ProtocolSettings(("erm",), hparams={"sagnet": {"w_adv": 1.0}}))
     choices = "detach, layers, p, placement"
     with pytest.raises(TrainError, match=f"hyper-parameter .* 'q'; valid choices: {choices}"):
-        build_protocol_jobs(["padain"], [exp], 1, 1, hparams={"padain": {"q": 1}})
-    with pytest.raises(TrainError, match="needs a DiagViB-6 training set"):
-        build_protocol_jobs(["debiased"], [exp], 1, 1)
+        build_protocol_jobs([exp], ProtocolSettings(("padain",), hparams={"padain": {"q": 1}}))
+    with pytest.raises(TrainError, match="needs a training set that re-renders"):
+        build_protocol_jobs([exp], ProtocolSettings(("debiased",)))
     with pytest.raises(ProtocolError, match="protocol.json missing"):
         load_epochs(tmp_path)
 
@@ -248,7 +259,8 @@ def test_folder_jobs_run_in_fresh_worker_processes(
 ) -> None:
     """Spawned workers register nothing: the backend hands them the job function with the job,
     so a kind registered only in the parent (by build_protocol_jobs) runs there."""
-    planned = build_protocol_jobs(["erm"], [_experiment(folders)], runs=1, epochs=1)
+    planned = build_protocol_jobs([_experiment(folders)],
+                                  ProtocolSettings(("erm",), seeds=(0,), epochs=1))
     summary = run_protocol(planned, tmp_path / "out", backend="processes", workers=1,
                            device="cpu", progress=False)
     assert len(summary.done) == 1, summary.failed

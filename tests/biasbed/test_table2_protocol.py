@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 
 from shortcutlab.biasbed.datasets import FolderExperiment
 from shortcutlab.biasbed.protocol import (
+    ProtocolSettings,
     build_protocol_jobs,
     compare_algorithms,
     competitor_table,
@@ -68,17 +69,14 @@ def table2_dir(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
         )
     vgg, dec = write_adain_pair(root)
     out = root / "runs"
-    common = {"runs": 2, "epochs": 2, "batch_size": 6, "lr": 1e-3}
-    planned = build_protocol_jobs(
-        ["erm", "padain", "sagnet", "infodrop", "debiased"], [experiments["imagenet"]],
-        dataset_names=["imagenet"], protocol="biasbed",
+    common = {"seeds": (0, 1), "epochs": 2, "batch_size": 6, "lr": 1e-3, "protocol": "biasbed"}
+    planned = build_protocol_jobs([experiments["imagenet"]], ProtocolSettings(
+        ("erm", "padain", "sagnet", "infodrop", "debiased"),
         hparams={"debiased": {"vgg_weights": str(vgg), "decoder_weights": str(dec)}}, **common,
-    )
+    ), dataset_names=["imagenet"])
     names = [n for n in TRAINING_SETS if n != "imagenet"]
-    planned += build_protocol_jobs(
-        ["erm"], [experiments[n] for n in names], dataset_names=names, protocol="biasbed",
-        **common,
-    )
+    planned += build_protocol_jobs([experiments[n] for n in names],
+                                   ProtocolSettings(("erm",), **common), dataset_names=names)
     summary = run_protocol(planned, out, progress=False)
     assert len(summary.done) == 16 and not summary.failed, summary.failed
     return out, root

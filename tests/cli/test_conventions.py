@@ -25,7 +25,7 @@ from typer.testing import CliRunner
 from shortcutlab import __version__
 from shortcutlab.cli.main import app
 from shortcutlab.cli.output import to_json
-from shortcutlab.diagvib.metrics import synthetic_table
+from tests.diagvib.tables import synthetic_table
 
 runner = CliRunner()
 

@@ -94,8 +94,9 @@ def test_figures_are_readable_and_legends_hide_no_bars() -> None:
     from matplotlib.text import Text
 
     from shortcutlab.diagvib.figures import plot_factor_aggregates
-    from shortcutlab.diagvib.metrics import compute_metrics, synthetic_table
+    from shortcutlab.diagvib.metrics import compute_metrics
     from shortcutlab.vqa.figures import accuracy_bars
+    from tests.diagvib.tables import synthetic_table
 
     fig = accuracy_bars({"model": {"iid": 60.0, "KO": 95.0, "QT": 50.0},
                          "other": {"iid": 55.0, "KO": 98.0, "QT": 40.0}})

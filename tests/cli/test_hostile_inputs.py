@@ -187,7 +187,7 @@ def test_vqa_score_names_a_damaged_samples_parquet(tmp_path) -> None:
 def test_a_job_table_with_a_duplicated_id_is_refused(tmp_path, command: str) -> None:
     import pandas as pd
 
-    from shortcutlab.diagvib.metrics import synthetic_table
+    from tests.diagvib.tables import synthetic_table
 
     table = synthetic_table(studies=("ZSO",), samples=(0,))
     jobs = tmp_path / "jobs.csv"
@@ -276,7 +276,7 @@ def test_diagvib_run_prints_its_folder_and_failures_with_markup_as_typed(tmp_pat
 
 
 def test_metrics_prints_model_names_with_markup_as_typed(tmp_path) -> None:
-    from shortcutlab.diagvib.metrics import synthetic_table
+    from tests.diagvib.tables import synthetic_table
 
     jobs = tmp_path / "jobs.csv"
     synthetic_table(models=("[/x]:smile:",), studies=("ZSO",), samples=(0,)).to_csv(
@@ -285,7 +285,7 @@ def test_metrics_prints_model_names_with_markup_as_typed(tmp_path) -> None:
 
 
 def test_report_draws_model_names_with_dollars_as_typed(tmp_path) -> None:
-    from shortcutlab.diagvib.metrics import synthetic_table
+    from tests.diagvib.tables import synthetic_table
 
     jobs = tmp_path / "jobs.csv"
     table = synthetic_table(models=("$\\frac{$", "b$x$"), studies=("ZSO", "ZGO"), samples=(0,))
@@ -339,7 +339,7 @@ def _snapshot(folder: Path) -> dict[str, bytes]:
 
 
 def test_report_failing_part_way_leaves_the_old_report_whole(tmp_path, monkeypatch) -> None:
-    from shortcutlab.diagvib.metrics import synthetic_table
+    from tests.diagvib.tables import synthetic_table
 
     old, new = tmp_path / "old.csv", tmp_path / "new.csv"
     synthetic_table(studies=("ZSO",), samples=(0,)).to_csv(old, index=False)

@@ -19,9 +19,12 @@ def test_run_resume_and_collect_on_a_tiny_experiment(tmp_path) -> None:
     first = runner.invoke(app, [*RUN, "--out", str(out)])
     assert first.exit_code == 0, first.output
     table = pd.read_parquet(out / "jobs.parquet")
-    described = ["study", "predicted", "correlated", "sample"]  # the kind's describer's columns
-    assert list(table.columns[: len(JOB_COLUMNS) + 4]) == [
+    # the kind's describer's columns, the last two from the job's params
+    described = ["study", "predicted", "correlated", "sample", "scale", "benchmark_seed"]
+    assert list(table.columns[: len(JOB_COLUMNS) + 6]) == [
         *JOB_COLUMNS[:3], *described, *JOB_COLUMNS[3:]]
+    assert (table["scale"] == 0.002).all() and (table["benchmark_seed"] == 0).all()
+    assert table["benchmark_seed"].dtype == "int64"
     assert sorted(table["experiment"]) == ["ZGO/hue-shape/0", "ZSO/hue/0"]
     assert (table["status"] == "done").all()
     assert table["test_acc"].between(0, 1).all() and (table["epochs_run"] >= 1).all()

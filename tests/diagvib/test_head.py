@@ -82,7 +82,7 @@ def test_cli_error_bars_head_and_budget(tmp_path) -> None:
     from typer.testing import CliRunner
 
     from shortcutlab.cli.main import app
-    from shortcutlab.diagvib.metrics import synthetic_table
+    from tests.diagvib.tables import synthetic_table
 
     runner = CliRunner()
     table = synthetic_table(studies=("ZSO",), samples=(0, 1, 2))

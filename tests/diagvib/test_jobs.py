@@ -16,16 +16,27 @@ from shortcutlab.train.config import TrainConfig
 
 
 def test_job_id_is_the_hash_of_canonical_json() -> None:
-    job = Job(experiment="ZGO/hue-shape/0", kind=KIND, scale=0.01, train=TrainConfig(seed=1))
+    params = {"scale": 0.01, "benchmark_seed": 2}
+    job = Job(experiment="ZGO/hue-shape/0", kind=KIND, params=params, train=TrainConfig(seed=1))
     assert job.job_id == hashlib.sha256(job.canonical_json().encode()).hexdigest()[:16]
-    same = Job(experiment="ZGO/hue-shape/0", kind=KIND, scale=0.01,
+    same = Job(experiment="ZGO/hue-shape/0", kind=KIND, params=params,
                train=TrainConfig(seed=1, lr=2e-4))
     assert same.job_id == job.job_id
-    assert Job(experiment="ZGO/hue-shape/0", kind=KIND, scale=0.01).job_id != job.job_id
+    assert Job(experiment="ZGO/hue-shape/0", kind=KIND, params=params).job_id != job.job_id
     assert json.loads(job.canonical_json())["train"]["seed"] == 1
+    assert json.loads(job.canonical_json())["params"] == params
     build_jobs("small_cnn", ["ZSO"], ["hue-shape"], [0])  # registers the kind
     assert job.describe() == {"study": "ZGO", "predicted": "hue", "correlated": "shape",
-                              "sample": 0}
+                              "sample": 0, "scale": 0.01, "benchmark_seed": 2}
+    # the kind validates its own params and names the bad one
+    for bad, field in (({"scale": 0}, "scale"), ({"benchmark_seed": -1}, "benchmark_seed"),
+                       ({"size": 1}, "size")):
+        with pytest.raises(RunnerError, match=f"params of job .*{field}"):
+            Job(experiment="ZGO/hue-shape/0", kind=KIND, params=bad).describe()
+    with pytest.raises(RunnerError, match="scale"):
+        build_jobs("small_cnn", ["ZSO"], ["hue-shape"], [0], scale=-1)
+    planned = build_jobs("small_cnn", ["ZSO"], ["hue-shape"], [0], scale=0.01, benchmark_seed=3)
+    assert planned[0].params == {"scale": 0.01, "benchmark_seed": 3}
     assert KIND in job_kinds()
 
 

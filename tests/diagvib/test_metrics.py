@@ -21,9 +21,9 @@ from shortcutlab.diagvib.metrics import (
     model_label,
     shortcut_class_accuracy,
     summarise,
-    synthetic_table,
     validate_table,
 )
+from tests.diagvib.tables import synthetic_table
 
 # --- an independent reference: plain Python loops over the rows, as the paper states it -----
 

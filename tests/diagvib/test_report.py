@@ -19,7 +19,7 @@ from shortcutlab.diagvib.figures import (
     plot_chgo_improvement,
     plot_factor_aggregates,
 )
-from shortcutlab.diagvib.metrics import compute_metrics, synthetic_table
+from shortcutlab.diagvib.metrics import compute_metrics
 from shortcutlab.diagvib.report import (
     format_mean_err,
     load_job_table,
@@ -28,6 +28,7 @@ from shortcutlab.diagvib.report import (
 )
 from shortcutlab.errors import DiagvibError
 from shortcutlab.utils.html import HtmlReport, figure_to_png
+from tests.diagvib.tables import synthetic_table
 
 
 @pytest.fixture(scope="module")

@@ -20,7 +20,7 @@ from shortcutlab.diagvib.figures import (
     sequence_aggregates,
 )
 from shortcutlab.diagvib.jobs import build_jobs, collect_jobs
-from shortcutlab.diagvib.metrics import DiagvibMetrics, compute_metrics, synthetic_table
+from shortcutlab.diagvib.metrics import DiagvibMetrics, compute_metrics
 from shortcutlab.diagvib.report import build_report, format_mean_err
 from shortcutlab.diagvib.spec import Study, get_study, register_study, studies_in_sequence
 from shortcutlab.diagvib.studies import experiment_names, make_experiment
@@ -28,6 +28,7 @@ from shortcutlab.errors import SpecError
 from shortcutlab.runner.backends import run_jobs
 from shortcutlab.train.config import TrainConfig
 from shortcutlab.utils.html import HtmlReport
+from tests.diagvib.tables import synthetic_table
 
 
 def one_extra_cell(*, seed: int, sample: int, predicted: str, correlated: str,

@@ -53,6 +53,11 @@ def noop_job(job: Job, device: str) -> JobOutput:
     return JobOutput(result, epochs)
 
 
+def describe_noop(job: Job) -> dict[str, object]:
+    """A noop job's table columns: its experiment name read like DiagViB-6's."""
+    return describe_experiment(job.experiment)
+
+
 def register() -> None:
     """The noop kind, describing its experiment names like DiagViB-6's (study/pair/sample)."""
-    register_job_kind(KIND, noop_job, describe=describe_experiment)
+    register_job_kind(KIND, noop_job, describe=describe_noop)

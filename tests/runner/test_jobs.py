@@ -26,8 +26,10 @@ def noop_jobs(n: int, prefix: str = "noop/a-b") -> list[Job]:
 
 
 def test_bad_job_fields_are_named() -> None:
-    with pytest.raises(RunnerError, match=r"scale: .*'big'"):
-        Job(experiment="x", kind="noop", scale="big")
+    with pytest.raises(RunnerError, match=r"threads: .*'big'"):
+        Job(experiment="x", kind="noop", threads="big")
+    with pytest.raises(RunnerError, match=r"scale: Extra inputs"):  # a kind's field, not the Job's
+        Job(experiment="x", kind="noop", scale=0.5)
     with pytest.raises(RunnerError, match=r"kind: Field required"):
         Job(experiment="x")
 
@@ -145,3 +147,16 @@ def test_threads_are_part_of_the_job_and_fixed_while_it_runs(tmp_path) -> None:
     assert torch.get_num_threads() == before  # restored for the caller
     with pytest.raises(RunnerError, match="threads"):
         Job(experiment="x", kind="noop", threads=0)
+
+
+def test_a_job_file_of_an_earlier_version_is_skipped_with_the_reason(tmp_path) -> None:
+    """A job.json holding fields the Job no longer has (e.g. the former generic ``scale``) is
+    left out of the table with a line saying why, not counted."""
+    jobs = noop_jobs(2)
+    run_jobs(jobs, tmp_path, backend="serial", progress=False)
+    path = tmp_path / jobs[0].job_id / "job.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), "scale": 0.01}))
+    table = collect(tmp_path)
+    assert table["job_id"].tolist() == [jobs[1].job_id]
+    (line,) = table.attrs["skipped"]
+    assert "scale" in line and "earlier shortcutlab" in line and jobs[0].job_id in line

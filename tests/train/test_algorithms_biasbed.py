@@ -17,7 +17,7 @@ from shortcutlab.train.algorithms import create_algorithm
 from shortcutlab.train.algorithms.infodrop import InfoDropConv2d, patch_density, wrap_convs
 from shortcutlab.train.algorithms.padain import PermutedAdaIN, channel_stats, feature_modules
 from shortcutlab.train.algorithms.sagnet import content_randomize, style_randomize
-from shortcutlab.train.algorithms.stylized import debiased_targets, donor_style_classes
+from shortcutlab.train.algorithms.stylized import debiased_targets
 from shortcutlab.train.config import TrainConfig
 from shortcutlab.train.models import create_model
 from tests.biasbed.adain_pair import write_adain_pair
@@ -244,6 +244,8 @@ def test_debiased_targets_interpolate_labels() -> None:
 
 
 def test_donor_style_classes_copies_only_style_columns() -> None:
+    from shortcutlab.diagvib.restyle import donor_style_classes
+
     classes = np.arange(18).reshape(3, 6)
     out = donor_style_classes(classes, np.array([2, 0, 1]), (5,))
     assert out[:, 5].tolist() == [17, 5, 11]
@@ -264,11 +266,9 @@ def diagvib_train():
 
 
 def _context(ds):
-    from shortcutlab.diagvib.factors import FACTOR_TABLE, FACTORS
     from shortcutlab.train.algorithms.base import AlgorithmContext
 
-    layout = {f: FACTOR_TABLE[f].classes for f in FACTORS}
-    return AlgorithmContext(train_dataset=ds, factor_classes=layout)
+    return AlgorithmContext(train_dataset=ds)
 
 
 def _render(ds, classes: np.ndarray, index: torch.Tensor) -> torch.Tensor:
@@ -278,15 +278,14 @@ def _render(ds, classes: np.ndarray, index: torch.Tensor) -> torch.Tensor:
 
 def test_stylized_changes_texture_only_and_keeps_labels(diagvib_train) -> None:
     from shortcutlab.diagvib.factors import FACTORS
-    from shortcutlab.train.algorithms.stylized import Restyler
+    from shortcutlab.train.capabilities import Restylable
 
     ds, batch = diagvib_train
     tex = FACTORS.index("texture")
-    # re-rendering with unchanged classes reproduces the dataset's images exactly
-    restyler = Restyler.from_context(_context(ds), "stylized")
-    torch.testing.assert_close(
-        restyler.render(batch["classes"].numpy(), batch["index"].numpy()), batch["x"]
-    )
+    # a DiagViB-6 set offers the capability; unchanged rows reproduce its images exactly
+    assert isinstance(ds, Restylable)
+    restyler = ds.restyler()
+    torch.testing.assert_close(restyler.render(restyler.rows(batch), batch), batch["x"])
     cfg = TrainConfig(algorithm="stylized", seed=2)
     torch.manual_seed(0)
     algo = create_algorithm("stylized", 3, cfg, _context(ds)).train()
@@ -312,12 +311,15 @@ def test_stylized_changes_texture_only_and_keeps_labels(diagvib_train) -> None:
     expected = torch.nn.functional.cross_entropy(algo.network(x), batch["y"])
     out = algo.update(batch)
     assert out["loss"] == pytest.approx(float(expected.detach()), rel=1e-5)
-    # with hue=True the hue class is randomised too
+    # with the style texture+hue (the former hue=True) the hue class is randomised too
     algo_h = create_algorithm(
-        "stylized", 3, TrainConfig(algorithm="stylized", hparams={"hue": True}), _context(ds)
+        "stylized", 3, TrainConfig(algorithm="stylized", hparams={"style": "texture+hue"}),
+        _context(ds),
     )
     _, classes_h = algo_h.stylize(batch)
     assert (classes_h[:, FACTORS.index("hue")] != old[:, FACTORS.index("hue")]).any()
+    keep = [FACTORS.index(f) for f in FACTORS if f not in ("hue", "texture")]
+    assert np.array_equal(classes_h[:, keep], old[:, keep])
 
 
 def test_debiased_interpolates_labels_with_the_texture_donor(diagvib_train) -> None:
@@ -351,7 +353,16 @@ def test_stylized_refuses_texture_prediction_and_image_folders() -> None:
     for name in ("stylized", "debiased"):
         with pytest.raises(TrainError, match="predicts 'texture'"):
             create_algorithm(name, 3, TrainConfig(algorithm=name), ctx)
-    with pytest.raises(TrainError, match="needs a DiagViB-6 training set"):
+    spec = make_experiment("ZGO/hue-shape/0", scale=0.002)
+    ctx = _context(DiagvibDataset(spec, "train"))
+    create_algorithm("stylized", 3, TrainConfig(algorithm="stylized"), ctx)  # texture only: fine
+    with pytest.raises(TrainError, match="predicts 'hue'.*a style without hue"):
+        create_algorithm("stylized", 3,
+                         TrainConfig(algorithm="stylized", hparams={"style": "texture+hue"}), ctx)
+    with pytest.raises(TrainError, match="unknown style factor 'colour'"):
+        create_algorithm("stylized", 3,
+                         TrainConfig(algorithm="stylized", hparams={"style": "colour"}), ctx)
+    with pytest.raises(TrainError, match="needs a training set that re-renders"):
         create_algorithm("stylized", 3, TrainConfig(algorithm="stylized"))
 
 
@@ -615,3 +626,22 @@ def test_sagnet_pretrained_style_head_starts_from_the_pretrained_stages(tmp_path
     scratch = create_algorithm("sagnet", 3, TrainConfig(algorithm="sagnet"))
     assert not torch.equal(scratch.style_head[0][0][0].weight,
                            scratch.content_head[0][0][0].weight)
+
+
+def test_former_hue_and_texture_pool_hparams_map_to_style(diagvib_train) -> None:
+    from shortcutlab.diagvib.restyle import style_hparams
+
+    assert style_hparams("stylized", {"hue": True, "texture_pool": "all", "p": 0.5}) == {
+        "style": "texture+hue", "style_pool": "all", "p": 0.5}
+    assert style_hparams("debiased", {"hue": False}) == {}
+    assert style_hparams("debiased", {"texture_pool": "all"}) == {"texture_pool": "all"}
+    assert style_hparams("erm", {"hue": True}) == {"hue": True}
+    with pytest.raises(TrainError, match="must be bool"):
+        style_hparams("stylized", {"hue": "yes"})
+    # texture_pool=all draws from every texture class, not only the experiment's three
+    ds, batch = diagvib_train
+    from shortcutlab.diagvib.factors import FACTOR_TABLE
+
+    pools = ds.restyler(pool="all").pools
+    assert [len(p) for p in pools.values()] == [len(FACTOR_TABLE["texture"].classes)]
+    assert [len(p) for p in ds.restyler().pools.values()] == [3]

@@ -10,7 +10,7 @@ import torch
 from shortcutlab.train import algorithms
 from shortcutlab.train.algorithms.base import Algorithm
 from shortcutlab.train.config import TrainConfig
-from shortcutlab.train.metrics import mean_per_class_accuracy
+from shortcutlab.train.metrics import mean_per_class_accuracy, top1_accuracy
 from shortcutlab.train.trainer import (
     EPOCH_COLUMNS,
     EpochBatches,
@@ -35,6 +35,18 @@ def test_mean_per_class_accuracy_matches_reference() -> None:
         y, p = g.integers(0, 3, 50), g.integers(0, 3, 50)
         assert mean_per_class_accuracy(p, y, 3) == pytest.approx(_reference_mpca(y, p))
     assert np.isnan(mean_per_class_accuracy(np.array([]), np.array([]), 3))
+
+
+def test_top1_accuracy_counts_hits_with_the_same_arguments() -> None:
+    preds, target = np.array([0, 1, 1, 2, 2]), np.array([0, 0, 1, 2, 2])
+    assert top1_accuracy(preds, target) == pytest.approx(4 / 5)
+    assert top1_accuracy(preds, target, 3) == pytest.approx(4 / 5)  # the same call as ...
+    assert mean_per_class_accuracy(preds, target, 3) == pytest.approx((1 / 2 + 1 + 1) / 3)
+    scores = np.eye(3)[preds]  # (N, C) scores: the arg-max counts
+    assert top1_accuracy(scores, target) == pytest.approx(4 / 5)
+    out = top1_accuracy(torch.from_numpy(scores), torch.from_numpy(target))
+    assert isinstance(out, torch.Tensor) and float(out) == pytest.approx(4 / 5)
+    assert np.isnan(top1_accuracy(np.array([]), np.array([])))
 
 
 def test_epoch_batches_are_a_seeded_permutation_without_singletons() -> None:

@@ -16,7 +16,8 @@ from shortcutlab.utils.lazy import lazy_exports
 _EXPORTS: dict[str, str] = {
     "FolderExperiment": "datasets", "ImageFolderDataset": "datasets",
     "load_class_map": "datasets", "parse_dataset": "datasets",
-    "build_protocol_jobs": "protocol", "compare_algorithms": "protocol",
+    "build_protocol_jobs": "protocol", "ProtocolSettings": "protocol",
+    "compare_algorithms": "protocol",
     "load_epochs": "protocol", "parse_hparams": "protocol", "run_protocol": "protocol",
     "selection_table": "protocol", "write_report": "report", "stylize_folder": "stylize",
 }

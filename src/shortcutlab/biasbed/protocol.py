@@ -2,7 +2,7 @@
 
 Runs are jobs of the runner (:mod:`shortcutlab.runner`): each is a hashed, resumable directory
 with ``done`` written last, so an interrupted protocol picks up where it stopped and re-running
-it skips finished runs. Runs differ only in the training seed (``first_seed + r``); training
+it skips finished runs. Runs differ only in the training seed (``ProtocolSettings.seeds``); training
 never stops early (``patience=None``), because model selection is done afterwards, explicitly,
 by the rules of :mod:`shortcutlab.stats.selection` (best-epoch oracle = cherry-picking, mean of
 the last n epochs, best training-distribution validation); the statistical comparison is D's
@@ -32,9 +32,9 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 
@@ -44,9 +44,10 @@ from shortcutlab.biasbed.datasets import (
     parse_dataset,
 )
 from shortcutlab.diagvib import jobs as diagvib_jobs
+from shortcutlab.diagvib.restyle import style_hparams
 from shortcutlab.diagvib.studies import make_experiment
 from shortcutlab.errors import ShortcutlabError, StatsError, unknown_choice
-from shortcutlab.runner.backends import RunSummary, SlurmOptions, run_jobs
+from shortcutlab.runner.backends import Backend, RunSummary, SlurmOptions, run_jobs
 from shortcutlab.runner.collect import collect_epochs
 from shortcutlab.runner.jobs import Job, JobOutput, register_job_kind
 from shortcutlab.stats.compare import ComparisonResult, compare
@@ -59,6 +60,7 @@ __all__ = [
     "FOLDERS_KIND",
     "PROTOCOL_FILE",
     "ProtocolError",
+    "ProtocolSettings",
     "COMPARE_BY",
     "build_protocol_jobs",
     "compare_algorithms",
@@ -117,10 +119,16 @@ def folders_job(job: Job, device: str) -> JobOutput:
     return JobOutput(summary, res.epochs)
 
 
+def describe_folders_job(job: Job) -> dict[str, Any]:
+    """The job-table columns of a ``biasbed-folders`` job, read from its experiment name as
+    DiagViB-6's are (``study`` = ``folders:<name>``)."""
+    return diagvib_jobs.describe_experiment(job.experiment)
+
+
 def register() -> None:
     """Register the job kinds the protocol runs: DiagViB-6's and ``biasbed-folders``."""
     diagvib_jobs.register()
-    register_job_kind(FOLDERS_KIND, folders_job, describe=diagvib_jobs.describe_experiment)
+    register_job_kind(FOLDERS_KIND, folders_job, describe=describe_folders_job)
 
 
 @dataclass(frozen=True)
@@ -144,68 +152,99 @@ class PlannedRun:
                 f"metric {self.metric}")
 
 
+@dataclass(frozen=True)
+class ProtocolSettings:
+    """What :func:`build_protocol_jobs` plans for every dataset: one run per (algorithm, seed).
+
+    ``seeds``: the training seeds, one run each. ``epochs``/``batch_size``/``lr``: with a
+    ``protocol`` preset (``paper``, ``demo``, ``biasbed``) None takes the preset's values
+    (``biasbed``: lr 1e-4 for erm and sagnet, as the authors configured them); without one the
+    fast defaults here apply. ``hparams``: per-algorithm hyper-parameters (the stylising
+    algorithms' former ``hue``/``texture_pool`` are accepted). ``pretrained``: a local weights
+    file every run starts from; ``precision``: ``bf16`` or ``fp16`` for mixed precision (the
+    trainer's autocast; fp16 with a gradient scaler, as the authors trained).
+    ``scale``/``benchmark_seed``/``mnist``/``textures``: size, class-selection seed and sources
+    of the DiagViB-6 datasets (the sources' content is part of the job ids; see
+    :func:`shortcutlab.diagvib.jobs.build_jobs`).
+    """
+
+    algorithms: tuple[str, ...]
+    seeds: tuple[int, ...] = (0, 1, 2)
+    epochs: int | None = 10
+    model: str = "small_cnn"
+    batch_size: int | None = 64
+    lr: float | None = 1e-3
+    protocol: str | None = None
+    pretrained: str | Path | None = None
+    precision: str | None = None
+    hparams: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    scale: float = 1.0
+    benchmark_seed: int = 0
+    mnist: str | Path | None = None
+    textures: str | Path | None = None
+
+    def check(self) -> None:
+        """Refuse settings no protocol can run (a ProtocolError naming the setting)."""
+        algorithms = list(self.algorithms)
+        if not algorithms:
+            raise ProtocolError("give at least one --algorithm")
+        dupes = sorted({a for a in algorithms if algorithms.count(a) > 1})
+        if dupes:
+            raise ProtocolError(f"algorithm {dupes[0]!r} is given twice")
+        if self.protocol is None and (self.epochs is None or self.batch_size is None
+                                      or self.lr is None):
+            raise ProtocolError("give epochs, batch size and lr, or a --protocol preset")
+        seeds = list(self.seeds)
+        if not seeds or len(set(seeds)) != len(seeds) or min(seeds) < 0:
+            raise ProtocolError(f"--seeds must be distinct non-negative integers (got {seeds})")
+        if self.epochs is not None and self.epochs < 1:
+            raise ProtocolError(f"--epochs must be >= 1 (got {self.epochs})")
+        for name in self.hparams:
+            if name not in algorithms:
+                raise ProtocolError(unknown_choice("algorithm in hparams", name, algorithms))
+
+    def run_config(self, algorithm: str, seed: int) -> TrainConfig:
+        """One run's TrainConfig: the fast defaults, or the preset with the given overrides."""
+        hparams = style_hparams(algorithm, self.hparams.get(algorithm, {}))
+        fields: dict[str, Any] = {"model": self.model, "algorithm": algorithm, "seed": seed,
+                                  "patience": None, "hparams": hparams}
+        if self.precision is not None:
+            fields["precision"] = self.precision
+        if self.pretrained is not None:
+            fields["pretrained"] = str(self.pretrained)
+        if self.protocol is None:
+            return TrainConfig(epochs=self.epochs, batch_size=self.batch_size, lr=self.lr,
+                               **fields)
+        lr = self.lr
+        if self.protocol == "biasbed" and lr is None and algorithm in BIASBED_LR:
+            lr = BIASBED_LR[algorithm]
+        given = {"epochs": self.epochs, "batch_size": self.batch_size, "lr": lr}
+        fields.update({k: v for k, v in given.items() if v is not None})
+        return TrainConfig(protocol=self.protocol, **fields)
+
+
 def build_protocol_jobs(
-    algorithms: Sequence[str],
     datasets: Sequence[str | FolderExperiment],
-    runs: int,
-    epochs: int,
-    *,
-    model: str = "small_cnn",
-    scale: float = 1.0,
-    benchmark_seed: int = 0,
-    first_seed: int = 0,
-    batch_size: int | None = 64,
-    lr: float | None = 1e-3,
-    hparams: Mapping[str, Mapping[str, Any]] | None = None,
+    settings: ProtocolSettings,
     dataset_names: Sequence[str] | None = None,
-    mnist: str | Path | None = None,
-    textures: str | Path | None = None,
-    protocol: str | None = None,
-    pretrained: str | Path | None = None,
-    seeds: Sequence[int] | None = None,
-    precision: str | None = None,
 ) -> list[PlannedRun]:
-    """One job per (algorithm, dataset, run); run r trains with seed ``first_seed + r``, or
-    with ``seeds[r]`` when ``seeds`` is given (then ``runs`` is ignored).
+    """One job per (dataset, algorithm, seed) of ``settings``.
 
     ``datasets``: ``diagvib:...`` names and/or :class:`FolderExperiment` objects;
     ``dataset_names``: display names of the folder experiments (default ``folders``,
-    ``folders2``...). ``mnist``/``textures``: sources of the DiagViB-6 datasets (their content
-    is part of the job ids; see :func:`shortcutlab.diagvib.jobs.build_jobs`). ``hparams``:
-    per-algorithm hyper-parameters. ``protocol``: a training recipe preset (``paper``, ``demo``,
-    ``biasbed``); with one, ``epochs``/``batch_size``/``lr`` given as None take the preset's
-    values (``biasbed``: lr 1e-4 for erm and sagnet, as the authors configured them); without
-    one the fast defaults above apply. ``pretrained``: a local weights file every run starts
-    from; ``precision``: ``bf16`` or ``fp16`` for mixed precision (the trainer's autocast;
-    fp16 with a gradient scaler, as the authors trained). Every setting is validated before
-    anything runs.
+    ``folders2``...). Every setting is validated before anything runs.
     """
-    if not algorithms:
-        raise ProtocolError("give at least one --algorithm")
-    dupes = sorted({a for a in algorithms if list(algorithms).count(a) > 1})
-    if dupes:
-        raise ProtocolError(f"algorithm {dupes[0]!r} is given twice")
     if not datasets:
         raise ProtocolError("give a --dataset diagvib:... or --train-dir/--val-dir/--test-dir")
-    if protocol is None and (epochs is None or batch_size is None or lr is None):
-        raise ProtocolError("give epochs, batch size and lr, or a --protocol preset")
-    if seeds is not None:
-        if not seeds or len(set(seeds)) != len(seeds) or min(seeds) < 0:
-            raise ProtocolError(f"--seeds must be distinct non-negative integers (got {seeds})")
-        runs, run_seeds = len(seeds), [int(s) for s in seeds]
-    else:
-        run_seeds = [first_seed + r for r in range(max(runs, 0))]
-    if runs < 1 or (epochs is not None and epochs < 1):
-        raise ProtocolError(f"runs and --epochs must be >= 1 (got {runs} and {epochs})")
+    settings.check()
     register()
-    inputs = diagvib_jobs.source_inputs(mnist, textures)
+    inputs = diagvib_jobs.source_inputs(settings.mnist, settings.textures)
     if inputs:
-        diagvib_jobs.source_generator(mnist, textures)  # fail now on bad sources
+        diagvib_jobs.source_generator(settings.mnist, settings.textures)  # fail now
     digests = {k: content_digest(v) for k, v in inputs.items()}
-    hparams = dict(hparams or {})
-    for name in hparams:
-        if name not in algorithms:
-            raise ProtocolError(unknown_choice("algorithm in hparams", name, algorithms))
+    params = diagvib_jobs.DiagvibParams.checked(
+        "DiagViB-6 dataset settings", scale=settings.scale,
+        benchmark_seed=settings.benchmark_seed).model_dump()
     planned: list[PlannedRun] = []
     folder_no = 0
     for dataset in datasets:
@@ -218,25 +257,20 @@ def build_protocol_jobs(
             dataset.datasets()  # fail now on bad folders or class maps, not in every job
             experiment, kind, spec = FOLDERS_PREFIX + label, FOLDERS_KIND, dataset.describe()
             job_inputs: dict[str, str] = {}
-            job_scale = 1.0  # the DiagViB-6 size factor means nothing here: keep it out of the id
+            job_params: dict[str, Any] = {}
         else:
             experiment, kind = parse_dataset(dataset), diagvib_jobs.KIND
-            spec = make_experiment(experiment, scale=scale, seed=benchmark_seed).to_dict()
-            job_inputs = inputs
-            label, job_scale = experiment, scale
-        for algorithm in algorithms:
-            for r in range(runs):
-                config = _run_config(
-                    algorithm, model, run_seeds[r], epochs, batch_size, lr, protocol,
-                    pretrained, dict(hparams.get(algorithm, {})), precision,
-                )
+            spec = make_experiment(experiment, scale=settings.scale,
+                                   seed=settings.benchmark_seed).to_dict()
+            job_inputs, job_params, label = inputs, params, experiment
+        for algorithm in settings.algorithms:
+            for r, seed in enumerate(settings.seeds):
                 job = Job(
                     experiment=experiment,
-                    scale=job_scale,
-                    benchmark_seed=benchmark_seed,
-                    train=config,
                     kind=kind,
+                    train=settings.run_config(algorithm, int(seed)),
                     spec=spec,
+                    params=job_params,
                     inputs=job_inputs,
                     input_digests={k: digests[k] for k in job_inputs},
                 )
@@ -253,39 +287,10 @@ def build_protocol_jobs(
     return planned
 
 
-def _run_config(
-    algorithm: str,
-    model: str,
-    seed: int,
-    epochs: int | None,
-    batch_size: int | None,
-    lr: float | None,
-    protocol: str | None,
-    pretrained: str | Path | None,
-    hparams: dict[str, Any],
-    precision: str | None = None,
-) -> TrainConfig:
-    """One run's TrainConfig: the fast defaults, or a preset with the given overrides."""
-    fields: dict[str, Any] = {"model": model, "algorithm": algorithm, "seed": seed,
-                              "patience": None, "hparams": hparams}
-    if precision is not None:
-        fields["precision"] = precision
-    if pretrained is not None:
-        fields["pretrained"] = str(pretrained)
-    if protocol is None:
-        return TrainConfig(epochs=epochs, batch_size=batch_size, lr=lr, **fields)
-    if protocol == "biasbed" and lr is None and algorithm in BIASBED_LR:
-        lr = BIASBED_LR[algorithm]
-    given = {"epochs": epochs, "batch_size": batch_size, "lr": lr}
-    fields.update({k: v for k, v in given.items() if v is not None})
-    return TrainConfig(protocol=protocol, **fields)
-
-
 def _check_algorithms(planned: Sequence[PlannedRun]) -> None:
     """Instantiate each (algorithm, dataset) once on the CPU so bad hyper-parameters, models or
     algorithm/dataset mismatches (Stylized on a texture task) fail before any training."""
     from shortcutlab.diagvib.dataset import DiagvibDataset
-    from shortcutlab.diagvib.factors import FACTOR_TABLE, FACTORS
     from shortcutlab.diagvib.spec import ExperimentSpec
     from shortcutlab.train.algorithms import create_algorithm
     from shortcutlab.train.algorithms.base import AlgorithmContext
@@ -299,10 +304,7 @@ def _check_algorithms(planned: Sequence[PlannedRun]) -> None:
         job = p.job
         if job.kind == diagvib_jobs.KIND:
             spec = ExperimentSpec(**(job.spec or {}))
-            context = AlgorithmContext(
-                train_dataset=DiagvibDataset(spec, "train"),
-                factor_classes={f: FACTOR_TABLE[f].classes for f in FACTORS},
-            )
+            context = AlgorithmContext(train_dataset=DiagvibDataset(spec, "train"))
             n_classes = DiagvibDataset.num_classes
         else:
             context = AlgorithmContext()
@@ -375,7 +377,7 @@ def run_protocol(
     return run_jobs(
         [p.job for p in planned],
         out,
-        backend=backend,
+        backend=cast("Backend", backend),  # run_jobs refuses an unknown name itself
         workers=workers,
         device=device,
         progress=progress,

@@ -148,6 +148,7 @@ def run(
     from shortcutlab.biasbed.datasets import FolderExperiment, parse_test_dirs
     from shortcutlab.biasbed.protocol import (
         ProtocolError,
+        ProtocolSettings,
         build_protocol_jobs,
         parse_hparams,
         run_protocol,
@@ -218,24 +219,13 @@ def run(
                                in_distribution=in_distribution, label_space=label_space,
                                **folder_options)
     _check_dataset_samples(datasets)
-    planned = build_protocol_jobs(
-        algorithm,
-        datasets,
-        len(seeds),
-        epochs,
-        model=model,
-        scale=scale,
-        seeds=seeds,
-        batch_size=batch_size,
-        lr=lr,
-        hparams=parse_hparams(hparam or []),
-        dataset_names=names or [name],
-        mnist=mnist,
+    settings = ProtocolSettings(
+        tuple(algorithm), seeds=tuple(seeds), epochs=epochs, model=model,
+        batch_size=batch_size, lr=lr, protocol=protocol, pretrained=pretrained,
+        precision=precision, hparams=parse_hparams(hparam or []), scale=scale, mnist=mnist,
         textures=textures,
-        protocol=protocol,
-        pretrained=pretrained,
-        precision=precision,
     )
+    planned = build_protocol_jobs(datasets, settings, dataset_names=names or [name])
     planned = [replace(p, job=run_on.apply_threads(p.job)) for p in planned]
     console = PlainConsole(stderr=as_json)
     console.print(

@@ -31,7 +31,7 @@ _EXPORTS: dict[str, str] = {
     # runs, metrics and the report
     "build_jobs": "jobs", "collect_jobs": "jobs", "source_generator": "jobs",
     "DiagvibMetrics": "metrics", "compute_metrics": "metrics", "flat_summary": "metrics",
-    "synthetic_table": "metrics", "load_job_tables": "report", "write_report": "report",
+    "load_job_tables": "report", "write_report": "report",
     "plot_accuracy_matrices": "figures", "plot_factor_aggregates": "figures",
     "matrix_panels": "figures", "panel_values": "figures", "sequence_aggregates": "figures",
     "add_comparison_section": "comparison", "compare_study": "comparison",

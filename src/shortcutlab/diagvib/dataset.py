@@ -18,7 +18,7 @@ import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Literal, Protocol, get_args
+from typing import TYPE_CHECKING, Any, Literal, Protocol, get_args
 
 import numpy as np
 import pandas as pd
@@ -30,6 +30,9 @@ from shortcutlab.diagvib.spec import N_SELECTED, SPLITS, ExperimentSpec, assign_
 from shortcutlab.errors import DiagvibError, SpecError, unknown_choice
 from shortcutlab.utils.io import write_npz_streaming
 from shortcutlab.utils.rng import torch_seed
+
+if TYPE_CHECKING:
+    from shortcutlab.diagvib.restyle import FactorRestyler
 
 Backend = Literal["numpy", "torch"]
 BACKENDS: tuple[Backend, ...] = get_args(Backend)
@@ -45,7 +48,7 @@ HEADS: tuple[Head, ...] = get_args(Head)
 
 class _Renderer(Protocol):
     def render(self, classes: np.ndarray, *, seed: int, split: str, indices: np.ndarray,
-               backend: str) -> Any: ...
+               backend: Any = ..., device: str = ...) -> Any: ...
 
 
 def _default_generator() -> _Renderer:
@@ -238,6 +241,15 @@ class DiagvibDataset(Dataset):
 
     def __getitem__(self, i: int) -> Any:
         return self.__getitems__([i])[0]
+
+    def restyler(self, style: str = "", pool: str = "selected") -> FactorRestyler:
+        """The restyling capability (:class:`shortcutlab.train.capabilities.Restylable`): a
+        :class:`~shortcutlab.diagvib.restyle.FactorRestyler` that re-renders this split's items
+        with the style factors redrawn (``style``: ``""`` = texture, or ``+``-joined factors,
+        e.g. ``"texture+hue"``; ``pool``: ``selected`` classes or ``all``)."""
+        from shortcutlab.diagvib.restyle import FactorRestyler
+
+        return FactorRestyler.for_dataset(self, style, pool)
 
     def eval(self, y_pred: Any, indices: Any = None) -> tuple[dict[str, float], str]:
         """WILDS-style scores of ``y_pred`` (class ids or scores, one per image in order, or per

@@ -2,7 +2,8 @@
 
 :func:`build_jobs` plans one runner :class:`~shortcutlab.runner.jobs.Job` per (experiment,
 training seed); :func:`register` makes the runner able to run and describe them (every function
-here that builds or reads DiagViB-6 jobs calls it, so users rarely need to).
+here that builds or reads DiagViB-6 jobs calls it, so users rarely need to). A DiagViB-6 job's
+``params`` hold its dataset size factor and benchmark seed (:class:`DiagvibParams`).
 """
 
 from __future__ import annotations
@@ -12,13 +13,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, get_args
 
 import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from shortcutlab.diagvib.spec import Selection
 from shortcutlab.diagvib.studies import experiment_names, make_experiment
 from shortcutlab.errors import RunnerError, ShortcutlabError, unknown_choice
 from shortcutlab.runner.collect import collect
 from shortcutlab.runner.jobs import Job, JobOutput, register_job_kind
-from shortcutlab.train.config import VAE_CLASSIFIER_DEFAULT, Head, TrainConfig
+from shortcutlab.train.config import (
+    VAE_CLASSIFIER_DEFAULT,
+    Head,
+    TrainConfig,
+    format_validation_error,
+)
 from shortcutlab.train.implied import implied_algorithm
 from shortcutlab.utils.digest import content_digest
 
@@ -26,6 +33,35 @@ if TYPE_CHECKING:
     from shortcutlab.diagvib.render import ImageGenerator
 
 KIND = "diagvib"
+
+
+class DiagvibParams(BaseModel):
+    """A DiagViB-6 job's own parameters (``Job.params``): the dataset size relative to the
+    paper's (``scale``) and the seed that selected each sample's classes (``benchmark_seed``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    scale: float = Field(1.0, gt=0)
+    benchmark_seed: int = Field(0, ge=0)
+
+    @classmethod
+    def checked(cls, what: str = "DiagViB-6 job params", **data: Any) -> DiagvibParams:
+        """The parameters ``data``, validated (a RunnerError naming the bad field)."""
+        try:
+            return cls(**data)
+        except ValidationError as exc:
+            raise RunnerError(format_validation_error(exc, what)) from None
+
+    @classmethod
+    def of(cls, job: Job) -> DiagvibParams:
+        """The validated parameters of ``job``."""
+        return cls.checked(f"params of job {job.job_id}", **job.params)
+
+
+def describe_job(job: Job) -> dict[str, Any]:
+    """The job-table columns of a DiagViB-6 job: those of :func:`describe_experiment`, then
+    ``scale`` and ``benchmark_seed``."""
+    return {**describe_experiment(job.experiment), **DiagvibParams.of(job).model_dump()}
 
 
 def describe_experiment(name: str) -> dict[str, Any]:
@@ -55,17 +91,13 @@ def train_job(job: Job, device: str, keep_best_state: bool = False) -> tuple[Any
     """Render the job's experiment and train it: (TrainResult, ExperimentSpec, test set, torch
     device). ``keep_best_state``: the result holds the selected checkpoint's state dict (the
     inspection figures of :mod:`shortcutlab.diagvib.inspect` use it)."""
-    from shortcutlab.diagvib.factors import FACTOR_TABLE, FACTORS
     from shortcutlab.train.algorithms.base import AlgorithmContext
     from shortcutlab.train.trainer import train
     from shortcutlab.utils.device import resolve_device
 
     spec, train_ds, val_ds, test_ds = job_datasets(job)
     torch_device = resolve_device(device)
-    context = AlgorithmContext(
-        factor_classes={f: FACTOR_TABLE[f].classes for f in FACTORS},
-        train_dataset=train_ds, device=torch_device,
-    )
+    context = AlgorithmContext(train_dataset=train_ds, device=torch_device)
     res = train(job.train, train_ds, val_ds, {"test": test_ds}, device=torch_device,
                 context=context, keep_best_state=keep_best_state)
     return res, spec, test_ds, torch_device
@@ -77,12 +109,14 @@ def job_datasets(job: Job) -> tuple[Any, Any, Any, Any]:
     from shortcutlab.diagvib.spec import ExperimentSpec
     from shortcutlab.diagvib.studies import make_experiment
 
+    params = DiagvibParams.of(job)
     if job.spec is not None:
         spec = ExperimentSpec(**job.spec)
     else:
-        spec = make_experiment(job.experiment, scale=job.scale, seed=job.benchmark_seed)
+        spec = make_experiment(job.experiment, scale=params.scale, seed=params.benchmark_seed)
     head = job.train.head
-    train_ds = DiagvibDataset(spec, "train", generator=source_generator(**job.inputs), head=head)
+    generator = source_generator(job.inputs.get("mnist"), job.inputs.get("textures"))
+    train_ds = DiagvibDataset(spec, "train", generator=generator, head=head)
     val_ds = DiagvibDataset(spec, "val", generator=train_ds.generator, head=head)
     test_ds = DiagvibDataset(spec, "test", generator=train_ds.generator, head=head)
     return spec, train_ds, val_ds, test_ds
@@ -123,7 +157,7 @@ def with_implied_algorithm(config: TrainConfig) -> TrainConfig:
 
 def register() -> None:
     """Register the ``diagvib`` job kind with the runner (idempotent)."""
-    register_job_kind(KIND, run_diagvib_job, describe=describe_experiment)
+    register_job_kind(KIND, run_diagvib_job, describe=describe_job)
 
 
 #: Training choices the paper leaves open, one job-table column each (see job_settings).
@@ -240,6 +274,7 @@ def build_jobs(
     authors' networks) or ``selected`` (3 outputs); default: the protocol's (paper: ``full``).
     """
     register()
+    params = DiagvibParams.checked(scale=scale, benchmark_seed=benchmark_seed).model_dump()
     inputs = source_inputs(mnist, textures)
     if inputs:
         source_generator(mnist, textures)  # fail now on missing or unreadable sources
@@ -275,7 +310,7 @@ def build_jobs(
                                    selection=selection).to_dict()
         for seed in seeds:
             jobs.append(Job(
-                experiment=name, kind=KIND, scale=scale, benchmark_seed=benchmark_seed,
+                experiment=name, kind=KIND, params=params,
                 train=base.replace(seed=int(seed)), spec=spec,
                 inputs=inputs, input_digests=digests, versions={"renderer": RENDERER_VERSION},
             ))

@@ -21,7 +21,7 @@ from typing import Any
 
 import pandas as pd
 
-from shortcutlab.errors import RunnerError
+from shortcutlab.errors import RunnerError, ShortcutlabError
 from shortcutlab.runner.jobs import (
     DONE_FILE,
     EPOCHS_FILE,
@@ -38,18 +38,17 @@ from shortcutlab.runner.jobs import (
 from shortcutlab.utils.io import atomic_path
 
 # The job kind's describer (see register_job_kind) adds its columns after "algorithm", e.g.
-# study, predicted, correlated and sample for DiagViB-6 jobs.
+# study, predicted, correlated, sample, dataset size and benchmark seed for DiagViB-6 jobs.
 JOB_COLUMNS = (
-    "job_id", "model", "algorithm", "seed", "experiment", "scale", "status", "best_epoch",
+    "job_id", "model", "algorithm", "seed", "experiment", "status", "best_epoch",
     "epochs_run", "val_loss", "val_acc", "test_acc", "train_seconds",
 )
-EXTRA_COLUMNS = ("benchmark_seed", "protocol", "error")
+EXTRA_COLUMNS = ("protocol", "error")
 EPOCH_TABLE_COLUMNS = (
     "job_id", "epoch", "train_loss", "val_loss", "val_acc", "test_set", "tag", "acc", "n",
 )
-_INT_COLUMNS = ("sample", "seed", "benchmark_seed")
 _NULLABLE_INT = ("best_epoch", "epochs_run")
-_FLOAT_COLUMNS = ("scale", "val_loss", "val_acc", "test_acc", "train_seconds")
+_FLOAT_COLUMNS = ("val_loss", "val_acc", "test_acc", "train_seconds")
 
 
 log = logging.getLogger("shortcutlab.runner")
@@ -87,15 +86,17 @@ def _row(path: Path) -> dict[str, Any]:
                            "(a copied folder, an edited or swapped job.json, or a job planned by "
                            "an earlier shortcutlab whose ids have changed since; the next run "
                            "rewrites it)")
+    try:
+        described = describe_job(job)
+    except ShortcutlabError as exc:  # the kind refuses its own fields
+        raise JobFileError(path / JOB_FILE, f"is not a valid job ({exc})") from None
     row: dict[str, Any] = {
         "job_id": path.name,
         "model": job.train.model,
         "algorithm": job.train.algorithm,
-        **describe_job(job.kind, job.experiment),
+        **described,
         "seed": job.train.seed,
         "experiment": job.experiment,
-        "scale": job.scale,
-        "benchmark_seed": job.benchmark_seed,
         "protocol": job.train.describe_protocol(),
         "error": "",
     }
@@ -122,14 +123,15 @@ def _row(path: Path) -> dict[str, Any]:
 
 def collect(root: str | Path) -> pd.DataFrame:
     """One row per job directory under ``root``: the job table (columns :data:`JOB_COLUMNS`
-    with the job kinds' descriptive columns after ``algorithm``, then ``benchmark_seed``,
-    ``error`` and any ``test_acc@<tag>`` columns, sorted by name).
+    with the job kinds' descriptive columns after ``algorithm``, then ``protocol``, ``error``
+    and any ``test_acc@<tag>`` columns, sorted by name).
 
     ``status`` is ``done`` (done marker present), ``failed`` (error.txt) or ``pending``; result
     columns are empty unless done.
     """
     root = Path(root)
-    rows, skipped = [], []
+    rows: list[dict[str, Any]] = []
+    skipped: list[str] = []
     for path in _job_dirs(root):
         try:
             rows.append(_row(path))
@@ -141,9 +143,8 @@ def collect(root: str | Path) -> pd.DataFrame:
     at = JOB_COLUMNS.index("algorithm") + 1
     columns = [*JOB_COLUMNS[:at], *described, *JOB_COLUMNS[at:], *EXTRA_COLUMNS, *tag_cols]
     table = pd.DataFrame(rows, columns=columns)
-    for col in _INT_COLUMNS:
-        if col in table.columns and table[col].notna().all():
-            table[col] = table[col].astype("int64")
+    if table["seed"].notna().all():  # described integer columns are int64 when complete
+        table["seed"] = table["seed"].astype("int64")
     for col in _NULLABLE_INT:
         table[col] = pd.array(table[col], dtype="Int64")
     for col in (*_FLOAT_COLUMNS, *tag_cols):
@@ -161,7 +162,8 @@ def collect(root: str | Path) -> pd.DataFrame:
 def collect_epochs(root: str | Path) -> pd.DataFrame:
     """The long per-epoch table of every done job: job_id, epoch, train_loss, val_loss,
     val_acc, test_set, tag ("all" or a cell tag), acc, n."""
-    frames, skipped = [], []
+    frames: list[pd.DataFrame] = []
+    skipped: list[str] = []
     for path in _job_dirs(Path(root)):
         if (path / DONE_FILE).is_file() and (path / EPOCHS_FILE).is_file():
             try:

@@ -1,6 +1,6 @@
 """Jobs, their hashed run directories and the ``done`` marker (DomainBed habit).
 
-A job is (training config, experiment name + scale + benchmark seed, training seed = the
+A job is (training config, experiment name + the kind's own parameters, training seed = the
 config's ``seed``). Its directory is ``<out>/<job_id>/`` with ``job_id`` the first 16 hex digits
 of the sha256 of the job's canonical JSON. A finished job holds ``job.json``, ``result.json``,
 ``epochs.parquet`` and, written last, ``done``. Every file is written atomically, so a killed job
@@ -48,8 +48,10 @@ DEFAULT_THREADS = 1
 
 class Job(BaseModel):
     """One training run: ``kind`` names the registered job function that runs it (see
-    :func:`register_job_kind`); ``experiment``, ``scale``, ``benchmark_seed`` and ``spec`` say
-    what to train on, in the kind's own terms; ``train`` how.
+    :func:`register_job_kind`); ``experiment``, ``spec`` and ``params`` say what to train on,
+    in the kind's own terms (the kind validates them; ``params``: its settings, e.g. a
+    benchmark's dataset size and seed); ``train`` how. Every field but ``inputs`` is part of the
+    id (``params``, ``versions`` and ``threads`` only when not their defaults).
 
     ``inputs``: named local files or folders the job reads (DiagViB-6: ``mnist``, ``textures``).
     The id depends on their content (``input_digests``, computed when the job is made), not on
@@ -67,10 +69,9 @@ class Job(BaseModel):
 
     experiment: str
     kind: str
-    scale: float = Field(1.0, gt=0)
-    benchmark_seed: int = Field(0, ge=0)
     train: TrainConfig = Field(default_factory=TrainConfig)
     spec: dict[str, Any] | None = None
+    params: dict[str, Any] = Field(default_factory=dict)
     inputs: dict[str, str] = Field(default_factory=dict)
     input_digests: dict[str, str] = Field(default_factory=dict)
     versions: dict[str, str] = Field(default_factory=dict)
@@ -96,6 +97,8 @@ class Job(BaseModel):
         exclude = {"inputs"} | (set() if self.inputs else {"input_digests"})
         if not self.versions:
             exclude.add("versions")
+        if not self.params:
+            exclude.add("params")
         if self.threads == DEFAULT_THREADS:
             exclude.add("threads")
         return json.dumps(self.model_dump(mode="json", exclude=exclude), sort_keys=True,
@@ -117,8 +120,8 @@ class Job(BaseModel):
         return self.train.seed
 
     def describe(self) -> dict[str, Any]:
-        """The columns the job's kind derives from its experiment name ({} if none)."""
-        return describe_job(self.kind, self.experiment)
+        """The job-table columns the job's kind derives from it ({} if none)."""
+        return describe_job(self)
 
 
 @dataclass
@@ -286,21 +289,24 @@ def read_job(path: Path) -> Job:
     try:
         return Job(**data)
     except RunnerError as exc:
-        raise JobFileError(path / JOB_FILE, f"is not a valid job ({exc})") from None
+        raise JobFileError(path / JOB_FILE, f"is not a valid job ({exc}; an edited job.json, "
+                           "or one planned by an earlier shortcutlab whose job fields have "
+                           "changed since: plan the jobs again)") from None
 
 
 # ----------------------------------------------------------------------------- job kinds
 
 
 JobFunction = Callable[[Job, str], JobOutput]
-Describer = Callable[[str], dict[str, Any]]
+Describer = Callable[[Job], dict[str, Any]]
 
 
 @dataclass(frozen=True)
 class JobKind:
     """What the runner needs of a kind of job: the function that runs one (a module-level
     function, so that worker processes can import it by name) and, optionally, a function that
-    turns an experiment name into extra job-table columns (e.g. study and factors)."""
+    turns a job into extra job-table columns (e.g. its study, factors and dataset size, read
+    from its experiment name and ``params``)."""
 
     run: JobFunction
     describe: Describer | None = None
@@ -331,10 +337,10 @@ def job_kind(name: str) -> JobKind:
     return _JOB_KINDS[name]
 
 
-def describe_job(kind: str, experiment: str) -> dict[str, Any]:
-    """The extra table columns the kind's describer derives from ``experiment`` ({} if none)."""
-    found = _JOB_KINDS.get(kind)
-    return found.describe(experiment) if found is not None and found.describe else {}
+def describe_job(job: Job) -> dict[str, Any]:
+    """The extra table columns the describer of the job's kind derives from it ({} if none)."""
+    found = _JOB_KINDS.get(job.kind)
+    return found.describe(job) if found is not None and found.describe else {}
 
 
 @contextmanager

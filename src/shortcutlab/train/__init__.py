@@ -17,6 +17,7 @@ _EXPORTS: dict[str, str] = {
     "create_algorithm": "algorithms", "list_algorithms": "algorithms",
     "register_algorithm": "algorithms",
     "TrainResult": "trainer", "train": "trainer",
+    "Restylable": "capabilities", "ItemRestyler": "capabilities",  # dataset capabilities
 }
 
 __all__ = sorted(_EXPORTS)

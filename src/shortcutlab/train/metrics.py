@@ -1,5 +1,6 @@
-"""Mean per-class accuracy, the one implementation: the trainer scores runs with it and
-:mod:`shortcutlab.diagvib.evaluation` re-exports it for scoring one's own predictions.
+"""Mean per-class and top-1 accuracy, the one implementation of each: the trainer scores runs
+with them and :mod:`shortcutlab.diagvib.evaluation` re-exports the first for scoring one's own
+predictions.
 
 Nothing here imports torch: tensors are recognised when torch is already loaded.
 """
@@ -91,3 +92,26 @@ def mean_per_class_accuracy(preds: Any, target: Any, num_classes: int | None = N
     if is_tensor(preds) or is_tensor(target):
         return _macro_recall_torch(preds, target, num_classes, error)
     return _macro_recall_numpy(preds, target, num_classes, error)
+
+
+def top1_accuracy(preds: Any, target: Any, num_classes: int | None = None, *,
+                  error: type[Exception] = TrainError) -> Any:
+    """The share of ``preds`` equal to ``target`` (NaN for no targets); arguments and return
+    types as :func:`mean_per_class_accuracy` (``num_classes`` is accepted for the same call
+    and not needed)."""
+    if is_tensor(preds) or is_tensor(target):
+        import torch
+
+        target_t = torch.as_tensor(target).reshape(-1).long()
+        preds_t = torch.as_tensor(preds, device=target_t.device)
+        if preds_t.ndim == 2:
+            preds_t = preds_t.argmax(dim=1)
+        if preds_t.ndim != 1 or preds_t.shape[0] != target_t.shape[0]:
+            raise error(f"predictions have shape {tuple(preds_t.shape)}; expected "
+                        f"({target_t.shape[0]},) class ids or ({target_t.shape[0]}, C) scores")
+        if target_t.numel() == 0:
+            return torch.tensor(math.nan, device=target_t.device)
+        return (preds_t.long() == target_t).float().mean()
+    target_np = np.asarray(target).reshape(-1).astype(np.int64)
+    labels = as_labels(np.asarray(preds), target_np.shape[0], error=error)
+    return float(np.mean(labels == target_np)) if target_np.size else math.nan

@@ -36,7 +36,7 @@ from shortcutlab.errors import TrainError
 from shortcutlab.train.algorithms import create_algorithm
 from shortcutlab.train.algorithms.base import Algorithm, AlgorithmContext
 from shortcutlab.train.config import TrainConfig
-from shortcutlab.train.metrics import mean_per_class_accuracy
+from shortcutlab.train.metrics import mean_per_class_accuracy, top1_accuracy
 from shortcutlab.train.models import expects_imagenet_inputs
 from shortcutlab.train.normalization import (
     STATS_BATCH_SIZE,
@@ -335,7 +335,7 @@ def _accuracy_of(dataset: Dataset) -> Any:
     """Accuracy as the dataset asks (``metric = "top1"``: top-1), else mean per-class; either
     is called as ``(preds, target, num_classes)``."""
     if getattr(dataset, "metric", "mean_per_class") == "top1":
-        return lambda p, y, _k: float(np.mean(y == p)) if len(y) else math.nan
+        return top1_accuracy
     return mean_per_class_accuracy
 
 

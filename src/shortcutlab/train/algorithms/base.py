@@ -3,8 +3,8 @@
 
 A batch is the collated dict of dataset items, already on the algorithm's device:
 ``x`` float (B, 3, H, W), normalised by ``algorithm.input_norm`` (the trainer applies it;
-``input_norm.inverse(x)`` gives pixels in [0, 1] back), ``y`` int64 (B,), and for DiagViB-6
-data ``classes`` int64 (B, 6) and ``index`` int64 (B,). ``update`` must return a dict of floats
+``input_norm.inverse(x)`` gives pixels in [0, 1] back), ``y`` int64 (B,), and whatever else
+the dataset's items hold (e.g. ``index``). ``update`` must return a dict of floats
 containing ``loss`` (the training objective the trainer reports per epoch).
 
 Randomness: the trainer seeds torch from ``config.seed`` before building the algorithm and sets
@@ -38,13 +38,10 @@ class AlgorithmContext:
     """What some algorithms need besides the batch, all optional.
 
     ``train_dataset``: the training set itself; algorithms ask it for the capabilities they need
-    (e.g. factor-space Stylized needs a set that can re-render an item with other factor
-    classes: ``spec``, ``generator`` and ``render_seed`` attributes, offered by DiagViB-6
-    datasets). ``factor_classes``: the factors in the column order of the set's class table,
-    each with its class names in class-index order; ``extra``: anything else.
+    (:mod:`shortcutlab.train.capabilities`, e.g. factor-space Stylized needs a
+    :class:`~shortcutlab.train.capabilities.Restylable` set); ``extra``: anything else.
     """
 
-    factor_classes: Mapping[str, Sequence[str]] | None = None
     train_dataset: Any | None = None
     device: torch.device | None = None
     extra: dict[str, Any] = field(default_factory=dict)

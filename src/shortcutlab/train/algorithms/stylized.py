@@ -1,20 +1,22 @@
-"""Stylized and Debiased training for DiagViB-6: input stylisation in factor space.
+"""Stylized and Debiased training: input stylisation, in factor space or by AdaIN.
 
 Geirhos et al. (Stylized ImageNet) replace each training image's texture by a random painting's
 through AdaIN style transfer; Li et al. (shape-texture debiased training) stylise an image with
 another batch image's texture and train on the convex combination ``gamma * onehot(y_content) +
-(1 - gamma) * onehot(y_style)`` (``gamma = 0.8``). DiagViB-6 images are rendered from their factor
-classes, so the factor-space counterpart needs no style-transfer network: we re-render the same
-image (same seed, split and index, so shape, position, scale, lightness and every sampled detail
-stay) with another texture class, and optionally another hue class.
+(1 - gamma) * onehot(y_style)`` (``gamma = 0.8``). A training set that can re-render its items
+with their style redrawn (:class:`shortcutlab.train.capabilities.Restylable`; DiagViB-6 datasets
+can, from their factor classes) needs no style-transfer network: the same item is rendered again
+with another style, everything else kept.
 
-- ``stylized``: the texture class is drawn uniformly from the experiment's selected texture
-  classes (``texture_pool="selected"``) or from all of them (``"all"``); with ``hue=True`` the hue
-  class too. The label is unchanged.
-- ``debiased``: each image takes the texture (and with ``hue=True`` the hue) class of a donor
-  image of the same batch (a random permutation), and its target is ``gamma * onehot(y) +
-  (1 - gamma) * onehot(y_donor)``: the donor's label is the class that the texture says under the
-  training correlation.
+- ``stylized``: each item's style is drawn at random from the set's style pool (``style_pool``:
+  ``selected``, the values the training set uses, or ``all``). The label is unchanged.
+- ``debiased``: each item takes the style of a donor item of the same batch (a random
+  permutation), and its target is ``gamma * onehot(y) + (1 - gamma) * onehot(y_donor)``: the
+  donor's label is the class that the style says under the training correlation.
+
+``style`` (both) names which style to redraw, in the training set's own terms ("" = its
+default; DiagViB-6: ``+``-joined factors, e.g. ``texture+hue``); the set refuses a style that
+would change the labels. The algorithms do not know what the style is.
 
 For ``stylized``, stylised images replace the originals with probability ``p`` (default 1.0;
 Geirhos et al. train on Stylized ImageNet only; BiasBed's "Stylized ERM" competitor is ERM on a
@@ -25,32 +27,21 @@ targets, and the stylised half passes through auxiliary batch norms (``aux_bn``:
 :class:`DualBatchNorm2d`; prediction uses the main ones). ``mix="replace"`` keeps the earlier
 variant (stylised images replace the originals with probability ``p``).
 
-When the predicted factor is **texture** (or hue with ``hue=True``) the stylisation would replace
-the label itself, so both algorithms refuse the experiment with a TrainError. When the predicted
-factor is **shape**, this is exactly the intended setting (shape is kept, texture randomised).
-Other predicted factors work the same way: texture (and hue) are randomised, the rest is kept.
-
-Both algorithms need, from the AlgorithmContext, the DiagViB-6 generator, the training split's
-render seed and the factor layout of the class table (``factor_classes``; the training set may
-provide it as an attribute of the same name), and the batch's ``classes`` and ``index``. Nothing
-here imports the DiagViB-6 package: the generator and the layout are handed in. On image-folder
-datasets they stylise in image space instead, as the papers do: each image takes the style of
-another image of the batch through an AdaIN style-transfer network (:class:`AdaINStyleTransfer`,
-strength ``alpha``), which must be given as local pretrained weights: either the standard pair of
-Huang & Belongie's AdaIN, used by Stylized-ImageNet and BiasBed (hparams ``vgg_weights`` =
-``vgg_normalised.pth`` and ``decoder_weights`` = ``decoder.pth``), or one state dict of
-:class:`AdaINStyleTransfer` (hparam ``style_weights``); read with
-``torch.load(weights_only=True)``, never downloaded; without them they raise a clear error.
-Batches arrive normalised; stylised images are normalised the same way.
+On training sets that cannot re-render (image folders) they stylise in image space instead, as
+the papers do: each image takes the style of another image of the batch through an AdaIN
+style-transfer network (:class:`AdaINStyleTransfer`, strength ``alpha``), which must be given as
+local pretrained weights: either the standard pair of Huang & Belongie's AdaIN, used by
+Stylized-ImageNet and BiasBed (hparams ``vgg_weights`` = ``vgg_normalised.pth`` and
+``decoder_weights`` = ``decoder.pth``), or one state dict of :class:`AdaINStyleTransfer` (hparam
+``style_weights``); read with ``torch.load(weights_only=True)``, never downloaded; without them
+they raise a clear error. Batches arrive normalised; stylised images are normalised the same way.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import torch
@@ -61,6 +52,7 @@ from shortcutlab.errors import DataNotFoundError, TrainError, unknown_choice
 from shortcutlab.train.algorithms import register_algorithm
 from shortcutlab.train.algorithms.base import Algorithm, AlgorithmContext
 from shortcutlab.train.algorithms.padain import adain
+from shortcutlab.train.capabilities import STYLE_POOLS, ItemRestyler, Restylable
 from shortcutlab.train.config import TrainConfig
 from shortcutlab.train.normalization import IMAGENET_MEAN, IMAGENET_STD
 from shortcutlab.utils.rng import rng
@@ -69,15 +61,11 @@ __all__ = [
     "AdaINStyleTransfer",
     "Debiased",
     "DualBatchNorm2d",
-    "Restyler",
     "Stylized",
     "debiased_targets",
-    "donor_style_classes",
     "load_local_weights",
-    "random_style_classes",
 ]
 
-TEXTURE_POOLS = ("selected", "all")
 DEBIASED_MIXES = ("pair", "replace")
 #: Debiased's targets: ``reference`` (BiasBed's code: its mean-reduced cross entropy puts every
 #: row, clean ones too, on the batch-mean label weight, 0.9/0.1 for pairs) or ``paper`` (Li et
@@ -86,33 +74,6 @@ DEBIASED_LABELS = ("reference", "paper")
 #: What Debiased's AdaIN network sees: ``normalised`` (BiasBed's code: the normalised batch, the
 #: output fed to the model as is) or ``pixels`` ([0, 1] images, re-normalised afterwards).
 DEBIASED_ADAIN_INPUTS = ("normalised", "pixels")
-
-
-def style_factors(hue: bool) -> tuple[str, ...]:
-    """The factors stylisation changes."""
-    return ("texture", "hue") if hue else ("texture",)
-
-
-def random_style_classes(
-    classes: np.ndarray,
-    pools: dict[int, np.ndarray],
-    rng: np.random.Generator,
-) -> np.ndarray:
-    """A copy of the (B, 6) class table with each column in ``pools`` redrawn from its pool."""
-    out = np.array(classes, dtype=np.int64, copy=True)
-    for col, pool in pools.items():
-        out[:, col] = rng.choice(np.asarray(pool, dtype=np.int64), size=out.shape[0])
-    return out
-
-
-def donor_style_classes(
-    classes: np.ndarray, perm: np.ndarray, columns: tuple[int, ...]
-) -> np.ndarray:
-    """A copy of the class table where row i takes ``columns`` from row ``perm[i]``."""
-    out = np.array(classes, dtype=np.int64, copy=True)
-    cols = list(columns)
-    out[:, cols] = np.asarray(classes)[np.asarray(perm)][:, cols]
-    return out
 
 
 def debiased_targets(
@@ -275,99 +236,6 @@ class AdaINStyleTransfer(nn.Module):
         return out.clamp(0.0, 1.0)
 
 
-@dataclass
-class Restyler:
-    """Re-renders training images of a DiagViB-6 split with changed factor classes.
-
-    ``factor_classes``: the class table's factors in column order, each with all its class
-    names in class-index order.
-    """
-
-    spec: Any
-    generator: Any
-    render_seed: int
-    factor_classes: Mapping[str, Sequence[str]]
-    split: str = "train"
-    backend: str = "numpy"
-
-    @classmethod
-    def from_context(cls, context: AlgorithmContext, algorithm: str) -> Restyler:
-        """From ``context.train_dataset``, a set that can re-render its items (``spec``,
-        ``generator`` and ``render_seed``: a DiagvibDataset); the factor layout from
-        ``context.factor_classes``, else the dataset's ``factor_classes``."""
-        ds = context.train_dataset
-        layout = context.factor_classes or getattr(ds, "factor_classes", None)
-        if layout is None:
-            raise TrainError(
-                f"algorithm {algorithm!r} re-renders DiagViB-6 training images and needs the "
-                "factor layout of the class table: AlgorithmContext(factor_classes={factor: "
-                "class names}) in class-table column order"
-            )
-        if ds is not None and all(hasattr(ds, a) for a in ("spec", "render_seed", "generator")):
-            return cls(
-                ds.spec,
-                ds.generator,
-                int(ds.render_seed),
-                layout,
-                getattr(ds, "split", "train"),
-                getattr(ds, "backend", "numpy"),
-            )
-        raise TrainError(
-            f"algorithm {algorithm!r} re-renders DiagViB-6 training images and needs a DiagViB-6 "
-            "training set (AlgorithmContext.train_dataset); on image-folder "
-            "datasets use erm, padain, sagnet or infodrop"
-        )
-
-    def column(self, factor: str) -> int:
-        """Column of ``factor`` in the (B, K) class table."""
-        return list(self.factor_classes).index(factor)
-
-    def columns(self, factors: Sequence[str]) -> tuple[int, ...]:
-        """Columns of several factors."""
-        return tuple(self.column(f) for f in factors)
-
-    def pool(self, factor: str, pool: str) -> np.ndarray:
-        """Global class indices of ``factor`` to draw from: the experiment's selected classes
-        (``selected``) or every class of the factor (``all``)."""
-        if pool not in TEXTURE_POOLS:
-            raise TrainError(unknown_choice("texture pool", pool, TEXTURE_POOLS))
-        names = list(self.factor_classes[factor])
-        selected = getattr(self.spec, "selected", None)
-        if pool == "all" or selected is None:
-            return np.arange(len(names), dtype=np.int64)
-        return np.array([names.index(c) for c in selected[factor]], dtype=np.int64)
-
-    def render(self, classes: np.ndarray, indices: np.ndarray) -> torch.Tensor:
-        """float32 images (B, 3, 128, 128) in [0, 1] for these class rows and split indices."""
-        images = self.generator.render(
-            np.asarray(classes, dtype=np.int64),
-            seed=self.render_seed,
-            split=self.split,
-            indices=np.asarray(indices, dtype=np.int64),
-            backend=self.backend,
-        )
-        return torch.as_tensor(np.asarray(images)).to(torch.float32).div_(255.0)
-
-
-def _check_style_target(spec: Any, hue: bool, algorithm: str) -> None:
-    changed = ("texture", "hue") if hue else ("texture",)
-    predicted = getattr(spec, "predicted", None)
-    if predicted in changed:
-        raise TrainError(
-            f"algorithm {algorithm!r} randomises {' and '.join(changed)}, but the experiment "
-            f"predicts {predicted!r}: the labels would be destroyed. Use it on experiments "
-            "predicting another factor (e.g. shape)"
-            + (", or set hue=False" if predicted == "hue" else "")
-        )
-
-
-def _can_rerender(context: AlgorithmContext) -> bool:
-    """Whether the training set offers the re-rendering capability (``spec``, ``generator``,
-    ``render_seed``; DiagViB-6 datasets do)."""
-    ds = context.train_dataset
-    return ds is not None and all(hasattr(ds, a) for a in ("spec", "render_seed", "generator"))
-
-
 class _StylisingAlgorithm(Algorithm):
     """Shared set-up of Stylized and Debiased: network, optimiser, restyler, mixing mask."""
 
@@ -377,11 +245,15 @@ class _StylisingAlgorithm(Algorithm):
         super().__init__(num_classes, config, context)
         if not 0.0 <= self.hparams["p"] <= 1.0:
             raise TrainError(f"hyper-parameter p must be in [0, 1], got {self.hparams['p']}")
-        self.restyler: Restyler | None = None
+        self.restyler: ItemRestyler | None = None
         self.transfer: AdaINStyleTransfer | None = None
-        if _can_rerender(self.context):
-            self.restyler = Restyler.from_context(self.context, self.name)
-            _check_style_target(self.restyler.spec, self.hparams["hue"], self.name)
+        dataset = self.context.train_dataset
+        if isinstance(dataset, Restylable):
+            try:
+                pool = self.hparams.get("style_pool", STYLE_POOLS[0])  # stylized draws from it
+                self.restyler = dataset.restyler(self.hparams["style"], pool)
+            except TrainError as exc:
+                raise TrainError(f"algorithm {self.name!r}: {exc}") from None
         elif self.hparams["vgg_weights"] or self.hparams["decoder_weights"]:
             self.transfer = AdaINStyleTransfer.from_pair(
                 self.hparams["vgg_weights"] or None, self.hparams["decoder_weights"] or None
@@ -390,9 +262,10 @@ class _StylisingAlgorithm(Algorithm):
             self.transfer = AdaINStyleTransfer.from_file(self.hparams["style_weights"])
         else:
             raise TrainError(
-                f"algorithm {self.name!r} needs a DiagViB-6 training set (re-rendered in factor "
-                "space) or, for image folders, a pretrained AdaIN style-transfer network: "
-                "hparams vgg_weights=<vgg_normalised.pth> decoder_weights=<decoder.pth>, or "
+                f"algorithm {self.name!r} needs a training set that re-renders its items with "
+                "another style (a Restylable one, e.g. DiagViB-6's) or, for image folders, a "
+                "pretrained AdaIN style-transfer network: hparams "
+                "vgg_weights=<vgg_normalised.pth> decoder_weights=<decoder.pth>, or "
                 "style_weights=<local state-dict file> (nothing is downloaded)"
             )
         self.network = self.build_network()
@@ -421,18 +294,6 @@ class _StylisingAlgorithm(Algorithm):
     def _from_transfer(self, images: torch.Tensor) -> torch.Tensor:
         return self.input_norm(images)
 
-    def _batch_arrays(self, batch: dict[str, torch.Tensor]) -> tuple[np.ndarray, np.ndarray]:
-        for key in ("classes", "index"):
-            if key not in batch:
-                raise TrainError(
-                    f"algorithm {self.name!r} needs the batch key {key!r} (DiagViB-6 items); "
-                    f"got keys {sorted(batch)}"
-                )
-        return (
-            batch["classes"].detach().cpu().numpy(),
-            np.asarray(torch.as_tensor(batch["index"]).cpu().numpy(), dtype=np.int64),
-        )
-
     def _mix(
         self, original: torch.Tensor, styled: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -443,10 +304,10 @@ class _StylisingAlgorithm(Algorithm):
         x = torch.where(used.view(-1, 1, 1, 1), styled.to(original.device), original)
         return x, used
 
-    def _restyled(self, classes: np.ndarray, index: np.ndarray, like: torch.Tensor) -> torch.Tensor:
-        """Re-rendered images of these class rows, normalised like the batch ``like``."""
+    def _restyled(self, rows: np.ndarray, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """The batch's items re-rendered as ``rows`` describe them, normalised like the batch."""
         assert self.restyler is not None
-        return self.input_norm(self.restyler.render(classes, index).to(like.device))
+        return self.input_norm(self.restyler.render(rows, batch).to(batch["x"].device))
 
     def _step(self, loss: torch.Tensor) -> dict[str, float]:
         self.backward_and_step(loss, self.optimizer)
@@ -458,41 +319,33 @@ class _StylisingAlgorithm(Algorithm):
 
 @register_algorithm
 class Stylized(_StylisingAlgorithm):
-    """ERM on images re-rendered with a random texture class (and with ``hue`` a random hue).
+    """ERM on images re-rendered with a random style (image folders: a batch donor's, by AdaIN).
 
-    Hyper-parameters: ``p`` (share of stylised images, 1.0), ``hue`` (False), ``texture_pool``
-    (``selected``: the experiment's three texture classes; ``all``: every texture class).
+    Hyper-parameters: ``p`` (share of stylised images, 1.0), ``style`` (which style to redraw,
+    in the training set's terms; "" = its default), ``style_pool`` (``selected``: the values the
+    training set uses; ``all``: every value the set can render).
     """
 
     name = "stylized"
     hparams_defaults = {
         "p": 1.0,
-        "hue": False,
-        "texture_pool": "selected",
+        "style": "",
+        "style_pool": "selected",
         "style_weights": "",
         "vgg_weights": "",
         "decoder_weights": "",
         "alpha": 1.0,
     }
 
-    def __init__(
-        self, num_classes: int, config: TrainConfig, context: AlgorithmContext | None = None
-    ) -> None:
-        super().__init__(num_classes, config, context)
-        if self.restyler is None:
-            return
-        r, pool = self.restyler, self.hparams["texture_pool"]
-        self.pools = {r.column(f): r.pool(f, pool) for f in style_factors(self.hparams["hue"])}
-
     def stylize(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, np.ndarray | None]:
-        """(images to train on, their class table; None for image folders) for one batch."""
+        """(images to train on, their item rows; None for image folders) for one batch."""
         if self.restyler is None:
             return self._transfer_styles(batch)[0], None
-        classes, index = self._batch_arrays(batch)
-        new = random_style_classes(classes, self.pools, rng(self.config.seed, self.name, self.step))
-        x, used = self._mix(batch["x"], self._restyled(new, index, batch["x"]))
+        rows = self.restyler.rows(batch)
+        new = self.restyler.redrawn(rows, rng(self.config.seed, self.name, self.step))
+        x, used = self._mix(batch["x"], self._restyled(new, batch))
         used_np = used.cpu().numpy()
-        return x, np.where(used_np[:, None], new, classes)
+        return x, np.where(used_np[:, None], new, rows)
 
     def update(self, batch: dict[str, torch.Tensor]) -> dict[str, float]:
         x, _ = self.stylize(batch)
@@ -533,14 +386,14 @@ def add_auxiliary_batchnorms(model: nn.Module) -> list[DualBatchNorm2d]:
 
 @register_algorithm
 class Debiased(_StylisingAlgorithm):
-    """Li et al.'s shape-texture debiased training (image space by AdaIN, or factor space).
+    """Li et al.'s shape-texture debiased training (image space by AdaIN, or re-rendered).
 
-    Each stylised image takes the style (texture; with ``hue`` also hue) of a donor from the
-    batch; its target is ``gamma * onehot(y) + (1 - gamma) * onehot(y_donor)``.
+    Each stylised image takes the style of a donor from the batch; its target is
+    ``gamma * onehot(y) + (1 - gamma) * onehot(y_donor)``.
     Hyper-parameters: ``gamma`` (0.8, the paper's), ``mix`` (``pair``: train on the clean and the
     stylised images together, reference; ``replace``: stylised images replace the originals with
     probability ``p``), ``aux_bn`` (pair mix: auxiliary batch norms for the stylised half, True),
-    ``alpha`` (AdaIN strength, 0.5 as in the reference), ``p`` (replace mix only), ``hue``,
+    ``alpha`` (AdaIN strength, 0.5 as in the reference), ``p`` (replace mix only), ``style``,
     ``labels`` (:data:`DEBIASED_LABELS`: ``reference`` by default) and ``adain_input``
     (:data:`DEBIASED_ADAIN_INPUTS`: ``normalised`` by default, BiasBed's code).
     """
@@ -551,7 +404,7 @@ class Debiased(_StylisingAlgorithm):
         "mix": "pair",
         "aux_bn": True,
         "p": 1.0,
-        "hue": False,
+        "style": "",
         "style_weights": "",
         "vgg_weights": "",
         "decoder_weights": "",
@@ -576,7 +429,7 @@ class Debiased(_StylisingAlgorithm):
     def stylize(
         self, batch: dict[str, torch.Tensor]
     ) -> tuple[torch.Tensor, torch.Tensor, np.ndarray | None]:
-        """(images, soft targets (rows, K), class table; None for image folders) for one batch.
+        """(images, soft targets (rows, K), item rows; None for image folders) for one batch.
 
         ``mix="pair"``: 2B rows, the clean batch followed by its stylised version."""
         pair = self.hparams["mix"] == "pair"
@@ -584,11 +437,10 @@ class Debiased(_StylisingAlgorithm):
         if self.restyler is None:
             x, perm, used = self._transfer_styles(batch, mix=not pair)
         else:
-            classes, index = self._batch_arrays(batch)
+            classes = self.restyler.rows(batch)
             perm = torch.randperm(classes.shape[0], generator=self.generator("debiased-donor"))
-            columns = self.restyler.columns(style_factors(self.hparams["hue"]))
-            new = donor_style_classes(classes, perm.numpy(), columns)
-            x = self._restyled(new, index, batch["x"])
+            new = self.restyler.donated(classes, perm.numpy())
+            x = self._restyled(new, batch)
             if pair:
                 used = torch.ones(len(classes), dtype=torch.bool, device=batch["x"].device)
                 table = np.concatenate([classes, new])
