@@ -46,7 +46,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import bench_gpu_pipeline as pipeline  # noqa: E402
+import bench_gpu_pipeline as pipeline
 
 ROOT = pipeline.ROOT
 CUDA_TESTS = (
@@ -264,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.monotonic()
         try:
             result = run_section(name, args)
-        except Exception as exc:  # noqa: BLE001 - one failed section must not lose the others
+        except Exception as exc:
             failed.append(f"{name}: {type(exc).__name__}: {exc}")
             print(f"{name} FAILED: {exc}", file=sys.stderr, flush=True)
             continue

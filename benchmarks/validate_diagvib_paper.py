@@ -59,7 +59,7 @@ class Numbers:
     def __init__(self, metrics: DiagvibMetrics | None, err: str) -> None:
         self.metrics, self.err = metrics, err
 
-    def _fmt(self, frame, **where: str) -> str:  # noqa: ANN001
+    def _fmt(self, frame, **where: str) -> str:
         if self.metrics is None:
             return "–"
         for key, value in where.items():

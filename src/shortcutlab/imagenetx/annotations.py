@@ -63,7 +63,6 @@ PARTITION_CHOICES = ("val", "train")
 NUM_CLASSES = 1000
 NUM_VAL_IMAGES = 50_000
 
-Which = Literal["top", "multi"]
 Partition = Literal["val", "train"]
 
 

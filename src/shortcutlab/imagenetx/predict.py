@@ -169,7 +169,7 @@ def build_model(name: str, weights: str | os.PathLike[str] | None = None) -> nn.
                     f"model {name!r} needs its ImageNet weights: pass --weights FILE "
                     "(a local state-dict file)"
                 ) from None
-            model = registry.create_model(name, NUM_CLASSES, pretrained=weights)
+            model = registry.create_model(name, NUM_CLASSES, pretrained=Path(weights))
     elif name in tvm.list_models(module=tvm):
         model = tvm.get_model(name, weights=None, num_classes=NUM_CLASSES)
     else:

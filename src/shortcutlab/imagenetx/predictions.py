@@ -25,10 +25,12 @@ Formats
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import TypeAlias
 
 import numpy as np
 import pandas as pd
@@ -264,6 +266,7 @@ def predictions_from_frame(
     where = where or f"predictions of {model}"
     fcol = _pick(frame, file_col, FILE_COLUMNS, "file name", where, "--file-col/file_col")
     ccol = _pick(frame, pred_col, CLASS_COLUMNS, "predicted class", where, "--pred-col/pred_col")
+    assert fcol is not None and ccol is not None  # only the probability column is optional
     if frame.empty:
         raise ImagenetXError(f"{where}: no predictions (the table has a header but no rows)")
     lines = np.arange(len(frame)) + 2  # line 1 is the header
@@ -392,8 +395,7 @@ def combine(parts: Sequence[Predictions]) -> Predictions:
     if not parts:
         raise ImagenetXError("no predictions given")
     models = [m for p in parts for m in p.models]
-    seen: set[str] = set()
-    repeated = sorted({m for m in models if m in seen or seen.add(m)})
+    repeated = sorted(m for m, n in Counter(models).items() if n > 1)
     if repeated:
         raise ImagenetXError(f"model names must be unique; repeated: {', '.join(repeated)}")
     first = parts[0].file_names
@@ -406,7 +408,7 @@ def combine(parts: Sequence[Predictions]) -> Predictions:
     probs = None
     if all(p.probabilities is not None for p in parts):
         probs = np.concatenate(
-            [_align_probs(p, names) for p in parts]  # type: ignore[arg-type]
+            [_align_probs(p, names) for p in parts]
         )
     return Predictions(tuple(models), names, classes, probs)
 
@@ -451,7 +453,7 @@ def load_predictions(
     return combine(parts)
 
 
-PredictionSource = (
+PredictionSource: TypeAlias = (
     Predictions | pd.DataFrame | pd.Series | Mapping[str, int] | str | os.PathLike[str]
     | Sequence[str | os.PathLike[str]]
 )
