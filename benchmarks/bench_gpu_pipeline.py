@@ -199,8 +199,8 @@ def bench_epoch(device: str, scale: float, jobs_list: list[int], precision: str,
 
 def bench_precision(device: str, model: str, scale: float, epochs: int, seeds: int,
                     experiment: str = EXPERIMENT) -> dict:
-    """Test accuracy of fp32 / bf16 / channels_last / both over ``seeds`` training seeds: is the
-    change beyond seed noise?"""
+    """Test accuracy of fp32 / bf16 / fp16 (with a gradient scaler) / channels_last /
+    bf16+channels_last over ``seeds`` training seeds: is the change beyond seed noise?"""
     from shortcutlab.diagvib.dataset import DiagvibDataset
     from shortcutlab.diagvib.studies import make_experiment
     from shortcutlab.train.config import TrainConfig
@@ -208,7 +208,8 @@ def bench_precision(device: str, model: str, scale: float, epochs: int, seeds: i
 
     spec = make_experiment(experiment, scale=scale)
     sets = {s: DiagvibDataset(spec, s) for s in ("train", "val", "test")}
-    variants = {"fp32": {}, "bf16": {"precision": "bf16"}, "channels_last": {"channels_last": True},
+    variants = {"fp32": {}, "bf16": {"precision": "bf16"}, "fp16": {"precision": "fp16"},
+                "channels_last": {"channels_last": True},
                 "bf16+channels_last": {"precision": "bf16", "channels_last": True}}
     out: dict = {}
     for name, extra in variants.items():

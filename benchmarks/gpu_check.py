@@ -10,7 +10,8 @@ Sections, in order (each one entry of the JSON result file):
 * ``epoch_alone`` / ``epoch_shared``: seconds per full-scale resnet18 epoch (train + val + test)
   for one job, then for ``--jobs`` jobs at once on the GPU, under CUDA MPS when
   ``nvidia-cuda-mps-control`` exists (``--mps auto``); GPU utilisation sampled by nvidia-smi.
-* ``precision``: test accuracy of fp32, bf16, channels_last and both over ``--seeds`` seeds.
+* ``precision``: test accuracy of fp32, bf16, fp16, channels_last and bf16+channels_last over
+  ``--seeds`` seeds.
 * ``summary`` (always recomputed): seconds per job-epoch in aggregate and the extrapolated
   GPU-hours of the whole benchmark (1,230 runs x 30 epochs per model and seed), alone and shared.
 
@@ -76,7 +77,7 @@ def estimate_seconds(section: str, args: argparse.Namespace) -> float:
     if section == "epoch_shared":
         return 60.0 + 2 * epoch_images * per_image * args.jobs * (1.0 if cpu else 0.35)
     if section == "precision":
-        runs = 4 * args.seeds * args.precision_epochs
+        runs = 5 * args.seeds * args.precision_epochs
         return 60.0 + runs * sum(pipeline.FULL.values()) * args.precision_scale * per_image
     raise ValueError(section)
 
@@ -153,7 +154,7 @@ def run_section(name: str, args: argparse.Namespace) -> dict:
 
 def summarise(sections: dict) -> dict:
     """Aggregate seconds per job-epoch and the benchmark's GPU-hours from the epoch sections;
-    the bf16/channels_last accuracy change from the precision section."""
+    the bf16/fp16/channels_last accuracy change from the precision section."""
     out: dict = {}
     for key in ("epoch_alone", "epoch_shared"):
         if key in sections:

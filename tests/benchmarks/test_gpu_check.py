@@ -56,7 +56,7 @@ def test_gpu_check_runs_on_cpu_in_chunks(tmp_path: Path) -> None:
         hours = 1230 * 30 * sec["epoch_s"] / sec["jobs"] / 3600
         assert summary[key]["benchmark_gpu_hours"] == pytest.approx(hours)
     assert set(data["sections"]["precision"]["result"]) == {
-        "fp32", "bf16", "channels_last", "bf16+channels_last"}
+        "fp32", "bf16", "fp16", "channels_last", "bf16+channels_last"}
     assert summary["precision"]["fp32"]["change_vs_fp32"] == 0
     # the same file with other settings is refused, not mixed
     bad = _run("--out", str(out), "--scale", "0.004")
