@@ -101,19 +101,17 @@ def test_imagenetx_predict_builds_a_model_by_import_path(tmp_path: Path, monkeyp
 
 
 @pytest.mark.slow  # starts a local Ray instance (~30-60 s on a loaded CPU)
-@pytest.mark.parametrize("found_by", ["pythonpath", "working_directory"])
-def test_model_by_import_path_on_ray(tmp_path: Path, found_by: str) -> None:
+def test_model_by_import_path_on_ray(tmp_path: Path) -> None:
     """`--backend ray`: the job runs in a Ray worker process, which must import the user's
-    module itself, from PYTHONPATH or from the folder the command was started in."""
+    module itself, from the PYTHONPATH the command was given (a module in the working folder
+    is found by Ray's own worker set-up, not by anything of ours, so it is not tested here)."""
     pytest.importorskip("ray")
     mods, work = tmp_path / "mods", tmp_path / "work"
     mods.mkdir()
     work.mkdir()
-    (mods if found_by == "pythonpath" else work).joinpath("ray_zoo.py").write_text(
-        MODULE)
+    mods.joinpath("ray_zoo.py").write_text(MODULE)
     env = _env()
-    if found_by == "pythonpath":
-        env["PYTHONPATH"] = os.pathsep.join([str(SRC), str(mods)])
+    env["PYTHONPATH"] = os.pathsep.join([str(SRC), str(mods)])
     cmd = [sys.executable, "-m", "shortcutlab", "diagvib", "run", "--model", "ray_zoo:tiny",
            "--study", "ZSO", "--pairs", "hue-shape", "--samples", "0", "--scale", "0.002",
            "--epochs", "1", "--batch-size", "16", "--backend", "ray", "--workers", "1",
