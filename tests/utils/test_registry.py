@@ -72,3 +72,53 @@ def test_job_kinds_refuse_a_taken_name_unless_overridden() -> None:
         jobs.register_job_kind("k", _run_too)
     jobs.register_job_kind("k", _run_too, override=True)
     assert jobs.job_kind("k").run is _run_too
+
+
+# ------------------------------------------------------------------ the generic Registry
+class _Boom(RunnerError):
+    pass
+
+
+def test_a_registry_checks_lists_and_undoes_scratch_registrations() -> None:
+    from shortcutlab.utils.registry import Registry
+
+    reg: Registry[int] = Registry("widget", error=_Boom)
+    reg.register("a", 1)
+    reg.register("a", 1)  # the same object again: a no-op
+    with pytest.raises(_Boom, match=r"widget name 'a' is already registered"):
+        reg.register("a", 2)
+    with pytest.raises(_Boom, match=r"unknown widget 'b'.*a"):
+        reg.get("b")
+    with reg.scratch():
+        reg.register("b", 2)
+        assert reg.names() == ["a", "b"] and reg.get("b") == 2
+    assert "b" not in reg and reg.names("a*") == ["a"] and reg.find("b") is None
+
+
+def test_a_registry_loads_its_builtins_once_on_first_lookup() -> None:
+    from shortcutlab.utils.registry import Registry
+
+    calls = []
+    reg: Registry[str] = Registry("widget", builtins=lambda: calls.append(reg.register("x", "X")))
+    assert calls == []  # nothing imported before the first lookup
+    assert reg.names() == ["x"] and reg.get("x") == "X" and "x" in reg
+    assert calls == ["X"]
+
+
+def test_a_broken_entry_point_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    from importlib.metadata import EntryPoint
+
+    from shortcutlab.utils import registry as registry_mod
+
+    broken = EntryPoint("bad", "no_such_module_xyz:thing", "shortcutlab.widgets")
+    good = EntryPoint("sqrt", "math:sqrt", "shortcutlab.widgets")
+    monkeypatch.setattr(registry_mod, "entry_points",
+                        lambda group: [good] if group == "ok" else [good, broken])
+    ok = registry_mod.Registry("widget", error=_Boom, group="ok")
+    import math
+
+    assert ok.get("sqrt") is math.sqrt  # an object from an entry point, under its name
+    bad = registry_mod.Registry("widget", error=_Boom, group="bad")
+    with pytest.raises(_Boom, match=r"cannot load widget entry point 'bad' "
+                                    r"\(no_such_module_xyz:thing\)"):
+        bad.names()
