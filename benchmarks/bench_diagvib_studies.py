@@ -61,7 +61,7 @@ def _memory_child(n_images: int | None, batch: int) -> None:
     import torch
     from torch.utils.data import DataLoader, Subset
 
-    from shortcutlab.diagvib.dataset import DiagvibDataset, channel_stats
+    from shortcutlab.diagvib.dataset import DiagvibDataset, histogram_channel_stats
     from shortcutlab.diagvib.studies import make_experiment
 
     torch.set_num_threads(1)
@@ -83,7 +83,7 @@ def _memory_child(n_images: int | None, batch: int) -> None:
         seen += b["x"].shape[0]
     iter_s = time.perf_counter() - start
     start = time.perf_counter()
-    mean, std = channel_stats(ds, n=n_images, batch_size=batch)
+    mean, std = histogram_channel_stats(ds, n=n_images, batch_size=batch)
     stats_s = time.perf_counter() - start
     print(json.dumps({
         "images": seen, "iter_s": iter_s, "stats_s": stats_s,

@@ -104,7 +104,8 @@ def _outputs(w: Work, out: Path) -> dict[str, list[str]]:
                           "answer-prior", "--out", str(out)],
         "imagenetx evaluate": ["imagenetx", "evaluate", "--original-labels", "--out", str(out)],
         "imagenetx report": ["imagenetx", "report", "--original-labels", "--out", str(out)],
-        "report": ["report", str(w.run), "--out", str(out)],
+        "diagvib report": ["diagvib", "report", str(w.run), "--out", str(out)],
+        "report": ["report", str(w.run), "--out", str(out)],  # the alias
     }
 
 
@@ -141,7 +142,7 @@ OUTPUT_CASES = [
     for cmd in ("diagvib render", "diagvib render --png", "diagvib traverse", "diagvib studies",
                 "diagvib export", "diagvib collect", "diagvib run", "stats compare",
                 "stats select", "vqa build", "vqa score", "vqa baselines", "imagenetx evaluate",
-                "imagenetx report", "report")
+                "imagenetx report", "diagvib report", "report")
     for kind in ("folder", "file", "blocked")
     if _is_an_error(cmd, kind)
 ]
@@ -186,8 +187,8 @@ def _inputs(w: Work) -> dict[str, tuple[list[str], str]]:
                                           str(w.splits)], "is a folder"),
         "metrics empty CSV": (["diagvib", "metrics", str(w.empty)], "is empty"),
         "metrics ragged CSV": (["diagvib", "metrics", str(w.ragged)], "job table"),
-        "report empty CSV": (["report", str(w.empty), "--out", str(w.root / "r1")], "is empty"),
-        "report ragged CSV": (["report", str(w.ragged), "--out", str(w.root / "r2")],
+        "report empty CSV": (["diagvib", "report", str(w.empty), "--out", str(w.root / "r1")], "is empty"),
+        "report ragged CSV": (["diagvib", "report", str(w.ragged), "--out", str(w.root / "r2")],
                               "job table"),
         "imagenetx header-only CSV": (["imagenetx", "evaluate", str(w.header_only)],
                                       "no predictions"),
@@ -265,7 +266,7 @@ def test_unreadable_job_files_are_named_and_skipped(
     corrupt(victim / name)
     args = {"collect": ["diagvib", "collect", str(run)],
             "metrics": ["diagvib", "metrics", str(run)],
-            "report": ["report", str(run), "--out", str(tmp_path / "report")]}[command]
+            "report": ["diagvib", "report", str(run), "--out", str(tmp_path / "report")]}[command]
     res = runner.invoke(app, args)
     assert res.exception is None or isinstance(res.exception, SystemExit), res.exception
     assert "Traceback" not in res.output

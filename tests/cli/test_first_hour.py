@@ -52,7 +52,7 @@ def test_job_row_table_reaches_the_report(tmp_path: Path) -> None:
         test = DiagvibDataset(make_experiment(name, scale=0.002), "test")
         rows.append(job_row(test, np.zeros(len(test), dtype=int), model="mine"))
     pd.DataFrame(rows).to_csv(tmp_path / "mine.csv", index=False)
-    res = runner.invoke(app, ["report", str(tmp_path / "mine.csv"), "--out",
+    res = runner.invoke(app, ["diagvib", "report", str(tmp_path / "mine.csv"), "--out",
                               str(tmp_path / "rep"), "--json"])
     assert res.exit_code == 0, res.output
     data = json.loads(res.stdout)

@@ -194,7 +194,7 @@ def test_a_job_table_with_a_duplicated_id_is_refused(tmp_path, command: str) -> 
     pd.concat([table.iloc[[0]].assign(test_acc=0.0), table]).to_csv(jobs, index=False)
     out = tmp_path / "report"
     args = (["diagvib", "metrics", str(jobs)] if command == "metrics"
-            else ["report", str(jobs), "--out", str(out)])
+            else ["diagvib", "report", str(jobs), "--out", str(out)])
     _refused(args, "more than once", out)
 
 
@@ -291,7 +291,7 @@ def test_report_draws_model_names_with_dollars_as_typed(tmp_path) -> None:
     table = synthetic_table(models=("$\\frac{$", "b$x$"), studies=("ZSO", "ZGO"), samples=(0,))
     table.to_csv(jobs, index=False)
     out = tmp_path / "report"
-    _ok(["report", str(jobs), "--out", str(out)])
+    _ok(["diagvib", "report", str(jobs), "--out", str(out)])
     assert "$\\frac{$" in (out / "index.html").read_text()
 
 
@@ -345,10 +345,10 @@ def test_report_failing_part_way_leaves_the_old_report_whole(tmp_path, monkeypat
     synthetic_table(studies=("ZSO",), samples=(0,)).to_csv(old, index=False)
     synthetic_table(studies=("ZSO",), samples=(0,), seed=1).to_csv(new, index=False)
     out = tmp_path / "report"
-    _ok(["report", str(old), "--out", str(out)])
+    _ok(["diagvib", "report", str(old), "--out", str(out)])
     before = _snapshot(out)
     _fail_writes_of(monkeypatch, "index.html")
-    res = runner.invoke(app, ["report", str(new), "--out", str(out)])
+    res = runner.invoke(app, ["diagvib", "report", str(new), "--out", str(out)])
     assert res.exit_code == 2 and "No space left" in res.output, res.output
     assert f"{out / 'index.html'}:" in res.output  # the user's path, not a temporary
     assert _snapshot(out) == before  # no new metrics.json beside the old index.html

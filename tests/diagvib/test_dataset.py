@@ -11,11 +11,11 @@ from torch.utils.data import DataLoader
 from typer.testing import CliRunner
 
 from shortcutlab.diagvib import dataset as dataset_module
-from shortcutlab.diagvib.dataset import DiagvibDataset, channel_stats, export_split
+from shortcutlab.diagvib.dataset import DiagvibDataset, export_split, histogram_channel_stats
 from shortcutlab.diagvib.factors import FACTOR_TABLE, FACTORS
 from shortcutlab.diagvib.studies import make_experiment
 from shortcutlab.errors import DiagvibError, SpecError
-from shortcutlab.train.normalization import channel_stats as train_channel_stats
+from shortcutlab.train.normalization import channel_stats
 from shortcutlab.utils.rng import rng
 
 
@@ -126,25 +126,25 @@ def test_uint8_items_match_float_items() -> None:
 
 def test_channel_stats_streaming_exact(fake: FakeGenerator) -> None:
     ds = DiagvibDataset(SPEC, "train")
-    mean, std = channel_stats(ds, n=40, batch_size=7)
+    mean, std = histogram_channel_stats(ds, n=40, batch_size=7)
     imgs = ds.render(np.arange(40)).numpy().astype(np.float64) / 255.0
     assert np.allclose(mean, imgs.mean(axis=(0, 2, 3)), atol=1e-12)
     assert np.allclose(std, imgs.std(axis=(0, 2, 3)), atol=1e-12)
-    m2, s2 = channel_stats(ds, n=40, batch_size=40)
+    m2, s2 = histogram_channel_stats(ds, n=40, batch_size=40)
     assert np.array_equal(mean, m2) and np.array_equal(std, s2)
     assert max(fake.calls) <= 40
     with pytest.raises(DiagvibError, match="1..87"):
-        channel_stats(ds, n=0)
+        histogram_channel_stats(ds, n=0)
 
 
 def test_the_two_channel_statistics_agree(fake: FakeGenerator) -> None:
-    """The exact histogram statistics (``diagvib.dataset.channel_stats``, for reports) and the
-    streamed moments the trainer normalises with (``train.normalization.channel_stats``) are two
+    """The exact histogram statistics (``diagvib.dataset.histogram_channel_stats``, for reports)
+    and the streamed moments the trainer normalises with (``train.normalization.channel_stats``) are two
     methods for one quantity. They agree to float32 rounding (items hold x / 255 in float32, the
     histogram uses k / 255 in float64), below the precision inputs are normalised with."""
     ds = DiagvibDataset(SPEC, "train")
-    mean, std = channel_stats(ds)
-    streamed = train_channel_stats(ds, batch_size=13)
+    mean, std = histogram_channel_stats(ds)
+    streamed = channel_stats(ds, batch_size=13)
     assert np.allclose(mean, streamed.mean, rtol=0, atol=1e-7)
     assert np.allclose(std, streamed.std, rtol=0, atol=1e-7)
     assert not np.allclose(mean, np.roll(streamed.mean, 1), rtol=0, atol=1e-3)  # per channel

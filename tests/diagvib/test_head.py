@@ -95,7 +95,7 @@ def test_cli_error_bars_head_and_budget(tmp_path) -> None:
     assert std.output != sem.output
     bad = runner.invoke(app, ["diagvib", "metrics", str(path), "--error-bars", "ci"])
     assert bad.exit_code == 2 and "unknown error bars 'ci'; valid choices: sem, std" in bad.output
-    report = runner.invoke(app, ["report", str(path), "--out", str(tmp_path / "r"),
+    report = runner.invoke(app, ["diagvib", "report", str(path), "--out", str(tmp_path / "r"),
                                  "--error-bars", "std"])
     assert report.exit_code == 0
     assert "standard deviation (ddof 0" in (tmp_path / "r" / "index.html").read_text()

@@ -69,7 +69,7 @@ def test_inspect_command_writes_figures_caches_weights_and_the_report_links_them
     (job,) = inspectable_jobs(out)
 
     report_dir = tmp_path / "report"
-    before = runner.invoke(app, ["report", str(out), "--out", str(report_dir)])
+    before = runner.invoke(app, ["diagvib", "report", str(out), "--out", str(report_dir)])
     assert before.exit_code == 0, before.output
     page = (report_dir / "index.html").read_text(encoding="utf-8")
     assert "shortcutlab diagvib inspect RUN_DIR" in page  # not drawn yet: names the command
@@ -90,7 +90,7 @@ def test_inspect_command_writes_figures_caches_weights_and_the_report_links_them
     assert "weights from model.pt" in (tmp_path / "fig" / "index.html").read_text("utf-8")
     assert [p.name for p in (tmp_path / "fig" / job.name).iterdir()] == ["reconstructions.png"]
 
-    runner.invoke(app, ["report", str(out), "--out", str(report_dir)])
+    runner.invoke(app, ["diagvib", "report", str(out), "--out", str(report_dir)])
     page = (report_dir / "index.html").read_text(encoding="utf-8")
     assert 'href="../runs/inspect/index.html"' in page
 

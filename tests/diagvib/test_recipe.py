@@ -84,10 +84,10 @@ def test_the_documented_recipe_runs_at_small_scale(tmp_path) -> None:
     assert job["train"]["model"] == "resnet18"
     result_file = next((tmp_path / "run").glob("*/result.json"))
     assert 0.0 <= json.loads(result_file.read_text())["test_acc"] <= 1.0
-    assert report_cmd[:2] == ["shortcutlab", "report"]
+    assert report_cmd[:3] == ["shortcutlab", "diagvib", "report"]
     rargs = dict(_options(report_cmd))
     out = tmp_path / "report"
-    report = runner.invoke(app, ["report", str(tmp_path / "run"), "--out", str(out),
+    report = runner.invoke(app, ["diagvib", "report", str(tmp_path / "run"), "--out", str(out),
                                  "--error-bars", rargs["--error-bars"]])
     assert report.exit_code == 0, report.output
     html = (out / "index.html").read_text()

@@ -171,12 +171,26 @@ def test_cli_metrics_json_and_report(table, tmp_path):
                                                                                   "position"])
     res = runner.invoke(app, ["diagvib", "metrics", str(path)])
     assert res.exit_code == 0 and "FAMin" in res.output
-    res = runner.invoke(app, ["report", str(path), "--out", str(tmp_path / "rep")])
+    res = runner.invoke(app, ["diagvib", "report", str(path), "--out", str(tmp_path / "rep")])
     assert res.exit_code == 0, res.output
     assert (tmp_path / "rep" / "index.html").is_file()
-    res = runner.invoke(app, ["report", str(tmp_path / "nope"), "--out", str(tmp_path / "r2")])
+    res = runner.invoke(app, ["diagvib", "report", str(tmp_path / "nope"), "--out",
+                              str(tmp_path / "r2")])
     assert res.exit_code == 2 and "not found" in res.output
     assert not (tmp_path / "r2").exists()
+
+
+def test_the_former_top_level_report_is_an_alias_that_says_so(table, tmp_path):
+    path = tmp_path / "jobs.csv"
+    table.to_csv(path, index=False)
+    runner = CliRunner()
+    new = runner.invoke(app, ["diagvib", "report", str(path), "--out", str(tmp_path / "new")])
+    old = runner.invoke(app, ["report", str(path), "--out", str(tmp_path / "old")])
+    assert new.exit_code == 0 and old.exit_code == 0, old.output
+    assert "is now `shortcutlab diagvib report`" in old.stderr
+    assert "is now" not in new.output
+    assert ((tmp_path / "old" / "metrics.json").read_bytes()
+            == (tmp_path / "new" / "metrics.json").read_bytes())
 
 
 def test_zso_zgo_only_draws_one_aggregate_figure(table, tmp_path):

@@ -15,7 +15,7 @@ from torch.utils.data import default_collate
 from shortcutlab.errors import TrainError
 from shortcutlab.train.algorithms import create_algorithm
 from shortcutlab.train.algorithms.infodrop import InfoDropConv2d, patch_density, wrap_convs
-from shortcutlab.train.algorithms.padain import PermutedAdaIN, channel_stats, feature_modules
+from shortcutlab.train.algorithms.padain import PermutedAdaIN, instance_moments, feature_modules
 from shortcutlab.train.algorithms.sagnet import content_randomize, style_randomize
 from shortcutlab.train.algorithms.stylized import debiased_targets
 from shortcutlab.train.config import TrainConfig
@@ -56,8 +56,8 @@ def _changed(algo: nn.Module, before: dict[str, torch.Tensor], prefix: str) -> b
 # ------------------------------------------------------------------------------------ pAdaIN
 def _match_donors(y: torch.Tensor, x: torch.Tensor) -> list[int]:
     """For each sample of y, the sample of x whose channel statistics it carries."""
-    ym, ys = channel_stats(y)
-    xm, xs = channel_stats(x)
+    ym, ys = instance_moments(y)
+    xm, xs = instance_moments(x)
     ystat = torch.cat([ym, ys], 1).flatten(1)
     xstat = torch.cat([xm, xs], 1).flatten(1)
     dist = torch.cdist(ystat, xstat)
@@ -76,8 +76,8 @@ def test_padain_layer_swaps_statistics_keeps_content() -> None:
     assert sorted(donors) == list(range(8))  # a permutation of the batch
     assert donors != list(range(8))  # and not the identity
     # each sample keeps its own normalised content
-    xm, xs = channel_stats(x)
-    ym, ys = channel_stats(y)
+    xm, xs = instance_moments(x)
+    ym, ys = instance_moments(y)
     torch.testing.assert_close((y - ym) / ys, (x - xm) / xs, atol=1e-4, rtol=1e-4)
     # same seed and step: same permutation; evaluation and p=0: identity
     layer.reseed(0, 0)
@@ -187,18 +187,18 @@ def test_infodrop_rejects_bad_layer_count() -> None:
 def test_sagnet_randomisations() -> None:
     x = torch.randn(6, 4, 5, 5) * 2 + torch.arange(6.0).view(6, 1, 1, 1)
     perm = torch.tensor([1, 2, 3, 4, 5, 0])
-    xm, xs = channel_stats(x)
+    xm, xs = instance_moments(x)
     # alpha = 0: the donor's statistics; alpha = 1: unchanged
-    ym, ys = channel_stats(style_randomize(x, perm, torch.zeros(6)))
+    ym, ys = instance_moments(style_randomize(x, perm, torch.zeros(6)))
     torch.testing.assert_close(ym, xm[perm], atol=1e-4, rtol=1e-4)
     torch.testing.assert_close(ys, xs[perm], atol=1e-3, rtol=1e-3)
     torch.testing.assert_close(style_randomize(x, perm, torch.ones(6)), x, atol=1e-4, rtol=1e-4)
     # alpha = 0.5 interpolates the means
-    ym, _ = channel_stats(style_randomize(x, perm, torch.full((6,), 0.5)))
+    ym, _ = instance_moments(style_randomize(x, perm, torch.full((6,), 0.5)))
     torch.testing.assert_close(ym, (xm + xm[perm]) / 2, atol=1e-4, rtol=1e-4)
     # content randomisation: own statistics, the donor's normalised content
     c = content_randomize(x, perm)
-    cm, cs = channel_stats(c)
+    cm, cs = instance_moments(c)
     torch.testing.assert_close(cm, xm, atol=1e-4, rtol=1e-4)
     torch.testing.assert_close((c - cm) / cs, ((x - xm) / xs)[perm], atol=1e-3, rtol=1e-3)
 

@@ -79,7 +79,7 @@ def metrics(
         console.print(_factor_table(
             "CHGO over ZGO, percentage points (mean ± std over dataset samples)",
             result.chgo, ["label"], err="std", scale=100, digits=0))
-    console.print("P_ij per pair: --json, or `shortcutlab report DIR --out report/`.",
+    console.print("P_ij per pair: --json, or `shortcutlab diagvib report DIR --out report/`.",
                   style="dim")
 
 

@@ -1,8 +1,8 @@
 """Entry point: ``shortcutlab <group> <command>``.
 
-Each command group lives in its own module and exposes a Typer ``app``; the top-level commands
-``report`` and ``demo`` have a ``register(app)``. Command modules import the library inside
-their functions, so ``--help`` stays fast.
+Each command group lives in its own module and exposes a Typer ``app``; the top-level ``demo``
+has a ``register(app)``, and ``report`` is the former name of ``diagvib report``, kept as an
+alias. Command modules import the library inside their functions, so ``--help`` stays fast.
 """
 
 from __future__ import annotations
@@ -60,8 +60,8 @@ for _name, (_help, _summary) in _GROUPS.items():
     _group.rich_markup_mode = None  # click's help wraps long option names; rich's cut them
     app.add_typer(_group, name=_name, help=_help, short_help=_summary)
 
-for _name in ("report", "demo"):
-    importlib.import_module(f"shortcutlab.cli.{_name}").register(app)
+importlib.import_module("shortcutlab.cli.demo").register(app)
+importlib.import_module("shortcutlab.cli.diagvib_report").register_alias(app)
 
 wrap_commands(app)
 

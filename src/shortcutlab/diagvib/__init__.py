@@ -24,7 +24,7 @@ _EXPORTS: dict[str, str] = {
     # images and datasets
     "ImageGenerator": "render", "classes_from_names": "render", "random_classes": "render",
     "load_shapes": "sources", "load_textures": "sources",
-    "DiagvibDataset": "dataset", "export_split": "dataset", "channel_stats": "dataset",
+    "DiagvibDataset": "dataset", "export_split": "dataset", "histogram_channel_stats": "dataset",
     # scoring one's own predictions
     "mean_per_class_accuracy": "evaluation", "evaluate_predictions": "evaluation",
     "job_row": "evaluation",

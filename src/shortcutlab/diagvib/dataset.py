@@ -260,10 +260,12 @@ class DiagvibDataset(Dataset):
         return evaluate_dataset(self, y_pred, indices)
 
 
-def channel_stats(
+def histogram_channel_stats(
     dataset: DiagvibDataset, n: int | None = None, batch_size: int = 256
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Per-channel mean and standard deviation of pixels in [0, 1] over the first ``n`` images.
+    """Per-channel mean and standard deviation of pixels in [0, 1] over the first ``n`` images,
+    exactly (the trainer's :func:`shortcutlab.train.normalization.channel_stats` streams float
+    moments of any dataset; this one counts a DiagViB-6 split's 8-bit pixels, for reports).
 
     Streams batches and keeps only a 256-bin histogram per channel, so memory is constant and the
     result is exact (integer counts), identical for any batch size. The split order is a random

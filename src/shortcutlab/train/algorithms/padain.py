@@ -33,7 +33,7 @@ __all__ = [
     "PermutedAdaIN",
     "SeededLayer",
     "adain",
-    "channel_stats",
+    "instance_moments",
     "feature_modules",
     "hook_after",
     "hook_before_batchnorms",
@@ -41,8 +41,10 @@ __all__ = [
 ]
 
 
-def channel_stats(x: torch.Tensor, eps: float = 1e-5) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per-sample, per-channel mean and standard deviation over the spatial axes of (B, C, H, W)."""
+def instance_moments(x: torch.Tensor, eps: float = 1e-5) -> tuple[torch.Tensor, torch.Tensor]:
+    """AdaIN's instance statistics: per-sample, per-channel mean and standard deviation over the
+    spatial axes of (B, C, H, W) (not the dataset's statistics of
+    :func:`shortcutlab.train.normalization.channel_stats`)."""
     mean = x.mean(dim=(2, 3), keepdim=True)
     std = (x.var(dim=(2, 3), keepdim=True, unbiased=False) + eps).sqrt()
     return mean, std
@@ -53,8 +55,8 @@ def adain(
 ) -> torch.Tensor:
     """Adaptive instance normalisation (BiasBed eq. 1): ``content`` with ``style``'s statistics
     (with ``detach_style`` no gradient flows into the style statistics)."""
-    c_mean, c_std = channel_stats(content, eps)
-    s_mean, s_std = channel_stats(style, eps)
+    c_mean, c_std = instance_moments(content, eps)
+    s_mean, s_std = instance_moments(style, eps)
     if detach_style:
         s_mean, s_std = s_mean.detach(), s_std.detach()
     return (content - c_mean) / c_std * s_std + s_mean

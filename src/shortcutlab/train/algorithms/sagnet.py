@@ -45,7 +45,7 @@ from torch import nn
 from shortcutlab.errors import TrainError, unknown_choice
 from shortcutlab.train.algorithms import register_algorithm
 from shortcutlab.train.algorithms.base import Algorithm, AlgorithmContext, structure_found
-from shortcutlab.train.algorithms.padain import channel_stats
+from shortcutlab.train.algorithms.padain import instance_moments
 from shortcutlab.train.config import TrainConfig
 from shortcutlab.utils.rng import torch_seed
 
@@ -63,7 +63,7 @@ def style_randomize(
     ``alpha`` (B,) in [0, 1] is the weight of the sample's own statistics; variances (not
     standard deviations) are interpolated, as in the paper.
     """
-    mean, std = channel_stats(x, eps)
+    mean, std = instance_moments(x, eps)
     var = std**2
     a = alpha.view(-1, 1, 1, 1).to(x.dtype)
     new_mean = a * mean + (1 - a) * mean[perm]
@@ -76,7 +76,7 @@ def content_randomize(x: torch.Tensor, perm: torch.Tensor, eps: float = 1e-5) ->
 
     The donor's content is detached: the style loss must not teach the featurizer content.
     """
-    mean, std = channel_stats(x, eps)
+    mean, std = instance_moments(x, eps)
     normalised = ((x - mean) / std)[perm].detach()
     return normalised * std + mean
 
