@@ -139,9 +139,10 @@ def test_channel_stats_streaming_exact(fake: FakeGenerator) -> None:
 
 def test_the_two_channel_statistics_agree(fake: FakeGenerator) -> None:
     """The exact histogram statistics (``diagvib.dataset.histogram_channel_stats``, for reports)
-    and the streamed moments the trainer normalises with (``train.normalization.channel_stats``) are two
-    methods for one quantity. They agree to float32 rounding (items hold x / 255 in float32, the
-    histogram uses k / 255 in float64), below the precision inputs are normalised with."""
+    and the streamed moments the trainer normalises with (``train.normalization.channel_stats``)
+    are two methods for one quantity. They agree to float32 rounding (items hold x / 255 in
+    float32, the histogram uses k / 255 in float64), below the precision inputs are normalised
+    with."""
     ds = DiagvibDataset(SPEC, "train")
     mean, std = histogram_channel_stats(ds)
     streamed = channel_stats(ds, batch_size=13)

@@ -187,7 +187,7 @@ def test_the_former_top_level_report_is_an_alias_that_says_so(table, tmp_path):
     new = runner.invoke(app, ["diagvib", "report", str(path), "--out", str(tmp_path / "new")])
     old = runner.invoke(app, ["report", str(path), "--out", str(tmp_path / "old")])
     assert new.exit_code == 0 and old.exit_code == 0, old.output
-    assert "is now `shortcutlab diagvib report`" in old.stderr
+    assert "`shortcutlab report` is now `shortcutlab diagvib report`" in old.stderr
     assert "is now" not in new.output
     assert ((tmp_path / "old" / "metrics.json").read_bytes()
             == (tmp_path / "new" / "metrics.json").read_bytes())

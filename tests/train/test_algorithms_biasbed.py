@@ -15,7 +15,7 @@ from torch.utils.data import default_collate
 from shortcutlab.errors import TrainError
 from shortcutlab.train.algorithms import create_algorithm
 from shortcutlab.train.algorithms.infodrop import InfoDropConv2d, patch_density, wrap_convs
-from shortcutlab.train.algorithms.padain import PermutedAdaIN, instance_moments, feature_modules
+from shortcutlab.train.algorithms.padain import PermutedAdaIN, feature_modules, instance_moments
 from shortcutlab.train.algorithms.sagnet import content_randomize, style_randomize
 from shortcutlab.train.algorithms.stylized import debiased_targets
 from shortcutlab.train.config import TrainConfig

@@ -10,7 +10,7 @@ import typer
 def inspect(
     run_dir: Path = typer.Argument(..., help="Run folder written by `diagvib run`."),
     out: Path = typer.Option(None, "--out", help="Folder for index.html and the PNGs "
-                             "(default <run_dir>/inspect, which `shortcutlab diagvib report` links)."),
+                             "(default <run_dir>/inspect, which `diagvib report` links)."),
     images: int = typer.Option(6, help="Test images per job."),
     traversals: int = typer.Option(2, help="Latent traversals per VAE job (one per image)."),
     device: str = typer.Option("cpu", help="auto | cpu | cuda (for jobs retrained here)."),

@@ -1,7 +1,7 @@
 """``shortcutlab diagvib report``: the self-contained HTML report of one or more DiagViB-6 runs.
 
-The top-level ``shortcutlab diagvib report`` (its name before every area had its own ``<area> report``)
-stays as an alias that says so on stderr and runs the same command."""
+The top-level ``shortcutlab report`` (its name before every area had its own
+``<area> report``) stays as an alias that says so on stderr and runs the same command."""
 
 from __future__ import annotations
 
@@ -50,12 +50,12 @@ def register(app: typer.Typer) -> None:
 
 @functools.wraps(report)  # the same options (typer reads the signature of __wrapped__)
 def _alias(**kwargs: Any) -> None:
-    typer.echo("note: `shortcutlab diagvib report` is now `shortcutlab diagvib report` (as `biasbed "
+    typer.echo("note: `shortcutlab report` is now `shortcutlab diagvib report` (as `biasbed "
                "report` and `imagenetx report`); the old name stays as an alias", err=True)
     report(**kwargs)
 
 
 def register_alias(app: typer.Typer) -> None:
-    """The former top-level ``shortcutlab diagvib report``: the same options, a note on stderr."""
+    """The former top-level ``shortcutlab report``: the same options, a note on stderr."""
     app.command("report", short_help="Alias of `diagvib report` (its former name).",
                 help="Alias of `shortcutlab diagvib report` (its former name).")(_alias)
