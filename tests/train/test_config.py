@@ -170,3 +170,18 @@ def test_describe_preset_of_a_stored_config_matches_the_method() -> None:
         assert describe_preset(stored) == config.describe_preset()
     assert TrainConfig(lr=1e-2, epochs=6).describe_preset() == "default (lr=0.01, epochs=6)"
     assert describe_preset({"preset": "old"}) == "old"
+
+
+def test_a_job_planned_before_presets_reads_as_an_earlier_version(tmp_path) -> None:
+    """A job.json whose train config still says ``protocol`` (and ``head``) is refused by the
+    runner, which then lists the folder as planned by an earlier shortcutlab."""
+    from shortcutlab.runner.jobs import JobFileError, read_job
+
+    stored = {k: v for k, v in TrainConfig().model_dump(mode="json").items() if k != "preset"}
+    folder = tmp_path / "old"
+    folder.mkdir()
+    (folder / "job.json").write_text(json.dumps({
+        "experiment": "x", "kind": "noop",
+        "train": {**stored, "protocol": "paper", "head": "full"}}))
+    with pytest.raises(JobFileError, match=r"protocol.*earlier shortcutlab"):
+        read_job(folder)

@@ -113,6 +113,8 @@ class TrainConfig(BaseModel):
         the registered ones (a preset of the wrong type fails on its field)."""
         if isinstance(data, dict):
             name = data.get("preset", DEFAULT_PRESET)
+            if name == DEFAULT_PRESET:  # no registry lookup: areas validate theirs with it
+                return {**DEFAULT_VALUES, **data}
             if isinstance(name, str):
                 return {**get_preset(name).values, **data}
         return data

@@ -85,6 +85,9 @@ def register_preset(name: str, values: Mapping[str, Any], description: str = "",
     """
     from shortcutlab.train.config import TrainConfig  # config imports this module
 
+    if name == DEFAULT_PRESET:
+        raise TrainError(f"the preset name {DEFAULT_PRESET!r} is the engine's own; pick another")
+
     unknown = sorted(set(values) - set(TrainConfig.model_fields) | ({"preset"} & set(values)))
     if unknown:
         fields = sorted(set(TrainConfig.model_fields) - {"preset"})
