@@ -575,8 +575,8 @@ def test_biasbed_recipe_is_sgd_with_a_step_schedule() -> None:
         algo.start_epoch(epoch)
         for opt in (algo.opt_f, algo.opt_c, algo.opt_s, algo.opt_adv):
             assert opt.param_groups[0]["lr"] == pytest.approx(lr)
-    # configs without the new fields serialise (and hash) as before
-    assert "optimizer" not in TrainConfig().to_json()
+    # every field is serialised (and hashed), the optimiser included
+    assert '"optimizer":"adam"' in TrainConfig().to_json()
     assert '"optimizer":"sgd"' in cfg.to_json()
 
 

@@ -435,14 +435,17 @@ def competitor_table(out: str | Path) -> pd.DataFrame:
     """One row per competitor (algorithm, training set) of the protocol in ``out``: how it was
     trained (model, recipe, pretrained start, training folder) and how many runs it has."""
     meta = pd.DataFrame.from_dict(read_protocol(out), orient="index")
-    for col, default in (("protocol", ""), ("pretrained", None), ("train_dir", ""),
+    if "protocol" in meta:  # written before presets were a registry
+        former = meta.pop("protocol")
+        meta["preset"] = meta["preset"].fillna(former) if "preset" in meta else former
+    for col, default in (("preset", ""), ("pretrained", None), ("train_dir", ""),
                          ("metric", "mean_per_class"), ("precision", "fp32")):
         if col not in meta:
             meta[col] = default
     meta["pretrained"] = meta["pretrained"].map(lambda v: v or "no")
     meta["metric"] = meta["metric"].fillna("mean_per_class")
     meta["precision"] = meta["precision"].fillna("fp32")
-    keys = ["algorithm", "dataset", "model", "protocol", "pretrained", "train_dir", "epochs",
+    keys = ["algorithm", "dataset", "model", "preset", "pretrained", "train_dir", "epochs",
             "precision", "metric"]
     table = meta.groupby(keys, sort=True, dropna=False).size().rename("runs").reset_index()
     return table
