@@ -41,7 +41,7 @@ def _diff(a: pd.DataFrame, b: pd.DataFrame) -> str:
 
 
 def main() -> None:
-    config = TrainConfig(protocol="demo").replace(model="small_cnn", epochs=2, batch_size=16)
+    config = TrainConfig(preset="demo").replace(model="small_cnn", epochs=2, batch_size=16)
     jobs = build_jobs("small_cnn", ["ZGO", "ZSO"], ["hue-shape"], [0], [0], 0.005, config)
     two_threads = [job.model_copy(update={"threads": 2}) for job in jobs]
     print(f"{len(jobs)} jobs; CPUs {os.cpu_count()}; ids {[j.job_id for j in jobs]}, "

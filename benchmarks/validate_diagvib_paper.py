@@ -1,6 +1,6 @@
 """Our DiagViB-6 numbers next to every result section 5 of the paper states for ResNet-18.
 
-Defaults are the paper's recipe: resnet18, the ``paper`` training protocol (Adam 2e-4, batch 64,
+Defaults are the paper's recipe: resnet18, the ``paper`` training preset (Adam 2e-4, batch 64,
 30 epochs, checkpoint of lowest validation loss, inputs z-scored with the training split's
 statistics), the authors' class selection (``--selection paper``), one output per class of the
 predicted factor (``--head full``), all nine studies (ZSO, ZGO, CGO-1/2/3, FGO-5/10/20, CHGO).
@@ -164,10 +164,10 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--samples", type=int, nargs="+", default=[0])
     p.add_argument("--seeds", type=int, nargs="+", default=[0])
     p.add_argument("--pairs", nargs="+", default=None, help="default: all 30")
-    p.add_argument("--protocol", default="paper")
+    p.add_argument("--preset", "--protocol", default="paper", help="training preset")
     p.add_argument("--selection", default="paper", choices=["paper", "seeded"])
     p.add_argument("--head", default="full", choices=["full", "selected"])
-    p.add_argument("--epochs", type=int, default=None, help="default: the protocol's (30)")
+    p.add_argument("--epochs", type=int, default=None, help="default: the preset's (30)")
     p.add_argument("--textures", type=Path, default=None,
                    help=f"texture folder (default {REFERENCE_TEXTURES} when present, else "
                         "the built-in textures)")
@@ -189,13 +189,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     textures = args.textures
     if textures is None and REFERENCE_TEXTURES.is_dir():
         textures = REFERENCE_TEXTURES
-    config = TrainConfig(protocol=args.protocol, model=args.model)
+    config = TrainConfig(preset=args.preset, model=args.model)
     if args.epochs is not None:
         config = config.replace(epochs=args.epochs)
     jobs = build_jobs(args.model, args.studies, args.pairs, args.samples, args.seeds,
                       args.scale, config, selection=args.selection, head=args.head,
                       mnist=args.mnist, textures=textures)
-    print(f"{len(jobs)} jobs: {args.model}, protocol {jobs[0].train.describe_protocol()}, head "
+    print(f"{len(jobs)} jobs: {args.model}, preset {jobs[0].train.describe_preset()}, head "
           f"{args.head}, selection {args.selection}, studies {' '.join(args.studies)}, scale "
           f"{args.scale:g}, samples {args.samples}, seeds {args.seeds}")
     print(f"sources: textures {textures or 'built-in'}; shapes "

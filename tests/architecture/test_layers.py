@@ -110,6 +110,8 @@ ENGINES = ("train", "runner", "stats")
 # Words an engine must not use: a benchmark's factor and study names as string values, and
 # identifiers naming DiagViB-6 or its DiagViB-only notions.
 BENCHMARK_IDENTIFIERS = {"benchmark_seed", "factor_classes"}
+#: The papers' training presets, registered by their areas (the engine's own is "default").
+PAPER_PRESETS = {"paper", "demo", "biasbed"}
 
 
 def _benchmark_words() -> set[str]:
@@ -138,7 +140,30 @@ def benchmark_concepts(root: Path, packages: tuple[str, ...] = ENGINES) -> set[t
                         node.name if isinstance(node, ast.FunctionDef | ast.ClassDef) else None)
                 if name and ("diagvib" in name.lower() or name in BENCHMARK_IDENTIFIERS):
                     found.add((rel, name))
+                found |= {(rel, preset) for preset in _paper_presets(node)}
     return found
+
+
+def _named_preset(node: ast.AST) -> bool:
+    name = (node.id if isinstance(node, ast.Name) else node.attr
+            if isinstance(node, ast.Attribute) else "")
+    return "preset" in name.lower()
+
+
+def _paper_presets(node: ast.AST) -> set[str]:
+    """Paper preset names used as presets at ``node``: ``preset="paper"``, ``x.preset ==
+    "demo"``, ``PRESET = "biasbed"``, ``get_preset("paper")`` (a "paper" that means something
+    else, e.g. an algorithm's option, is not one)."""
+    values: list[ast.AST] = []
+    if isinstance(node, ast.keyword) and node.arg and "preset" in node.arg.lower():
+        values = [node.value]
+    elif isinstance(node, ast.Compare) and any(map(_named_preset, [node.left, *node.comparators])):
+        values = [node.left, *node.comparators]
+    elif isinstance(node, ast.Assign) and any(map(_named_preset, node.targets)):
+        values = [node.value]
+    elif isinstance(node, ast.Call) and _named_preset(node.func):
+        values = list(node.args)
+    return {v.value for v in values if isinstance(v, ast.Constant) and v.value in PAPER_PRESETS}
 
 
 def test_engines_name_no_benchmark_concept() -> None:
@@ -152,6 +177,9 @@ def test_engines_name_no_benchmark_concept() -> None:
         ("def f(job):\n    return job.benchmark_seed", "benchmark_seed"),
         ("from x import y\nis_diagvib = True", "is_diagvib"),
         ('STUDY = "CHGO"', "CHGO"),
+        ('PRESET = "paper"', "paper"),
+        ("from x import get_preset\nget_preset('demo')", "demo"),
+        ('def f(config):\n    return config.preset == "biasbed"', "biasbed"),
     ],
 )
 def test_the_concept_checker_catches_a_planted_name(tmp_path: Path, line: str,

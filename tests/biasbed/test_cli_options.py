@@ -60,21 +60,22 @@ def test_run_passes_slurm_options_and_recipe(
     jobs = call["jobs"]
     assert len(jobs) == 2  # erm on each of the two training sets
     train = jobs[0].train
-    assert train.protocol == "biasbed" and train.optimizer == "sgd" and train.epochs == 2
+    assert train.preset == "biasbed" and train.optimizer == "sgd" and train.epochs == 2
     assert train.lr == pytest.approx(1e-4)  # the authors' ERM learning rate under the recipe
     assert train.pretrained == str(weights)
     meta = json.loads((tmp_path / "runs" / "protocol.json").read_text())["jobs"]
     by_dataset = {m["dataset"]: m for m in meta.values()}
     assert set(by_dataset) == {"imagenet", "stylized"}
     assert by_dataset["stylized"]["in_distribution"] == ["cue"]
-    assert by_dataset["imagenet"]["protocol"] == "biasbed (lr=0.0001, epochs=2)"
+    assert by_dataset["imagenet"]["preset"] == "biasbed (lr=0.0001, epochs=2)"
     assert "erm on imagenet: small_cnn, biasbed (lr=0.0001, epochs=2), lr 0.0001" in res.output
 
 
 def test_run_option_errors(folders: dict[str, Path], tmp_path: Path) -> None:
     runner = CliRunner()
-    res = runner.invoke(app, _base(folders, tmp_path / "r") + ["--protocol", "fast"])
-    assert res.exit_code == 2 and "valid choices: paper, demo, biasbed" in res.output
+    res = runner.invoke(app, _base(folders, tmp_path / "r") + ["--preset", "fast"])
+    assert res.exit_code == 2
+    assert "unknown --preset 'fast'; valid choices: biasbed, default, demo, paper" in res.output
     bad = _base(folders, tmp_path / "r")
     bad[bad.index("stylized=cue")] = "sin=cue"
     res = runner.invoke(app, bad)
@@ -96,7 +97,7 @@ def test_single_training_set_keeps_the_old_form(
     assert res.exit_code == 0, res.output
     (jobs,) = calls
     cfg = jobs[0].train
-    assert (cfg.protocol, cfg.epochs, cfg.batch_size, cfg.lr) == ("paper", 10, 64, 1e-3)
+    assert (cfg.preset, cfg.epochs, cfg.batch_size, cfg.lr) == ("default", 10, 64, 1e-3)
     assert jobs[0].experiment == "folders:folders"
 
 
@@ -107,7 +108,7 @@ def test_paper_defaults_precision_metric_and_own_settings(
     base = ["biasbed", "run", "--algorithm", "erm", "--algorithm", "padain", "--train-dir",
             str(folders["train"]), "--val-dir", str(folders["val"]), "--test-dir",
             f"cue={folders['cue']}", "--class-map", str(folders["map"]), "--device", "cpu"]
-    args = base + ["--protocol", "biasbed", "--precision", "bf16", "--metric", "top1",
+    args = base + ["--preset", "biasbed", "--precision", "bf16", "--metric", "top1",
                    "--out", str(tmp_path / "o")]
     res = CliRunner().invoke(app, args)
     assert res.exit_code == 0, res.output

@@ -69,7 +69,7 @@ def table2_dir(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
         )
     vgg, dec = write_adain_pair(root)
     out = root / "runs"
-    common = {"seeds": (0, 1), "epochs": 2, "batch_size": 6, "lr": 1e-3, "protocol": "biasbed"}
+    common = {"seeds": (0, 1), "epochs": 2, "batch_size": 6, "lr": 1e-3, "preset": "biasbed"}
     planned = build_protocol_jobs([experiments["imagenet"]], ProtocolSettings(
         ("erm", "padain", "sagnet", "infodrop", "debiased"),
         hparams={"debiased": {"vgg_weights": str(vgg), "decoder_weights": str(dec)}}, **common,
@@ -117,10 +117,10 @@ def test_competitor_descriptions_name_the_recipe(table2_dir: tuple[Path, Path]) 
     table = competitor_table(out)
     assert len(table) == 8 and (table["runs"] == 2).all()
     erm = table[(table["algorithm"] == "erm") & (table["dataset"] == "imagenet")].iloc[0]
-    assert erm["protocol"] == "biasbed (lr=0.001, batch_size=6, epochs=2)"
+    assert erm["preset"] == "biasbed (lr=0.001, batch_size=6, epochs=2)"
     assert erm["train_dir"] == str((root / "imagenet" / "train").resolve())
     jobs = pd.read_csv(out / "jobs.csv")
-    assert jobs["protocol"].str.startswith("biasbed").all()
+    assert jobs["preset"].str.startswith("biasbed").all()
 
 
 def test_report_cli_strict(table2_dir: tuple[Path, Path], tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ import pytest
 
 from shortcutlab.diagvib.dataset import DiagvibDataset
 from shortcutlab.diagvib.factors import FACTOR_TABLE, FACTORS
-from shortcutlab.diagvib.jobs import build_jobs, job_datasets, job_settings
+from shortcutlab.diagvib.jobs import DiagvibParams, build_jobs, job_datasets, job_settings
 from shortcutlab.diagvib.studies import make_experiment
 from shortcutlab.errors import DiagvibError, RunnerError
 from shortcutlab.train.config import TrainConfig
@@ -53,9 +53,10 @@ def test_head_is_a_job_option_and_part_of_the_job_id() -> None:
     selected = build_jobs("small_cnn", ["ZSO"], ["shape-hue"], [0], scale=0.002,
                           head="selected")
     demo = build_jobs("small_cnn", ["ZSO"], ["shape-hue"], [0], scale=0.002,
-                      train_config=TrainConfig(protocol="demo"))
-    assert full[0].train.head == "full" and selected[0].train.head == "selected"
-    assert demo[0].train.head == "selected"  # the demo protocol keeps the 3-output head
+                      train_config=TrainConfig(preset="demo"))
+    heads = [DiagvibParams.of(jobs[0]).head for jobs in (full, selected, demo)]
+    assert heads == ["full", "selected", "selected"]  # the demo preset keeps the 3-output head
+    assert "head" not in full[0].train.model_dump()  # a DiagViB-6 parameter, not training's
     assert full[0].job_id != selected[0].job_id
     _, train_ds, _, test_ds = job_datasets(full[0])
     assert train_ds.num_classes == test_ds.num_classes == len(FACTOR_TABLE["shape"].classes)
@@ -71,7 +72,7 @@ def test_vae_jobs_record_their_classifier_and_settings_are_tabulated() -> None:
                        train_config=TrainConfig(hparams={"classifier": "probe"}))[0]
     assert probe.train.hparams["classifier"] == "probe" and probe.job_id != vae.job_id
     stored = vae.model_dump(mode="json")["train"]
-    assert job_settings(stored) == {"head": "full", "lr": 2e-4, "batch_size": 64,
+    assert job_settings(stored) == {"lr": 2e-4, "batch_size": 64,
                                     "normalization": "train", "frozen_batchnorm": "",
                                     "vae_classifier": "joint"}
     rn50 = TrainConfig(model="rn50_in", frozen_batchnorm="eval").model_dump(mode="json")
@@ -108,7 +109,7 @@ def test_cli_error_bars_head_and_budget(tmp_path) -> None:
                                "--normalization", "imagenet", "--frozen-batchnorm", "eval"])
     assert none.exit_code == 0 and "1 jobs remain" in none.output
     [job] = [json.loads(p.read_text()) for p in (tmp_path / "run").glob("*/job.json")]
-    assert job["train"]["head"] == "selected" and job["train"]["normalization"] == "imagenet"
+    assert job["params"]["head"] == "selected" and job["train"]["normalization"] == "imagenet"
     assert job["train"]["frozen_batchnorm"] == "eval"
     sideways = runner.invoke(app, [*run, "--frozen-batchnorm", "sideways"])
     assert sideways.exit_code == 2 and "frozen_batchnorm" in sideways.output

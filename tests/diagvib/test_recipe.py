@@ -63,7 +63,7 @@ def test_the_documented_recipe_runs_at_small_scale(tmp_path) -> None:
     run_cmd, report_cmd = recipe()
     assert run_cmd[:3] == ["shortcutlab", "diagvib", "run"]
     given = dict(_options(run_cmd))
-    assert (given["--protocol"], given["--selection"], given["--head"]) == (
+    assert (given["--preset"], given["--selection"], given["--head"]) == (
         "paper", "paper", "full")
     assert {"--mnist", "--textures", "--budget-seconds"} <= set(given)
     replace = {"--scale": "0.01", "--device": "cpu", "--out": str(tmp_path / "run"),
@@ -79,7 +79,7 @@ def test_the_documented_recipe_runs_at_small_scale(tmp_path) -> None:
     result = runner.invoke(app, ["diagvib", "run", *args])
     assert result.exit_code == 0, result.output
     [job] = [json.loads(p.read_text()) for p in (tmp_path / "run").glob("*/job.json")]
-    assert job["train"]["protocol"] == "paper" and job["train"]["head"] == "full"
+    assert job["train"]["preset"] == "paper" and job["params"]["head"] == "full"
     assert job["spec"]["selection"] == "paper" and set(job["inputs"]) == {"mnist", "textures"}
     assert job["train"]["model"] == "resnet18"
     result_file = next((tmp_path / "run").glob("*/result.json"))

@@ -206,7 +206,7 @@ def test_report_states_the_setup_and_flags_runs_that_did_not_fit(tmp_path):
 
     table = synthetic_table(studies=("ZSO", "ZGO"), samples=(0,), seeds=(0, 1))
     table["val_acc"] = 0.9
-    table["protocol"] = "paper"
+    table["preset"] = "paper"
     table["head"], table["lr"], table["batch_size"] = "full", 2e-4, 64
     bad = table.index[(table["study"] == "ZGO") & (table["predicted"] == "hue")
                       & (table["correlated"] == "shape") & (table["seed"] == 1)][0]
@@ -214,7 +214,7 @@ def test_report_states_the_setup_and_flags_runs_that_did_not_fit(tmp_path):
     metrics = compute_metrics(table)
     setup = setup_table(metrics.table)
     assert setup.loc["small_cnn"].to_dict() == {
-        "scale": "0.01", "protocol": "paper", "head": "full", "lr": "0.0002", "batch size": "64",
+        "scale": "0.01", "preset": "paper", "head": "full", "lr": "0.0002", "batch size": "64",
         "normalisation": "–", "frozen BatchNorm": "–", "VAE prediction": "–", "±": "sem",
         "dataset samples": 1, "training seeds": 2, "finished jobs": len(table)}
     assert setup_table(metrics.table, "std").loc["small_cnn", "±"] == "std"

@@ -27,7 +27,7 @@ def script():
 
 def test_defaults_are_the_paper_recipe_over_every_study(script) -> None:
     args = script.parse([])
-    assert (args.model, args.protocol, args.selection, args.head) == (
+    assert (args.model, args.preset, args.selection, args.head) == (
         "resnet18", "paper", "paper", "full")
     assert args.studies == list(STUDIES) and len(STUDIES) == 9
     assert {study for study, _, _ in script.statements()} == {"ZSO", "ZGO", "CGO", "CHGO", "FGO"}

@@ -505,7 +505,7 @@ def test_a_real_job_rerun_after_corruption_gives_the_clean_numbers(tmp_path) -> 
     from shortcutlab.diagvib.jobs import build_jobs
     from shortcutlab.train.config import TrainConfig
 
-    config = TrainConfig(protocol="demo").replace(epochs=1, batch_size=16)
+    config = TrainConfig(preset="demo").replace(epochs=1, batch_size=16)
     jobs = build_jobs("small_cnn", ["ZSO"], ["hue-shape"], [0], [0], 0.002, config)
     out = tmp_path / "run"
     assert len(run_jobs(jobs, out, backend="serial", device="cpu", progress=False).done) == 1

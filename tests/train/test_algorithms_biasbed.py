@@ -563,10 +563,10 @@ def test_standard_adain_weight_pair_loads_from_local_files(tmp_path) -> None:
 
 
 def test_biasbed_recipe_is_sgd_with_a_step_schedule() -> None:
-    cfg = TrainConfig(protocol="biasbed", algorithm="erm")
+    cfg = TrainConfig(preset="biasbed", algorithm="erm")
     assert (cfg.optimizer, cfg.momentum, cfg.weight_decay) == ("sgd", 0.9, 1e-4)
     assert (cfg.batch_size, cfg.epochs, cfg.lr_milestones, cfg.lr) == (128, 100, (30, 60, 90), 0.2)
-    assert cfg.describe_protocol() == "biasbed"
+    assert cfg.describe_preset() == "biasbed"
     algo = create_algorithm(
         "sagnet", 3, cfg.replace(algorithm="sagnet", hparams={"step": "sequential"})
     )
@@ -575,8 +575,8 @@ def test_biasbed_recipe_is_sgd_with_a_step_schedule() -> None:
         algo.start_epoch(epoch)
         for opt in (algo.opt_f, algo.opt_c, algo.opt_s, algo.opt_adv):
             assert opt.param_groups[0]["lr"] == pytest.approx(lr)
-    # configs without the new fields serialise (and hash) as before
-    assert "optimizer" not in TrainConfig().to_json()
+    # every field is serialised (and hashed), the optimiser included
+    assert '"optimizer":"adam"' in TrainConfig().to_json()
     assert '"optimizer":"sgd"' in cfg.to_json()
 
 
@@ -593,7 +593,7 @@ def test_biasbed_schedule_reaches_the_trainer(monkeypatch: pytest.MonkeyPatch) -
         seen.append((epoch, self.optimizer.param_groups[0]["lr"]))
 
     monkeypatch.setattr(Algorithm, "start_epoch", record)
-    cfg = TrainConfig(protocol="biasbed", epochs=3, lr=0.05, lr_milestones=(1, 2), batch_size=16,
+    cfg = TrainConfig(preset="biasbed", epochs=3, lr=0.05, lr_milestones=(1, 2), batch_size=16,
                       normalization="none")
     train(cfg, FakeDiagvib(24), FakeDiagvib(12, split="val"), {})
     assert [e for e, _ in seen] == [0, 1, 2]

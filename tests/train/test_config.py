@@ -1,4 +1,4 @@
-"""TrainConfig: protocol presets, overrides, validation (errors name the field)."""
+"""TrainConfig: presets, overrides, from_sources, validation (errors name the field)."""
 
 from __future__ import annotations
 
@@ -10,47 +10,113 @@ import torch
 from shortcutlab.errors import TrainError
 from shortcutlab.train.algorithms import create_algorithm, list_algorithms
 from shortcutlab.train.config import TrainConfig
+from shortcutlab.train.presets import DEFAULT_VALUES, PRESETS, list_presets, register_preset
 
 
 def test_defaults_and_canonical_json() -> None:
     cfg = TrainConfig()
-    assert (cfg.model, cfg.algorithm) == ("small_cnn", "erm")
-    assert TrainConfig(lr=2e-4, protocol="paper").to_json() == cfg.to_json()
-    assert TrainConfig(lr=1e-3).to_json() != cfg.to_json()
+    assert (cfg.model, cfg.algorithm, cfg.preset) == ("small_cnn", "erm", "default")
+    assert TrainConfig(lr=1e-3, preset="default").to_json() == cfg.to_json()
+    assert TrainConfig(lr=2e-4).to_json() != cfg.to_json()
     assert cfg.replace(seed=3).seed == 3 and cfg.seed == 0
     assert TrainConfig.from_mapping(json.loads(cfg.to_json())) == cfg
+    assert json.loads(cfg.to_json())["preset"] == "default" and "head" not in cfg.to_json()
 
 
-def test_paper_protocol_is_the_authors_resnet18_config() -> None:
-    # trainer/resnet18config.yml and base_trainer.py of the DiagViB-6 authors: Adam lr 2e-4,
-    # betas (0.9, 0.999), mini-batch 64 (drop_last), 30 epochs, no early stopping, z-scoring
+def test_the_default_preset_is_neutral() -> None:
     cfg = TrainConfig()
-    assert cfg.protocol == "paper"
+    assert {k: getattr(cfg, k) for k in DEFAULT_VALUES} == DEFAULT_VALUES
+    assert (cfg.lr, cfg.batch_size, cfg.epochs, cfg.patience) == (1e-3, 64, 30, None)
+    assert (cfg.optimizer, cfg.normalization, cfg.drop_last) == ("adam", "train", False)
+    assert cfg.overrides() == {} and cfg.describe_preset() == "default"
+
+
+def test_paper_preset_is_the_authors_resnet18_config() -> None:
+    # trainer/resnet18config.yml and base_trainer.py of the DiagViB-6 authors: Adam lr 2e-4,
+    # betas (0.9, 0.999), mini-batch 64 (drop_last), 30 epochs, no early stopping, z-scoring;
+    # registered by shortcutlab.diagvib.presets through the entry point, nothing imported here
+    cfg = TrainConfig(preset="paper")
     assert (cfg.lr, cfg.adam_betas, cfg.batch_size, cfg.epochs) == (2e-4, (0.9, 0.999), 64, 30)
     assert (cfg.patience, cfg.weight_decay, cfg.drop_last) == (None, 0.0, True)
     assert cfg.normalization == "train" and cfg.overrides() == {}
-    # the choices the paper leaves open, as the authors' code takes them
-    assert (cfg.head, cfg.frozen_batchnorm) == ("full", "train")
+    assert cfg.frozen_batchnorm == "train"  # the authors' fixed=True
     algo = create_algorithm("erm", 3, cfg)
     group = algo.optimizer.param_groups[0]
     assert isinstance(algo.optimizer, torch.optim.Adam)
     assert (group["lr"], group["betas"], group["weight_decay"]) == (2e-4, (0.9, 0.999), 0.0)
 
 
-def test_demo_protocol_keeps_the_fast_settings_and_overrides_are_recorded() -> None:
-    demo = TrainConfig(protocol="demo")
+def test_demo_preset_keeps_the_fast_settings_and_overrides_are_recorded() -> None:
+    demo = TrainConfig(preset="demo")
     assert (demo.lr, demo.batch_size, demo.epochs, demo.patience) == (3e-3, 32, 10, 4)
-    assert demo.normalization == "auto" and demo.describe_protocol() == "demo"
-    custom = TrainConfig(protocol="demo", lr=1e-3, patience=None)
+    assert demo.normalization == "auto" and demo.describe_preset() == "demo"
+    custom = TrainConfig(preset="demo", lr=1e-3, patience=None)
     assert (custom.lr, custom.patience, custom.batch_size) == (1e-3, None, 32)
     assert custom.overrides() == {"lr": 1e-3, "patience": None}
-    assert custom.describe_protocol() == "demo (lr=0.001, patience=None)"
-    # moving to another protocol keeps the overrides and takes the rest from the new preset
-    moved = custom.replace(protocol="paper")
-    assert (moved.protocol, moved.lr, moved.patience, moved.batch_size) == ("paper", 1e-3, None, 64)
+    assert custom.describe_preset() == "demo (lr=0.001, patience=None)"
+    # moving to another preset keeps the overrides and takes the rest from the new preset
+    moved = custom.replace(preset="paper")
+    assert (moved.preset, moved.lr, moved.patience, moved.batch_size) == ("paper", 1e-3, None, 64)
     assert moved.epochs == 30
-    with pytest.raises(TrainError, match=r"protocol: Input should be 'paper', 'demo' or 'biasbed'"):
-        TrainConfig(protocol="fast")
+    # a field the old preset left at the engine's default takes the new preset's value
+    sgd = TrainConfig(epochs=3).replace(preset="biasbed")
+    assert (sgd.optimizer, sgd.lr_milestones, sgd.epochs) == ("sgd", (30, 60, 90), 3)
+    with pytest.raises(TrainError, match=r"^unknown training preset 'fast'; valid choices: "
+                                         r"biasbed, default, demo, paper$"):
+        TrainConfig(preset="fast")
+
+
+def test_from_sources_precedence(tmp_path) -> None:
+    path = tmp_path / "cfg.yaml"
+    path.write_text("preset: demo\nlr: 0.0005\nepochs: 4\nmodel: resnet18\n")
+    from_file = TrainConfig.from_sources(path)
+    assert (from_file.preset, from_file.lr, from_file.epochs, from_file.batch_size) == (
+        "demo", 5e-4, 4, 32)
+    # the preset replaces the file's preset but keeps what the file set on top of it
+    moved = TrainConfig.from_sources(path, "paper")
+    assert (moved.preset, moved.lr, moved.epochs, moved.batch_size, moved.model) == (
+        "paper", 5e-4, 4, 64, "resnet18")
+    # overrides win over both; None means "not given"
+    top = TrainConfig.from_sources(path, "paper", lr=0.1, epochs=None, patience=None)
+    assert (top.lr, top.epochs, top.patience) == (0.1, 4, None)
+    assert TrainConfig.from_sources(epochs=None) == TrainConfig()
+    assert TrainConfig.from_sources(batch_size=8).batch_size == 8
+    # an area's own base preset applies when neither the file nor preset names one
+    path.write_text("lr: 0.0005\n")
+    assert TrainConfig.from_sources(path, base_preset="paper").preset == "paper"
+    assert TrainConfig.from_sources(path).preset == "default"
+    with pytest.raises(TrainError, match=r"^unknown training preset 'fast'; valid choices: "
+                                         r"biasbed, default, demo, paper$"):
+        TrainConfig.from_sources(path, "fast")
+
+
+def test_a_legacy_protocol_key_in_a_config_file_is_the_preset(tmp_path) -> None:
+    path = tmp_path / "old.yaml"
+    path.write_text("protocol: demo\nlr: 0.01\n")
+    cfg = TrainConfig.from_file(path)
+    assert (cfg.preset, cfg.lr, cfg.batch_size) == ("demo", 0.01, 32)
+    assert TrainConfig.from_sources(path, lr=None) == cfg
+    with pytest.raises(TrainError, match="both 'preset' and its former name 'protocol'"):
+        TrainConfig.from_mapping({"protocol": "demo", "preset": "paper"})
+    with pytest.raises(TrainError, match="protocol: Extra inputs are not permitted"):
+        TrainConfig(protocol="demo")  # only user files are read leniently, not job files
+
+
+def test_a_user_registers_a_preset() -> None:
+    with PRESETS.scratch():
+        preset = register_preset("short", {"epochs": 2, "lr": 0.01}, "two quick epochs")
+        assert "short" in list_presets() and list_presets("sh*") == ["short"]
+        cfg = TrainConfig(preset="short")
+        assert (cfg.epochs, cfg.lr, cfg.batch_size) == (2, 0.01, 64)
+        assert dict(preset.values) == {"epochs": 2, "lr": 0.01}
+        assert register_preset("short", {"epochs": 2, "lr": 0.01}, "two quick epochs") == preset
+        with pytest.raises(TrainError, match="'short' is already registered"):
+            register_preset("short", {"epochs": 3})
+        with pytest.raises(TrainError, match=r"preset 'bad' sets unknown field\(s\) head"):
+            register_preset("bad", {"head": "full"})
+        with pytest.raises(TrainError, match=r"preset 'bad': .*epochs: .*greater than"):
+            register_preset("bad", {"epochs": 0})
+    assert "short" not in list_presets()
 
 
 @pytest.mark.parametrize(
@@ -95,12 +161,27 @@ def test_unknown_or_mistyped_hparams_of_an_algorithm() -> None:
         create_algorithm("erm", 3, TrainConfig(hparams={"alpha": 1.0}))
 
 
-def test_describe_protocol_of_a_stored_config_matches_the_method() -> None:
-    from shortcutlab.train.config import describe_protocol
+def test_describe_preset_of_a_stored_config_matches_the_method() -> None:
+    from shortcutlab.train.config import describe_preset
 
-    for config in (TrainConfig(), TrainConfig(lr=1e-3, epochs=6), TrainConfig(protocol="demo"),
+    for config in (TrainConfig(), TrainConfig(lr=1e-2, epochs=6), TrainConfig(preset="demo"),
                    TrainConfig(adam_betas=(0.5, 0.9))):
         stored = json.loads(json.dumps(config.model_dump(mode="json")))
-        assert describe_protocol(stored) == config.describe_protocol()
-    assert TrainConfig(lr=1e-3, epochs=6).describe_protocol() == "paper (lr=0.001, epochs=6)"
-    assert describe_protocol({"protocol": "old"}) == "old"
+        assert describe_preset(stored) == config.describe_preset()
+    assert TrainConfig(lr=1e-2, epochs=6).describe_preset() == "default (lr=0.01, epochs=6)"
+    assert describe_preset({"preset": "old"}) == "old"
+
+
+def test_a_job_planned_before_presets_reads_as_an_earlier_version(tmp_path) -> None:
+    """A job.json whose train config still says ``protocol`` (and ``head``) is refused by the
+    runner, which then lists the folder as planned by an earlier shortcutlab."""
+    from shortcutlab.runner.jobs import JobFileError, read_job
+
+    stored = {k: v for k, v in TrainConfig().model_dump(mode="json").items() if k != "preset"}
+    folder = tmp_path / "old"
+    folder.mkdir()
+    (folder / "job.json").write_text(json.dumps({
+        "experiment": "x", "kind": "noop",
+        "train": {**stored, "protocol": "paper", "head": "full"}}))
+    with pytest.raises(JobFileError, match=r"protocol.*earlier shortcutlab"):
+        read_job(folder)

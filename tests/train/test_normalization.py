@@ -72,7 +72,7 @@ def test_auto_normalization_uses_imagenet_statistics_for_imagenet_models() -> No
     auto = TrainConfig(normalization="auto")
     assert resolve_normalization(auto.replace(model="rn50_in")) == "imagenet"
     assert resolve_normalization(auto.replace(model="resnet18")) == "train"
-    # the paper protocol z-scores every model with the training split, as the authors' pipeline
+    # the paper preset z-scores every model with the training split, as the authors' pipeline
     assert resolve_normalization(TrainConfig(model="rn50_in")) == "train"
     assert resolve_normalization(TrainConfig(model="rn50_in", normalization="train")) == "train"
     assert resolve_normalization(TrainConfig(normalization="none")) == "none"
@@ -115,7 +115,7 @@ def test_no_validation_collapse_on_uncentred_images(seed: int) -> None:
     above chance (ln 3 = 1.10), accuracy at chance. Z-scoring the inputs with the training
     statistics makes the background ~0, and the lag vanishes."""
     train_ds, val_ds = GreyObjects(240), GreyObjects(60, split="val")
-    cfg = TrainConfig(protocol="demo", model="small_cnn", model_kwargs={"width": 8}, epochs=6,
+    cfg = TrainConfig(preset="demo", model="small_cnn", model_kwargs={"width": 8}, epochs=6,
                       batch_size=16, patience=None, seed=seed)
     fixed = train(cfg, train_ds, val_ds, {}).epochs
     assert fixed["val_loss"].max() < 1.2

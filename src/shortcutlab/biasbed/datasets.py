@@ -28,7 +28,7 @@ loaders) are resized to 256 and centre-cropped to 224 (``image_size`` · 224/256
 ``preprocess="imagenet"`` is torchvision's ImageNet recipe (RandomResizedCrop with its default
 scale (0.08, 1) and ratio (3/4, 4/3); resize to 256/224 of the crop size and centre crop for
 evaluation), ``resize`` a plain resize and centre crop. ImageNet normalisation is the training
-protocol's ``normalization``, which the ``biasbed`` preset sets.
+preset's ``normalization``, which the ``biasbed`` preset sets.
 
 ``metric``: ``top1`` (the fraction of correct predictions, what BiasBed reports) or
 ``mean_per_class`` (recall averaged over classes); ``auto`` is ``top1`` in the ``imagenet1k``
@@ -427,3 +427,105 @@ def parse_dataset(text: str) -> str:
     name = text[len(DIAGVIB_PREFIX) :]
     parse_experiment_name(name)
     return name
+
+
+#: Settings of the image-folder experiments left at these values are "not given".
+_FOLDER_DEFAULTS: dict[str, object] = {"label_space": "map"}
+
+
+def folder_experiments(
+    train_dirs: Sequence[str] = (),
+    val_dirs: Sequence[str] = (),
+    test_dirs: Sequence[str] = (),
+    *,
+    name: str = "folders",
+    test_heads: Sequence[str] = (),
+    in_distribution: Sequence[str] = (),
+    class_map: str | os.PathLike[str] | None = None,
+    image_size: int | None = None,
+    label_space: str = "map",
+    preprocess: str | None = None,
+    metric: str = "auto",
+    preset: str | None = None,
+) -> dict[str, FolderExperiment]:
+    """The image-folder experiments of ``biasbed run``, by training-set name, from its options.
+
+    ``train_dirs``/``val_dirs``: ``DIR`` (named ``name``) or ``NAME=DIR`` items, the same names
+    in both; ``test_dirs``: ``NAME=DIR``; ``test_heads``: ``NAME=HEAD``; ``in_distribution``:
+    ``DATASET=TESTSET``. ``preprocess`` (None): ``biasbed`` under the ``biasbed`` preset, else
+    ``resize``; ``image_size`` (None): 256 with ``biasbed`` preprocessing, else 224. No folders
+    given: none, and a folder-only setting that would be ignored is refused.
+    """
+    if not (train_dirs or val_dirs or test_dirs):
+        given = {"class_map": class_map, "test_head": test_heads, "in_distribution":
+                 in_distribution, "label_space": label_space, "preprocess": preprocess,
+                 "image_size": image_size}
+        for key, value in given.items():
+            if value in (None, [], ()) or _FOLDER_DEFAULTS.get(key, object()) == value:
+                continue
+            raise BiasbedDataError(f"--{key.replace('_', '-')} applies to image-folder datasets "
+                                   "only and would be ignored here; give --train-dir/--val-dir/"
+                                   "--test-dir too, or drop it")
+        return {}
+    if not train_dirs or not val_dirs or not test_dirs:
+        raise BiasbedDataError("an image-folder dataset needs --train-dir, --val-dir and at "
+                               "least one --test-dir NAME=DIR")
+    trains = _named_dirs(train_dirs, name, "--train-dir")
+    vals = _named_dirs(val_dirs, name, "--val-dir")
+    if list(trains) != list(vals):
+        raise BiasbedDataError(
+            f"--train-dir names {list(trains)} and --val-dir names {list(vals)} must match")
+    tests = parse_test_dirs(test_dirs)
+    heads = _pairs(test_heads, "--test-head", "NAME=HEAD")
+    marks = _pairs(in_distribution, "--in-distribution", "DATASET=TESTSET")
+    for label in marks:
+        if label not in trains:
+            raise BiasbedDataError(unknown_choice("--in-distribution dataset", label,
+                                                  list(trains)))
+    preprocess = preprocess or ("biasbed" if preset == "biasbed" else "resize")
+    image_size = image_size or (256 if preprocess == "biasbed" else 224)
+    return {label: FolderExperiment(
+        train_dir=root, val_dir=vals[label], test_dirs=tests,
+        class_map=None if class_map is None else Path(class_map), image_size=image_size,
+        label_space_kind=label_space, preprocess=preprocess,
+        test_heads={k: v[0] for k, v in heads.items()},
+        in_distribution=tuple(marks.get(label, [])), metric=metric,
+    ) for label, root in trains.items()}
+
+
+def _named_dirs(items: Sequence[str], default: str, option: str) -> dict[str, Path]:
+    """``DIR`` (named ``default``) or ``NAME=DIR`` items, in order; names unique."""
+    out: dict[str, Path] = {}
+    for item in items:
+        label, sep, root = item.partition("=")
+        label, root = (label.strip(), root.strip()) if sep else (default, item)
+        if not label or not root:
+            raise BiasbedDataError(f"{option} expects DIR or NAME=DIR, got {item!r}")
+        if label in out:
+            raise BiasbedDataError(f"{option}: name {label!r} is given twice (use NAME=DIR)")
+        out[label] = Path(root)
+    return out
+
+
+def _pairs(items: Sequence[str], option: str, form: str) -> dict[str, list[str]]:
+    """``KEY=VALUE`` items grouped by key, in order."""
+    out: dict[str, list[str]] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise BiasbedDataError(f"{option} expects {form}, got {item!r}")
+        out.setdefault(key.strip(), []).append(value.strip())
+    return out
+
+
+def check_dataset_samples(datasets: Sequence[object]) -> None:
+    """Refuse ``diagvib:`` datasets whose sample id is outside the benchmark's five."""
+    from shortcutlab.diagvib.studies import DEFAULT_SAMPLES, parse_experiment_name
+
+    for dataset in datasets:
+        if isinstance(dataset, str):
+            sample = parse_experiment_name(parse_dataset(dataset))[3]
+            if not 0 <= sample < DEFAULT_SAMPLES:
+                raise BiasbedDataError(f"unknown dataset sample {sample} in --dataset "
+                                       f"{dataset}; valid choices: "
+                                       f"{', '.join(map(str, range(DEFAULT_SAMPLES)))}")

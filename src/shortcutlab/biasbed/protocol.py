@@ -14,7 +14,7 @@ Image-folder datasets add the job kind ``biasbed-folders``; :func:`register` reg
 with the runner and :func:`build_protocol_jobs` calls it.
 
 ``protocol.json`` in the output folder lists the protocol's jobs with their algorithm, dataset,
-run number, training recipe (``describe_protocol``) and training folder; results of several
+run number, training preset (``describe_preset``) and training folder; results of several
 invocations on the same folder accumulate there.
 
 **Competitors are (algorithm, training set) pairs.** When several training sets share the same
@@ -34,16 +34,20 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, cast, get_args
 
 import pandas as pd
 
 from shortcutlab.biasbed.datasets import (
     BiasbedDataError,
     FolderExperiment,
+    check_dataset_samples,
+    folder_experiments,
     parse_dataset,
 )
+from shortcutlab.biasbed.presets import BIASBED
 from shortcutlab.diagvib import jobs as diagvib_jobs
+from shortcutlab.diagvib.presets import default_head
 from shortcutlab.diagvib.restyle import style_hparams
 from shortcutlab.diagvib.studies import make_experiment
 from shortcutlab.errors import ShortcutlabError, StatsError, unknown_choice
@@ -53,6 +57,7 @@ from shortcutlab.runner.jobs import Job, JobOutput, register_job_kind
 from shortcutlab.stats.compare import ComparisonResult, compare
 from shortcutlab.stats.selection import RULES, compare_rules, runs_for_comparison, select
 from shortcutlab.train.config import TrainConfig
+from shortcutlab.train.presets import DEFAULT_PRESET
 from shortcutlab.utils.digest import content_digest
 from shortcutlab.utils.io import read_json_file, write_json
 
@@ -63,6 +68,7 @@ __all__ = [
     "ProtocolSettings",
     "COMPARE_BY",
     "build_protocol_jobs",
+    "plan_from_options",
     "compare_algorithms",
     "competitor_table",
     "strict_test_sets",
@@ -81,6 +87,9 @@ FOLDERS_PREFIX = "folders:"
 COMPARE_BY = ("auto", "competitor", "dataset")
 #: The BiasBed recipe's learning rate for these algorithms (the authors' configs).
 BIASBED_LR = {"erm": 1e-4, "sagnet": 1e-4}
+BIASBED_PRESET = BIASBED.name
+#: Epochs of a run without a preset and without ``epochs`` (a quick comparison).
+FAST_EPOCHS = 10
 
 
 class ProtocolError(ShortcutlabError):
@@ -146,7 +155,7 @@ class PlannedRun:
     def settings(self) -> str:
         """This competitor's own training settings, for the console."""
         t = self.job.train
-        return (f"{self.algorithm} on {self.dataset}: {t.model}, {t.describe_protocol()}, "
+        return (f"{self.algorithm} on {self.dataset}: {t.model}, {t.describe_preset()}, "
                 f"lr {t.lr:g}, batch {t.batch_size}, {t.epochs} epochs, {t.precision}, "
                 f"{'pretrained ' + str(t.pretrained) if t.pretrained else 'from scratch'}, "
                 f"metric {self.metric}")
@@ -156,25 +165,28 @@ class PlannedRun:
 class ProtocolSettings:
     """What :func:`build_protocol_jobs` plans for every dataset: one run per (algorithm, seed).
 
-    ``seeds``: the training seeds, one run each. ``epochs``/``batch_size``/``lr``: with a
-    ``protocol`` preset (``paper``, ``demo``, ``biasbed``) None takes the preset's values
-    (``biasbed``: lr 1e-4 for erm and sagnet, as the authors configured them); without one the
-    fast defaults here apply. ``hparams``: per-algorithm hyper-parameters (the stylising
-    algorithms' former ``hue``/``texture_pool`` are accepted). ``pretrained``: a local weights
-    file every run starts from; ``precision``: ``bf16`` or ``fp16`` for mixed precision (the
-    trainer's autocast; fp16 with a gradient scaler, as the authors trained).
+    Every default is declared here once (the command line passes None for "not given"):
+    ``preset``: the training preset (None: the neutral ``default``; ``biasbed``: the authors'
+    recipe, with lr 1e-4 for erm and sagnet as they configured them); ``epochs``/
+    ``batch_size``/``lr``: None takes the preset's values, except that without a preset a run
+    has :data:`FAST_EPOCHS` epochs. ``seeds``: the training seeds, one run each (None: BiasBed's
+    ten runs 0-9 with the ``biasbed`` preset, else 0, 1, 2; see :meth:`run_seeds`).
+    ``hparams``: per-algorithm hyper-parameters (the stylising algorithms' former
+    ``hue``/``texture_pool`` are accepted). ``pretrained``: a local weights file every run starts
+    from; ``precision``: ``bf16`` or ``fp16`` for mixed precision (the trainer's autocast; fp16
+    with a gradient scaler, as the authors trained).
     ``scale``/``benchmark_seed``/``mnist``/``textures``: size, class-selection seed and sources
     of the DiagViB-6 datasets (the sources' content is part of the job ids; see
     :func:`shortcutlab.diagvib.jobs.build_jobs`).
     """
 
     algorithms: tuple[str, ...]
-    seeds: tuple[int, ...] = (0, 1, 2)
-    epochs: int | None = 10
+    seeds: tuple[int, ...] | None = None
+    epochs: int | None = None
     model: str = "small_cnn"
-    batch_size: int | None = 64
-    lr: float | None = 1e-3
-    protocol: str | None = None
+    batch_size: int | None = None
+    lr: float | None = None
+    preset: str | None = None
     pretrained: str | Path | None = None
     precision: str | None = None
     hparams: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
@@ -183,18 +195,29 @@ class ProtocolSettings:
     mnist: str | Path | None = None
     textures: str | Path | None = None
 
+    def run_seeds(self) -> tuple[int, ...]:
+        """The training seeds: ``seeds``, or the default for the preset."""
+        if self.seeds is not None:
+            return tuple(self.seeds)
+        return tuple(range(10)) if self.preset == BIASBED_PRESET else (0, 1, 2)
+
     def check(self) -> None:
         """Refuse settings no protocol can run (a ProtocolError naming the setting)."""
+        from shortcutlab.train.config import Precision
+        from shortcutlab.train.presets import list_presets
+
         algorithms = list(self.algorithms)
         if not algorithms:
             raise ProtocolError("give at least one --algorithm")
         dupes = sorted({a for a in algorithms if algorithms.count(a) > 1})
         if dupes:
             raise ProtocolError(f"algorithm {dupes[0]!r} is given twice")
-        if self.protocol is None and (self.epochs is None or self.batch_size is None
-                                      or self.lr is None):
-            raise ProtocolError("give epochs, batch size and lr, or a --protocol preset")
-        seeds = list(self.seeds)
+        if self.preset is not None and self.preset not in list_presets():
+            raise ProtocolError(unknown_choice("--preset", self.preset, list_presets()))
+        if self.precision is not None and self.precision not in get_args(Precision):
+            raise ProtocolError(unknown_choice("--precision", self.precision,
+                                               get_args(Precision)))
+        seeds = list(self.run_seeds())
         if not seeds or len(set(seeds)) != len(seeds) or min(seeds) < 0:
             raise ProtocolError(f"--seeds must be distinct non-negative integers (got {seeds})")
         if self.epochs is not None and self.epochs < 1:
@@ -204,23 +227,44 @@ class ProtocolSettings:
                 raise ProtocolError(unknown_choice("algorithm in hparams", name, algorithms))
 
     def run_config(self, algorithm: str, seed: int) -> TrainConfig:
-        """One run's TrainConfig: the fast defaults, or the preset with the given overrides."""
-        hparams = style_hparams(algorithm, self.hparams.get(algorithm, {}))
-        fields: dict[str, Any] = {"model": self.model, "algorithm": algorithm, "seed": seed,
-                                  "patience": None, "hparams": hparams}
-        if self.precision is not None:
-            fields["precision"] = self.precision
-        if self.pretrained is not None:
-            fields["pretrained"] = str(self.pretrained)
-        if self.protocol is None:
-            return TrainConfig(epochs=self.epochs, batch_size=self.batch_size, lr=self.lr,
-                               **fields)
+        """One run's TrainConfig: the preset with the given settings on top, never stopping
+        early (:meth:`TrainConfig.from_sources`)."""
         lr = self.lr
-        if self.protocol == "biasbed" and lr is None and algorithm in BIASBED_LR:
-            lr = BIASBED_LR[algorithm]
-        given = {"epochs": self.epochs, "batch_size": self.batch_size, "lr": lr}
-        fields.update({k: v for k, v in given.items() if v is not None})
-        return TrainConfig(protocol=self.protocol, **fields)
+        if self.preset == BIASBED_PRESET and lr is None:
+            lr = BIASBED_LR.get(algorithm)
+        epochs = FAST_EPOCHS if self.epochs is None and self.preset is None else self.epochs
+        return TrainConfig.from_sources(
+            preset=self.preset, model=self.model, algorithm=algorithm, seed=seed,
+            patience=None, hparams=style_hparams(algorithm, self.hparams.get(algorithm, {})),
+            precision=self.precision, pretrained=self.pretrained, epochs=epochs,
+            batch_size=self.batch_size, lr=lr)
+
+    def diagvib_head(self) -> str:
+        """The head of this protocol's DiagViB-6 runs: 3 outputs under the ``biasbed`` preset,
+        else DiagViB-6's rule for the preset (:func:`shortcutlab.diagvib.presets.default_head`)."""
+        if self.preset == BIASBED_PRESET:
+            return "selected"
+        return default_head(self.preset or DEFAULT_PRESET)
+
+
+def plan_from_options(
+    algorithms: Sequence[str],
+    datasets: Sequence[str] = (),
+    *,
+    folders: Mapping[str, Any] | None = None,
+    **settings: Any,
+) -> tuple[list[PlannedRun], ProtocolSettings]:
+    """The runs of ``biasbed run``: ``diagvib:...`` ``datasets`` and the image-folder
+    experiments of ``folders`` (the keyword arguments of
+    :func:`~shortcutlab.biasbed.datasets.folder_experiments`), each trained with the
+    :class:`ProtocolSettings` ``settings`` (None: not given, the library's default)."""
+    plan = ProtocolSettings(tuple(algorithms), **settings)
+    plan.check()
+    experiments = folder_experiments(**(folders or {}), preset=plan.preset)
+    check_dataset_samples(datasets)
+    planned = build_protocol_jobs([*datasets, *experiments.values()], plan,
+                                  dataset_names=list(experiments))
+    return planned, plan
 
 
 def build_protocol_jobs(
@@ -244,7 +288,7 @@ def build_protocol_jobs(
     digests = {k: content_digest(v) for k, v in inputs.items()}
     params = diagvib_jobs.DiagvibParams.checked(
         "DiagViB-6 dataset settings", scale=settings.scale,
-        benchmark_seed=settings.benchmark_seed).model_dump()
+        benchmark_seed=settings.benchmark_seed, head=settings.diagvib_head()).model_dump()
     planned: list[PlannedRun] = []
     folder_no = 0
     for dataset in datasets:
@@ -264,7 +308,7 @@ def build_protocol_jobs(
                                    seed=settings.benchmark_seed).to_dict()
             job_inputs, job_params, label = inputs, params, experiment
         for algorithm in settings.algorithms:
-            for r, seed in enumerate(settings.seeds):
+            for r, seed in enumerate(settings.run_seeds()):
                 job = Job(
                     experiment=experiment,
                     kind=kind,
@@ -365,7 +409,7 @@ def run_protocol(
             "experiment": p.job.experiment,
             "model": p.job.train.model,
             "epochs": p.job.train.epochs,
-            "protocol": p.job.train.describe_protocol(),
+            "preset": p.job.train.describe_preset(),
             "pretrained": p.job.train.pretrained,
             "train_dir": p.train_dir,
             "in_distribution": list(p.in_distribution),
@@ -391,14 +435,17 @@ def competitor_table(out: str | Path) -> pd.DataFrame:
     """One row per competitor (algorithm, training set) of the protocol in ``out``: how it was
     trained (model, recipe, pretrained start, training folder) and how many runs it has."""
     meta = pd.DataFrame.from_dict(read_protocol(out), orient="index")
-    for col, default in (("protocol", ""), ("pretrained", None), ("train_dir", ""),
+    if "protocol" in meta:  # written before presets were a registry
+        former = meta.pop("protocol")
+        meta["preset"] = meta["preset"].fillna(former) if "preset" in meta else former
+    for col, default in (("preset", ""), ("pretrained", None), ("train_dir", ""),
                          ("metric", "mean_per_class"), ("precision", "fp32")):
         if col not in meta:
             meta[col] = default
     meta["pretrained"] = meta["pretrained"].map(lambda v: v or "no")
     meta["metric"] = meta["metric"].fillna("mean_per_class")
     meta["precision"] = meta["precision"].fillna("fp32")
-    keys = ["algorithm", "dataset", "model", "protocol", "pretrained", "train_dir", "epochs",
+    keys = ["algorithm", "dataset", "model", "preset", "pretrained", "train_dir", "epochs",
             "precision", "metric"]
     table = meta.groupby(keys, sort=True, dropna=False).size().rename("runs").reset_index()
     return table

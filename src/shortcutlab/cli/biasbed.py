@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 
 import typer
@@ -12,10 +11,13 @@ from shortcutlab.cli.options import (
     backend_options,
     check_statistics,
     df_option,
+    former_preset_option,
+    merge_preset_options,
     mnist_option,
     nemenyi_clip_option,
     nemenyi_option,
     no_tie_correction_option,
+    preset_option,
     textures_option,
 )
 from shortcutlab.cli.output import json_option, print_json
@@ -84,7 +86,7 @@ def run(
         None,
         help="biasbed (the authors': 256 px RandomResizedCrop scale (0.5, 1) ratio (0.8, 1) + "
         "flip; centre 224/256 at 256 px, 16-class sets resize 256 crop 224; the default with "
-        "--protocol biasbed), imagenet (torchvision's crop at --image-size) or resize (shorter "
+        "--preset biasbed), imagenet (torchvision's crop at --image-size) or resize (shorter "
         "side, centre crop; the default otherwise).",
     ),
     metric: str = typer.Option(
@@ -108,19 +110,18 @@ def run(
     ),
     seeds: list[int] = typer.Option(
         None, "--seeds", help="Training seed (repeatable); one run each. Default 0-9 (BiasBed's "
-        "ten runs) with --protocol biasbed, else 0, 1, 2."
+        "ten runs) with --preset biasbed, else 0, 1, 2."
     ),
-    protocol: str = typer.Option(
-        None,
-        help="Training recipe preset: paper, demo or biasbed (SGD momentum 0.9, wd 1e-4, "
-        "batch 128, 100 epochs, lr /10 at 30/60/90, lr 0.2; 1e-4 for erm and sagnet). "
-        "Without it: Adam, 10 epochs, batch 64, lr 1e-3.",
-    ),
+    preset: str = preset_option(
+        "biasbed (SGD momentum 0.9, wd 1e-4, batch 128, 100 epochs, lr /10 at 30/60/90, lr "
+        "0.2; 1e-4 for erm and sagnet); without it the neutral default (Adam lr 1e-3, batch "
+        "64) for 10 epochs"),
+    protocol: str = former_preset_option(),
     epochs: int = typer.Option(None, min=1, help="Epochs per run (no early stopping)."),
     model: str = typer.Option("small_cnn", help="Registered model name."),
     batch_size: int = typer.Option(None, min=1, help="Training batch size."),
     lr: float = typer.Option(None, callback=_positive,
-                             help="Learning rate (Adam, or SGD with --protocol biasbed)."),
+                             help="Learning rate (Adam, or SGD with --preset biasbed)."),
     pretrained: Path = typer.Option(
         None, help="Local weights file (state dict) every run starts from, e.g. ImageNet."
     ),
@@ -143,94 +144,32 @@ def run(
     model-selection rules and the Friedman / Iman-Davenport / Nemenyi comparison.
     """
     from dataclasses import replace
-    from typing import get_args
 
-    from shortcutlab.biasbed.datasets import FolderExperiment, parse_test_dirs
-    from shortcutlab.biasbed.protocol import (
-        ProtocolError,
-        ProtocolSettings,
-        build_protocol_jobs,
-        parse_hparams,
-        run_protocol,
-    )
-    from shortcutlab.errors import unknown_choice
+    from shortcutlab.biasbed.protocol import parse_hparams, plan_from_options, run_protocol
     from shortcutlab.runner.backends import describe_failures
-    from shortcutlab.train.config import PROTOCOLS, Precision
     from shortcutlab.train.trainer import check_precision
     from shortcutlab.utils.console import PlainConsole, styled
     from shortcutlab.utils.device import resolve_device
 
     resolved = resolve_device(device)
-    if protocol is not None and protocol not in PROTOCOLS:
-        raise ProtocolError(unknown_choice("--protocol", protocol, tuple(PROTOCOLS)))
-    if precision is not None and precision not in get_args(Precision):
-        raise ProtocolError(unknown_choice("--precision", precision, get_args(Precision)))
+    planned, settings = plan_from_options(
+        algorithm, dataset or [], folders={
+            "train_dirs": train_dir or [], "val_dirs": val_dir or [], "test_dirs": test_dir or [],
+            "name": name, "test_heads": test_head or [], "in_distribution": in_distribution or [],
+            "class_map": class_map, "image_size": image_size, "label_space": label_space,
+            "preprocess": preprocess, "metric": metric},
+        preset=merge_preset_options(preset, protocol), seeds=tuple(seeds) if seeds else None,
+        epochs=epochs, model=model, batch_size=batch_size, lr=lr, pretrained=pretrained,
+        precision=precision, hparams=parse_hparams(hparam or []), scale=scale, mnist=mnist,
+        textures=textures)
     if precision is not None and run_on.backend != "slurm":  # SLURM jobs resolve their own device
         check_precision(precision, resolved)
-    seeds = list(seeds or (range(10) if protocol == "biasbed" else (0, 1, 2)))
-    folder_options = {"preprocess": preprocess, "image_size": image_size}  # as given
-    preprocess = preprocess or ("biasbed" if protocol == "biasbed" else "resize")
-    image_size = image_size or (256 if preprocess == "biasbed" else 224)
-    if protocol is None:  # the fast defaults (a given value, even a bad one, is kept)
-        epochs = 10 if epochs is None else epochs
-        batch_size = 64 if batch_size is None else batch_size
-        lr = 1e-3 if lr is None else lr
-    datasets: list[str | FolderExperiment] = list(dataset or [])
-    names: list[str] = []
-    folder_given = bool(train_dir) or bool(val_dir) or bool(test_dir)
-    if folder_given:
-        if not train_dir or not val_dir or not test_dir:
-            raise ProtocolError(
-                "an image-folder dataset needs --train-dir, --val-dir and at least one "
-                "--test-dir NAME=DIR"
-            )
-        trains, vals = _named_dirs(train_dir, name, "--train-dir"), _named_dirs(
-            val_dir, name, "--val-dir"
-        )
-        if list(trains) != list(vals):
-            raise ProtocolError(
-                f"--train-dir names {list(trains)} and --val-dir names {list(vals)} must match"
-            )
-        tests = parse_test_dirs(test_dir)
-        heads = _pairs(test_head or [], "--test-head", "NAME=HEAD")
-        marks = _pairs(in_distribution or [], "--in-distribution", "DATASET=TESTSET")
-        for label in marks:
-            if label not in trains:
-                choices = list(trains)
-                raise ProtocolError(unknown_choice("--in-distribution dataset", label, choices))
-        for label, root in trains.items():
-            datasets.append(
-                FolderExperiment(
-                    train_dir=root,
-                    val_dir=vals[label],
-                    test_dirs=tests,
-                    class_map=class_map,
-                    image_size=image_size,
-                    label_space_kind=label_space,
-                    preprocess=preprocess,
-                    test_heads={k: v[0] for k, v in heads.items()},
-                    in_distribution=tuple(marks.get(label, [])),
-                    metric=metric,
-                )
-            )
-            names.append(label)
-    else:
-        _refuse_folder_options(class_map=class_map, test_head=test_head,
-                               in_distribution=in_distribution, label_space=label_space,
-                               **folder_options)
-    _check_dataset_samples(datasets)
-    settings = ProtocolSettings(
-        tuple(algorithm), seeds=tuple(seeds), epochs=epochs, model=model,
-        batch_size=batch_size, lr=lr, protocol=protocol, pretrained=pretrained,
-        precision=precision, hparams=parse_hparams(hparam or []), scale=scale, mnist=mnist,
-        textures=textures,
-    )
-    planned = build_protocol_jobs(datasets, settings, dataset_names=names or [name])
     planned = [replace(p, job=run_on.apply_threads(p.job)) for p in planned]
+    runs, datasets = settings.run_seeds(), dict.fromkeys(p.dataset for p in planned)
     console = PlainConsole(stderr=as_json)
     console.print(
         f"{len(planned)} runs ({len(algorithm)} algorithms x {len(datasets)} datasets "
-        f"x {len(seeds)} runs, seeds {', '.join(map(str, seeds))}) -> {out}"
+        f"x {len(runs)} runs, seeds {', '.join(map(str, runs))}) -> {out}"
     )
     for line in dict.fromkeys(p.settings() for p in planned):
         console.print(f"  {line}")
@@ -248,34 +187,6 @@ def run(
         console.print(styled("failed", "red", f" {line}"))
     if summary.failed:
         raise typer.Exit(1)
-
-
-def _named_dirs(items: list[str], default: str, option: str) -> dict[str, Path]:
-    """``DIR`` (named ``default``) or ``NAME=DIR`` items, in order; names unique."""
-    from shortcutlab.biasbed.protocol import ProtocolError
-
-    out: dict[str, Path] = {}
-    for item in items:
-        label, sep, root = item.partition("=")
-        label, root = (label.strip(), root.strip()) if sep else (default, item)
-        if not label or not root:
-            raise ProtocolError(f"{option} expects DIR or NAME=DIR, got {item!r}")
-        if label in out:
-            raise ProtocolError(f"{option}: name {label!r} is given twice (use NAME=DIR)")
-        out[label] = Path(root)
-    return out
-
-
-def _pairs(items: list[str], option: str, form: str) -> dict[str, list[str]]:
-    from shortcutlab.biasbed.protocol import ProtocolError
-
-    out: dict[str, list[str]] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip() or not value.strip():
-            raise ProtocolError(f"{option} expects {form}, got {item!r}")
-        out.setdefault(key.strip(), []).append(value.strip())
-    return out
 
 
 @app.command(short_help="Build Stylized ImageNet with AdaIN from local files.")
@@ -376,33 +287,3 @@ def report(
                            if comparison in written else None),
             "files": [str(p) for p in written],
         })
-
-
-_FOLDER_DEFAULTS = {"label_space": "map"}
-
-
-def _refuse_folder_options(**given: object) -> None:
-    """Refuse the image-folder options a DiagViB-6-only run would silently ignore."""
-    from shortcutlab.biasbed.protocol import ProtocolError
-
-    for key, value in given.items():
-        if value in (None, []) or _FOLDER_DEFAULTS.get(key, object()) == value:
-            continue
-        flag = "--" + key.replace("_", "-")
-        raise ProtocolError(f"{flag} applies to image-folder datasets only and would be "
-                            "ignored here; give --train-dir/--val-dir/--test-dir too, or drop it")
-
-
-def _check_dataset_samples(datasets: Sequence[object]) -> None:
-    """Refuse ``diagvib:`` datasets whose sample id is outside the benchmark's five."""
-    from shortcutlab.biasbed.datasets import parse_dataset
-    from shortcutlab.biasbed.protocol import ProtocolError
-    from shortcutlab.diagvib.studies import DEFAULT_SAMPLES, parse_experiment_name
-
-    for dataset in datasets:
-        if isinstance(dataset, str):
-            sample = parse_experiment_name(parse_dataset(dataset))[3]
-            if not 0 <= sample < DEFAULT_SAMPLES:
-                raise ProtocolError(f"unknown dataset sample {sample} in --dataset {dataset}; "
-                                    f"valid choices: "
-                                    f"{', '.join(map(str, range(DEFAULT_SAMPLES)))}")

@@ -10,8 +10,11 @@ import typer
 from shortcutlab.cli.options import (
     BackendOptions,
     backend_options,
+    former_preset_option,
+    merge_preset_options,
     mnist_option,
     pairs_option,
+    preset_option,
     samples_option,
     seeds_option,
     selection_option,
@@ -20,7 +23,7 @@ from shortcutlab.cli.options import (
 from shortcutlab.cli.output import json_option, print_json
 
 if TYPE_CHECKING:
-    from shortcutlab.diagvib.dataset import Head
+    from shortcutlab.diagvib.presets import Head
     from shortcutlab.diagvib.spec import Selection
 
 
@@ -39,10 +42,9 @@ def run(
     ),
     mnist: Path = mnist_option(),
     textures: Path = textures_option(),
-    protocol: str = typer.Option(
-        None, help="Training protocol preset: paper (the authors' ResNet-18 recipe, the default) "
-        "or demo (fast CPU settings); options below override single fields."
-    ),
+    preset: str = preset_option("paper (the authors' ResNet-18 recipe, the default), demo "
+                                "(fast CPU settings)"),
+    protocol: str = former_preset_option(),
     config: Path = typer.Option(None, help="YAML/JSON training config; options below override."),
     algorithm: str = typer.Option(None, help="Training algorithm (default erm)."),
     epochs: int = typer.Option(None, help="Maximum epochs (early stopping on val loss)."),
@@ -53,7 +55,7 @@ def run(
     freeze_backbone: bool = typer.Option(None, help="Train only the classifier head."),
     head: str = typer.Option(
         None, "--head", help="Classifier outputs: full (one per class of the predicted factor, "
-        "the authors' networks; paper protocol default) or selected (the 3 selected classes; "
+        "the authors' networks; paper preset default) or selected (the 3 selected classes; "
         "demo default). Part of the job id."
     ),
     normalization: str = typer.Option(
@@ -81,32 +83,29 @@ def run(
     folder share the work (a job is claimed while it runs). At the end the job table is written
     to <out>/jobs.csv and jobs.parquet.
     """
-    from shortcutlab.diagvib.jobs import build_jobs
+    from shortcutlab.diagvib.jobs import DiagvibParams, build_jobs
+    from shortcutlab.diagvib.presets import DIAGVIB_PRESET
     from shortcutlab.runner.backends import describe_failures, run_jobs
     from shortcutlab.train.config import TrainConfig
     from shortcutlab.utils.console import PlainConsole, styled
     from shortcutlab.utils.device import resolve_device
 
     resolve_device(device)
-    base = TrainConfig.from_file(config) if config is not None else TrainConfig()
-    if protocol is not None:
-        base = base.replace(protocol=protocol)
-    overrides = {
-        "algorithm": algorithm, "epochs": epochs, "lr": lr, "batch_size": batch_size,
-        "patience": patience, "freeze_backbone": freeze_backbone,
-        "normalization": normalization, "frozen_batchnorm": frozen_batchnorm,
-        "pretrained": str(pretrained) if pretrained is not None else None,
-    }
-    base = base.replace(model=model, **{k: v for k, v in overrides.items() if v is not None})
+    base = TrainConfig.from_sources(
+        config, merge_preset_options(preset, protocol), base_preset=DIAGVIB_PRESET,
+        model=model, algorithm=algorithm, epochs=epochs, lr=lr, batch_size=batch_size,
+        patience=patience,
+        freeze_backbone=freeze_backbone, normalization=normalization,
+        frozen_batchnorm=frozen_batchnorm, pretrained=pretrained)
     jobs = build_jobs(model, study, pairs or None, samples, seeds, scale, base,  # checks
                       benchmark_seed=benchmark_seed, selection=cast("Selection", selection),
                       specs_dir=specs, mnist=mnist, textures=textures,
                       head=cast("Head | None", head))
     jobs = [run_on.apply_threads(job) for job in jobs]
     console = PlainConsole(stderr=True)
-    console.print(f"{len(jobs)} jobs of {model} in {out} (protocol "
-                  f"{jobs[0].train.describe_protocol() if jobs else base.describe_protocol()}, "
-                  f"head {jobs[0].train.head if jobs else base.head}, scale {scale:g}, "
+    described = jobs[0].train.describe_preset() if jobs else base.describe_preset()
+    console.print(f"{len(jobs)} jobs of {model} in {out} (preset {described}, head "
+                  f"{DiagvibParams.of(jobs[0]).head if jobs else head}, scale {scale:g}, "
                   f"backend {run_on.backend})")
     summary = run_jobs(jobs, out, device=device, budget_seconds=budget_seconds,
                        **run_on.run_kwargs())

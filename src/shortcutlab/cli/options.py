@@ -75,6 +75,24 @@ def seeds_option(default: list[int] | None = None) -> Any:
     return typer.Option(default or [0], "--seeds", help="Training seed (repeatable); one run each.")
 
 
+def preset_option(named: str) -> Any:
+    """``--preset``: the training preset a run starts from (``named``: the area's own)."""
+    return typer.Option(None, "--preset", help=f"Training preset: {named}, or any registered "
+                        "one (shortcutlab.train.presets); options below override single fields.")
+
+
+def former_preset_option() -> Any:
+    """``--protocol``: the former name of ``--preset``, hidden, so documented commands work."""
+    return typer.Option(None, "--protocol", hidden=True)
+
+
+def merge_preset_options(preset: str | None, protocol: str | None) -> str | None:
+    """The preset given as ``--preset`` or by its former name ``--protocol`` (not both)."""
+    if preset is not None and protocol is not None:
+        raise typer.BadParameter("give --preset only (--protocol is its former name)")
+    return preset if preset is not None else protocol
+
+
 # ------------------------------------------------- statistics (stats compare, biasbed report)
 def df_option() -> Any:
     """``--df``: the Iman-Davenport degrees of freedom."""

@@ -21,7 +21,7 @@ from shortcutlab.train.config import TrainConfig
 
 DEMO_STUDIES: tuple[str, ...] = ("ZSO", "ZGO")
 DEMO_SCALE = 0.01  # 437 training, 87 validation, 100 test images per experiment
-DEMO_CONFIG = TrainConfig(protocol="demo", model="small_cnn")
+DEMO_CONFIG = TrainConfig(preset="demo", model="small_cnn")
 
 
 def run_benchmark_demo(

@@ -26,6 +26,7 @@ import torch
 from torch.utils.data import Dataset
 
 from shortcutlab.diagvib.factors import FACTOR_TABLE, FACTORS
+from shortcutlab.diagvib.presets import HEADS, Head
 from shortcutlab.diagvib.spec import N_SELECTED, SPLITS, ExperimentSpec, assign_classes
 from shortcutlab.errors import DiagvibError, SpecError, unknown_choice
 from shortcutlab.utils.io import write_npz_streaming
@@ -42,8 +43,6 @@ ExportFormat = Literal["npz", "png"]
 EXPORT_FORMATS: tuple[ExportFormat, ...] = get_args(ExportFormat)
 ItemKind = Literal["dict", "tuple"]
 ITEM_KINDS: tuple[ItemKind, ...] = get_args(ItemKind)
-Head = Literal["selected", "full"]
-HEADS: tuple[Head, ...] = get_args(Head)
 
 
 class _Renderer(Protocol):

@@ -3,18 +3,20 @@
 :func:`build_jobs` plans one runner :class:`~shortcutlab.runner.jobs.Job` per (experiment,
 training seed); :func:`register` makes the runner able to run and describe them (every function
 here that builds or reads DiagViB-6 jobs calls it, so users rarely need to). A DiagViB-6 job's
-``params`` hold its dataset size factor and benchmark seed (:class:`DiagvibParams`).
+``params`` hold its dataset size factor, benchmark seed and classifier head
+(:class:`DiagvibParams`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, get_args
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from shortcutlab.diagvib.presets import DIAGVIB_PRESET, HEADS, Head, default_head
 from shortcutlab.diagvib.spec import Selection
 from shortcutlab.diagvib.studies import experiment_names, make_experiment
 from shortcutlab.errors import RunnerError, ShortcutlabError, unknown_choice
@@ -22,7 +24,6 @@ from shortcutlab.runner.collect import collect
 from shortcutlab.runner.jobs import Job, JobOutput, register_job_kind
 from shortcutlab.train.config import (
     VAE_CLASSIFIER_DEFAULT,
-    Head,
     TrainConfig,
     format_validation_error,
 )
@@ -37,12 +38,15 @@ KIND = "diagvib"
 
 class DiagvibParams(BaseModel):
     """A DiagViB-6 job's own parameters (``Job.params``): the dataset size relative to the
-    paper's (``scale``) and the seed that selected each sample's classes (``benchmark_seed``)."""
+    paper's (``scale``), the seed that selected each sample's classes (``benchmark_seed``) and
+    the classifier ``head`` (``full``: one output per class of the predicted factor, the
+    authors' networks; ``selected``: the experiment's 3 selected classes)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     scale: float = Field(1.0, gt=0)
     benchmark_seed: int = Field(0, ge=0)
+    head: Head = "full"
 
     @classmethod
     def checked(cls, what: str = "DiagViB-6 job params", **data: Any) -> DiagvibParams:
@@ -60,7 +64,7 @@ class DiagvibParams(BaseModel):
 
 def describe_job(job: Job) -> dict[str, Any]:
     """The job-table columns of a DiagViB-6 job: those of :func:`describe_experiment`, then
-    ``scale`` and ``benchmark_seed``."""
+    ``scale``, ``benchmark_seed`` and ``head``."""
     return {**describe_experiment(job.experiment), **DiagvibParams.of(job).model_dump()}
 
 
@@ -114,7 +118,7 @@ def job_datasets(job: Job) -> tuple[Any, Any, Any, Any]:
         spec = ExperimentSpec(**job.spec)
     else:
         spec = make_experiment(job.experiment, scale=params.scale, seed=params.benchmark_seed)
-    head = job.train.head
+    head = params.head
     generator = source_generator(job.inputs.get("mnist"), job.inputs.get("textures"))
     train_ds = DiagvibDataset(spec, "train", generator=generator, head=head)
     val_ds = DiagvibDataset(spec, "val", generator=train_ds.generator, head=head)
@@ -161,12 +165,12 @@ def register() -> None:
 
 
 #: Training choices the paper leaves open, one job-table column each (see job_settings).
-SETTING_COLUMNS = ("head", "lr", "batch_size", "normalization", "frozen_batchnorm",
-                   "vae_classifier")
+#: The head, also open, is a job parameter (its column comes from describe_job).
+SETTING_COLUMNS = ("lr", "batch_size", "normalization", "frozen_batchnorm", "vae_classifier")
 
 
 def job_settings(train: dict[str, Any]) -> dict[str, Any]:
-    """The :data:`SETTING_COLUMNS` of a job's stored training config: head, lr, batch size,
+    """The :data:`SETTING_COLUMNS` of a job's stored training config: lr, batch size,
     normalisation, the BatchNorm mode of a frozen backbone ('' when nothing is frozen) and a
     VAE's classifier ('' for other models)."""
     from shortcutlab.train.models import freezes_backbone
@@ -174,7 +178,7 @@ def job_settings(train: dict[str, Any]) -> dict[str, Any]:
     cfg = TrainConfig(**train)
     frozen = cfg.freeze_backbone or freezes_backbone(cfg.model)
     vae = implied_algorithm(cfg.model) in ("vae", "factor_vae")
-    return {"head": cfg.head, "lr": cfg.lr, "batch_size": cfg.batch_size,
+    return {"lr": cfg.lr, "batch_size": cfg.batch_size,
             "normalization": cfg.normalization,
             "frozen_batchnorm": cfg.frozen_batchnorm if frozen else "",
             "vae_classifier": str(cfg.hparams.get("classifier", "")) if vae else ""}
@@ -270,20 +274,20 @@ def build_jobs(
     of what an experiment contains (e.g. a new cell weighting) changes the job id.
     ``mnist``/``textures``: the sources to render from (see :func:`source_generator`); they are
     loaded once here, so a bad path fails before anything runs, and their content is part of
-    every job id. ``head``: ``full`` (one output per class of the predicted factor, the
-    authors' networks) or ``selected`` (3 outputs); default: the protocol's (paper: ``full``).
+    every job id. ``train_config``: default ``TrainConfig(preset="paper")``. ``head``:
+    ``full`` (one output per class of the predicted factor, the authors' networks) or
+    ``selected`` (3 outputs); default: the preset's (:func:`~.presets.default_head`).
     """
     register()
-    params = DiagvibParams.checked(scale=scale, benchmark_seed=benchmark_seed).model_dump()
+    base = (train_config or TrainConfig(preset=DIAGVIB_PRESET)).replace(model=model)
+    if head is not None and head not in HEADS:
+        raise RunnerError(unknown_choice("head", head, sorted(HEADS)))
+    params = DiagvibParams.checked(scale=scale, benchmark_seed=benchmark_seed,
+                                   head=head or default_head(base.preset)).model_dump()
     inputs = source_inputs(mnist, textures)
     if inputs:
         source_generator(mnist, textures)  # fail now on missing or unreadable sources
     digests = {k: content_digest(v) for k, v in inputs.items()}  # once, not once per job
-    base = (train_config or TrainConfig()).replace(model=model)
-    if head is not None:
-        if head not in get_args(Head):
-            raise RunnerError(unknown_choice("head", head, get_args(Head)))
-        base = base.replace(head=head)
     base = with_implied_algorithm(base)
     if not studies:
         raise RunnerError("no study given; choose from the DiagViB-6 studies (e.g. --study ZSO)")

@@ -119,7 +119,7 @@ def _values(group: pd.DataFrame, column: str) -> str:
 
 
 def setup_table(table: pd.DataFrame, error_bars: str = "sem") -> pd.DataFrame:
-    """Per reported model: the dataset scale(s), training protocol(s), the open choices of
+    """Per reported model: the dataset scale(s), training preset(s), the open choices of
     the paper (head, lr, batch size, normalisation, a frozen backbone's BatchNorm mode, a VAE's
     prediction; "–" where not recorded or not applicable), what ± shows, and the numbers of
     dataset samples and training seeds among finished jobs."""
@@ -129,7 +129,7 @@ def setup_table(table: pd.DataFrame, error_bars: str = "sem") -> pd.DataFrame:
         rows[label] = {
             "scale": (", ".join(f"{float(s):g}" for s in sorted(group["scale"].dropna().unique()))
                       if "scale" in group.columns else "") or "–",  # job_row tables have none
-            "protocol": _values(group, "protocol"),
+            "preset": _values(group, "preset"),
             **{name: _values(group, col) for col, name in _SETTINGS.items()},
             "±": check_error_bars(error_bars),
             "dataset samples": int(group["sample"].nunique()),

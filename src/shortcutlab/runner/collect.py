@@ -43,7 +43,7 @@ JOB_COLUMNS = (
     "job_id", "model", "algorithm", "seed", "experiment", "status", "best_epoch",
     "epochs_run", "val_loss", "val_acc", "test_acc", "train_seconds",
 )
-EXTRA_COLUMNS = ("protocol", "error")
+EXTRA_COLUMNS = ("preset", "error")
 EPOCH_TABLE_COLUMNS = (
     "job_id", "epoch", "train_loss", "val_loss", "val_acc", "test_set", "tag", "acc", "n",
 )
@@ -97,7 +97,7 @@ def _row(path: Path) -> dict[str, Any]:
         **described,
         "seed": job.train.seed,
         "experiment": job.experiment,
-        "protocol": job.train.describe_protocol(),
+        "preset": job.train.describe_preset(),
         "error": "",
     }
     if (path / DONE_FILE).exists():
@@ -123,7 +123,7 @@ def _row(path: Path) -> dict[str, Any]:
 
 def collect(root: str | Path) -> pd.DataFrame:
     """One row per job directory under ``root``: the job table (columns :data:`JOB_COLUMNS`
-    with the job kinds' descriptive columns after ``algorithm``, then ``protocol``, ``error``
+    with the job kinds' descriptive columns after ``algorithm``, then ``preset``, ``error``
     and any ``test_acc@<tag>`` columns, sorted by name).
 
     ``status`` is ``done`` (done marker present), ``failed`` (error.txt) or ``pending``; result
@@ -150,7 +150,7 @@ def collect(root: str | Path) -> pd.DataFrame:
     for col in (*_FLOAT_COLUMNS, *tag_cols):
         table[col] = pd.to_numeric(table[col], errors="coerce").astype("float64")
     text = [c for c in described if table[c].map(lambda v: v is None or isinstance(v, str)).all()]
-    for col in ("job_id", "model", "algorithm", *text, "experiment", "status", "protocol",
+    for col in ("job_id", "model", "algorithm", *text, "experiment", "status", "preset",
                 "error"):
         table[col] = table[col].fillna("").astype(str)
     table = table.sort_values(["model", "algorithm", "experiment", "seed", "job_id"],

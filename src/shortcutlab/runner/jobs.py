@@ -29,7 +29,7 @@ from typing import Any
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from shortcutlab.errors import RunnerError, ShortcutlabError, unknown_choice
+from shortcutlab.errors import RunnerError, ShortcutlabError, TrainError, unknown_choice
 from shortcutlab.runner.claims import describe_claim, heartbeat, release, try_claim
 from shortcutlab.runner.records import result_problem
 from shortcutlab.train.config import TrainConfig, format_validation_error
@@ -288,7 +288,7 @@ def read_job(path: Path) -> Job:
     data = read_json_object(path / JOB_FILE)
     try:
         return Job(**data)
-    except RunnerError as exc:
+    except (RunnerError, TrainError) as exc:  # TrainError: its training config's fields
         raise JobFileError(path / JOB_FILE, f"is not a valid job ({exc}; an edited job.json, "
                            "or one planned by an earlier shortcutlab whose job fields have "
                            "changed since: plan the jobs again)") from None

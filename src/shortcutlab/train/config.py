@@ -1,18 +1,19 @@
 """The training configuration: everything that changes a trained model's numbers.
 
-A config starts from a named **protocol** preset (``paper``: the DiagViB-6 authors' ResNet-18
-recipe; ``demo``: fast settings for CPU demos) and records that name; any field given explicitly
-overrides the preset. Runtime-only choices that do not change results (device, DataLoader
-workers, evaluation batch size) are arguments of :func:`shortcutlab.train.trainer.train` instead,
-so they never change a job's hash. Values of the wrong type or unknown fields raise
-:class:`TrainError` naming them.
+A config starts from a named **preset** (:mod:`shortcutlab.train.presets`; the engine's own is
+the neutral ``default``, the areas register their papers' recipes) and records that name; any
+field given explicitly overrides the preset. :meth:`TrainConfig.from_sources` builds one from a
+file, a preset and command-line overrides, in that order. Runtime-only choices that do not
+change results (device, DataLoader workers, evaluation batch size) are arguments of
+:func:`shortcutlab.train.trainer.train` instead, so they never change a job's hash. Values of
+the wrong type or unknown fields raise :class:`TrainError` naming them.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, Literal
 
 import yaml
 from pydantic import (
@@ -21,88 +22,19 @@ from pydantic import (
     Field,
     ValidationError,
     field_validator,
-    model_serializer,
     model_validator,
 )
 
 from shortcutlab.errors import TrainError
+from shortcutlab.train.presets import DEFAULT_PRESET, DEFAULT_VALUES, PRESETS, get_preset
 from shortcutlab.utils.io import load_yaml
 
-Protocol = Literal["paper", "demo", "biasbed"]
 Normalization = Literal["auto", "train", "imagenet", "none"]
 Optimizer = Literal["adam", "sgd"]
 Precision = Literal["fp32", "bf16", "fp16"]
-Head = Literal["full", "selected"]
 BatchNormMode = Literal["eval", "train"]
 
-#: Per-protocol values of the optimisation fields. ``paper`` follows the authors' ResNet-18
-#: config (trainer/resnet18config.yml, trainer/base_trainer.py): Adam lr 2e-4, betas (0.9,
-#: 0.999), mini-batches of 64 with the last incomplete one dropped, 30 epochs without early
-#: stopping, the checkpoint of lowest validation loss, inputs z-scored with the training split's
-#: statistics for every model (RN50-IN included), one output per class of the predicted factor
-#: (``head="full"``) and a frozen backbone's BatchNorm left in training mode (their
-#: ``fixed=True`` only stops gradients). ``demo`` keeps the fast CPU settings of ``make demo``
-#: (``normalization="auto"``, the 3-output head). docs/diagvib-fidelity.md lists these choices.
-PROTOCOLS: dict[str, dict[str, Any]] = {
-    "paper": {
-        "lr": 2e-4,
-        "adam_betas": (0.9, 0.999),
-        "batch_size": 64,
-        "epochs": 30,
-        "patience": None,
-        "weight_decay": 0.0,
-        "drop_last": True,
-        "normalization": "train",
-        "head": "full",
-        "frozen_batchnorm": "train",
-    },
-    "demo": {
-        "lr": 3e-3,
-        "adam_betas": (0.9, 0.999),
-        "batch_size": 32,
-        "epochs": 10,
-        "patience": 4,
-        "weight_decay": 0.0,
-        "drop_last": False,
-        "normalization": "auto",
-        "head": "selected",
-        "frozen_batchnorm": "eval",
-    },
-    # BiasBed (Kalischek et al.): the authors' ImageNet recipe. SGD momentum 0.9, weight decay
-    # 1e-4, batch 128, 100 epochs with the learning rate divided by 10 at epochs 30, 60 and 90,
-    # lr 0.2 (their ERM and SagNet configs use 1e-4: the BiasBed protocol sets that per
-    # algorithm), ImageNet normalisation; the folder datasets add RandomResizedCrop for training.
-    "biasbed": {
-        "lr": 0.2,
-        "adam_betas": (0.9, 0.999),
-        "batch_size": 128,
-        "epochs": 100,
-        "patience": None,
-        "weight_decay": 1e-4,
-        "drop_last": False,
-        "normalization": "imagenet",
-        "optimizer": "sgd",
-        "momentum": 0.9,
-        "lr_milestones": (30, 60, 90),
-        "lr_gamma": 0.1,
-        "head": "selected",
-        "frozen_batchnorm": "eval",
-    },
-}
-assert set(PROTOCOLS) == set(get_args(Protocol))
-#: Fields added after job ids were in use: left out of the serialised config (hence of job ids)
-#: while they hold these defaults, so existing run folders keep their ids.
-_HASH_NEUTRAL: dict[str, Any] = {
-    "optimizer": "adam",
-    "momentum": 0.9,
-    "lr_milestones": [],
-    "lr_gamma": 0.1,
-    "precision": "fp32",
-    "channels_last": False,
-    "head": "selected",
-    "frozen_batchnorm": "eval",
-}
-_PAPER = PROTOCOLS["paper"]
+_D = DEFAULT_VALUES
 #: How VAE and Factor-VAE predict a factor when ``hparams`` does not say (``classifier``):
 #: ``joint`` trains the head's cross entropy into the encoder (appendix A.2: every baseline is
 #: trained with standard cross entropy); ``probe`` is a head on frozen latents.
@@ -120,52 +52,48 @@ def format_validation_error(exc: ValidationError, what: str = "training config")
 
 
 class TrainConfig(BaseModel):
-    """Model, algorithm and optimisation settings of one training run (paper appendix A.2).
+    """Model, algorithm and optimisation settings of one training run.
 
-    ``protocol`` names the preset the optimisation fields start from (see :data:`PROTOCOLS`);
-    fields given explicitly override it, and :meth:`overrides` lists those that differ.
-    Cross entropy and Adam with ``lr`` and ``adam_betas`` (``optimizer="sgd"``: SGD with
-    ``momentum``; ``lr_milestones``/``lr_gamma``: a step schedule over epochs, see
-    :meth:`learning_rate`); at most ``epochs`` epochs, early
-    stopping once the validation loss has not improved for ``patience`` epochs (None: never);
-    ``drop_last`` drops an incomplete last training batch; ``normalization`` z-scores inputs per
-    channel with the training split's statistics (``train``), ImageNet's (``imagenet``), or not at
-    all (``none``; inputs stay in [0, 1]); ``auto`` picks ``imagenet`` for models registered as
+    ``preset`` names the preset the fields start from (:mod:`shortcutlab.train.presets`;
+    default ``default``); fields given explicitly override it, and :meth:`overrides` lists those
+    of the preset's fields that differ. Cross entropy and Adam with ``lr`` and ``adam_betas``
+    (``optimizer="sgd"``: SGD with ``momentum``; ``lr_milestones``/``lr_gamma``: a step schedule
+    over epochs, see :meth:`learning_rate`); at most ``epochs`` epochs, early stopping once the
+    validation loss has not improved for ``patience`` epochs (None: never); ``drop_last`` drops
+    an incomplete last training batch; ``normalization`` z-scores inputs per channel with the
+    training split's statistics (``train``), ImageNet's (``imagenet``), or not at all (``none``;
+    inputs stay in [0, 1]); ``auto`` picks ``imagenet`` for models registered as
     ImageNet-pretrained (rn50_in) and ``train`` otherwise. ``seed`` is the training seed (weight
     initialisation, shuffling, dropout, algorithm randomness).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    protocol: Protocol = "paper"
+    preset: str = DEFAULT_PRESET
     model: str = "small_cnn"
     algorithm: str = "erm"
-    lr: float = Field(_PAPER["lr"], gt=0)
-    adam_betas: tuple[float, float] = _PAPER["adam_betas"]
-    batch_size: int = Field(_PAPER["batch_size"], ge=1)
-    epochs: int = Field(_PAPER["epochs"], ge=1)
-    patience: int | None = Field(_PAPER["patience"], ge=1)
-    weight_decay: float = Field(_PAPER["weight_decay"], ge=0)
-    drop_last: bool = _PAPER["drop_last"]
-    normalization: Normalization = _PAPER["normalization"]
-    optimizer: Optimizer = "adam"
-    momentum: float = Field(0.9, ge=0, lt=1)
-    lr_milestones: tuple[int, ...] = ()
-    lr_gamma: float = Field(0.1, gt=0, le=1)
+    lr: float = Field(_D["lr"], gt=0)
+    adam_betas: tuple[float, float] = _D["adam_betas"]
+    batch_size: int = Field(_D["batch_size"], ge=1)
+    epochs: int = Field(_D["epochs"], ge=1)
+    patience: int | None = Field(_D["patience"], ge=1)
+    weight_decay: float = Field(_D["weight_decay"], ge=0)
+    drop_last: bool = _D["drop_last"]
+    normalization: Normalization = _D["normalization"]
+    optimizer: Optimizer = _D["optimizer"]
+    momentum: float = Field(_D["momentum"], ge=0, lt=1)
+    lr_milestones: tuple[int, ...] = _D["lr_milestones"]
+    lr_gamma: float = Field(_D["lr_gamma"], gt=0, le=1)
     #: ``bf16``/``fp16``: forward passes under bfloat16/float16 autocast (CUDA, or CPU where
     #: torch can), fp16 with a gradient scaler on every optimiser step (the BiasBed authors'
     #: setting); ``channels_last``: NHWC weights and inputs. Off by default: they change the
     #: numbers (docs/training.md).
     precision: Precision = "fp32"
     channels_last: bool = False
-    #: DiagViB-6 jobs: ``full`` gives the classifier one output per class of the predicted
-    #: factor (the authors' networks; labels are the factor's class indices), ``selected`` 3
-    #: outputs, the experiment's selected classes. The job kind builds its datasets with it.
-    head: Head = _PAPER["head"]
     #: BatchNorm layers whose parameters are all frozen (RN50-IN's backbone): ``train`` keeps
     #: updating their running statistics and normalises with batch statistics while training
-    #: (the authors' ``fixed=True``), ``eval`` freezes them too.
-    frozen_batchnorm: BatchNormMode = _PAPER["frozen_batchnorm"]
+    #: (the DiagViB-6 authors' ``fixed=True``), ``eval`` freezes them too.
+    frozen_batchnorm: BatchNormMode = _D["frozen_batchnorm"]
     seed: int = Field(0, ge=0)
     pretrained: str | None = None
     freeze_backbone: bool = False
@@ -180,25 +108,15 @@ class TrainConfig(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _fill_from_protocol(cls, data: Any) -> Any:
-        """Fields not given take the protocol's value (an unknown protocol fails on its field)."""
+    def _fill_from_preset(cls, data: Any) -> Any:
+        """Fields not given take the preset's value; an unknown preset is a TrainError listing
+        the registered ones (a preset of the wrong type fails on its field)."""
         if isinstance(data, dict):
-            preset = PROTOCOLS.get(data.get("protocol", "paper"))
-            if preset is not None:
-                return {**preset, **data}
-        return data
-
-    @model_serializer(mode="wrap")
-    def _drop_neutral_defaults(self, handler: Any) -> dict[str, Any]:
-        data = handler(self)
-        preset = PROTOCOLS.get(self.protocol, {})
-        for key, default in _HASH_NEUTRAL.items():
-            value = data.get(key)
-            # kept where the protocol's preset differs (paper: head "full"), so that the
-            # stored config reads back as it was
-            if (key in data and (list(value) if isinstance(value, tuple) else value) == default
-                    and preset.get(key, default) == default):
-                del data[key]
+            name = data.get("preset", DEFAULT_PRESET)
+            if name == DEFAULT_PRESET:  # no registry lookup: areas validate theirs with it
+                return {**DEFAULT_VALUES, **data}
+            if isinstance(name, str):
+                return {**get_preset(name).values, **data}
         return data
 
     def learning_rate(self, epoch: int, base: float | None = None) -> float:
@@ -234,63 +152,104 @@ class TrainConfig(BaseModel):
         return str(value) if isinstance(value, Path) else value
 
     def overrides(self) -> dict[str, Any]:
-        """Optimisation fields whose value differs from the protocol's preset."""
-        preset = PROTOCOLS[self.protocol]
-        return {k: getattr(self, k) for k, v in preset.items() if getattr(self, k) != v}
+        """The preset's fields whose value here differs from the preset's."""
+        values = _baseline(self.preset)
+        preset = get_preset(self.preset).values
+        return {k: getattr(self, k) for k in preset if getattr(self, k) != values[k]}
 
-    def describe_protocol(self) -> str:
-        """``"paper"``, or ``"paper (lr=0.001, epochs=6)"`` when fields override the preset."""
-        return describe_protocol(self.model_dump(mode="json"))
+    def explicit(self) -> dict[str, Any]:
+        """Every field (``preset`` aside) whose value differs from what the preset alone gives:
+        what a user set on top of the preset."""
+        values = _baseline(self.preset)
+        return {k: getattr(self, k) for k in values if getattr(self, k) != values[k]}
 
+    def describe_preset(self) -> str:
+        """``"default"``, or ``"default (lr=0.01, epochs=6)"`` when fields override the preset."""
+        return describe_preset(self.model_dump(mode="json"))
 
     def replace(self, **changes: Any) -> TrainConfig:
         """A copy with some fields changed, validated like a new config.
 
-        Changing ``protocol`` moves the copy onto the new preset but keeps this config's
-        overrides (fields that differed from the old preset) unless ``changes`` sets them.
+        Changing ``preset`` moves the copy onto the new preset but keeps what was set on top
+        of the old one (:meth:`explicit`) unless ``changes`` sets it.
         """
-        data = self.model_dump()
-        if changes.get("protocol", self.protocol) != self.protocol:
-            kept = self.overrides()
-            data = {k: v for k, v in data.items() if k not in PROTOCOLS[self.protocol]}
-            data.update(kept)
-        return TrainConfig(**{**data, **changes})
+        if changes.get("preset", self.preset) != self.preset:
+            return TrainConfig(**{**self.explicit(), **changes})
+        return TrainConfig(**{**self.model_dump(), **changes})
+
+    @classmethod
+    def from_sources(cls, file: str | Path | None = None, preset: str | None = None, *,
+                     base_preset: str = DEFAULT_PRESET, **overrides: Any) -> TrainConfig:
+        """One config from, in order of precedence, ``overrides`` (None: not given), the
+        ``preset`` (moving onto it keeps the file's explicit settings, as :meth:`replace`) and
+        the YAML/JSON ``file``; what none sets takes the values of the file's preset, else of
+        ``base_preset`` (an area's own default, e.g. DiagViB-6's ``paper``)."""
+        data = _read_config_file(file) if file is not None else {}
+        config = cls.from_mapping({"preset": base_preset, **_legacy_names(data)})
+        if preset is not None:
+            config = config.replace(preset=preset)
+        given = {k: v for k, v in overrides.items() if v is not None}
+        return config.replace(**given) if given else config
 
     @classmethod
     def from_mapping(cls, data: Any) -> TrainConfig:
-        """Validate a plain mapping (e.g. parsed YAML/JSON)."""
-        if not isinstance(data, dict):
-            raise TrainError(f"a training config must be a mapping, got {type(data).__name__}")
-        return cls(**data)
+        """Validate a plain mapping (e.g. parsed YAML/JSON); the former name ``protocol`` of
+        ``preset`` is accepted."""
+        return cls(**_legacy_names(data))
 
     @classmethod
     def from_file(cls, path: str | Path) -> TrainConfig:
         """Load a YAML or JSON file (``yaml.safe_load``; JSON is YAML)."""
-        path = Path(path)
-        if not path.is_file():
-            raise TrainError(f"training config file not found: {path}")
-        try:
-            data = load_yaml(path.read_text(encoding="utf-8"))
-        except (yaml.YAMLError, UnicodeDecodeError) as exc:
-            raise TrainError(f"cannot parse training config {path}: {exc}") from None
-        return cls.from_mapping(data)
+        return cls.from_mapping(_read_config_file(path))
 
     def to_json(self) -> str:
         """Canonical JSON (sorted keys, no spaces): equal configs give equal bytes."""
         return json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
 
 
-def describe_protocol(config: dict[str, Any]) -> str:
-    """:meth:`TrainConfig.describe_protocol` of a config stored as JSON (e.g. a job file's
-    ``train``); a config without a known protocol is described by its ``protocol`` field."""
-    name = str(config.get("protocol", ""))
-    preset = PROTOCOLS.get(name)
+def _read_config_file(path: str | Path) -> Any:
+    """The parsed YAML/JSON content of a training config file (a TrainError if unreadable)."""
+    path = Path(path)
+    if not path.is_file():
+        raise TrainError(f"training config file not found: {path}")
+    try:
+        return load_yaml(path.read_text(encoding="utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise TrainError(f"cannot parse training config {path}: {exc}") from None
+
+
+def _legacy_names(data: Any) -> dict[str, Any]:
+    """``data`` checked to be a mapping, with the former field name ``protocol`` (before
+    presets were a registry) read as ``preset``."""
+    if not isinstance(data, dict):
+        raise TrainError(f"a training config must be a mapping, got {type(data).__name__}")
+    if "protocol" not in data:
+        return data
+    if "preset" in data:
+        raise TrainError("a training config gives both 'preset' and its former name "
+                         "'protocol'; keep 'preset'")
+    return {("preset" if k == "protocol" else k): v for k, v in data.items()}
+
+
+def _baseline(preset: str) -> dict[str, Any]:
+    """Every field's value in ``TrainConfig(preset=preset)`` (``preset`` itself left out)."""
+    values = TrainConfig(preset=preset).model_dump()
+    del values["preset"]
+    return values
+
+
+def _plain(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
+
+
+def describe_preset(config: dict[str, Any]) -> str:
+    """:meth:`TrainConfig.describe_preset` of a config stored as JSON (e.g. a job file's
+    ``train``); a config naming no registered preset is described by its ``preset`` field."""
+    name = str(config.get("preset", ""))
+    preset = PRESETS.find(name)
     if preset is None:
         return name
-
-    def plain(value: Any) -> Any:
-        return list(value) if isinstance(value, tuple) else value
-
-    changed = ", ".join(f"{k}={plain(config[k])!r}" for k, v in preset.items()
-                        if k in config and plain(config[k]) != plain(v))
+    changed = ", ".join(f"{k}={_plain(config[k])!r}" for k, v in preset.values.items()
+                        if k in config and _plain(config[k]) != _plain(v))
     return f"{name} ({changed})" if changed else name
+

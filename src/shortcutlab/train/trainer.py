@@ -2,8 +2,8 @@
 
 Cross entropy and the configured optimiser, Adam or SGD (inside the algorithm), at most
 ``config.epochs`` epochs, early stopping once the validation loss has not improved for
-``config.patience`` epochs (the ``paper`` protocol never stops early). Inputs are normalised
-on the device by the algorithm's ``input_norm``
+``config.patience`` epochs (the ``default`` and ``paper`` presets never stop early). Inputs
+are normalised on the device by the algorithm's ``input_norm``
 (training-split statistics, computed once per run by streaming, or ImageNet's; see
 :mod:`shortcutlab.train.normalization`). Every epoch records the train loss, validation loss and
 accuracy, and the accuracy on every test set, overall and per cell tag. The reported numbers are
