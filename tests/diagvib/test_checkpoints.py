@@ -1,0 +1,106 @@
+"""diagvib.checkpoints: the checkpoint rules against answers computed by hand with pandas, and
+the spread of the test accuracy over the last epochs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from shortcutlab.diagvib.checkpoints import (
+    apply_checkpoint,
+    job_spread,
+    parse_checkpoint,
+    select_checkpoint,
+)
+from shortcutlab.errors import DiagvibError
+
+RNG = np.random.default_rng(3)
+
+
+def _epochs(job: str, n: int, val: list[float] | None = None) -> pd.DataFrame:
+    val = val if val is not None else list(RNG.uniform(0, 1, n))
+    rows = []
+    for e in range(n):
+        for tag in ("all", "00-id", "01-ood"):
+            rows.append({"job_id": job, "epoch": e, "train_loss": 0.1, "val_loss": val[e],
+                         "val_acc": 0.9, "test_set": "test", "tag": tag,
+                         "acc": float(RNG.uniform(0, 1)), "n": 10})
+    return pd.DataFrame(rows)
+
+
+@pytest.fixture
+def epochs() -> pd.DataFrame:
+    # job a: two epochs share the lowest val loss (the earliest counts, as in the trainer)
+    return pd.concat([_epochs("a", 12, [0.5, 0.2, 0.3, 0.2, *[0.9] * 8]), _epochs("b", 6)],
+                     ignore_index=True)
+
+
+def _by_hand(epochs: pd.DataFrame, rule: str) -> pd.Series:
+    """(job, tag) -> accuracy, computed directly with pandas."""
+    out = {}
+    for (job, tag), g in epochs.groupby(["job_id", "tag"]):
+        g = g.sort_values("epoch")
+        if rule == "lowest-val-loss":
+            pos = int(np.argmin(g["val_loss"].to_numpy()))  # first minimum
+            out[(job, tag)] = g["acc"].iloc[pos]
+        elif rule == "last":
+            out[(job, tag)] = g["acc"].iloc[-1]
+        else:
+            out[(job, tag)] = g["acc"].iloc[-int(rule.rsplit("-", 1)[1]):].mean()
+    return pd.Series(out)
+
+
+@pytest.mark.parametrize("rule", ["lowest-val-loss", "last", "mean-last-1", "mean-last-5"])
+def test_rules_equal_the_hand_computed_answer(epochs, rule) -> None:
+    got = select_checkpoint(epochs, rule).set_index(["job_id", "tag"])["acc"]
+    want = _by_hand(epochs, rule)
+    assert sorted(got.index) == sorted(want.index)
+    assert np.allclose(got[want.index].to_numpy(), want.to_numpy())
+    if rule == "lowest-val-loss":
+        assert got.loc[("a", "all")] == epochs.query("job_id == 'a' and tag == 'all'")["acc"].iloc[1]
+
+
+def test_selected_epochs(epochs) -> None:
+    lowest = select_checkpoint(epochs, "lowest-val-loss").set_index(["job_id", "tag"])["epoch"]
+    assert lowest[("a", "all")] == 1  # tie between epochs 1 and 3: the earliest
+    last = select_checkpoint(epochs, "last").set_index(["job_id", "tag"])["epoch"]
+    assert last[("a", "all")] == 11 and last[("b", "all")] == 5
+    assert select_checkpoint(epochs, "mean-last-3")["epoch"].isna().all()
+
+
+@pytest.mark.parametrize("bad", ["best", "mean-last-0", "mean-last-k", "mean-last-", ""])
+def test_unknown_rule_names_the_choices(bad) -> None:
+    with pytest.raises(DiagvibError, match="valid choices: lowest-val-loss, last, mean-last-K"):
+        parse_checkpoint(bad)
+
+
+def test_too_few_epochs_for_mean_last_k_names_the_job(epochs) -> None:
+    with pytest.raises(DiagvibError, match="mean-last-8.*b \\(6 epochs\\)"):
+        select_checkpoint(epochs, "mean-last-8")
+
+
+def test_apply_replaces_test_acc_and_cell_columns_only_for_other_rules(epochs) -> None:
+    table = pd.DataFrame({"job_id": ["a", "b", "c"], "status": ["done", "done", "pending"],
+                          "test_acc": [0.5, 0.6, np.nan], "test_acc@00-id": [0.1, 0.2, np.nan],
+                          "best_epoch": [1, 2, np.nan]})
+    assert apply_checkpoint(table, epochs, "lowest-val-loss") is table  # default: unchanged
+    last = apply_checkpoint(table, epochs, "last")
+    want = _by_hand(epochs, "last")
+    assert last["test_acc"].tolist()[:2] == [want[("a", "all")], want[("b", "all")]]
+    assert last["test_acc@00-id"].tolist()[:2] == [want[("a", "00-id")], want[("b", "00-id")]]
+    assert last["test_acc@01-ood"].tolist()[:2] == [want[("a", "01-ood")], want[("b", "01-ood")]]
+    assert last["best_epoch"].tolist()[:2] == [11, 5] and np.isnan(last["test_acc"].iloc[2])
+    with pytest.raises(DiagvibError, match="finished job b has none"):
+        apply_checkpoint(table, epochs[epochs["job_id"] == "a"], "last")
+
+
+def test_spread_is_min_max_of_the_last_ten_epochs(epochs) -> None:
+    spread = job_spread(epochs).set_index("job_id")
+    a = epochs.query("job_id == 'a' and tag == 'all'").sort_values("epoch")
+    assert spread.loc["a", "epochs_run"] == 12 and spread.loc["a", "selected_epoch"] == 1
+    assert spread.loc["a", "acc_selected"] == a["acc"].iloc[1]
+    assert spread.loc["a", "acc_min"] == a["acc"].iloc[2:].min()
+    assert spread.loc["a", "acc_max"] == a["acc"].iloc[2:].max()
+    b = epochs.query("job_id == 'b' and tag == 'all'")
+    assert spread.loc["b", "acc_min"] == b["acc"].min()  # fewer than ten epochs: all of them
