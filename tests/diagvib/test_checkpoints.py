@@ -104,3 +104,88 @@ def test_spread_is_min_max_of_the_last_ten_epochs(epochs) -> None:
     assert spread.loc["a", "acc_max"] == a["acc"].iloc[2:].max()
     b = epochs.query("job_id == 'b' and tag == 'all'")
     assert spread.loc["b", "acc_min"] == b["acc"].min()  # fewer than ten epochs: all of them
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    from typer.testing import CliRunner
+
+    from shortcutlab.cli.main import app
+
+    out = tmp_path_factory.mktemp("run")
+    done = CliRunner().invoke(app, [
+        "diagvib", "run", "--model", "small_cnn", "--study", "ZSO", "--pairs", "hue-shape",
+        "--pairs", "shape-hue", "--scale", "0.002", "--epochs", "3", "--device", "cpu",
+        "--backend", "serial", "--out", str(out)])
+    assert done.exit_code == 0, done.output
+    return out
+
+
+def _zso(cli_args: list[str]) -> dict[str, float]:
+    import json
+
+    from typer.testing import CliRunner
+
+    from shortcutlab.cli.main import app
+
+    res = CliRunner().invoke(app, ["diagvib", "metrics", *cli_args, "--json"])
+    assert res.exit_code == 0, res.output
+    [model] = json.loads(res.output)["models"].values()
+    return {factor: v["mean"] for factor, v in model["ZSO"]["P"].items()}
+
+
+def test_cli_default_is_the_paper_rule_and_last_is_the_last_epoch(run_dir) -> None:
+    import json
+
+    from shortcutlab.runner.collect import collect_epochs
+
+    epochs = collect_epochs(run_dir)
+    results = {p.parent.name: json.loads(p.read_text()) for p in run_dir.glob("*/result.json")}
+    # the paper's rule recomputed from epochs.parquet is what the jobs report today
+    lowest = select_checkpoint(epochs, "lowest-val-loss").query("tag == 'all'")
+    assert {r.job_id: r.acc for r in lowest.itertuples()} == {
+        k: v["test_acc"] for k, v in results.items()}
+    default = _zso([str(run_dir)])
+    assert default == _zso([str(run_dir), "--checkpoint", "lowest-val-loss"])
+    jobs = {json.loads((run_dir / k / "job.json").read_text())["experiment"].split("/")[1]: k
+            for k in results}
+    assert default == {f: results[jobs[f]]["test_acc"] for f in jobs}
+    by_hand = epochs[(epochs["tag"] == "all") & (epochs["epoch"] == 2)].set_index("job_id")["acc"]
+    assert _zso([str(run_dir), "--checkpoint", "last"]) == {f: by_hand[jobs[f]] for f in jobs}
+    three = epochs[epochs["tag"] == "all"].groupby("job_id")["acc"].mean()
+    mean3 = _zso([str(run_dir), "--checkpoint", "mean-last-3"])
+    assert mean3 == pytest.approx({f: three[jobs[f]] for f in jobs})
+
+
+def test_cli_bad_rule_and_table_without_epochs_are_one_line_errors(run_dir, tmp_path) -> None:
+    from typer.testing import CliRunner
+
+    from shortcutlab.cli.main import app
+
+    runner = CliRunner()
+    bad = runner.invoke(app, ["diagvib", "metrics", str(run_dir), "--checkpoint", "best"])
+    assert bad.exit_code == 2 and "valid choices: lowest-val-loss, last, mean-last-K" in bad.output
+    few = runner.invoke(app, ["diagvib", "metrics", str(run_dir), "--checkpoint", "mean-last-4"])
+    assert few.exit_code == 2 and "(3 epochs)" in few.output
+    table = run_dir / "jobs.csv"
+    assert table.is_file()
+    csv = runner.invoke(app, ["report", str(table), "--out", str(tmp_path / "r"),
+                              "--checkpoint", "last"])
+    assert csv.exit_code == 2 and "needs the jobs' per-epoch records" in csv.output
+    assert not (tmp_path / "r").exists()
+
+
+def test_report_names_the_rule_and_shows_the_noise(run_dir, tmp_path) -> None:
+    from typer.testing import CliRunner
+
+    from shortcutlab.cli.main import app
+
+    res = CliRunner().invoke(app, ["report", str(run_dir), "--out", str(tmp_path / "r"),
+                                   "--checkpoint", "mean-last-2"])
+    assert res.exit_code == 0, res.output
+    html = (tmp_path / "r" / "index.html").read_text()
+    assert "the mean over the last 2 epochs" in html and "Checkpoint noise" in html
+    default = CliRunner().invoke(app, ["report", str(run_dir), "--out", str(tmp_path / "d")])
+    assert default.exit_code == 0
+    assert "the checkpoint with the lowest validation loss" in (
+        tmp_path / "d" / "index.html").read_text()
