@@ -27,12 +27,12 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # validate_diagvib_paper beside us
 
-import validate_diagvib_paper as vp  # noqa: E402
+import validate_diagvib_paper as vp
 
-from shortcutlab.diagvib.checkpoints import SPREAD_EPOCHS, job_spread  # noqa: E402
-from shortcutlab.diagvib.factors import FACTORS  # noqa: E402
-from shortcutlab.diagvib.metrics import STUDIES, compute_metrics  # noqa: E402
-from shortcutlab.runner.jobs import EPOCHS_FILE, RESULT_FILE  # noqa: E402
+from shortcutlab.diagvib.checkpoints import SPREAD_EPOCHS, job_spread
+from shortcutlab.diagvib.factors import FACTORS
+from shortcutlab.diagvib.metrics import STUDIES, compute_metrics
+from shortcutlab.runner.jobs import EPOCHS_FILE, RESULT_FILE
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "diagvib-fidelity.md"

@@ -58,7 +58,8 @@ def test_rules_equal_the_hand_computed_answer(epochs, rule) -> None:
     assert sorted(got.index) == sorted(want.index)
     assert np.allclose(got[want.index].to_numpy(), want.to_numpy())
     if rule == "lowest-val-loss":
-        assert got.loc[("a", "all")] == epochs.query("job_id == 'a' and tag == 'all'")["acc"].iloc[1]
+        a = epochs.query("job_id == 'a' and tag == 'all'")
+        assert got.loc[("a", "all")] == a["acc"].iloc[1]
 
 
 def test_selected_epochs(epochs) -> None:

@@ -54,7 +54,8 @@ def test_two_budgeted_calls_end_as_one_call(script, tmp_path, capsys) -> None:
     assert said(second) == said(whole)
 
 
-CAMPAIGN = [*TINY, "--samples", "0", "1", "--seconds-per-epoch", "5000"]  # 10 s per job at scale 0.002 and one epoch
+# 5000 s per full-scale epoch: 10 s per job at scale 0.002 and one epoch
+CAMPAIGN = [*TINY, "--samples", "0", "1", "--seconds-per-epoch", "5000"]
 
 
 def _chunk(script, tmp_path, campaign, name: str, budget: str) -> str:

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from shortcutlab.errors import DiagvibError, StatsError
-from shortcutlab.stats.selection import select
+from shortcutlab.stats.selection import Rule, select
 
 #: the paper's rule, the default everywhere (today's numbers are this rule's)
 DEFAULT_CHECKPOINT = "lowest-val-loss"
@@ -87,9 +87,9 @@ def select_checkpoint(epochs: pd.DataFrame, checkpoint: str | Checkpoint) -> pd.
     records = epochs.assign(
         test_set=epochs["test_set"].astype(str) + _SEP + epochs["tag"].astype(str)
     )[["job_id", "epoch", "val_loss", "test_set", "acc"]]
-    rule, n_last = ("best_validation", 5) if cp.is_default else ("last_n", cp.k)
+    rule: Rule = "best_validation" if cp.is_default else "last_n"
     try:
-        picked = select(records, rule, n_last=n_last, val_col="val_loss", score_col="acc",
+        picked = select(records, rule, n_last=max(cp.k, 1), val_col="val_loss", score_col="acc",
                         run_col="job_id", group_cols=[])
     except StatsError as exc:
         raise DiagvibError(f"checkpoint rule {cp.name}: {exc}") from None
