@@ -367,7 +367,7 @@ def build_report(table: pd.DataFrame, title: str = "DiagViB-6 shortcut report",
     report = HtmlReport(title)
     report.paragraph(
         f"{len(metrics.labels)} model(s): {', '.join(metrics.labels)}. Every accuracy is the "
-        f"mean per-class accuracy of {cp.describe()} (chance 1/3)."
+        f"mean per-class accuracy (chance 1/3) of {cp.describe()}."
     )
     _status_section(report, metrics, error_bars)
     _metric_sections(report, metrics, error_bars)
