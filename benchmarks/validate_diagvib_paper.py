@@ -27,8 +27,8 @@ runner jobs). With ``--campaign`` the command plans every study for samples 0-4,
 jobs the folder already holds (by job id), orders the rest by information per GPU-minute (for
 sample 0: every factor's ZGO row, ZSO, CGO-1/2/3, FGO-5/10/20, CHGO; then samples 1-4 in that
 order), takes only as many as can finish inside ``--budget-seconds`` (estimated from
-``--seconds-per-epoch``, else from the folder's records, else 17 s per full-scale epoch per job
-with four sharing a GPU, as measured on an H200) and writes the finished jobs' small files into
+``--seconds-per-epoch``, else from the folder's records, else 17 s per full-scale epoch per job,
+the slowest measured on an H200 with five jobs sharing it) and writes the finished jobs' small files into
 one archive (``--archive``, default ``$OUT/diagvib-chunk.tar.gz``). Back on the repository's
 machine ``--import ARCHIVE`` adds them to the folder; ``--import-logs DIR`` imports the per-epoch
 logs of the 2026-11-27 GPU session (stopped early) and ``--import-zso-2026-11-25`` the ZSO
@@ -189,7 +189,8 @@ RECORD_FILE = "record.json"
 #: the order of studies within one sample: information per GPU-minute
 PRIORITY = ("ZGO", "ZSO", "CGO-1", "CGO-2", "CGO-3", "FGO-5", "FGO-10", "FGO-20", "CHGO")
 LABELS = ("current", "stopped early", "earlier code")
-#: seconds per full-scale epoch of one resnet18 job, four sharing an H200 (2026-11-27 logs)
+#: seconds per full-scale epoch of one resnet18 job: the slowest of the 2026-11-27 H200 logs
+#: (16.8 s with five jobs sharing the GPU; 11.1 s with four)
 DEFAULT_SECONDS_PER_EPOCH = 17.0
 ARCHIVE_NAME = "diagvib-chunk.tar.gz"
 PAPER_EPOCHS = 30
