@@ -32,8 +32,8 @@ the slowest measured on an H200 with five jobs sharing it) and writes the finish
 files into one archive (``--archive``, default ``$OUT/diagvib-chunk.tar.gz``). Back on the
 repository's machine ``--import ARCHIVE`` adds them to the folder; ``--import-logs DIR``
 imports the per-epoch logs of the 2026-11-27 GPU session (stopped early) and
-``--import-zso-2026-11-25`` the ZSO numbers of benchmarks/RESULTS-gpu-h100.md (earlier code). ``benchmarks/fidelity_page.py``
-turns the folder into docs/diagvib-fidelity.md.
+``--import-zso-2026-11-25`` the ZSO numbers of benchmarks/RESULTS-gpu-h100.md (earlier
+code). ``benchmarks/fidelity_page.py`` turns the folder into docs/diagvib-fidelity.md.
 """
 
 from __future__ import annotations
