@@ -52,3 +52,110 @@ def test_two_budgeted_calls_end_as_one_call(script, tmp_path, capsys) -> None:
         return text.split("Section 5")[1].split("report:")[0]
 
     assert said(second) == said(whole)
+
+
+# 5000 s per full-scale epoch: 10 s per job at scale 0.002 and one epoch
+CAMPAIGN = [*TINY, "--samples", "0", "1", "--seconds-per-epoch", "5000"]
+
+
+def _chunk(script, tmp_path, campaign, name: str, budget: str) -> str:
+    archive = tmp_path / f"{name}.tar.gz"
+    assert script.main([*CAMPAIGN, "--campaign", str(campaign), "--budget-seconds", budget,
+                        "--out", str(tmp_path / f"run-{name}"), "--archive", str(archive)]) == 0
+    assert script.main(["--campaign", str(campaign), "--import", str(archive)]) == 0
+    return archive.name
+
+
+def _files(campaign: Path) -> dict[str, object]:
+    """Every record file, timings and dates left out (they differ between equal runs)."""
+    import json
+
+    import pandas as pd
+
+    out: dict[str, object] = {}
+    for path in sorted((campaign / "records").rglob("*.*")):
+        key = str(path.relative_to(campaign))
+        if path.suffix == ".parquet":
+            out[key] = pd.read_parquet(path).to_dict("list")
+        elif path.name in ("result.json", "record.json"):
+            data = json.loads(path.read_text())
+            out[key] = {k: v for k, v in data.items()
+                        if k not in ("train_seconds", "seconds_per_epoch", "date")}
+        else:
+            out[key] = path.read_bytes()
+    return out
+
+
+def test_campaign_chunks_resumed_twice_equal_one_run(script, tmp_path, monkeypatch,
+                                                      capsys) -> None:
+    monkeypatch.delenv("OUT", raising=False)
+    chunked, whole = tmp_path / "chunked", tmp_path / "whole"
+    _chunk(script, tmp_path, chunked, "a", "9")  # less than one job's estimate: nothing runs
+    assert "this chunk: 0 job(s)" in capsys.readouterr().out
+    assert not (chunked / "records").exists()
+    _chunk(script, tmp_path, chunked, "b", "10")  # one job fits
+    first = [r["experiment"] for r in script.read_records(chunked)]
+    assert first == ["ZSO/hue/0"]  # sample 0 before sample 1, in the planned order
+    _chunk(script, tmp_path, chunked, "c", "10")
+    assert len(script.read_records(chunked)) == 2
+    capsys.readouterr()
+    _chunk(script, tmp_path, chunked, "d", "100")  # fresh run folder: the campaign says what
+    assert "2 of 4 planned jobs held, 2 missing; this chunk: 2 job(s)" in capsys.readouterr().out
+    _chunk(script, tmp_path, whole, "e", "100")
+    records = script.read_records(chunked)
+    assert len(records) == 4 and {r["label"] for r in records} == {"current"}
+    assert {r["status"] for r in records} == {"finished"}
+    assert all(r["job_id"] == Path(r["path"]).name for r in records)
+    assert _files(chunked) == _files(whole)
+    # a full campaign runs nothing more
+    _chunk(script, tmp_path, chunked, "f", "100")
+    assert "this chunk: 0 job(s)" in capsys.readouterr().out
+
+
+def test_priority_puts_zgo_of_sample_0_first_then_the_other_studies(script) -> None:
+    from shortcutlab.diagvib.jobs import build_jobs
+
+    jobs = build_jobs("small_cnn", ["CHGO", "ZSO", "CGO-1", "ZGO"], ["hue-shape"], [0, 1],
+                      scale=0.002)
+    order = [j.experiment for j in script.priority(jobs)]
+    assert order == ["ZGO/hue-shape/0", "ZSO/hue/0", "CGO-1/hue-shape/0", "CHGO/hue-shape/0",
+                     "ZGO/hue-shape/1", "ZSO/hue/1", "CGO-1/hue-shape/1", "CHGO/hue-shape/1"]
+
+
+def test_chunk_holds_whole_rounds_that_fit_the_budget(script) -> None:
+    jobs = list(range(10))
+    assert script.choose_chunk(jobs, 100, 30, 4) == list(range(10))[:12]  # 3 rounds of 4
+    assert script.choose_chunk(jobs, 59, 30, 4) == [0, 1, 2, 3]
+    assert script.choose_chunk(jobs, 29, 30, 4) == []
+    assert script.choose_chunk(jobs, None, 30, 4) == jobs
+
+
+def test_log_importer_keeps_stopped_early_and_its_own_selection(script, tmp_path) -> None:
+    import json
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    config = {"protocol": "paper", "model": "resnet18", "epochs": 30, "seed": 0, "head": "full"}
+    lines = [{"job": "ZGO/shape-hue/0", "config": config, "n": [1, 2, 3]}] + [
+        {"epoch": e, "train_loss": 0.1, "val_loss": v, "val_acc": 1.0,
+         "test_acc[test]": a, "wall": 10.0 * (e + 1)}
+        for e, (v, a) in enumerate([(0.3, 0.5), (0.1, 0.7), (0.1, 0.2), (0.2, 0.9)])]
+    (logs / "ZGO_shape-hue_0.jsonl").write_text("\n".join(json.dumps(x) for x in lines))
+    campaign = tmp_path / "c"
+    assert script.main(["--campaign", str(campaign), "--import-logs", str(logs)]) == 0
+    (record,) = script.read_records(campaign)
+    assert record["label"] == "stopped early" and record["epochs_run"] == 4
+    result = json.loads((Path(record["path"]) / "result.json").read_text())
+    assert result["best_epoch"] == 1 and result["test_acc"] == 0.7  # earliest lowest val loss
+    assert script.finished_ids(campaign) == set()  # never counts as a finished job
+
+
+def test_the_committed_campaign_keeps_its_labels(script) -> None:
+    campaign = SCRIPT.parents[1] / "validation" / "diagvib-resnet18"
+    labels = {r["record"]: r["label"] for r in script.read_records(campaign)}
+    early = [n for n in labels if n.startswith("2026-11-27-")]
+    older = [n for n in labels if n.startswith("2026-11-25-")]
+    assert len(early) == 10 and {labels[n] for n in early} == {"stopped early"}
+    assert len(older) == 6 and {labels[n] for n in older} == {"earlier code"}
+    zso = script.import_zso_2026_11_25  # the importer reads the committed results page
+    assert zso.__defaults__[0].name == "RESULTS-gpu-h100.md"

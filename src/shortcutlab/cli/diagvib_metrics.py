@@ -43,18 +43,24 @@ def metrics(
         "sem", "--error-bars", help="What ± shows: sem (standard error over dataset samples, "
         "ddof 1, as the paper's captions say) or std (ddof 0, as the authors' plotting script)."
     ),
+    checkpoint: str = typer.Option(
+        "lowest-val-loss", "--checkpoint", help="Which epoch's test accuracy counts per job: "
+        "lowest-val-loss (the paper's rule), last, or mean-last-K (mean over the last K epochs, "
+        "e.g. mean-last-10); other rules than the paper's need run directories."
+    ),
 ) -> None:
     """Compute DiagViB-6 metrics: P_i (ZSO), P_ij, FAAvg, FAMin and CHGO over ZGO per model.
 
     Reads <DIR>/jobs.parquet or jobs.csv when present, otherwise collects the run directory.
     Accuracies are averaged over training seeds, then mean ± standard error (or, with
-    --error-bars std, standard deviation) over dataset samples; the JSON holds both.
+    --error-bars std, standard deviation) over dataset samples; the JSON holds both. Each job's
+    accuracy is that of the --checkpoint rule (default: the paper's lowest validation loss).
     """
     from shortcutlab.diagvib.metrics import STUDIES, check_error_bars, compute_metrics
     from shortcutlab.diagvib.report import load_job_tables
 
     err = check_error_bars(error_bars)
-    result = compute_metrics(load_job_tables(dirs))
+    result = compute_metrics(load_job_tables(dirs, checkpoint))
     if as_json:
         print_json(result.to_dict())
         return

@@ -25,6 +25,11 @@ def report(
         "sem", "--error-bars", help="What ± shows: sem (standard error over dataset samples, "
         "ddof 1, as the paper's captions say) or std (ddof 0, as the authors' plotting script)."
     ),
+    checkpoint: str = typer.Option(
+        "lowest-val-loss", "--checkpoint", help="Which epoch's test accuracy counts per job: "
+        "lowest-val-loss (the paper's rule), last, or mean-last-K (mean over the last K epochs, "
+        "e.g. mean-last-10); other rules than the paper's need run directories."
+    ),
     as_json: bool = json_option("Also print metrics.json (as `diagvib metrics --json` does) "
                                 "as JSON on stdout; the report's path goes to stderr."),
 ) -> None:
@@ -34,7 +39,8 @@ def report(
     """
     from shortcutlab.diagvib.report import write_report
 
-    path = write_report(dirs, out, title=title, error_bars=error_bars)
+    path = write_report(dirs, out, title=title, error_bars=error_bars,
+                        checkpoint=checkpoint)
     typer.echo(f"report written to {path} (metrics.json, metrics.csv beside it)", err=as_json)
     if as_json:
         from shortcutlab.cli.output import print_json_file

@@ -15,6 +15,13 @@ from pathlib import Path
 
 import pandas as pd
 
+from shortcutlab.diagvib.checkpoints import (
+    DEFAULT_CHECKPOINT,
+    SPREAD_EPOCHS,
+    apply_checkpoint,
+    job_spread,
+    parse_checkpoint,
+)
 from shortcutlab.diagvib.factors import FACTORS
 from shortcutlab.diagvib.metrics import (
     ERROR_BAR_TEXT,
@@ -54,14 +61,32 @@ def _read_table_file(path: Path) -> pd.DataFrame:
         raise DiagvibError(f"job table {path} cannot be read ({reason})") from None
 
 
-def load_job_table(source: str | os.PathLike[str]) -> pd.DataFrame:
+def load_job_table(source: str | os.PathLike[str],
+                   checkpoint: str = DEFAULT_CHECKPOINT) -> pd.DataFrame:
     """One job table from a run directory (collected from its job folders, so never stale;
     a folder holding only ``jobs.parquet``/``jobs.csv`` is read from that file) or from a
-    ``.csv``/``.parquet`` file."""
+    ``.csv``/``.parquet`` file.
+
+    From job folders the table also holds each job's spread (:func:`job_spread`: ``acc_min``
+    and ``acc_max`` over the last epochs, ``epochs_run``), and ``checkpoint`` picks the epoch
+    whose accuracies it reports (:mod:`shortcutlab.diagvib.checkpoints`; other rules than
+    the default need the job folders' ``epochs.parquet``)."""
     from shortcutlab.diagvib.jobs import collect_jobs
+    from shortcutlab.runner.collect import collect_epochs
     from shortcutlab.runner.jobs import JOB_FILE
 
+    cp = parse_checkpoint(checkpoint)
     path = Path(source)
+    if path.is_dir() and any(path.glob(f"*/{JOB_FILE}")):
+        table = collect_jobs(path)
+        epochs = collect_epochs(path)
+        spread = job_spread(epochs).set_index("job_id")
+        for col in ("acc_min", "acc_max"):  # in place: the table's attrs (skipped folders) stay
+            table[col] = table["job_id"].map(spread[col]).astype(float)
+        return apply_checkpoint(table, epochs, cp)
+    if not cp.is_default:
+        raise DiagvibError(f"checkpoint rule {cp.name} needs the jobs' per-epoch records: give "
+                           f"the run directory, not the job table {path}")
     if path.is_file():
         if path.suffix not in (".csv", ".parquet"):
             raise DiagvibError(f"not a job table: {path} (expected a .csv or .parquet file, "
@@ -69,8 +94,6 @@ def load_job_table(source: str | os.PathLike[str]) -> pd.DataFrame:
         return _read_table_file(path)
     if not path.is_dir():
         raise DiagvibError(f"run directory or job table not found: {path}")
-    if any(path.glob(f"*/{JOB_FILE}")):
-        return collect_jobs(path)
     for name in _TABLE_FILES:
         if (path / name).is_file():
             return _read_table_file(path / name)
@@ -78,10 +101,11 @@ def load_job_table(source: str | os.PathLike[str]) -> pd.DataFrame:
                        "`shortcutlab diagvib run`, or jobs.csv / jobs.parquet")
 
 
-def load_job_tables(sources: Iterable[str | os.PathLike[str]]) -> pd.DataFrame:
+def load_job_tables(sources: Iterable[str | os.PathLike[str]],
+                    checkpoint: str = DEFAULT_CHECKPOINT) -> pd.DataFrame:
     """Concatenate the job tables of several run directories or files (one report, many
-    models)."""
-    frames = [load_job_table(s) for s in sources]
+    models), each read with the ``checkpoint`` rule."""
+    frames = [load_job_table(s, checkpoint) for s in sources]
     if not frames:
         raise DiagvibError("no run directories or job tables given")
     return pd.concat(frames, ignore_index=True, sort=False)
@@ -301,22 +325,53 @@ def _study_order(studies: Iterable[str]) -> list[str]:
     return sorted(set(studies), key=lambda s: rank.get(s, len(rank)))
 
 
+def noise_table(table: pd.DataFrame, widest: int = 10) -> pd.DataFrame:
+    """The finished jobs whose test accuracy moved most over their last epochs (``acc_max -
+    acc_min``, see :func:`~shortcutlab.diagvib.checkpoints.job_spread`), widest first:
+    model, experiment, seed, reported accuracy and the range."""
+    cols = ["model", "experiment", "seed", "test_acc", "acc_min", "acc_max"]
+    if "acc_min" not in table.columns or "experiment" not in table.columns:
+        return pd.DataFrame(columns=cols)
+    done = table[(table["status"] == "done") & table["acc_min"].notna()]
+    done = done.assign(model=done["label"], width=done["acc_max"] - done["acc_min"])
+    return done.sort_values(["width", "experiment"], ascending=[False, True],
+                            kind="stable").head(widest)[cols].reset_index(drop=True)
+
+
+def _noise_section(report: HtmlReport, metrics: DiagvibMetrics) -> None:
+    widest = noise_table(metrics.table)
+    if widest.empty:
+        return
+    width = metrics.table["acc_max"] - metrics.table["acc_min"]
+    report.heading("Checkpoint noise")
+    report.paragraph(
+        f"Range of each job's test accuracy over its last {SPREAD_EPOCHS} epochs: median "
+        f"{width.median():.2f}, largest {width.max():.2f} over {int(width.notna().sum())} "
+        "jobs. Where it is wide the reported number depends on which epoch is counted; "
+        "`--checkpoint last` or `mean-last-K` shows how much. The widest:")
+    report.table(widest.round(3).set_index(["model", "experiment"]))
+
+
 def build_report(table: pd.DataFrame, title: str = "DiagViB-6 shortcut report",
                  extra_sections: Sequence[Section] = (),
-                 error_bars: str = "sem") -> tuple[HtmlReport, DiagvibMetrics]:
+                 error_bars: str = "sem",
+                 checkpoint: str = DEFAULT_CHECKPOINT) -> tuple[HtmlReport, DiagvibMetrics]:
     """The report page and the metrics it shows, computed in memory (nothing written).
-    ``error_bars``: what ± shows, ``sem`` or ``std`` (see :data:`ERROR_BAR_TEXT`)."""
+    ``error_bars``: what ± shows, ``sem`` or ``std`` (see :data:`ERROR_BAR_TEXT`);
+    ``checkpoint``: the rule the table's accuracies were read with (named on the page)."""
     from shortcutlab.diagvib.comparison import add_comparison_section
 
     check_error_bars(error_bars)
+    cp = parse_checkpoint(checkpoint)
     metrics = compute_metrics(table)
     report = HtmlReport(title)
     report.paragraph(
         f"{len(metrics.labels)} model(s): {', '.join(metrics.labels)}. Every accuracy is the "
-        "mean per-class accuracy of the checkpoint with the lowest validation loss (chance 1/3)."
+        f"mean per-class accuracy (chance 1/3) of {cp.describe()}."
     )
     _status_section(report, metrics, error_bars)
     _metric_sections(report, metrics, error_bars)
+    _noise_section(report, metrics)
     done = metrics.table[metrics.table["status"] == "done"]
     # compare under the reported names (model, model+algorithm, model@scale=...)
     named = done.drop(columns=["model", "algorithm"], errors="ignore")
@@ -332,10 +387,17 @@ def write_report(
     title: str = "DiagViB-6 shortcut report",
     extra_sections: Sequence[Section] = (),
     error_bars: str = "sem",
+    checkpoint: str = DEFAULT_CHECKPOINT,
 ) -> Path:
     """Write ``index.html``, ``metrics.json`` and ``metrics.csv`` into ``out_dir`` (all three or,
     on a failure, none); return the path of ``index.html``. ``sources`` is a job table or run
-    directories / table files."""
+    directories / table files; ``checkpoint``: the epoch each job's accuracies are read at
+    (:mod:`shortcutlab.diagvib.checkpoints`; other rules than the paper's need run
+    directories)."""
+    cp = parse_checkpoint(checkpoint)
+    if isinstance(sources, pd.DataFrame) and not cp.is_default:
+        raise DiagvibError(f"checkpoint rule {cp.name} needs the jobs' per-epoch records: give "
+                           "run directories, not a job table")
     if isinstance(sources, (str, os.PathLike)):
         sources = [sources]
     sections = list(extra_sections)
@@ -344,10 +406,10 @@ def write_report(
 
         sources = list(sources)
         sections.append(inspection_section(sources, out_dir))
-    table = sources if isinstance(sources, pd.DataFrame) else load_job_tables(sources)
+    table = sources if isinstance(sources, pd.DataFrame) else load_job_tables(sources, cp.name)
     check_error_bars(error_bars)
     with literal_text():  # names are data, not mathtext
-        report, metrics = build_report(table, title, sections, error_bars)
+        report, metrics = build_report(table, title, sections, error_bars, cp.name)
     out = Path(out_dir)
     with output_set() as outputs:  # all three files or none (old ones stay on a failure)
         outputs.write_json(out / "metrics.json", metrics.to_dict())
@@ -357,4 +419,4 @@ def write_report(
 
 
 __all__ = ["build_report", "setup_table", "format_mean_err", "load_job_table",
-           "load_job_tables", "write_report"]
+           "load_job_tables", "noise_table", "write_report"]
