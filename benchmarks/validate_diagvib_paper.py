@@ -290,7 +290,7 @@ def record_of(job: Job, result: dict[str, Any], commit: str, device_name: str,
         "status": "finished" if not result.get("stopped_early") else "stopped early",
         "epochs_planned": job.train.epochs, "epochs_run": epochs_run,
         "scale": float(job.params.get("scale", 1.0)),
-        "recipe": f"{job.train.describe_protocol()}, head {job.train.head}, "
+        "recipe": f"{job.train.describe_preset()}, head {job.params.get('head', '?')}, "
                   f"precision {job.train.precision}",
         "precision": job.train.precision,
         "device": device_name, "date": date, "commit": commit, "torch": torch.__version__,
@@ -437,7 +437,8 @@ def import_logs(campaign: Path, logs: Path) -> list[str]:
             "model": config["model"], "label": "stopped early" if stopped else "current",
             "status": "stopped early" if stopped else "finished",
             "epochs_planned": int(config["epochs"]), "epochs_run": len(rows), "scale": 1.0,
-            "recipe": f"{config.get('protocol', '?')}, head {config.get('head', '?')}, "
+            "recipe": f"{config.get('preset', config.get('protocol', '?'))}, head "
+                      f"{config.get('head', '?')}, "
                       f"precision {precision}" + (", channels_last" if config.get(
                           "channels_last") else ""),
             "precision": precision, **SESSION_2026_11_27,
