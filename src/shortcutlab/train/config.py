@@ -103,10 +103,6 @@ _HASH_NEUTRAL: dict[str, Any] = {
     "frozen_batchnorm": "eval",
 }
 _PAPER = PROTOCOLS["paper"]
-#: How VAE and Factor-VAE predict a factor when ``hparams`` does not say (``classifier``):
-#: ``joint`` trains the head's cross entropy into the encoder (appendix A.2: every baseline is
-#: trained with standard cross entropy); ``probe`` is a head on frozen latents.
-VAE_CLASSIFIER_DEFAULT = "joint"
 
 
 def format_validation_error(exc: ValidationError, what: str = "training config") -> str:
