@@ -107,18 +107,26 @@ def test_the_checker_catches_a_planted_violation(
 
 # ------------------------------------------------------------------ engines know no benchmark
 ENGINES = ("train", "runner", "stats")
-# Words an engine must not use: a benchmark's factor and study names as string values, and
+# Words an engine must not use: a benchmark's factor and study names and a paper's baselines
+# (models registered with their own algorithm, and those algorithms) as string values, and
 # identifiers naming DiagViB-6 or its DiagViB-only notions.
 BENCHMARK_IDENTIFIERS = {"benchmark_seed", "factor_classes"}
 #: The papers' training presets, registered by their areas (the engine's own is "default").
 PAPER_PRESETS = {"paper", "demo", "biasbed"}
 
 
+def _baseline_words() -> set[str]:
+    from shortcutlab.train.models import implied_algorithm, list_models
+
+    implied = {m: implied_algorithm(m) for m in list_models()}
+    return {m for m, a in implied.items() if a} | {a for a in implied.values() if a}
+
+
 def _benchmark_words() -> set[str]:
     from shortcutlab.diagvib.factors import FACTORS
     from shortcutlab.diagvib.spec import STUDIES
 
-    return set(FACTORS) | set(STUDIES)
+    return set(FACTORS) | set(STUDIES) | _baseline_words()
 
 
 def benchmark_concepts(root: Path, packages: tuple[str, ...] = ENGINES) -> set[tuple[str, str]]:
@@ -180,6 +188,8 @@ def test_engines_name_no_benchmark_concept() -> None:
         ('PRESET = "paper"', "paper"),
         ("from x import get_preset\nget_preset('demo')", "demo"),
         ('def f(config):\n    return config.preset == "biasbed"', "biasbed"),
+        ('MODEL_ALGORITHMS = {"vae": "vae"}', "vae"),  # a paper's baseline
+        ('if name == "asr_rn18":\n    pass', "asr_rn18"),
     ],
 )
 def test_the_concept_checker_catches_a_planted_name(tmp_path: Path, line: str,

@@ -2,10 +2,10 @@
 CPU at a tiny size (timm's tests over ``list_models()``, DomainBed's algorithms x datasets):
 a model or algorithm added to the registries is tested here without editing this file.
 
-Compatibility comes from the registries themselves: a model that implies its training algorithm
-(:mod:`shortcutlab.train.implied`) pairs only with it, and such an algorithm only with its models;
-an algorithm that needs a known structure says which models it takes (``Algorithm.supports``),
-and must then refuse the others with a TrainError when built.
+Compatibility comes from the registries themselves: a model registered with its training
+algorithm (:func:`~shortcutlab.train.models.implied_algorithm`) pairs only with it, and such an
+algorithm only with its models; an algorithm that needs a known structure says which models it
+takes (``Algorithm.supports``), and must then refuse the others with a TrainError when built.
 """
 
 from __future__ import annotations
@@ -22,18 +22,17 @@ from shortcutlab.train.algorithms import create_algorithm, get_algorithm_class, 
 from shortcutlab.train.algorithms.base import AlgorithmContext
 from shortcutlab.train.algorithms.stylized import AdaINStyleTransfer
 from shortcutlab.train.config import TrainConfig
-from shortcutlab.train.implied import MODEL_ALGORITHMS
-from shortcutlab.train.models import _DEFAULTS, list_models
+from shortcutlab.train.models import _DEFAULTS, implied_algorithm, list_models
 
 SIZE, BATCH, CLASSES = 64, 4, 3  # 64 px: the smallest side AlexNet's three poolings accept
 HEAVY = {"densenet161", "wide_resnet50_2", "resnet50", "rn50_in"}
 
 
 def pairs() -> list[Any]:
-    implied_by = set(MODEL_ALGORITHMS.values())
+    implied_by = {implied_algorithm(m) for m in list_models()} - {None}
     out = []
     for model in list_models():
-        own = MODEL_ALGORITHMS.get(model)
+        own = implied_algorithm(model)
         for algorithm in list_algorithms():
             if (own or algorithm) == algorithm and (own is not None or algorithm not in implied_by):
                 marks = [pytest.mark.slow] if model in HEAVY else []

@@ -23,11 +23,9 @@ from shortcutlab.errors import RunnerError, ShortcutlabError, unknown_choice
 from shortcutlab.runner.collect import collect
 from shortcutlab.runner.jobs import Job, JobOutput, register_job_kind
 from shortcutlab.train.config import (
-    VAE_CLASSIFIER_DEFAULT,
     TrainConfig,
     format_validation_error,
 )
-from shortcutlab.train.implied import implied_algorithm
 from shortcutlab.utils.digest import content_digest
 
 if TYPE_CHECKING:
@@ -145,9 +143,13 @@ def source_inputs(mnist: str | Path | None = None,
 
 
 def with_implied_algorithm(config: TrainConfig) -> TrainConfig:
-    """``config`` with the algorithm its model implies (asr_rn18: asr, vae: vae, factor_vae:
-    factor_vae; see docs/diagvib-baselines.md) in place of the default ``erm``. VAE jobs record
-    their ``classifier`` hyperparameter (``joint`` unless given) so it is part of the job id."""
+    """``config`` with the algorithm its model was registered with (asr_rn18: asr, vae: vae,
+    factor_vae: factor_vae; see docs/diagvib-baselines.md) in place of the default ``erm``. VAE
+    jobs record their ``classifier`` hyperparameter (``joint`` unless given) so it is part of the
+    job id."""
+    from shortcutlab.diagvib.baselines import VAE_CLASSIFIER_DEFAULT
+    from shortcutlab.train.models import implied_algorithm
+
     implied = implied_algorithm(config.model)
     if implied in ("vae", "factor_vae") and "classifier" not in config.hparams:
         config = config.replace(hparams={**config.hparams, "classifier": VAE_CLASSIFIER_DEFAULT})
@@ -173,7 +175,7 @@ def job_settings(train: dict[str, Any]) -> dict[str, Any]:
     """The :data:`SETTING_COLUMNS` of a job's stored training config: lr, batch size,
     normalisation, the BatchNorm mode of a frozen backbone ('' when nothing is frozen) and a
     VAE's classifier ('' for other models)."""
-    from shortcutlab.train.models import freezes_backbone
+    from shortcutlab.train.models import freezes_backbone, implied_algorithm
 
     cfg = TrainConfig(**train)
     frozen = cfg.freeze_backbone or freezes_backbone(cfg.model)

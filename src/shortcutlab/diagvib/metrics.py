@@ -33,7 +33,6 @@ from shortcutlab.diagvib.factors import FACTORS
 from shortcutlab.diagvib.spec import STUDIES as _PAPER_STUDIES
 from shortcutlab.diagvib.spec import get_study, study_names
 from shortcutlab.errors import DiagvibError, unknown_choice
-from shortcutlab.train.implied import implied_algorithm
 from shortcutlab.utils.sanitize import json_safe
 
 STUDIES: tuple[str, ...] = _PAPER_STUDIES  # the paper's nine, defined in spec
@@ -83,7 +82,11 @@ def model_label(model: str, algorithm: str | None = None) -> str:
     algorithm other than ERM or the one the model implies (``vae`` is trained as a VAE)."""
     missing = algorithm is None or (isinstance(algorithm, float) and math.isnan(algorithm))
     algo = "" if missing else str(algorithm)
-    if algo.lower() in _DEFAULT_ALGORITHMS or algo == implied_algorithm(str(model)):
+    if algo.lower() in _DEFAULT_ALGORITHMS:
+        return str(model)
+    from shortcutlab.train.models import implied_algorithm  # torch: only for other algorithms
+
+    if algo == implied_algorithm(str(model)):
         return str(model)
     return f"{model}+{algo}"
 

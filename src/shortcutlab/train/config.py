@@ -35,10 +35,6 @@ Precision = Literal["fp32", "bf16", "fp16"]
 BatchNormMode = Literal["eval", "train"]
 
 _D = DEFAULT_VALUES
-#: How VAE and Factor-VAE predict a factor when ``hparams`` does not say (``classifier``):
-#: ``joint`` trains the head's cross entropy into the encoder (appendix A.2: every baseline is
-#: trained with standard cross entropy); ``probe`` is a head on frozen latents.
-VAE_CLASSIFIER_DEFAULT = "joint"
 
 
 def format_validation_error(exc: ValidationError, what: str = "training config") -> str:

@@ -25,7 +25,6 @@ import torchvision.models as tvm
 from torch import nn
 
 from shortcutlab.errors import DataNotFoundError, TrainError, unknown_choice
-from shortcutlab.train import generative as _generative
 from shortcutlab.utils.registry import register
 
 ENTRY_POINT_GROUP = "shortcutlab.models"
@@ -35,30 +34,41 @@ F = TypeVar("F", bound=ModelFn)
 
 _REGISTRY: dict[str, ModelFn] = {}
 _DEFAULTS: dict[str, dict[str, Any]] = {}
+#: model name -> the algorithm it must be trained with (``register_model(..., algorithm=)``)
+_ALGORITHMS: dict[str, str] = {}
 _entry_points_loaded = False
 
 
 @overload
-def register_model(fn: F, *, name: str | None = None, override: bool = False) -> F: ...
+def register_model(fn: F, *, name: str | None = None, override: bool = False,
+                   algorithm: str | None = None) -> F: ...
 @overload
 def register_model(
-    fn: None = None, *, name: str | None = None, override: bool = False
+    fn: None = None, *, name: str | None = None, override: bool = False,
+    algorithm: str | None = None,
 ) -> Callable[[F], F]: ...
 
 
 def register_model(
-    fn: F | None = None, *, name: str | None = None, override: bool = False
+    fn: F | None = None, *, name: str | None = None, override: bool = False,
+    algorithm: str | None = None,
 ) -> F | Callable[[F], F]:
     """Register ``fn(num_classes, **kw) -> nn.Module`` under ``name`` (default: its __name__).
 
     Usable bare (``@register_model``) or with a name (``@register_model(name="my_net")``).
-    A taken name is refused (TrainError) unless ``override=True``.
+    A taken name is refused (TrainError) unless ``override=True``. ``algorithm``: the one
+    algorithm that can train this model (a network with its own training method, e.g. a VAE),
+    read back by :func:`implied_algorithm`.
     """
 
     def decorate(f: F) -> F:
         factory: ModelFn = f
-        register(_REGISTRY, name or f.__name__, factory, what="model", error=TrainError,
-                 override=override)
+        key = name or f.__name__
+        register(_REGISTRY, key, factory, what="model", error=TrainError, override=override)
+        if algorithm is not None:
+            _ALGORITHMS[key] = algorithm
+        else:
+            _ALGORITHMS.pop(key, None)  # an override drops the replaced model's algorithm
         return f
 
     return decorate(fn) if fn is not None else decorate
@@ -85,6 +95,13 @@ def list_models(pattern: str = "*") -> list[str]:
     """Sorted names of registered models matching a shell-style ``pattern``."""
     _load_entry_points()
     return sorted(n for n in _REGISTRY if fnmatch.fnmatchcase(n, pattern))
+
+
+def implied_algorithm(model: str) -> str | None:
+    """The algorithm registered model ``model`` must be trained with (None: any algorithm, or
+    an unknown model)."""
+    _load_entry_points()
+    return _ALGORITHMS.get(model)
 
 
 def check_model_name(name: str) -> str:
@@ -220,12 +237,6 @@ _DEFAULTS["rn50_in"] = {
     "freeze_backbone": True,
     "imagenet_inputs": True,
 }
-
-# The paper's ASR (RN18), VAE and Factor-VAE networks; each implies its training algorithm
-# (shortcutlab.train.generative.implied_algorithm), see docs/diagvib-baselines.md.
-for _factory in (_generative.asr_rn18, _generative.vae, _generative.factor_vae):
-    register_model(_factory)
-
 
 def expects_imagenet_inputs(name: str) -> bool:
     """True for models registered as ImageNet-pretrained (rn50_in): ``normalization="auto"``

@@ -12,9 +12,9 @@
   discriminator (Kim & Mnih, ICML 2018: six 1000-unit layers, LeakyReLU 0.2) and its sampling
   from the product of marginals by permuting every latent dimension across the batch.
 
-The model factories (:func:`asr_rn18`, :func:`vae`, :func:`factor_vae`) are registered in
-:mod:`shortcutlab.train.models`; each implies the algorithm that trains it
-(:func:`implied_algorithm`), which ``diagvib run --model NAME`` uses.
+The model factories (:func:`asr_rn18`, :func:`vae`, :func:`factor_vae`) are registered by
+:mod:`shortcutlab.diagvib.baselines`, each with the algorithm that trains it
+(:func:`shortcutlab.train.models.implied_algorithm`), which ``diagvib run --model NAME`` uses.
 """
 
 from __future__ import annotations
@@ -27,11 +27,9 @@ import torchvision.models as tvm
 from torch import nn
 
 from shortcutlab.errors import TrainError
-from shortcutlab.train.implied import MODEL_ALGORITHMS, implied_algorithm
 
 #: Latent size of both VAEs (paper appendix A.2).
 LATENT_SIZE = 12
-
 
 
 # --------------------------------------------------------------------------- ASR
@@ -88,7 +86,7 @@ class UNetLens(nn.Module):
 class ASRNet(nn.Module):
     """Lens + classifier. ``forward`` takes images in [0, 1] and returns the classifier's logits
     on the lens output; the ``asr`` algorithm normalises the lens output for the classifier with
-    the run's input statistics instead (see :mod:`shortcutlab.train.algorithms.asr`)."""
+    the run's input statistics instead (see :mod:`shortcutlab.diagvib.baselines.asr`)."""
 
     def __init__(self, lens: nn.Module, classifier: nn.Module) -> None:
         super().__init__()
@@ -218,6 +216,6 @@ def permute_dims(z: torch.Tensor, generator: torch.Generator | None = None) -> t
 
 
 __all__ = [
-    "ASRNet", "ConvVAE", "FactorDiscriminator", "LATENT_SIZE", "MODEL_ALGORITHMS", "UNetLens",
-    "asr_rn18", "factor_vae", "implied_algorithm", "permute_dims", "vae",
+    "LATENT_SIZE", "ASRNet", "ConvVAE", "FactorDiscriminator", "UNetLens", "asr_rn18",
+    "factor_vae", "permute_dims", "vae",
 ]

@@ -1,18 +1,22 @@
-"""The paper's ASR, VAE and Factor-VAE baselines (train/generative.py, algorithms/asr.py, vae.py):
-they train on CPU, their pieces behave as the paper and the original methods say, and
-``diagvib run --model NAME`` picks the algorithm the model needs."""
+"""The paper's ASR, VAE and Factor-VAE baselines (diagvib/baselines/): they train on CPU, their
+pieces behave as the paper and the original methods say, ``diagvib run --model NAME`` picks the
+algorithm the model needs, and the public registries find them through their entry points."""
 
 from __future__ import annotations
+
+import subprocess
+import sys
 
 import pytest
 import torch
 import torch.nn.functional as F
 
+from shortcutlab.diagvib.baselines.networks import UNetLens, permute_dims
 from shortcutlab.diagvib.jobs import build_jobs, with_implied_algorithm
 from shortcutlab.errors import RunnerError, TrainError
 from shortcutlab.train.algorithms import create_algorithm
 from shortcutlab.train.config import TrainConfig
-from shortcutlab.train.generative import UNetLens, implied_algorithm, permute_dims
+from shortcutlab.train.models import implied_algorithm
 from shortcutlab.train.normalization import InputNormalization, channel_stats
 from shortcutlab.train.trainer import train
 from tests.train.fake_data import FakeDiagvib
@@ -185,3 +189,31 @@ def test_the_trainer_runs_each_baseline_with_checkpoint_selection() -> None:
                     keep_best_state=True)
         assert res.epochs_run == 2 and res.best_state is not None
         assert res.val_loss == res.epochs["val_loss"].min()
+
+
+def test_a_fresh_process_finds_the_baselines_through_the_entry_points() -> None:
+    """Nothing imports shortcutlab.diagvib: the engine's registries load the entry points
+    declared in pyproject.toml on their first lookup, and the engine itself names no baseline."""
+    code = (
+        "import sys\n"
+        "from shortcutlab.train.config import TrainConfig\n"
+        "from shortcutlab.train.models import implied_algorithm, list_models\n"
+        "from shortcutlab.train.algorithms import create_algorithm, list_algorithms\n"
+        "before = sorted(m for m in sys.modules if m.startswith('shortcutlab.diagvib'))\n"
+        "cfg = TrainConfig(model='vae', algorithm='vae', model_kwargs={'image_size': 8})\n"
+        "algo = create_algorithm('asr', 3, TrainConfig(model='small_cnn', algorithm='asr'))\n"
+        "print(before)\n"
+        "print(type(algo).__module__)\n"
+        "print(sorted(set(list_models()) & {'asr_rn18', 'vae', 'factor_vae'}))\n"
+        "print(sorted(set(list_algorithms()) & {'asr', 'vae', 'factor_vae'}))\n"
+        "print([implied_algorithm(m) for m in ('asr_rn18', 'vae', 'factor_vae', 'small_cnn')])\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=300)
+    assert run.stdout.splitlines() == [
+        "[]",
+        "shortcutlab.diagvib.baselines.asr",
+        "['asr_rn18', 'factor_vae', 'vae']",
+        "['asr', 'factor_vae', 'vae']",
+        "['asr', 'vae', 'factor_vae', None]",
+    ]

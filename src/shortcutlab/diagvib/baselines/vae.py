@@ -1,12 +1,13 @@
 """The DiagViB-6 paper's VAE and Factor-VAE baselines (appendix A.2).
 
-Both train the convolutional VAE of :class:`shortcutlab.train.generative.ConvVAE` (latent 12)
-with Adam at ``lr`` 1e-4 (the paper's VAE learning rate, a hyper-parameter here because the
-``paper`` protocol's ``config.lr`` is the ResNet-18 one) on the negative ELBO: a Bernoulli pixel
-reconstruction term (summed over pixels) plus ``beta`` times the KL divergence to N(0, I).
-Factor-VAE adds ``gamma`` (20) times the total correlation estimated by a discriminator
+Both train the convolutional VAE of :class:`~shortcutlab.diagvib.baselines.networks.ConvVAE`
+(latent 12) with Adam at ``lr`` 1e-4 (the paper's VAE learning rate, a hyper-parameter here
+because the ``paper`` protocol's ``config.lr`` is the ResNet-18 one) on the negative ELBO: a
+Bernoulli pixel reconstruction term (summed over pixels) plus ``beta`` times the KL divergence to
+N(0, I). Factor-VAE adds ``gamma`` (20) times the total correlation estimated by a discriminator
 (density-ratio trick), trained with Adam at ``disc_lr`` (1e-5) to tell q(z) from the product of
-its marginals (:func:`~shortcutlab.train.generative.permute_dims` of the same batch's codes).
+its marginals (:func:`~shortcutlab.diagvib.baselines.networks.permute_dims` of the same batch's
+codes).
 
 How a factor is predicted (the paper does not say) is the ``classifier`` hyper-parameter:
 
@@ -14,9 +15,9 @@ How a factor is predicted (the paper does not say) is the ``classifier`` hyper-p
   mean, Adam at ``config.lr``) is trained at the same time on the *detached* means, so it is a
   probe of what the unsupervised representation holds; the checkpoint with the lowest validation
   loss of the probe is reported, like every other baseline.
-- ``joint`` (default, :data:`~shortcutlab.train.config.VAE_CLASSIFIER_DEFAULT`): the head's
-  cross entropy (weight ``ce_weight``) is added to the VAE objective and flows into the encoder,
-  a semi-supervised VAE, as appendix A.2 trains every baseline with cross entropy.
+- ``joint`` (default, :data:`VAE_CLASSIFIER_DEFAULT`): the head's cross entropy (weight
+  ``ce_weight``) is added to the VAE objective and flows into the encoder, a semi-supervised VAE,
+  as appendix A.2 trains every baseline with cross entropy.
 
 See docs/diagvib-fidelity.md for this choice.
 """
@@ -28,16 +29,18 @@ from typing import Any, ClassVar
 import torch
 import torch.nn.functional as F
 
+from shortcutlab.diagvib.baselines.networks import ConvVAE, FactorDiscriminator, permute_dims
 from shortcutlab.errors import TrainError, unknown_choice
-from shortcutlab.train.algorithms import register_algorithm
 from shortcutlab.train.algorithms.base import Algorithm, AlgorithmContext
-from shortcutlab.train.config import VAE_CLASSIFIER_DEFAULT, TrainConfig
-from shortcutlab.train.generative import ConvVAE, FactorDiscriminator, permute_dims
+from shortcutlab.train.config import TrainConfig
 
 CLASSIFIERS = ("probe", "joint")
+#: How VAE and Factor-VAE predict a factor when ``hparams`` does not say (``classifier``):
+#: ``joint`` trains the head's cross entropy into the encoder (appendix A.2: every baseline is
+#: trained with standard cross entropy); ``probe`` is a head on frozen latents.
+VAE_CLASSIFIER_DEFAULT = "joint"
 
 
-@register_algorithm
 class VAE(Algorithm):
     """Negative ELBO for the VAE, cross entropy for its head (probe or joint)."""
 
@@ -118,7 +121,6 @@ class VAE(Algorithm):
         return self.network.head(self.network.encode(x)[0])
 
 
-@register_algorithm
 class FactorVAE(VAE):
     """VAE + ``gamma`` x total correlation (discriminator estimate); the discriminator is trained
     on the same batch's codes against their per-dimension permutation."""

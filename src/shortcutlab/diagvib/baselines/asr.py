@@ -19,13 +19,11 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from shortcutlab.train.algorithms import register_algorithm
+from shortcutlab.diagvib.baselines.networks import ASRNet, UNetLens
 from shortcutlab.train.algorithms.base import Algorithm, AlgorithmContext
 from shortcutlab.train.config import TrainConfig
-from shortcutlab.train.generative import ASRNet, UNetLens
 
 
-@register_algorithm
 class ASR(Algorithm):
     """Lens (adversarial + reconstruction) and feature extractor (cross entropy), one step each
     per batch from one shared forward pass."""
