@@ -13,21 +13,23 @@ from shortcutlab.errors import DataNotFoundError, RunnerError, SpecError
 from shortcutlab.runner.backends import run_jobs
 from shortcutlab.runner.jobs import Job, job_kinds
 from shortcutlab.train.config import TrainConfig
+from shortcutlab.train.presets import get_preset
 
 
 def test_job_id_is_the_hash_of_canonical_json() -> None:
     params = {"scale": 0.01, "benchmark_seed": 2}
     job = Job(experiment="ZGO/hue-shape/0", kind=KIND, params=params, train=TrainConfig(seed=1))
     assert job.job_id == hashlib.sha256(job.canonical_json().encode()).hexdigest()[:16]
+    default_lr = get_preset(TrainConfig().preset).values["lr"]  # given = left to the preset
     same = Job(experiment="ZGO/hue-shape/0", kind=KIND, params=params,
-               train=TrainConfig(seed=1, lr=2e-4))
+               train=TrainConfig(seed=1, lr=default_lr))
     assert same.job_id == job.job_id
     assert Job(experiment="ZGO/hue-shape/0", kind=KIND, params=params).job_id != job.job_id
     assert json.loads(job.canonical_json())["train"]["seed"] == 1
     assert json.loads(job.canonical_json())["params"] == params
     build_jobs("small_cnn", ["ZSO"], ["hue-shape"], [0])  # registers the kind
     assert job.describe() == {"study": "ZGO", "predicted": "hue", "correlated": "shape",
-                              "sample": 0, "scale": 0.01, "benchmark_seed": 2}
+                              "sample": 0, "scale": 0.01, "benchmark_seed": 2, "head": "full"}
     # the kind validates its own params and names the bad one
     for bad, field in (({"scale": 0}, "scale"), ({"benchmark_seed": -1}, "benchmark_seed"),
                        ({"size": 1}, "size")):
@@ -36,7 +38,7 @@ def test_job_id_is_the_hash_of_canonical_json() -> None:
     with pytest.raises(RunnerError, match="scale"):
         build_jobs("small_cnn", ["ZSO"], ["hue-shape"], [0], scale=-1)
     planned = build_jobs("small_cnn", ["ZSO"], ["hue-shape"], [0], scale=0.01, benchmark_seed=3)
-    assert planned[0].params == {"scale": 0.01, "benchmark_seed": 3}
+    assert planned[0].params == {"scale": 0.01, "benchmark_seed": 3, "head": "full"}
     assert KIND in job_kinds()
 
 
