@@ -32,29 +32,21 @@ def _run_too(job: jobs.Job, device: str) -> jobs.JobOutput:
     raise AssertionError("never run")
 
 
-@pytest.fixture
-def registries(monkeypatch: pytest.MonkeyPatch) -> None:
-    algorithms.list_algorithms()
-    monkeypatch.setattr(models, "_REGISTRY", dict(models._REGISTRY))
-    monkeypatch.setattr(algorithms, "_REGISTRY", dict(algorithms._REGISTRY))
-    monkeypatch.setattr(jobs, "_JOB_KINDS", dict(jobs._JOB_KINDS))
-
-
-@pytest.mark.usefixtures("registries")
+@pytest.mark.usefixtures("scratch_registries")
 def test_models_refuse_a_taken_name_unless_overridden() -> None:
     with pytest.raises(TrainError, match=r"model name 'resnet18' is already registered.*"
                                          r"override=True"):
         models.register_model(_net, name="resnet18")
-    assert models._REGISTRY["resnet18"] is not _net
+    assert models.REGISTRY.get("resnet18") is not _net
     models.register_model(_net, name="fresh")
     models.register_model(_net, name="fresh")  # the same function again: a no-op
     with pytest.raises(TrainError, match="'fresh'"):
         models.register_model(_other_net, name="fresh")
     models.register_model(_other_net, name="fresh", override=True)
-    assert models._REGISTRY["fresh"] is _other_net
+    assert models.REGISTRY.get("fresh") is _other_net
 
 
-@pytest.mark.usefixtures("registries")
+@pytest.mark.usefixtures("scratch_registries")
 def test_algorithms_refuse_a_taken_name_unless_overridden() -> None:
     with pytest.raises(TrainError, match=r"algorithm name 'erm' is already registered"):
         algorithms.register_algorithm(_OtherERM, name="erm")
@@ -64,7 +56,7 @@ def test_algorithms_refuse_a_taken_name_unless_overridden() -> None:
     assert algorithms.get_algorithm_class("erm") is _OtherERM
 
 
-@pytest.mark.usefixtures("registries")
+@pytest.mark.usefixtures("scratch_registries")
 def test_job_kinds_refuse_a_taken_name_unless_overridden() -> None:
     jobs.register_job_kind("k", _run)
     jobs.register_job_kind("k", _run)
