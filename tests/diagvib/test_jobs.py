@@ -202,12 +202,13 @@ def test_collect_jobs_reads_each_job_file_once_and_gives_the_same_table(
     ids = sorted(j.job_id for j in [*done, *pending])
     assert sorted(reads) == ids  # each job.json read once
 
-    reference = collect(tmp_path).drop(columns=list(SETTING_COLUMNS))
+    reference = collect(tmp_path).drop(columns=list(SETTING_COLUMNS))  # the settings read again
     stored = [json.loads((tmp_path / i / "job.json").read_text())["train"]
               for i in reference["job_id"]]
     for col in SETTING_COLUMNS:
         reference[col] = [job_settings(train)[col] for train in stored]
     pd.testing.assert_frame_equal(table, reference, check_exact=True)
+    pd.testing.assert_frame_equal(collect(tmp_path), table)  # what a run writes as jobs.csv
     assert list(table.columns[-len(SETTING_COLUMNS):]) == list(SETTING_COLUMNS)
     by_model = table.set_index("model")
     assert by_model.loc["rn50_in", "frozen_batchnorm"] == "train"

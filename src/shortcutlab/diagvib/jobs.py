@@ -182,17 +182,20 @@ def job_settings(train: dict[str, Any]) -> dict[str, Any]:
             "vae_classifier": str(cfg.hparams.get("classifier", "")) if vae else ""}
 
 
-#: The ``diagvib`` job kind (declared in the ``shortcutlab.job_kinds`` entry-point group).
-JOB_KIND = JobKind(run_diagvib_job, describe=describe_job)
+#: The ``diagvib`` job kind (declared in the ``shortcutlab.job_kinds`` entry-point group); the
+#: job table puts its settings columns last.
+JOB_KIND = JobKind(run_diagvib_job, describe=describe_job, last=SETTING_COLUMNS)
 
 
 def collect_jobs(root: str | Path) -> pd.DataFrame:
-    """The job table of a DiagViB-6 run folder (:func:`shortcutlab.runner.collect`, which reads
-    each ``job.json`` once: the study, predicted, correlated and sample columns after
-    ``algorithm``), with the :data:`SETTING_COLUMNS` moved to the end."""
+    """The job table of a DiagViB-6 run folder: :func:`shortcutlab.runner.collect` (one read
+    of each ``job.json``; the study, predicted, correlated and sample columns after
+    ``algorithm``, the :data:`SETTING_COLUMNS` last), with the settings columns present (empty)
+    even when no DiagViB-6 job could be read."""
     table = collect(root)
     for col in SETTING_COLUMNS:  # in place: the table's attrs (skipped folders) stay
-        table[col] = table.pop(col) if col in table.columns else [""] * len(table)
+        if col not in table.columns:
+            table[col] = [""] * len(table)
     return table
 
 

@@ -306,10 +306,13 @@ class JobKind:
     """What the runner needs of a kind of job: the function that runs one (a module-level
     function, so that worker processes can import it by name) and, optionally, a function that
     turns a job into extra job-table columns (e.g. its study, factors and dataset size, read
-    from its experiment name and ``params``)."""
+    from its experiment name and ``params``). The table puts those columns after
+    ``algorithm``, except the ones named in ``last`` (e.g. training settings that matter less
+    than the experiment), which come at its end."""
 
     run: JobFunction
     describe: Describer | None = None
+    last: tuple[str, ...] = ()
 
 
 #: Entry-point group of job kinds: an entry point is a :class:`JobKind` (registered under the
@@ -325,12 +328,13 @@ JOB_KINDS: Registry[JobKind] = Registry(
 
 
 def register_job_kind(
-    name: str, run: JobFunction, describe: Describer | None = None, *, override: bool = False
+    name: str, run: JobFunction, describe: Describer | None = None, *,
+    last: tuple[str, ...] = (), override: bool = False,
 ) -> None:
-    """Make ``Job(kind=name)`` runnable by ``run(job, device) -> JobOutput``. Re-registering
-    the same functions is a no-op; other functions under a taken name are refused (RunnerError)
-    unless ``override=True``."""
-    JOB_KINDS.register(name, JobKind(run, describe), override=override)
+    """Make ``Job(kind=name)`` runnable by ``run(job, device) -> JobOutput`` (``describe`` and
+    ``last``: see :class:`JobKind`). Re-registering the same functions is a no-op; other
+    functions under a taken name are refused (RunnerError) unless ``override=True``."""
+    JOB_KINDS.register(name, JobKind(run, describe, tuple(last)), override=override)
 
 
 def job_kinds() -> list[str]:
