@@ -114,3 +114,25 @@ def test_a_broken_entry_point_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(_Boom, match=r"cannot load widget entry point 'bad' "
                                     r"\(no_such_module_xyz:thing\)"):
         bad.names()
+
+
+def test_items_keep_registration_order_and_scratch_can_reread_entry_points(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from importlib.metadata import EntryPoint
+
+    from shortcutlab.utils import registry as registry_mod
+
+    found = [EntryPoint("sqrt", "math:sqrt", "g")]
+    monkeypatch.setattr(registry_mod, "entry_points", lambda group: list(found))
+    reg: registry_mod.Registry[object] = registry_mod.Registry("widget", error=_Boom, group="g")
+    reg.register("z", 1)
+    reg.register("a", 2)
+    import math
+
+    assert reg.items() == [("z", 1), ("a", 2), ("sqrt", math.sqrt)]  # built-ins, then plugins
+    found.append(EntryPoint("floor", "math:floor", "g"))
+    assert "floor" not in reg  # the group is read once ...
+    with reg.scratch(reload=True):
+        assert reg.get("floor") is math.floor  # ... unless a test asks to read it again
+    assert "floor" not in reg and reg.names() == ["a", "sqrt", "z"]
