@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from shortcutlab.diagvib.jobs import KIND, build_jobs, describe_experiment
+from shortcutlab.diagvib.jobs import KIND, SETTING_COLUMNS, build_jobs, describe_experiment
 from shortcutlab.errors import DataNotFoundError, RunnerError, SpecError
 from shortcutlab.runner.backends import run_jobs
 from shortcutlab.runner.jobs import Job, job_kinds
@@ -27,9 +27,12 @@ def test_job_id_is_the_hash_of_canonical_json() -> None:
     assert Job(experiment="ZGO/hue-shape/0", kind=KIND, params=params).job_id != job.job_id
     assert json.loads(job.canonical_json())["train"]["seed"] == 1
     assert json.loads(job.canonical_json())["params"] == params
-    build_jobs("small_cnn", ["ZSO"], ["hue-shape"], [0])  # registers the kind
-    assert job.describe() == {"study": "ZGO", "predicted": "hue", "correlated": "shape",
-                              "sample": 0, "scale": 0.01, "benchmark_seed": 2, "head": "full"}
+    described = job.describe()  # the kind is found through its entry point
+    assert dict(list(described.items())[:7]) == {
+        "study": "ZGO", "predicted": "hue", "correlated": "shape", "sample": 0, "scale": 0.01,
+        "benchmark_seed": 2, "head": "full"}
+    default_lr = get_preset(TrainConfig().preset).values["lr"]
+    assert list(described)[7:] == list(SETTING_COLUMNS) and described["lr"] == default_lr
     # the kind validates its own params and names the bad one
     for bad, field in (({"scale": 0}, "scale"), ({"benchmark_seed": -1}, "benchmark_seed"),
                        ({"size": 1}, "size")):
@@ -56,7 +59,8 @@ def test_build_jobs_counts_and_bad_input(tmp_path) -> None:
     assert {j.train.model for j in jobs} == {"small_cnn"} and {j.seed for j in jobs} == {0, 1}
     with pytest.raises(SpecError, match=r"unknown study 'CGO-4'; valid choices: ZSO"):
         build_jobs("small_cnn", ["CGO-4"])
-    with pytest.raises(RunnerError, match=r"unknown backend 'mpi'; valid choices: serial"):
+    with pytest.raises(RunnerError, match=r"unknown backend 'mpi'; valid choices: processes, "
+                                          r"ray, serial, slurm"):
         run_jobs(jobs, tmp_path, backend="mpi")
 
 
@@ -137,3 +141,80 @@ def test_a_new_renderer_gives_new_job_ids(monkeypatch: pytest.MonkeyPatch) -> No
     # a job without versions (another kind) hashes as before the field existed
     plain = Job(experiment="x", kind=KIND)
     assert "versions" not in json.loads(plain.canonical_json())
+
+
+def test_the_job_kinds_are_known_in_a_fresh_process_that_never_imported_their_areas() -> None:
+    """The ``shortcutlab.job_kinds`` entry-point group (pyproject.toml) registers the areas'
+    kinds on the runner's first lookup: no entry point has to import an area or call
+    ``register()`` first."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from shortcutlab.runner.jobs import job_kind, job_kinds\n"
+        "assert 'shortcutlab.diagvib' not in sys.modules, 'imported too early'\n"
+        "print(job_kind('diagvib').run.__name__, job_kind('biasbed-folders').run.__name__)\n"
+        "print(' '.join(job_kinds()))\n"
+        "print('scipy.stats' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split("\n")
+    assert out[0] == "run_diagvib_job folders_job"
+    assert {"diagvib", "biasbed-folders"} <= set(out[1].split())
+    assert out[2] == "False"  # learning the kinds does not import the protocol's statistics
+
+
+def test_collect_jobs_reads_each_job_file_once_and_gives_the_same_table(
+    tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The settings columns come from the kind's describer in the runner's one read of each
+    ``job.json``; the table equals the one of two reads (collect, then each job.json again)."""
+    from pathlib import Path
+
+    import pandas as pd
+
+    from shortcutlab.diagvib.jobs import collect_jobs, job_settings
+    from shortcutlab.runner.collect import collect
+    from shortcutlab.runner.jobs import JOB_KINDS, job_dir, register_job_kind, write_job_file
+    from tests.runner.fake_jobs import noop_job
+
+    cfg = TrainConfig(epochs=1, batch_size=16)
+    done = build_jobs("small_cnn", ["ZSO"], ["hue-shape"], [0], [0, 1], 0.002, cfg)
+    pending = [*build_jobs("rn50_in", ["ZGO"], ["hue-shape"], [0], [0], 0.01, cfg.replace(lr=0.01)),
+               *build_jobs("vae", ["ZGO"], ["shape-hue"], [1], [0], 0.01, cfg)]
+    with JOB_KINDS.scratch():  # results without training
+        register_job_kind(KIND, noop_job, override=True)
+        run_jobs(done, tmp_path, backend="serial", progress=False, collect_table=False)
+    for job in pending:
+        write_job_file(tmp_path, job)
+    (job_dir(tmp_path, pending[0]) / "error.txt").write_text("Traceback\nRuntimeError: boom\n")
+
+    reads: list[str] = []
+    for method in ("read_bytes", "read_text"):
+        original = getattr(Path, method)
+
+        def spy(self, *args, _original=original, **kwargs):
+            if self.name == "job.json":
+                reads.append(self.parent.name)
+            return _original(self, *args, **kwargs)
+
+        monkeypatch.setattr(Path, method, spy)
+    table = collect_jobs(tmp_path)
+    monkeypatch.undo()
+    ids = sorted(j.job_id for j in [*done, *pending])
+    assert sorted(reads) == ids  # each job.json read once
+
+    reference = collect(tmp_path).drop(columns=list(SETTING_COLUMNS))  # the settings read again
+    stored = [json.loads((tmp_path / i / "job.json").read_text())["train"]
+              for i in reference["job_id"]]
+    for col in SETTING_COLUMNS:
+        reference[col] = [job_settings(train)[col] for train in stored]
+    pd.testing.assert_frame_equal(table, reference, check_exact=True)
+    pd.testing.assert_frame_equal(collect(tmp_path), table)  # what a run writes as jobs.csv
+    assert list(table.columns[-len(SETTING_COLUMNS):]) == list(SETTING_COLUMNS)
+    by_model = table.set_index("model")
+    assert by_model.loc["rn50_in", "frozen_batchnorm"] == "train"
+    assert by_model.loc["rn50_in", ["status", "lr"]].tolist() == ["failed", 0.01]
+    assert by_model.loc["vae", "vae_classifier"] == "joint"
+    assert (table.loc[table["model"] == "small_cnn", "status"] == "done").all()

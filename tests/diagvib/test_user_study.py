@@ -4,6 +4,7 @@ report like the paper's studies."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -40,10 +41,10 @@ def one_extra_cell(*, seed: int, sample: int, predicted: str, correlated: str,
 
 
 @pytest.fixture
-def user_study(monkeypatch: pytest.MonkeyPatch) -> str:
-    monkeypatch.setattr(spec_module, "_STUDIES", dict(spec_module._STUDIES))
-    register_study(Study("ONE-CELL", weights=one_extra_cell, description="diagonal + (0, 1)"))
-    return "ONE-CELL"
+def user_study() -> Iterator[str]:
+    with spec_module.REGISTRY.scratch():
+        register_study(Study("ONE-CELL", weights=one_extra_cell, description="diagonal + (0, 1)"))
+        yield "ONE-CELL"
 
 
 def test_a_registered_study_gets_specs(user_study: str) -> None:
@@ -94,8 +95,9 @@ def unbalanced(*, seed: int, sample: int, predicted: str, correlated: str,
 
 
 @pytest.fixture
-def registry(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(spec_module, "_STUDIES", dict(spec_module._STUDIES))
+def registry() -> Iterator[None]:
+    with spec_module.REGISTRY.scratch():
+        yield
 
 
 def _as_study(table: pd.DataFrame, source: str, study: str, shift: float) -> pd.DataFrame:

@@ -143,3 +143,46 @@ def test_ray_tasks_share_a_fake_gpu(tmp_path) -> None:
         assert devices == {"0"}
     finally:
         ray.shutdown()
+
+
+def test_a_registered_backend_runs_the_jobs_with_the_run_settings(tmp_path) -> None:
+    """A user backend, registered like a model: run_jobs hands it the not-yet-done jobs and one
+    BackendContext, and writes the table of what it yields; the CLI option names it."""
+    from shortcutlab.cli.options import BackendOptions
+    from shortcutlab.runner.backends import (
+        BACKENDS,
+        BackendContext,
+        list_backends,
+        register_backend,
+    )
+    from shortcutlab.runner.jobs import job_kind, run_one
+
+    seen: list[tuple[list[str], BackendContext]] = []
+
+    def reversed_order(jobs, out, context):
+        seen.append(([j.job_id for j in jobs], context))
+        for job in reversed(jobs):
+            yield run_one(job, out, context.device, job_kind(job.kind).run)
+
+    jobs = _jobs("mine")
+    with BACKENDS.scratch():
+        register_backend("reversed", reversed_order)
+        assert list_backends() == ["processes", "ray", "reversed", "serial", "slurm"]
+        with pytest.raises(RunnerError, match="backend name 'serial' is already registered"):
+            register_backend("serial", reversed_order)
+        kwargs = BackendOptions(backend="reversed", workers=2, jobs_per_gpu=3).run_kwargs()
+        summary = run_jobs(jobs, tmp_path, device="cpu", progress=False, **kwargs)
+        _check(tmp_path, summary, jobs)
+        assert [o.job_id for o in summary.outcomes] == [j.job_id for j in reversed(jobs)]
+        again = run_jobs(jobs, tmp_path, device="cpu", progress=False, **kwargs)
+    assert len(again.skipped) == 3 and len(seen) == 2  # the failed job only, the second time
+    assert seen[1][0] == [jobs[3].job_id] and seen[0][0] == [j.job_id for j in jobs]
+    context = seen[0][1]
+    assert (context.device, context.workers, context.jobs_per_gpu) == ("cpu", 2, 3)
+    assert context.slurm is not None and context.ray_address is None
+    assert "reversed" not in list_backends()
+    with pytest.raises(RunnerError, match=r"unknown backend 'reversed'; valid choices: "
+                                          r"processes, ray, serial, slurm"):
+        run_jobs(jobs, tmp_path, backend="reversed", progress=False)
+    with pytest.raises(RunnerError, match=r"unknown backend 'reversed'"):
+        BackendOptions(backend="reversed").run_kwargs()

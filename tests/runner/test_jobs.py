@@ -82,8 +82,9 @@ def test_failed_job_is_reported_and_retried(tmp_path, monkeypatch: pytest.Monkey
                           "test_acc": 0.25, "train_seconds": 0.0})
 
     monkeypatch.setattr(fake_jobs, "noop_job", succeed)
-    monkeypatch.setitem(jobs_mod._JOB_KINDS, "noop", jobs_mod.JobKind(succeed))
-    retry = run_jobs(jobs, tmp_path, backend="serial", progress=False)
+    with jobs_mod.JOB_KINDS.scratch():
+        register_job_kind("noop", succeed, override=True)
+        retry = run_jobs(jobs, tmp_path, backend="serial", progress=False)
     assert ran == ["noop/fail/0"] and len(retry.done) == 1 and len(retry.skipped) == 2
     assert job_status(bad) == "done" and not (bad / "error.txt").exists()
 

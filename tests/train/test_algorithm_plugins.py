@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from importlib.metadata import EntryPoint
 
 import pytest
@@ -10,6 +11,7 @@ from shortcutlab.errors import TrainError
 from shortcutlab.train import algorithms
 from shortcutlab.train.algorithms.erm import ERM
 from shortcutlab.train.config import TrainConfig
+from shortcutlab.utils import registry
 
 
 class PluginERM(ERM):
@@ -17,15 +19,16 @@ class PluginERM(ERM):
 
 
 @pytest.fixture
-def isolated(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
-    monkeypatch.setattr(algorithms, "_REGISTRY", dict(algorithms._REGISTRY))
-    monkeypatch.setattr(algorithms, "_loaded", False)
-    return monkeypatch
+def isolated(monkeypatch: pytest.MonkeyPatch) -> Iterator[pytest.MonkeyPatch]:
+    """Fake entry points (``entry_points`` of the registry module) read again on a copy of the
+    algorithm registry."""
+    with algorithms.REGISTRY.scratch(reload=True):
+        yield monkeypatch
 
 
 def test_entry_point_algorithm_is_registered_and_created(isolated: pytest.MonkeyPatch) -> None:
     ep = EntryPoint("plugin_erm", f"{__name__}:PluginERM", algorithms.ENTRY_POINT_GROUP)
-    isolated.setattr(algorithms, "entry_points", lambda group: [ep] if
+    isolated.setattr(registry, "entry_points", lambda group: [ep] if
                      group == algorithms.ENTRY_POINT_GROUP else [])
     assert "plugin_erm" in algorithms.list_algorithms()
     assert "erm" in algorithms.list_algorithms()  # built-ins still there
@@ -35,6 +38,6 @@ def test_entry_point_algorithm_is_registered_and_created(isolated: pytest.Monkey
 
 def test_broken_entry_point_names_itself(isolated: pytest.MonkeyPatch) -> None:
     ep = EntryPoint("broken", "no_such_module_xyz:Algo", algorithms.ENTRY_POINT_GROUP)
-    isolated.setattr(algorithms, "entry_points", lambda group: [ep])
+    isolated.setattr(registry, "entry_points", lambda group: [ep])
     with pytest.raises(TrainError, match="algorithm entry point 'broken'"):
         algorithms.list_algorithms()

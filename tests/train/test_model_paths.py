@@ -68,6 +68,7 @@ def test_import_path_errors_say_what_is_wrong(tmp_path: Path, monkeypatch) -> No
         resolve_model_path("shortcutlab_test_zoo:")
 
 
+@pytest.mark.usefixtures("scratch_registries")
 def test_notebook_model_on_worker_processes_is_refused_with_the_reason(tmp_path: Path,
                                                                      monkeypatch) -> None:
     from shortcutlab.train import models
@@ -76,7 +77,7 @@ def test_notebook_model_on_worker_processes_is_refused_with_the_reason(tmp_path:
         raise AssertionError("never built")
 
     nb_net.__module__ = "__main__"
-    monkeypatch.setitem(models._REGISTRY, "nb_net", nb_net)
+    models.register_model(nb_net, name="nb_net")
     monkeypatch.delattr(sys.modules["__main__"], "__file__", raising=False)
     from shortcutlab.diagvib.jobs import build_jobs
     from shortcutlab.runner.backends import run_jobs

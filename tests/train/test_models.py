@@ -69,8 +69,8 @@ def test_unknown_model_lists_choices() -> None:
         create_model("resnet9", 3)
 
 
-def test_register_model_decorator(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(models, "_REGISTRY", dict(models._REGISTRY))
+@pytest.mark.usefixtures("scratch_registries")
+def test_register_model_decorator() -> None:
 
     @register_model(name="my_net")
     def _build(num_classes: int, hidden: int = 4) -> nn.Module:
@@ -86,12 +86,15 @@ def test_register_model_decorator(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_entry_point_models_are_registered(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(models, "_REGISTRY", dict(models._REGISTRY))
-    monkeypatch.setattr(models, "_entry_points_loaded", False)
+    from shortcutlab.utils import registry
+
     ep = EntryPoint("plugin_net", f"{__name__}:tiny_factory", models.ENTRY_POINT_GROUP)
-    monkeypatch.setattr(models, "entry_points", lambda group: [ep])
-    assert "plugin_net" in list_models()
-    assert create_model("plugin_net", 3)(torch.rand(2, 3, 4, 4)).shape == (2, 3)
+    monkeypatch.setattr(registry, "entry_points", lambda group: [ep] if
+                        group == models.ENTRY_POINT_GROUP else [])
+    with models.REGISTRY.scratch(reload=True):
+        assert "plugin_net" in list_models()
+        assert create_model("plugin_net", 3)(torch.rand(2, 3, 4, 4)).shape == (2, 3)
+    assert "plugin_net" not in list_models()
 
 
 def test_pretrained_loads_body_and_resizes_head(tmp_path) -> None:

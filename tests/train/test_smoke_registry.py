@@ -57,7 +57,7 @@ def weights(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 def _random_model(name: str, num_classes: int = CLASSES) -> torch.nn.Module:
     """The registered architecture ``name``, randomly initialised (no weights file needed)."""
-    return models._REGISTRY[name](num_classes=num_classes)
+    return models.REGISTRY.get(name)(num_classes=num_classes)
 
 
 def _random_body(name: str) -> dict[str, torch.Tensor]:

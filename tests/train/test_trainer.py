@@ -3,6 +3,8 @@ determinism across processes' runtime options."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 import pytest
 import torch
@@ -119,12 +121,11 @@ class _Frozen(Algorithm):
 
 
 @pytest.fixture
-def frozen_algorithm(monkeypatch: pytest.MonkeyPatch) -> str:
+def frozen_algorithm() -> Iterator[str]:
     """``_frozen_test`` registered for one test only (the registry is restored afterwards)."""
-    algorithms.list_algorithms()  # load the built-ins before copying the registry
-    monkeypatch.setattr(algorithms, "_REGISTRY", dict(algorithms._REGISTRY))
-    algorithms.register_algorithm(_Frozen, name="_frozen_test")
-    return "_frozen_test"
+    with algorithms.REGISTRY.scratch():
+        algorithms.register_algorithm(_Frozen, name="_frozen_test")
+        yield "_frozen_test"
 
 
 @pytest.mark.usefixtures("frozen_algorithm")
@@ -147,11 +148,10 @@ class _Drifting(_Frozen):
 
 
 @pytest.fixture
-def drifting_algorithm(monkeypatch: pytest.MonkeyPatch) -> str:
-    algorithms.list_algorithms()
-    monkeypatch.setattr(algorithms, "_REGISTRY", dict(algorithms._REGISTRY))
-    algorithms.register_algorithm(_Drifting, name="_drifting_test")
-    return "_drifting_test"
+def drifting_algorithm() -> Iterator[str]:
+    with algorithms.REGISTRY.scratch():
+        algorithms.register_algorithm(_Drifting, name="_drifting_test")
+        yield "_drifting_test"
 
 
 def test_keep_best_state_returns_the_best_weights(drifting_algorithm: str) -> None:

@@ -32,29 +32,21 @@ def _run_too(job: jobs.Job, device: str) -> jobs.JobOutput:
     raise AssertionError("never run")
 
 
-@pytest.fixture
-def registries(monkeypatch: pytest.MonkeyPatch) -> None:
-    algorithms.list_algorithms()
-    monkeypatch.setattr(models, "_REGISTRY", dict(models._REGISTRY))
-    monkeypatch.setattr(algorithms, "_REGISTRY", dict(algorithms._REGISTRY))
-    monkeypatch.setattr(jobs, "_JOB_KINDS", dict(jobs._JOB_KINDS))
-
-
-@pytest.mark.usefixtures("registries")
+@pytest.mark.usefixtures("scratch_registries")
 def test_models_refuse_a_taken_name_unless_overridden() -> None:
     with pytest.raises(TrainError, match=r"model name 'resnet18' is already registered.*"
                                          r"override=True"):
         models.register_model(_net, name="resnet18")
-    assert models._REGISTRY["resnet18"] is not _net
+    assert models.REGISTRY.get("resnet18") is not _net
     models.register_model(_net, name="fresh")
     models.register_model(_net, name="fresh")  # the same function again: a no-op
     with pytest.raises(TrainError, match="'fresh'"):
         models.register_model(_other_net, name="fresh")
     models.register_model(_other_net, name="fresh", override=True)
-    assert models._REGISTRY["fresh"] is _other_net
+    assert models.REGISTRY.get("fresh") is _other_net
 
 
-@pytest.mark.usefixtures("registries")
+@pytest.mark.usefixtures("scratch_registries")
 def test_algorithms_refuse_a_taken_name_unless_overridden() -> None:
     with pytest.raises(TrainError, match=r"algorithm name 'erm' is already registered"):
         algorithms.register_algorithm(_OtherERM, name="erm")
@@ -64,7 +56,7 @@ def test_algorithms_refuse_a_taken_name_unless_overridden() -> None:
     assert algorithms.get_algorithm_class("erm") is _OtherERM
 
 
-@pytest.mark.usefixtures("registries")
+@pytest.mark.usefixtures("scratch_registries")
 def test_job_kinds_refuse_a_taken_name_unless_overridden() -> None:
     jobs.register_job_kind("k", _run)
     jobs.register_job_kind("k", _run)
@@ -122,3 +114,25 @@ def test_a_broken_entry_point_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(_Boom, match=r"cannot load widget entry point 'bad' "
                                     r"\(no_such_module_xyz:thing\)"):
         bad.names()
+
+
+def test_items_keep_registration_order_and_scratch_can_reread_entry_points(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from importlib.metadata import EntryPoint
+
+    from shortcutlab.utils import registry as registry_mod
+
+    found = [EntryPoint("sqrt", "math:sqrt", "g")]
+    monkeypatch.setattr(registry_mod, "entry_points", lambda group: list(found))
+    reg: registry_mod.Registry[object] = registry_mod.Registry("widget", error=_Boom, group="g")
+    reg.register("z", 1)
+    reg.register("a", 2)
+    import math
+
+    assert reg.items() == [("z", 1), ("a", 2), ("sqrt", math.sqrt)]  # built-ins, then plugins
+    found.append(EntryPoint("floor", "math:floor", "g"))
+    assert "floor" not in reg  # the group is read once ...
+    with reg.scratch(reload=True):
+        assert reg.get("floor") is math.floor  # ... unless a test asks to read it again
+    assert "floor" not in reg and reg.names() == ["a", "sqrt", "z"]

@@ -34,7 +34,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast, get_args
+from typing import Any, get_args
 
 import pandas as pd
 
@@ -45,15 +45,16 @@ from shortcutlab.biasbed.datasets import (
     folder_experiments,
     parse_dataset,
 )
+from shortcutlab.biasbed.folder_jobs import FOLDERS_JOB_KIND, FOLDERS_KIND, folder_from_spec
 from shortcutlab.biasbed.presets import BIASBED
 from shortcutlab.diagvib import jobs as diagvib_jobs
 from shortcutlab.diagvib.presets import default_head
 from shortcutlab.diagvib.restyle import style_hparams
 from shortcutlab.diagvib.studies import make_experiment
 from shortcutlab.errors import ShortcutlabError, StatsError, unknown_choice
-from shortcutlab.runner.backends import Backend, RunSummary, SlurmOptions, run_jobs
+from shortcutlab.runner.backends import RunSummary, SlurmOptions, run_jobs
 from shortcutlab.runner.collect import collect_epochs
-from shortcutlab.runner.jobs import Job, JobOutput, register_job_kind
+from shortcutlab.runner.jobs import Job
 from shortcutlab.stats.compare import ComparisonResult, compare
 from shortcutlab.stats.selection import RULES, compare_rules, runs_for_comparison, select
 from shortcutlab.train.config import TrainConfig
@@ -62,6 +63,7 @@ from shortcutlab.utils.digest import content_digest
 from shortcutlab.utils.io import read_json_file, write_json
 
 __all__ = [
+    "FOLDERS_JOB_KIND",
     "FOLDERS_KIND",
     "PROTOCOL_FILE",
     "ProtocolError",
@@ -75,12 +77,10 @@ __all__ = [
     "default_n_last",
     "load_epochs",
     "read_protocol",
-    "register",
     "run_protocol",
     "selection_table",
 ]
 
-FOLDERS_KIND = "biasbed-folders"
 PROTOCOL_FILE = "protocol.json"
 FOLDERS_PREFIX = "folders:"
 #: How competitors and blocks are formed (see the module docstring).
@@ -94,50 +94,6 @@ FAST_EPOCHS = 10
 
 class ProtocolError(ShortcutlabError):
     """Bad protocol settings or an output folder without protocol results."""
-
-
-def _folder_from_spec(spec: Mapping[str, Any]) -> FolderExperiment:
-    return FolderExperiment(
-        train_dir=Path(spec["train_dir"]),
-        val_dir=Path(spec["val_dir"]),
-        test_dirs={k: Path(v) for k, v in spec["test_dirs"].items()},
-        class_map=None if spec.get("class_map") is None else Path(spec["class_map"]),
-        image_size=int(spec["image_size"]),
-        label_space_kind=str(spec.get("label_space", "map")),
-        preprocess=str(spec.get("preprocess", "resize")),
-        test_heads=dict(spec.get("test_heads", {})),
-        metric=str(spec.get("metric", "mean_per_class")),
-    )
-
-
-def folders_job(job: Job, device: str) -> JobOutput:
-    """Train ``job.train`` on the image-folder experiment described by ``job.spec``."""
-    from shortcutlab.train.algorithms.base import AlgorithmContext
-    from shortcutlab.train.trainer import train
-    from shortcutlab.utils.device import resolve_device
-
-    if job.spec is None:
-        raise ProtocolError(f"job {job.job_id} of kind {FOLDERS_KIND} has no folder spec")
-    folder = _folder_from_spec(job.spec)
-    train_ds, val_ds, tests = folder.datasets()
-    torch_device = resolve_device(device)
-    context = AlgorithmContext(train_dataset=train_ds, device=torch_device)
-    res = train(job.train, train_ds, val_ds, tests, device=torch_device, context=context)
-    summary = res.summary()
-    summary["labels"] = len(train_ds.labels)
-    return JobOutput(summary, res.epochs)
-
-
-def describe_folders_job(job: Job) -> dict[str, Any]:
-    """The job-table columns of a ``biasbed-folders`` job, read from its experiment name as
-    DiagViB-6's are (``study`` = ``folders:<name>``)."""
-    return diagvib_jobs.describe_experiment(job.experiment)
-
-
-def register() -> None:
-    """Register the job kinds the protocol runs: DiagViB-6's and ``biasbed-folders``."""
-    diagvib_jobs.register()
-    register_job_kind(FOLDERS_KIND, folders_job, describe=describe_folders_job)
 
 
 @dataclass(frozen=True)
@@ -281,7 +237,6 @@ def build_protocol_jobs(
     if not datasets:
         raise ProtocolError("give a --dataset diagvib:... or --train-dir/--val-dir/--test-dir")
     settings.check()
-    register()
     inputs = diagvib_jobs.source_inputs(settings.mnist, settings.textures)
     if inputs:
         diagvib_jobs.source_generator(settings.mnist, settings.textures)  # fail now
@@ -352,7 +307,7 @@ def _check_algorithms(planned: Sequence[PlannedRun]) -> None:
             n_classes = DiagvibDataset.num_classes
         else:
             context = AlgorithmContext()
-            n_classes = len(_folder_from_spec(job.spec or {}).label_space())
+            n_classes = len(folder_from_spec(job.spec or {}).label_space())
         # the architecture, hyper-parameters and algorithm/data fit; weights are loaded by the run
         create_algorithm(p.algorithm, n_classes, job.train.replace(pretrained=None), context)
 
@@ -395,7 +350,6 @@ def run_protocol(
     ``backend``/``workers``/``ray_address``/``slurm``/``jobs_per_gpu`` go to
     :func:`shortcutlab.runner.run_jobs` as for ``diagvib run`` (SLURM partition, GPUs, CPUs and
     time limit in ``slurm``)."""
-    register()
     out = Path(out)
     path = out / PROTOCOL_FILE
     jobs = read_protocol(out) if path.is_file() else {}
@@ -421,7 +375,7 @@ def run_protocol(
     return run_jobs(
         [p.job for p in planned],
         out,
-        backend=cast("Backend", backend),  # run_jobs refuses an unknown name itself
+        backend=backend,  # run_jobs refuses an unknown name itself
         workers=workers,
         device=device,
         progress=progress,

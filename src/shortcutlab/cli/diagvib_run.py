@@ -139,11 +139,10 @@ def collect(
     as_json: bool = json_option("Print the job counts and table paths as one JSON object."),
 ) -> None:
     """Write one tidy table of all jobs in RUN_DIR (CSV and Parquet) and print a summary."""
-    from shortcutlab.diagvib.jobs import collect_jobs, register
+    from shortcutlab.diagvib.jobs import collect_jobs
     from shortcutlab.runner.collect import write_table
     from shortcutlab.utils.console import PlainConsole
 
-    register()
     table = collect_jobs(run_dir)
     csv_path, parquet_path = write_table(run_dir, out, table=table)
     counts = table["status"].value_counts().to_dict()

@@ -138,7 +138,9 @@ def _backend_parameters() -> list[tuple[str, type, Any]]:
     """(name, type, typer option) of every backend option, in the order ``--help`` shows them:
     the one declaration of them (add a new backend option here and to BackendOptions)."""
     return [
-        ("backend", str, typer.Option("processes", help="serial | processes | ray | slurm.")),
+        ("backend", str, typer.Option(
+            "processes", help="serial | processes | ray | slurm, or a backend registered with "
+            "shortcutlab.runner.register_backend.")),
         ("workers", int, typer.Option(
             None, min=1, help="Parallel jobs (processes) / CPUs of a local Ray.")),
         ("jobs_per_gpu", int, typer.Option(
@@ -184,8 +186,9 @@ class BackendOptions:
 
     def run_kwargs(self) -> dict[str, Any]:
         """Keyword arguments of :func:`shortcutlab.runner.run_jobs` (and ``run_protocol``)."""
-        from shortcutlab.runner.backends import slurm_options
+        from shortcutlab.runner.backends import BACKENDS, slurm_options
 
+        BACKENDS.check(self.backend)  # an error listing the registered backends
         slurm = slurm_options(
             self.slurm_executor, partition=self.slurm_partition, timeout_min=self.slurm_time,
             gpus_per_node=self.slurm_gpus, cpus_per_task=self.slurm_cpus, mem_gb=self.slurm_mem,

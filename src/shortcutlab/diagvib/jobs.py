@@ -1,10 +1,10 @@
 """The DiagViB-6 job kind: train a model on one experiment of a study.
 
 :func:`build_jobs` plans one runner :class:`~shortcutlab.runner.jobs.Job` per (experiment,
-training seed); :func:`register` makes the runner able to run and describe them (every function
-here that builds or reads DiagViB-6 jobs calls it, so users rarely need to). A DiagViB-6 job's
-``params`` hold its dataset size factor, benchmark seed and classifier head
-(:class:`DiagvibParams`).
+training seed); :data:`JOB_KIND` lets the runner run and describe them. It is declared in the
+``shortcutlab.job_kinds`` entry-point group (pyproject.toml), so the runner finds it in any
+process, whether or not this module was imported. A DiagViB-6 job's ``params`` hold its dataset
+size factor, benchmark seed and classifier head (:class:`DiagvibParams`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from shortcutlab.diagvib.spec import Selection
 from shortcutlab.diagvib.studies import experiment_names, make_experiment
 from shortcutlab.errors import RunnerError, ShortcutlabError, unknown_choice
 from shortcutlab.runner.collect import collect
-from shortcutlab.runner.jobs import Job, JobOutput, register_job_kind
+from shortcutlab.runner.jobs import Job, JobKind, JobOutput
 from shortcutlab.train.config import (
     TrainConfig,
     format_validation_error,
@@ -62,8 +62,14 @@ class DiagvibParams(BaseModel):
 
 def describe_job(job: Job) -> dict[str, Any]:
     """The job-table columns of a DiagViB-6 job: those of :func:`describe_experiment`, then
-    ``scale``, ``benchmark_seed`` and ``head``."""
-    return {**describe_experiment(job.experiment), **DiagvibParams.of(job).model_dump()}
+    ``scale``, ``benchmark_seed`` and ``head``, then the :data:`SETTING_COLUMNS` (all '' when the
+    settings cannot be derived, e.g. a model not registered in this process)."""
+    try:
+        settings = job_settings(job.train.model_dump())
+    except ShortcutlabError:
+        settings = dict.fromkeys(SETTING_COLUMNS, "")
+    return {**describe_experiment(job.experiment), **DiagvibParams.of(job).model_dump(),
+            **settings}
 
 
 def describe_experiment(name: str) -> dict[str, Any]:
@@ -161,11 +167,6 @@ def with_implied_algorithm(config: TrainConfig) -> TrainConfig:
     return config.replace(algorithm=implied)
 
 
-def register() -> None:
-    """Register the ``diagvib`` job kind with the runner (idempotent)."""
-    register_job_kind(KIND, run_diagvib_job, describe=describe_job)
-
-
 #: Training choices the paper leaves open, one job-table column each (see job_settings).
 #: The head, also open, is a job parameter (its column comes from describe_job).
 SETTING_COLUMNS = ("lr", "batch_size", "normalization", "frozen_batchnorm", "vae_classifier")
@@ -186,24 +187,20 @@ def job_settings(train: dict[str, Any]) -> dict[str, Any]:
             "vae_classifier": str(cfg.hparams.get("classifier", "")) if vae else ""}
 
 
+#: The ``diagvib`` job kind (declared in the ``shortcutlab.job_kinds`` entry-point group); the
+#: job table puts its settings columns last.
+JOB_KIND = JobKind(run_diagvib_job, describe=describe_job, last=SETTING_COLUMNS)
+
+
 def collect_jobs(root: str | Path) -> pd.DataFrame:
-    """The job table of a DiagViB-6 run folder (:func:`shortcutlab.runner.collect` with the
-    study, predicted, correlated and sample columns, and the :data:`SETTING_COLUMNS`)."""
-    import json
-
-    from shortcutlab.runner.jobs import JOB_FILE
-
-    register()
+    """The job table of a DiagViB-6 run folder: :func:`shortcutlab.runner.collect` (one read
+    of each ``job.json``; the study, predicted, correlated and sample columns after
+    ``algorithm``, the :data:`SETTING_COLUMNS` last), with the settings columns present (empty)
+    even when no DiagViB-6 job could be read."""
     table = collect(root)
-    rows = []
-    for job_id in table["job_id"]:
-        try:
-            train = json.loads((Path(root) / job_id / JOB_FILE).read_text(encoding="utf-8"))
-            rows.append(job_settings(train["train"]))
-        except (OSError, ValueError, KeyError, TypeError, ShortcutlabError):
-            rows.append(dict.fromkeys(SETTING_COLUMNS, ""))
     for col in SETTING_COLUMNS:  # in place: the table's attrs (skipped folders) stay
-        table[col] = [row[col] for row in rows]
+        if col not in table.columns:
+            table[col] = [""] * len(table)
     return table
 
 
@@ -280,7 +277,6 @@ def build_jobs(
     ``full`` (one output per class of the predicted factor, the authors' networks) or
     ``selected`` (3 outputs); default: the preset's (:func:`~.presets.default_head`).
     """
-    register()
     base = (train_config or TrainConfig(preset=DIAGVIB_PRESET)).replace(model=model)
     if head is not None and head not in HEADS:
         raise RunnerError(unknown_choice("head", head, sorted(HEADS)))

@@ -42,7 +42,7 @@ from shortcutlab.diagvib.factors import FACTOR_TABLE, FACTORS
 from shortcutlab.diagvib.sources import SPLITS, check_split
 from shortcutlab.errors import SpecError, unknown_choice
 from shortcutlab.utils.io import load_yaml
-from shortcutlab.utils.registry import register
+from shortcutlab.utils.registry import Registry
 from shortcutlab.utils.rng import rng
 
 StudyName = Literal["ZSO", "ZGO", "CGO-1", "CGO-2", "CGO-3", "CHGO", "FGO-5", "FGO-10", "FGO-20"]
@@ -101,30 +101,32 @@ def _is_number(value: Any, finite: bool = True) -> bool:
     return math.isfinite(value) or (not finite and not math.isnan(value))
 
 
-_STUDIES: dict[str, Study] = {}
+def _import_paper_studies() -> None:
+    import shortcutlab.diagvib.studies  # noqa: F401  (describes and registers the paper's)
+
+
+#: The studies, in registration order: the paper's first (:mod:`shortcutlab.diagvib.studies`
+#: registers them on the first lookup). Tests register theirs in ``REGISTRY.scratch()``.
+REGISTRY: Registry[Study] = Registry("study", error=SpecError, builtins=_import_paper_studies)
 
 
 def _studies() -> dict[str, Study]:
-    """The registry, the paper's studies in it first (:mod:`shortcutlab.diagvib.studies`
-    describes and registers them when first imported)."""
-    if not _STUDIES:
-        import shortcutlab.diagvib.studies  # noqa: F401
-    return _STUDIES
+    return dict(REGISTRY.items())
 
 
 def register_study(study: Study, *, override: bool = False) -> Study:
     """Make ``study`` known to specs, jobs, metrics and reports (a taken name is refused unless
     ``override=True``); studies are listed in registration order, the paper's first."""
-    return register(_studies(), study.name, study, what="study", error=SpecError,
-                    override=override)
+    REGISTRY.load()  # the paper's studies first
+    return REGISTRY.register(study.name, study, override=override)
 
 
 def get_study(name: str) -> Study:
     """The registered study ``name``; a SpecError listing the registered ones otherwise."""
-    studies = _studies()
-    if name not in studies:
-        raise SpecError(unknown_choice("study", name, list(studies)))
-    return studies[name]
+    found = REGISTRY.find(name)
+    if found is None:
+        raise SpecError(unknown_choice("study", name, study_names()))
+    return found
 
 
 def study_names() -> tuple[str, ...]:

@@ -1,16 +1,27 @@
 """Resumable runs: jobs in hashed directories, several backends, collection.
 
-The runner knows no benchmark: each area registers its job kind with
-:func:`register_job_kind` (DiagViB-6: :func:`shortcutlab.diagvib.jobs.register`).
+The runner knows no benchmark: each area declares its job kinds in the ``shortcutlab.job_kinds``
+entry-point group (DiagViB-6: ``diagvib``), found on the first lookup, or registers one with
+:func:`register_job_kind`. Backends are a registry too (:func:`register_backend`).
 """
 
-from shortcutlab.runner.backends import BACKENDS, RunSummary, SlurmOptions, run_jobs
+from shortcutlab.runner.backends import (
+    BACKENDS,
+    BackendContext,
+    RunSummary,
+    SlurmOptions,
+    list_backends,
+    register_backend,
+    run_jobs,
+)
 from shortcutlab.runner.collect import collect, collect_epochs, write_table
 from shortcutlab.runner.jobs import (
     Job,
     JobFileError,
+    JobKind,
     JobOutput,
     Outcome,
+    job_kind,
     job_kinds,
     job_status,
     register_job_kind,
@@ -18,7 +29,8 @@ from shortcutlab.runner.jobs import (
 )
 
 __all__ = [
-    "BACKENDS", "Job", "JobFileError", "JobOutput", "Outcome", "RunSummary", "SlurmOptions",
-    "collect", "collect_epochs", "job_kinds", "job_status", "register_job_kind", "run_jobs",
+    "BACKENDS", "BackendContext", "Job", "JobFileError", "JobKind", "JobOutput", "Outcome",
+    "RunSummary", "SlurmOptions", "collect", "collect_epochs", "job_kind", "job_kinds",
+    "job_status", "list_backends", "register_backend", "register_job_kind", "run_jobs",
     "run_one", "write_table",
 ]

@@ -1,6 +1,10 @@
 """Run jobs in-process, in a local process pool, on Ray, or on SLURM through submitit.
 
-Every backend runs :func:`shortcutlab.runner.jobs.run_one` per job, so the run directories,
+Backends are a registry like models and job kinds (:func:`register_backend`, the
+``shortcutlab.backends`` entry-point group); the four above are registered here. A backend is a
+function ``fn(jobs, out, context) -> Iterator[Outcome]`` (:data:`BackendFunction`, settings in a
+:class:`BackendContext`) that yields one outcome per job, as :func:`run_one` returns it. Every
+built-in backend runs :func:`shortcutlab.runner.jobs.run_one` per job, so the run directories,
 ``done`` markers and error files are the same whatever runs them. Jobs already done are skipped
 before anything is scheduled; the job table (``jobs.csv``/``jobs.parquet``) is rewritten at the end.
 For Ray and SLURM the output folder must be on a file system every worker node sees.
@@ -29,7 +33,7 @@ from concurrent.futures.process import BrokenProcessPool
 from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any
 
 from shortcutlab.errors import RunnerError, unknown_choice
 from shortcutlab.runner.claims import (
@@ -54,9 +58,10 @@ from shortcutlab.runner.jobs import (
 )
 from shortcutlab.utils.io import write_text
 from shortcutlab.utils.progress import progress_bar
+from shortcutlab.utils.registry import Registry
 
-Backend = Literal["serial", "processes", "ray", "slurm"]
-BACKENDS: tuple[Backend, ...] = get_args(Backend)
+#: A backend's name: one of :func:`list_backends` (annotations only; run_jobs checks it).
+Backend = str
 log = logging.getLogger(__name__)
 
 
@@ -119,7 +124,46 @@ class RunSummary:
 
 # ----------------------------------------------------------------------------- backends
 
-Runner = Callable[..., Iterator[Outcome]]
+
+@dataclass(frozen=True)
+class BackendContext:
+    """What :func:`run_jobs` tells every backend besides the jobs and the output folder:
+    ``device`` of the jobs (``auto``, ``cpu``, ``cuda``, ``cuda:1``), ``workers`` (jobs at a
+    time), ``jobs_per_gpu`` (jobs sharing one GPU), ``ray_address`` (a Ray cluster to join;
+    None starts a local one) and ``slurm`` (the SLURM settings; None: the defaults). A backend
+    reads what it needs and ignores the rest."""
+
+    device: str = "auto"
+    workers: int = 1
+    jobs_per_gpu: int = 1
+    ray_address: str | None = None
+    slurm: SlurmOptions | None = None
+
+
+#: ``fn(jobs, out, context)``: run ``jobs`` (none done yet) under the folder ``out``, yielding
+#: one :class:`Outcome` per job as it settles, each from ``run_one(job, out, device, run)``
+#: with ``run = job_kind(job.kind).run`` resolved in this process; ``busy`` outcomes (a job
+#: claimed by another run) are waited for by run_jobs.
+BackendFunction = Callable[[list[Job], Path, BackendContext], Iterator[Outcome]]
+
+ENTRY_POINT_GROUP = "shortcutlab.backends"
+
+#: The registered backends; an entry point of the group is a backend function (registered
+#: under its name) or a module whose import registers backends.
+BACKENDS: Registry[BackendFunction] = Registry(
+    "backend", error=RunnerError, group=ENTRY_POINT_GROUP, accepts=callable)
+
+
+def register_backend(name: str, fn: BackendFunction, *,
+                     override: bool = False) -> BackendFunction:
+    """Make ``run_jobs(..., backend=name)`` run jobs with ``fn`` (see :data:`BackendFunction`).
+    A taken name is refused (RunnerError) unless ``override=True``; returns ``fn``."""
+    return BACKENDS.register(name, fn, override=override)
+
+
+def list_backends() -> list[str]:
+    """Sorted names of the registered backends."""
+    return BACKENDS.names()
 
 
 def _function(job: Job) -> JobFunction:
@@ -134,9 +178,9 @@ def gpu_count() -> int:
     return torch.cuda.device_count() if torch.cuda.is_available() else 0
 
 
-def _serial(jobs: list[Job], out: Path, device: str, workers: int, **_: Any) -> Iterator[Outcome]:
+def _serial(jobs: list[Job], out: Path, context: BackendContext) -> Iterator[Outcome]:
     for job in jobs:
-        yield run_one(job, out, device, _function(job))
+        yield run_one(job, out, context.device, _function(job))
 
 
 def _die_with_parent(parent: int) -> None:
@@ -184,12 +228,11 @@ def device_slots(device: str, jobs_per_gpu: int) -> list[str]:
     return [str(i) for i in range(count) for _ in range(jobs_per_gpu)]
 
 
-def _processes(
-    jobs: list[Job], out: Path, device: str, workers: int, *, jobs_per_gpu: int = 1, **_: Any
-) -> Iterator[Outcome]:
+def _processes(jobs: list[Job], out: Path, context: BackendContext) -> Iterator[Outcome]:
     """Run ``jobs`` in a pool of spawned workers. A worker that dies (killed, out of memory,
     ``os._exit``) breaks the whole pool: the job it ran is reported failed (with an
     ``error.txt`` saying so) and every other unfinished job is run again in a fresh pool."""
+    device, workers, jobs_per_gpu = context.device, context.workers, context.jobs_per_gpu
     devices = device_slots(device, jobs_per_gpu)
     job_device = "cuda" if devices and device.startswith("cuda:") else device
     pending = list(jobs)
@@ -264,10 +307,9 @@ def _job_lost(out: Path, job: Job, reason: str) -> Outcome:
     return Outcome(job.job_id, "failed", reason)
 
 
-def _ray(
-    jobs: list[Job], out: Path, device: str, workers: int, *, ray_address: str | None = None,
-    jobs_per_gpu: int = 1, **_: Any,
-) -> Iterator[Outcome]:
+def _ray(jobs: list[Job], out: Path, context: BackendContext) -> Iterator[Outcome]:
+    device, workers, jobs_per_gpu = context.device, context.workers, context.jobs_per_gpu
+    ray_address = context.ray_address
     try:
         import ray
     except ImportError:
@@ -337,17 +379,15 @@ def slurm_options(executor: str = "slurm", **settings: Any) -> SlurmOptions:
     return SlurmOptions(cluster=None if executor == "slurm" else executor, **settings)
 
 
-def _slurm(
-    jobs: list[Job], out: Path, device: str, workers: int, *,
-    slurm: SlurmOptions | None = None, **_: Any,
-) -> Iterator[Outcome]:
+def _slurm(jobs: list[Job], out: Path, context: BackendContext) -> Iterator[Outcome]:
+    device = context.device
     try:
         import submitit
     except ImportError:
         raise RunnerError(
             "backend slurm needs the submitit package: pip install 'shortcutlab[slurm]'"
         ) from None
-    opts = slurm or SlurmOptions()
+    opts = context.slurm or SlurmOptions()
     if opts.cluster is None and submitit.SlurmExecutor.affinity() < 0:
         raise RunnerError(
             "backend slurm: no SLURM found on this machine (sbatch missing); run from a SLURM "
@@ -383,9 +423,9 @@ def _slurm(
             time.sleep(opts.poll_seconds)
 
 
-_BACKENDS: dict[str, Callable[..., Iterator[Outcome]]] = {
-    "serial": _serial, "processes": _processes, "ray": _ray, "slurm": _slurm,
-}
+for _name, _backend in (("serial", _serial), ("processes", _processes), ("ray", _ray),
+                        ("slurm", _slurm)):
+    register_backend(_name, _backend)
 
 
 def run_jobs(
@@ -414,10 +454,10 @@ def run_jobs(
     With ``collect_table`` the job table is rewritten under ``out`` at the end.
     ``budget_seconds``: start no new job once this many seconds have passed (jobs are then
     handed to the backend a round of ``workers`` at a time, one for serial); the summary's
-    ``remaining`` lists those left, for the next call.
+    ``remaining`` lists those left, for the next call. ``backend``: one of
+    :func:`list_backends` (built in: serial, processes, ray, slurm; see :func:`register_backend`).
     """
-    if backend not in _BACKENDS:
-        raise RunnerError(unknown_choice("backend", backend, BACKENDS))
+    run_backend = BACKENDS.get(backend)
     if workers is not None and workers < 1:
         raise RunnerError(f"workers must be >= 1 (got {workers})")
     if jobs_per_gpu < 1:
@@ -450,6 +490,8 @@ def run_jobs(
             todo.append(job)
     slots = device_slots(device, jobs_per_gpu) if backend == "processes" and todo else []
     n_workers = workers or min(max(len(todo), 1), len(slots) or os.cpu_count() or 1)
+    context = BackendContext(device=device, workers=n_workers, jobs_per_gpu=jobs_per_gpu,
+                             ray_address=ray_address, slurm=slurm)
     start = time.perf_counter()
     remaining: list[str] = []
     if todo:
@@ -466,10 +508,7 @@ def run_jobs(
                         break
                     todo, later = todo[:chunk], todo[chunk:]
                 busy: list[Job] = []
-                for outcome in _BACKENDS[backend](
-                    todo, out, device, n_workers, ray_address=ray_address, slurm=slurm,
-                    jobs_per_gpu=jobs_per_gpu,
-                ):
+                for outcome in run_backend(todo, out, context):
                     if outcome.status == "busy":
                         busy.append(unique[outcome.job_id])
                         continue

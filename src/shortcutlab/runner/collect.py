@@ -27,6 +27,7 @@ from shortcutlab.runner.jobs import (
     EPOCHS_FILE,
     ERROR_FILE,
     JOB_FILE,
+    JOB_KINDS,
     RESULT_FILE,
     JobFileError,
     describe_job,
@@ -37,8 +38,9 @@ from shortcutlab.runner.jobs import (
 )
 from shortcutlab.utils.io import atomic_path
 
-# The job kind's describer (see register_job_kind) adds its columns after "algorithm", e.g.
-# study, predicted, correlated, sample, dataset size and benchmark seed for DiagViB-6 jobs.
+# The job kind's describer (see JobKind) adds its columns after "algorithm", e.g. study,
+# predicted, correlated, sample, dataset size and benchmark seed for DiagViB-6 jobs, and the
+# ones the kind names ``last`` at the end (DiagViB-6: its training settings).
 JOB_COLUMNS = (
     "job_id", "model", "algorithm", "seed", "experiment", "status", "best_epoch",
     "epochs_run", "val_loss", "val_acc", "test_acc", "train_seconds",
@@ -76,7 +78,8 @@ def _skip(path: Path, exc: JobFileError, skipped: list[str]) -> None:
     skipped.append(line)
 
 
-def _row(path: Path) -> dict[str, Any]:
+def _row(path: Path) -> tuple[dict[str, Any], str]:
+    """The table row of the job folder ``path`` and the job's kind (one read of its files)."""
     if not (path / JOB_FILE).exists():
         raise JobFileError(path / JOB_FILE, "is missing from a folder holding job results "
                            "(the next run of the job writes it again)")
@@ -118,30 +121,38 @@ def _row(path: Path) -> dict[str, Any]:
         row["error"] = last_error_line(path)
     else:
         row["status"] = "pending"
-    return row
+    return row, job.kind
 
 
 def collect(root: str | Path) -> pd.DataFrame:
     """One row per job directory under ``root``: the job table (columns :data:`JOB_COLUMNS`
-    with the job kinds' descriptive columns after ``algorithm``, then ``preset``, ``error``
-    and any ``test_acc@<tag>`` columns, sorted by name).
+    with the job kinds' descriptive columns after ``algorithm``, then ``preset``, ``error``,
+    any ``test_acc@<tag>`` columns, sorted by name, and the descriptive columns the kinds name
+    ``last``). Each job folder's files are read once.
 
     ``status`` is ``done`` (done marker present), ``failed`` (error.txt) or ``pending``; result
     columns are empty unless done.
     """
     root = Path(root)
     rows: list[dict[str, Any]] = []
+    kinds: set[str] = set()
     skipped: list[str] = []
     for path in _job_dirs(root):
         try:
-            rows.append(_row(path))
+            row, kind = _row(path)
         except JobFileError as exc:
             _skip(path, exc, skipped)
+            continue
+        rows.append(row)
+        kinds.add(kind)
     tag_cols = sorted({k for r in rows for k in r if k.startswith("test_acc@")})
     known = {*JOB_COLUMNS, *EXTRA_COLUMNS, *tag_cols}
     described = list(dict.fromkeys(k for r in rows for k in r if k not in known))
+    last_names = {c for kind in kinds if (found := JOB_KINDS.find(kind)) for c in found.last}
+    last = [c for c in described if c in last_names]
+    first = [c for c in described if c not in last_names]
     at = JOB_COLUMNS.index("algorithm") + 1
-    columns = [*JOB_COLUMNS[:at], *described, *JOB_COLUMNS[at:], *EXTRA_COLUMNS, *tag_cols]
+    columns = [*JOB_COLUMNS[:at], *first, *JOB_COLUMNS[at:], *EXTRA_COLUMNS, *tag_cols, *last]
     table = pd.DataFrame(rows, columns=columns)
     if table["seed"].notna().all():  # described integer columns are int64 when complete
         table["seed"] = table["seed"].astype("int64")

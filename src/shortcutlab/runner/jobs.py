@@ -29,13 +29,13 @@ from typing import Any
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from shortcutlab.errors import RunnerError, ShortcutlabError, TrainError, unknown_choice
+from shortcutlab.errors import RunnerError, ShortcutlabError, TrainError
 from shortcutlab.runner.claims import describe_claim, heartbeat, release, try_claim
 from shortcutlab.runner.records import result_problem
 from shortcutlab.train.config import TrainConfig, format_validation_error
 from shortcutlab.utils.digest import content_digest
 from shortcutlab.utils.io import atomic_path, write_json, write_text
-from shortcutlab.utils.registry import register
+from shortcutlab.utils.registry import Registry
 from shortcutlab.utils.sanitize import json_safe
 
 JOB_FILE, RESULT_FILE, EPOCHS_FILE, DONE_FILE, ERROR_FILE = (
@@ -306,40 +306,50 @@ class JobKind:
     """What the runner needs of a kind of job: the function that runs one (a module-level
     function, so that worker processes can import it by name) and, optionally, a function that
     turns a job into extra job-table columns (e.g. its study, factors and dataset size, read
-    from its experiment name and ``params``)."""
+    from its experiment name and ``params``). The table puts those columns after
+    ``algorithm``, except the ones named in ``last`` (e.g. training settings that matter less
+    than the experiment), which come at its end."""
 
     run: JobFunction
     describe: Describer | None = None
+    last: tuple[str, ...] = ()
 
 
-_JOB_KINDS: dict[str, JobKind] = {}
+#: Entry-point group of job kinds: an entry point is a :class:`JobKind` (registered under the
+#: entry point's name) or a module whose import registers kinds. The areas declare theirs here
+#: (pyproject.toml), so a kind is known in any process without anyone importing its area.
+ENTRY_POINT_GROUP = "shortcutlab.job_kinds"
+
+#: The registered job kinds; tests register fakes in ``JOB_KINDS.scratch()``.
+JOB_KINDS: Registry[JobKind] = Registry(
+    "job kind", error=RunnerError, group=ENTRY_POINT_GROUP,
+    accepts=lambda obj: isinstance(obj, JobKind),
+)
 
 
 def register_job_kind(
-    name: str, run: JobFunction, describe: Describer | None = None, *, override: bool = False
+    name: str, run: JobFunction, describe: Describer | None = None, *,
+    last: tuple[str, ...] = (), override: bool = False,
 ) -> None:
-    """Make ``Job(kind=name)`` runnable by ``run(job, device) -> JobOutput``. Re-registering
-    the same functions is a no-op; other functions under a taken name are refused (RunnerError)
-    unless ``override=True``."""
-    register(_JOB_KINDS, name, JobKind(run, describe), what="job kind", error=RunnerError,
-             override=override)
+    """Make ``Job(kind=name)`` runnable by ``run(job, device) -> JobOutput`` (``describe`` and
+    ``last``: see :class:`JobKind`). Re-registering the same functions is a no-op; other
+    functions under a taken name are refused (RunnerError) unless ``override=True``."""
+    JOB_KINDS.register(name, JobKind(run, describe, tuple(last)), override=override)
 
 
 def job_kinds() -> list[str]:
     """The names of the registered job kinds."""
-    return sorted(_JOB_KINDS)
+    return JOB_KINDS.names()
 
 
 def job_kind(name: str) -> JobKind:
     """The registered kind ``name``; an error naming the registered ones otherwise."""
-    if name not in _JOB_KINDS:
-        raise RunnerError(unknown_choice("job kind", name, job_kinds() or ["(none registered)"]))
-    return _JOB_KINDS[name]
+    return JOB_KINDS.get(name)
 
 
 def describe_job(job: Job) -> dict[str, Any]:
     """The extra table columns the describer of the job's kind derives from it ({} if none)."""
-    found = _JOB_KINDS.get(job.kind)
+    found = JOB_KINDS.find(job.kind)
     return found.describe(job) if found is not None and found.describe else {}
 
 

@@ -85,9 +85,8 @@ def check_models_reach_workers(model_names: Iterable[str], backend: str) -> None
     models = sys.modules.get("shortcutlab.train.models")
     if models is None or backend == "serial":
         return
-    registry = getattr(models, "_REGISTRY", {})
     for name in sorted(set(model_names)):
-        if name in registry and _session_only(registry[name]):
+        if _session_only(models.REGISTRY.find(name)):
             raise RunnerError(
                 f"model {name!r} is registered in this notebook/interactive session, which the "
                 f"worker processes of backend {backend!r} cannot see; use backend 'serial', or "

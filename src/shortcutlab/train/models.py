@@ -14,9 +14,7 @@ is ever downloaded. The classifier head is the model's last ``nn.Linear``; it is
 
 from __future__ import annotations
 
-import fnmatch
 from collections.abc import Callable
-from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, TypeVar, overload
 
@@ -24,19 +22,23 @@ import torch
 import torchvision.models as tvm
 from torch import nn
 
-from shortcutlab.errors import DataNotFoundError, TrainError, unknown_choice
-from shortcutlab.utils.registry import register
+from shortcutlab.errors import DataNotFoundError, TrainError
+from shortcutlab.utils.registry import Registry
 
 ENTRY_POINT_GROUP = "shortcutlab.models"
 
 ModelFn = Callable[..., nn.Module]
 F = TypeVar("F", bound=ModelFn)
 
-_REGISTRY: dict[str, ModelFn] = {}
-_DEFAULTS: dict[str, dict[str, Any]] = {}
+#: The model factories; an entry point of the group is a factory (registered under its name)
+#: or a module whose import registers models. Tests register fakes in ``REGISTRY.scratch()``.
+REGISTRY: Registry[ModelFn] = Registry(
+    "model", error=TrainError, group=ENTRY_POINT_GROUP,
+    accepts=lambda obj: callable(obj) and not isinstance(obj, type(torch)),
+)
+_DEFAULTS: dict[str, dict[str, Any]] = {}  # per-model metadata, beside the factories
 #: model name -> the algorithm it must be trained with (``register_model(..., algorithm=)``)
 _ALGORITHMS: dict[str, str] = {}
-_entry_points_loaded = False
 
 
 @overload
@@ -64,7 +66,7 @@ def register_model(
     def decorate(f: F) -> F:
         factory: ModelFn = f
         key = name or f.__name__
-        register(_REGISTRY, key, factory, what="model", error=TrainError, override=override)
+        REGISTRY.register(key, factory, override=override)
         if algorithm is not None:
             _ALGORITHMS[key] = algorithm
         else:
@@ -74,46 +76,25 @@ def register_model(
     return decorate(fn) if fn is not None else decorate
 
 
-def _load_entry_points() -> None:
-    global _entry_points_loaded
-    if _entry_points_loaded:
-        return
-    _entry_points_loaded = True
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        try:
-            obj = ep.load()
-        except Exception as exc:  # a broken plugin must not hide the built-in models
-            raise TrainError(
-                f"cannot load model entry point {ep.name!r} ({ep.value}): {exc}"
-            ) from exc
-        if callable(obj) and not isinstance(obj, type(torch)):
-            register(_REGISTRY, ep.name, obj, what=f"model (entry point {ep.value})",
-                     error=TrainError)
-
-
 def list_models(pattern: str = "*") -> list[str]:
     """Sorted names of registered models matching a shell-style ``pattern``."""
-    _load_entry_points()
-    return sorted(n for n in _REGISTRY if fnmatch.fnmatchcase(n, pattern))
+    return REGISTRY.names(pattern)
 
 
 def implied_algorithm(model: str) -> str | None:
     """The algorithm registered model ``model`` must be trained with (None: any algorithm, or
     an unknown model)."""
-    _load_entry_points()
+    REGISTRY.load()
     return _ALGORITHMS.get(model)
 
 
 def check_model_name(name: str) -> str:
     """``name`` if registered, else a TrainError listing the valid choices."""
-    _load_entry_points()
-    if name not in _REGISTRY and ":" in name:  # module:factory, see model_paths
+    if name not in REGISTRY and ":" in name:  # module:factory, see model_paths
         from shortcutlab.train.model_paths import register_model_path
 
         return register_model_path(name)
-    if name not in _REGISTRY:
-        raise TrainError(unknown_choice("model", name, sorted(_REGISTRY)))
-    return name
+    return REGISTRY.check(name)
 
 
 def head_name(model: nn.Module) -> str:
@@ -298,7 +279,7 @@ def _architectures_matching(state: dict[str, torch.Tensor]) -> list[str]:
     for name in list_models():
         try:
             with torch.device("meta"):
-                candidate = _REGISTRY[name](num_classes=3)
+                candidate = REGISTRY.get(name)(num_classes=3)
             if _fits(_shapes(candidate), state, head_name(candidate)):
                 found.append(name)
         except Exception:  # a user model that cannot be built on meta simply does not match
@@ -361,7 +342,7 @@ def create_model(
             "resnet50 state dict, resnet50-0676ba61.pth, downloaded by you beforehand)"
         )
     try:
-        model = _REGISTRY[name](num_classes=num_classes, **kw)
+        model = REGISTRY.get(name)(num_classes=num_classes, **kw)
     except TypeError as exc:
         raise TrainError(f"bad keyword arguments for model {name!r}: {exc}") from None
     if pretrained is not None:

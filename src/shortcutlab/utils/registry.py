@@ -123,21 +123,30 @@ class Registry(Generic[T]):
         self.load()
         return self._items.get(name)
 
+    def items(self) -> list[tuple[str, T]]:
+        """(name, object) pairs in registration order (built-ins first)."""
+        self.load()
+        return list(self._items.items())
+
     def __contains__(self, name: object) -> bool:
         self.load()
         return name in self._items
 
     @contextmanager
-    def scratch(self) -> Iterator[Registry[T]]:
+    def scratch(self, *, reload: bool = False) -> Iterator[Registry[T]]:
         """Registrations made inside the block are undone at its end (tests register fakes
-        on a copy, never in the product's registry)."""
+        on a copy, never in the product's registry). ``reload``: read the entry-point group
+        again on the block's first lookup (tests that fake ``entry_points``)."""
         self.load()
         saved = dict(self._items)
+        if reload:
+            self._loaded = False
         try:
             yield self
         finally:
             self._items.clear()
             self._items.update(saved)
+            self._loaded = True
 
 
 def _label(obj: object) -> str:

@@ -12,11 +12,10 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from collections.abc import Callable
-from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, TypeVar, cast
 
-from shortcutlab.errors import TrainError, unknown_choice
-from shortcutlab.utils.registry import register
+from shortcutlab.errors import TrainError
+from shortcutlab.utils.registry import Registry
 
 if TYPE_CHECKING:
     from shortcutlab.train.algorithms.base import Algorithm, AlgorithmContext
@@ -26,8 +25,20 @@ A = TypeVar("A", bound=type)
 
 ENTRY_POINT_GROUP = "shortcutlab.algorithms"
 
-_REGISTRY: dict[str, type[Algorithm]] = {}
-_loaded = False
+
+def _import_builtins() -> None:
+    """Import every module of this package (each registers its algorithms)."""
+    for info in pkgutil.iter_modules(__path__):
+        if not info.name.startswith("_"):
+            importlib.import_module(f"{__name__}.{info.name}")
+
+
+#: The algorithm classes: this package's modules first, then the entry-point group (an
+#: Algorithm subclass, registered under its name, or a module whose import registers some).
+REGISTRY: Registry[type[Algorithm]] = Registry(
+    "algorithm", error=TrainError, group=ENTRY_POINT_GROUP,
+    accepts=lambda obj: isinstance(obj, type), builtins=_import_builtins,
+)
 
 
 def register_algorithm(
@@ -39,50 +50,25 @@ def register_algorithm(
 
     def decorate(c: A) -> A:
         key = name or getattr(c, "name", None) or c.__name__.lower()
-        register(_REGISTRY, key, cast("type[Algorithm]", c), what="algorithm", error=TrainError,
-                 override=override)
+        REGISTRY.register(key, cast("type[Algorithm]", c), override=override)
         return c
 
     return decorate(cls) if cls is not None else decorate
 
 
-def _load_all() -> None:
-    global _loaded
-    if _loaded:
-        return
-    _loaded = True
-    for info in pkgutil.iter_modules(__path__):
-        if not info.name.startswith("_"):
-            importlib.import_module(f"{__name__}.{info.name}")
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        try:
-            obj = ep.load()
-        except Exception as exc:  # name the broken plugin instead of a bare import error
-            raise TrainError(
-                f"cannot load algorithm entry point {ep.name!r} ({ep.value}): {exc}"
-            ) from exc
-        if isinstance(obj, type):
-            register(_REGISTRY, ep.name, obj, what=f"algorithm (entry point {ep.value})",
-                     error=TrainError)
-
-
 def list_algorithms() -> list[str]:
     """Sorted names of registered algorithms."""
-    _load_all()
-    return sorted(_REGISTRY)
+    return REGISTRY.names()
 
 
 def check_algorithm_name(name: str) -> str:
     """``name`` if registered, else a TrainError listing the valid choices."""
-    _load_all()
-    if name not in _REGISTRY:
-        raise TrainError(unknown_choice("algorithm", name, sorted(_REGISTRY)))
-    return name
+    return REGISTRY.check(name)
 
 
 def get_algorithm_class(name: str) -> type[Algorithm]:
     """The registered class for ``name``."""
-    return _REGISTRY[check_algorithm_name(name)]
+    return REGISTRY.get(name)
 
 
 def create_algorithm(
@@ -97,6 +83,7 @@ def create_algorithm(
 
 __all__ = [
     "ENTRY_POINT_GROUP",
+    "REGISTRY",
     "check_algorithm_name",
     "create_algorithm",
     "get_algorithm_class",
