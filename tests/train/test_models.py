@@ -160,7 +160,7 @@ def test_rn50_in_frozen_batchnorm_train_mode_updates_running_statistics(tmp_path
     torch.manual_seed(2)
     path = tmp_path / "rn50.pth"
     torch.save(create_model("resnet50", 1000).state_dict(), path)
-    cfg = TrainConfig(model="rn50_in", pretrained=str(path), lr=0.1)
+    cfg = TrainConfig(model="rn50_in", pretrained=str(path), lr=0.1, preset="paper")
     assert cfg.frozen_batchnorm == "train"
     algo = create_algorithm("erm", 3, cfg)
     net = algo.network
