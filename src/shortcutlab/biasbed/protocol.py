@@ -54,6 +54,7 @@ from shortcutlab.errors import ShortcutlabError, StatsError, unknown_choice
 from shortcutlab.runner.backends import Backend, RunSummary, SlurmOptions, run_jobs
 from shortcutlab.runner.collect import collect_epochs
 from shortcutlab.runner.jobs import Job, JobOutput, register_job_kind
+from shortcutlab.runner.preflight import check_backend
 from shortcutlab.stats.compare import ComparisonResult, compare
 from shortcutlab.stats.selection import RULES, compare_rules, runs_for_comparison, select
 from shortcutlab.train.config import TrainConfig
@@ -396,6 +397,7 @@ def run_protocol(
     :func:`shortcutlab.runner.run_jobs` as for ``diagvib run`` (SLURM partition, GPUs, CPUs and
     time limit in ``slurm``)."""
     register()
+    check_backend(backend, slurm.cluster if slurm is not None else None)  # before writing
     out = Path(out)
     path = out / PROTOCOL_FILE
     jobs = read_protocol(out) if path.is_file() else {}
@@ -421,7 +423,7 @@ def run_protocol(
     return run_jobs(
         [p.job for p in planned],
         out,
-        backend=cast("Backend", backend),  # run_jobs refuses an unknown name itself
+        backend=cast("Backend", backend),  # checked above
         workers=workers,
         device=device,
         progress=progress,

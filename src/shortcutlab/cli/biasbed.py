@@ -165,6 +165,7 @@ def run(
     if precision is not None and run_on.backend != "slurm":  # SLURM jobs resolve their own device
         check_precision(precision, resolved)
     planned = [replace(p, job=run_on.apply_threads(p.job)) for p in planned]
+    run_on.check()  # an unknown or unavailable backend, before protocol.json is written
     runs, datasets = settings.run_seeds(), dict.fromkeys(p.dataset for p in planned)
     console = PlainConsole(stderr=as_json)
     console.print(
