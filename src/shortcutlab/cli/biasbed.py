@@ -259,11 +259,12 @@ def report(
     comparison.json/.tex/_scores.csv/_ranks.csv/_nemenyi.csv/_cd_diagram.png.
     """
     from shortcutlab.biasbed.protocol import COMPARE_BY
-    from shortcutlab.biasbed.report import write_report
+    from shortcutlab.biasbed.report import check_alpha, write_report
     from shortcutlab.errors import StatsError, unknown_choice
     from shortcutlab.stats.selection import RULES
     from shortcutlab.utils.console import PlainConsole
 
+    check_alpha(alpha)
     if rule not in RULES:
         raise StatsError(unknown_choice("selection rule", rule, RULES))
     if compare_by not in COMPARE_BY:
