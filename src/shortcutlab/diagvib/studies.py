@@ -417,7 +417,7 @@ def scaled_sizes(scale: float = 1.0, sizes: dict[str, int] | None = None) -> dic
     if not (isinstance(scale, (int, float)) and np.isfinite(scale) and scale > 0):
         raise SpecError(f"scale must be a positive number (got {scale!r})")
     base = DEFAULT_SIZES if sizes is None else sizes
-    scaled = {s: int(round(base[s] * scale)) for s in SPLITS}
+    scaled: dict[str, int] = {s: int(round(base[s] * scale)) for s in SPLITS}
     if all(MIN_SPLIT_SIZE <= n <= MAX_SPLIT_SIZE for n in scaled.values()):
         return scaled
     # the scales whose rounded sizes all lie in range, shown rounded inwards to 3 digits
