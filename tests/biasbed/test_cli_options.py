@@ -43,6 +43,8 @@ def test_run_passes_slurm_options_and_recipe(
         return RunSummary([])
 
     monkeypatch.setattr("shortcutlab.biasbed.protocol.run_jobs", fake_run_jobs)
+    # as if on a SLURM login node: `--backend slurm` is checked before anything is written
+    monkeypatch.setattr("submitit.SlurmExecutor.affinity", classmethod(lambda cls: 2))
     weights = tmp_path / "init.pt"
     torch.save(create_model("small_cnn", 2).state_dict(), weights)
     args = _base(folders, tmp_path / "runs") + [

@@ -55,6 +55,7 @@ from shortcutlab.errors import ShortcutlabError, StatsError, unknown_choice
 from shortcutlab.runner.backends import RunSummary, SlurmOptions, run_jobs
 from shortcutlab.runner.collect import collect_epochs
 from shortcutlab.runner.jobs import Job
+from shortcutlab.runner.preflight import check_backend
 from shortcutlab.stats.compare import ComparisonResult, compare
 from shortcutlab.stats.selection import RULES, compare_rules, runs_for_comparison, select
 from shortcutlab.train.config import TrainConfig
@@ -350,6 +351,7 @@ def run_protocol(
     ``backend``/``workers``/``ray_address``/``slurm``/``jobs_per_gpu`` go to
     :func:`shortcutlab.runner.run_jobs` as for ``diagvib run`` (SLURM partition, GPUs, CPUs and
     time limit in ``slurm``)."""
+    check_backend(backend, slurm.cluster if slurm is not None else None)  # before writing
     out = Path(out)
     path = out / PROTOCOL_FILE
     jobs = read_protocol(out) if path.is_file() else {}
@@ -375,7 +377,7 @@ def run_protocol(
     return run_jobs(
         [p.job for p in planned],
         out,
-        backend=backend,  # run_jobs refuses an unknown name itself
+        backend=backend,  # checked above
         workers=workers,
         device=device,
         progress=progress,

@@ -231,6 +231,12 @@ def add_biasbed_section(
     }
 
 
+def check_alpha(alpha: float) -> None:
+    """Refuse a significance level outside (0, 1) (``--alpha 5``: a percentage) in one line."""
+    if not 0.0 < alpha < 1.0:  # nan fails both comparisons
+        raise StatsError(f"--alpha must lie strictly between 0 and 1, e.g. 0.05 (got {alpha:g})")
+
+
 def write_report(
     run_dir: str | os.PathLike[str],
     out_dir: str | os.PathLike[str],
@@ -243,7 +249,9 @@ def write_report(
     """Write ``index.html`` plus ``epochs.csv``, ``selection.csv``, ``competitors.csv`` and
     the comparison files (JSON, CSV, LaTeX, CD diagram) into ``out_dir``; returns the written
     paths. ``options``: ``compare_by``, ``strict``, ``df``, ``nemenyi_clip`` of
-    :func:`add_biasbed_section`."""
+    :func:`add_biasbed_section`. An ``alpha`` outside (0, 1) is refused before anything is
+    read (the comparison would otherwise be skipped with a note)."""
+    check_alpha(alpha)
     out = Path(out_dir)
     report = HtmlReport("BiasBed report")
     with literal_text():  # algorithm and test-set names are data, not mathtext

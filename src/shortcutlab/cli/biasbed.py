@@ -165,6 +165,7 @@ def run(
     if precision is not None and run_on.backend != "slurm":  # SLURM jobs resolve their own device
         check_precision(precision, resolved)
     planned = [replace(p, job=run_on.apply_threads(p.job)) for p in planned]
+    run_on.check()  # an unknown or unavailable backend, before protocol.json is written
     runs, datasets = settings.run_seeds(), dict.fromkeys(p.dataset for p in planned)
     console = PlainConsole(stderr=as_json)
     console.print(
@@ -258,11 +259,12 @@ def report(
     comparison.json/.tex/_scores.csv/_ranks.csv/_nemenyi.csv/_cd_diagram.png.
     """
     from shortcutlab.biasbed.protocol import COMPARE_BY
-    from shortcutlab.biasbed.report import write_report
+    from shortcutlab.biasbed.report import check_alpha, write_report
     from shortcutlab.errors import StatsError, unknown_choice
     from shortcutlab.stats.selection import RULES
     from shortcutlab.utils.console import PlainConsole
 
+    check_alpha(alpha)
     if rule not in RULES:
         raise StatsError(unknown_choice("selection rule", rule, RULES))
     if compare_by not in COMPARE_BY:

@@ -60,7 +60,13 @@ def metrics(
     from shortcutlab.diagvib.report import load_job_tables
 
     err = check_error_bars(error_bars)
-    result = compute_metrics(load_job_tables(dirs, checkpoint))
+    unique: dict[Path, Path] = {}  # resolved -> as first given
+    for d in dirs:
+        unique.setdefault(d.resolve(), d)
+    if len(unique) < len(dirs):  # the same folder twice is one run, not a duplicated job
+        again = [str(d) for r, d in unique.items() if [x.resolve() for x in dirs].count(r) > 1]
+        typer.echo(f"Warning: {', '.join(again)} given more than once; read once", err=True)
+    result = compute_metrics(load_job_tables(list(unique.values()), checkpoint))
     if as_json:
         print_json(result.to_dict())
         return

@@ -102,6 +102,7 @@ def run(
                       specs_dir=specs, mnist=mnist, textures=textures,
                       head=cast("Head | None", head))
     jobs = [run_on.apply_threads(job) for job in jobs]
+    run_on.check()  # an unknown or unavailable backend, before anything is written
     console = PlainConsole(stderr=True)
     described = jobs[0].train.describe_preset() if jobs else base.describe_preset()
     console.print(f"{len(jobs)} jobs of {model} in {out} (preset {described}, head "

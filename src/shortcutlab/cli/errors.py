@@ -3,7 +3,8 @@
 The library's errors are plain exceptions; :func:`wrap_commands` gives every command of an app
 and its sub-groups a click class that runs it under :func:`clean_errors`, so a user's mistake
 prints one line and exits with :data:`EXIT_BAD_INPUT`, and command modules need nothing of
-their own. An ``OSError``
+their own; a bad option value (``--workers 0``) is one line too, not click's usage box.
+An ``OSError``
 (an output folder that is not writable, ``--out`` naming a directory where a file goes or a file
 where a folder goes, a full disk) gets the same treatment: one line naming the path. Warnings
 the library logs (logger ``shortcutlab``, e.g. a job folder skipped because a file of it cannot
@@ -75,7 +76,20 @@ def clean_errors() -> Iterator[None]:
 
 
 class CleanErrorsCommand(TyperCommand):
-    """A command whose body runs under :func:`clean_errors`."""
+    """A command whose body runs under :func:`clean_errors`, and whose bad option values
+    (out of range, not a number, refused by a callback) are one ``Error:`` line too, not
+    click's usage box; a missing option or an unknown one keeps the usage box."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:  # a click context
+        from typer._click.exceptions import MissingParameter  # typer vendors click
+
+        try:
+            return super().parse_args(ctx, args)
+        except typer.BadParameter as exc:
+            if isinstance(exc, MissingParameter):
+                raise
+            typer.echo(f"Error: {exc.format_message()}", err=True)
+            raise typer.Exit(code=EXIT_BAD_INPUT) from None
 
     def invoke(self, ctx: Any) -> Any:  # a click context (typer vendors click)
         with clean_errors():

@@ -53,6 +53,11 @@ SELECTIONS: tuple[Selection, ...] = get_args(Selection)
 DEFAULT_SELECTION: Selection = "seeded"
 N_SELECTED = 3
 WEIGHT_TOLERANCE = 1e-6
+#: Images per split: at least 3 per selected class of the predicted factor (fewer trains or
+#: scores nothing), at most 10 million (about 229 times the paper's training split; the class
+#: tables of a larger split no longer fit in memory).
+MIN_SPLIT_SIZE = 3 * N_SELECTED
+MAX_SPLIT_SIZE = 10_000_000
 
 
 # ------------------------------------------------------------------------------------ studies
@@ -261,9 +266,10 @@ class ExperimentSpec(BaseModel):
                 f"(got {sorted(self.sizes)})"
             )
         for split in SPLITS:
-            if self.sizes[split] <= 0:
+            if not MIN_SPLIT_SIZE <= self.sizes[split] <= MAX_SPLIT_SIZE:
                 raise SpecError(
-                    f"field sizes.{split} must be a positive integer (got {self.sizes[split]})"
+                    f"field sizes.{split} must be an integer from {MIN_SPLIT_SIZE} to "
+                    f"{MAX_SPLIT_SIZE:,} images (got {self.sizes[split]})"
                 )
 
     def _check_weights(self, k: int) -> None:

@@ -35,6 +35,7 @@ import csv
 import functools
 import io
 import itertools
+import math
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -48,6 +49,8 @@ from shortcutlab.diagvib.factors import FACTOR_TABLE, FACTORS
 from shortcutlab.diagvib.spec import (
     CUSTOM_STUDY,
     DEFAULT_SELECTION,
+    MAX_SPLIT_SIZE,
+    MIN_SPLIT_SIZE,
     N_SELECTED,
     SELECTIONS,
     SPLITS,
@@ -409,11 +412,23 @@ def study_weights(
 
 
 def scaled_sizes(scale: float = 1.0, sizes: dict[str, int] | None = None) -> dict[str, int]:
-    """Split sizes multiplied by ``scale`` (rounded, at least 1), keeping proportions."""
+    """Split sizes multiplied by ``scale`` (rounded), keeping proportions; a SpecError with
+    the valid range of ``scale`` unless every split holds MIN_SPLIT_SIZE..MAX_SPLIT_SIZE."""
     if not (isinstance(scale, (int, float)) and np.isfinite(scale) and scale > 0):
         raise SpecError(f"scale must be a positive number (got {scale!r})")
     base = DEFAULT_SIZES if sizes is None else sizes
-    return {s: max(1, int(round(base[s] * scale))) for s in SPLITS}
+    scaled: dict[str, int] = {s: int(round(base[s] * scale)) for s in SPLITS}
+    if all(MIN_SPLIT_SIZE <= n <= MAX_SPLIT_SIZE for n in scaled.values()):
+        return scaled
+    # the scales whose rounded sizes all lie in range, shown rounded inwards to 3 digits
+    low = max((MIN_SPLIT_SIZE - 0.5) / base[s] for s in SPLITS)
+    high = min((MAX_SPLIT_SIZE + 0.5) / base[s] for s in SPLITS)
+    digits = [10.0 ** (math.floor(math.log10(v)) - 2) for v in (low, high)]
+    low, high = math.ceil(low / digits[0]) * digits[0], math.floor(high / digits[1]) * digits[1]
+    got = ", ".join(f"{s} {n:,}" for s, n in scaled.items())
+    raise SpecError(f"scale {scale:g} gives splits of {got} images; each split needs "
+                    f"{MIN_SPLIT_SIZE} to {MAX_SPLIT_SIZE:,}: use a scale from {low:.3g} to "
+                    f"{high:.3g}")
 
 
 def make_experiment(

@@ -25,6 +25,7 @@ Formats
 from __future__ import annotations
 
 import os
+import zipfile
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -336,22 +337,31 @@ def read_prediction_matrix(
     if not path.is_file():
         raise ImagenetXError(f"predictions file {str(path)!r} does not exist")
     probabilities = None
+    # a damaged file or object (pickled) arrays: ValueError, BadZipFile, EOFError from numpy
+    unreadable = (ValueError, EOFError, zipfile.BadZipFile)
     if path.suffix == ".npz":
-        with np.load(path, allow_pickle=False) as archive:
-            keys = set(archive.files)
-            missing = [k for k in ("predictions", "file_names") if k not in keys]
-            if missing:
-                raise ImagenetXError(
-                    f"{path}: missing arrays {missing}; found {sorted(keys)}; expected "
-                    "predictions, file_names[, models, probabilities]"
-                )
-            matrix = archive["predictions"]
-            names = archive["file_names"].astype(str)
-            models = archive["models"].astype(str).tolist() if "models" in keys else None
-            if "probabilities" in keys:
-                probabilities = np.atleast_2d(archive["probabilities"]).astype(np.float32)
+        try:
+            with np.load(path, allow_pickle=False) as archive:
+                keys = set(archive.files)
+                missing = [k for k in ("predictions", "file_names") if k not in keys]
+                if missing:
+                    raise ImagenetXError(
+                        f"{path}: missing arrays {missing}; found {sorted(keys)}; expected "
+                        "predictions, file_names[, models, probabilities]"
+                    )
+                matrix = archive["predictions"]
+                names = archive["file_names"].astype(str)
+                models = archive["models"].astype(str).tolist() if "models" in keys else None
+                if "probabilities" in keys:
+                    probabilities = np.atleast_2d(archive["probabilities"]).astype(np.float32)
+        except unreadable as exc:
+            raise ImagenetXError(f"{path}: not a readable .npz of plain arrays ({exc}); expected "
+                                 "predictions, file_names[, models, probabilities]") from None
     elif path.suffix == ".npy":
-        matrix = np.load(path, allow_pickle=False)
+        try:
+            matrix = np.load(path, allow_pickle=False)
+        except unreadable as exc:
+            raise ImagenetXError(f"{path}: not a readable .npy of class ids ({exc})") from None
         sidecar = path.with_name(f"{path.stem}.file_names.txt")
         lines = _sidecar_lines(sidecar)
         if lines is None:

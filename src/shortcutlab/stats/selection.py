@@ -134,6 +134,10 @@ def normalise_epochs(
     for g in groups:
         long[g] = long[g].astype(str)
     long["epoch"] = _as_float(long["epoch"], "epoch", long["run"], long["epoch"])
+    odd = long["epoch"][(long["epoch"] < 0) | (long["epoch"] % 1 != 0)]
+    if len(odd):  # "last n epochs" and "earliest epoch" need epochs to be counts
+        raise StatsError(f"epoch {odd.iloc[0]:g} of run {long['run'][odd.index[0]]}: epochs "
+                         "must be whole numbers >= 0")
     long["val"] = _as_float(long["val"], f"validation ({val_col})", long["run"], long["epoch"])
     long["score"] = _as_float(long["score"], "test score", long["run"], long["epoch"])
     dup = long.duplicated(["run", "epoch", "test_set"], keep=False)

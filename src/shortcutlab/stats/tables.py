@@ -70,6 +70,11 @@ def read_table(path: str | os.PathLike[str]) -> pd.DataFrame:
         raise StatsError(f"table {p} is empty") from exc
     except pd.errors.ParserError as exc:
         raise StatsError(f"ragged table {p}: {exc}".strip()) from exc
+    # an empty header would become a column named "nan" (the first may be empty: an index)
+    empty = [str(n + 1) for n, h in enumerate(header) if n and (pd.isna(h) or not h.strip())]
+    if empty:
+        raise StatsError(f"table {p}: column(s) {', '.join(empty)} have an empty header; "
+                         "name every column (e.g. the algorithm of a wide table)")
     _check_unique_columns([str(h) for h in header], f"table {p}")
     df.columns = [str(h).strip() for h in header]
     return df

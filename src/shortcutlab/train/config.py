@@ -63,7 +63,8 @@ class TrainConfig(BaseModel):
     initialisation, shuffling, dropout, algorithm randomness).
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # allow_inf_nan=False: an inf or nan rate would pass gt=0 and be written as null
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     preset: str = DEFAULT_PRESET
     model: str = "small_cnn"

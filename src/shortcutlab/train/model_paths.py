@@ -68,8 +68,31 @@ def register_model_path(name: str) -> str:
     from shortcutlab.train import models
 
     if name not in models.list_models():
-        models.register_model(resolve_model_path(name), name=name)
+        factory = resolve_model_path(name)
+        _check_builds(name, factory)
+        models.register_model(factory, name=name)
     return name
+
+
+def _check_builds(name: str, factory: Callable[..., Any]) -> None:
+    """Build the model once (3 classes; on the meta device, no memory, falling back to the CPU
+    for factories that need real tensors) so that a factory that raises or returns something
+    other than an ``nn.Module`` is refused now, not inside a job whose folder is written."""
+    import torch
+
+    try:
+        with torch.device("meta"):
+            built = factory(num_classes=3)
+    except Exception:  # some factories need real tensors: try once for real
+        try:
+            built = factory(num_classes=3)
+        except Exception as exc:
+            raise TrainError(f"model {name!r}: building it failed ({type(exc).__name__}: "
+                             f"{exc}); expected factory(num_classes, **kw) -> nn.Module"
+                             ) from None
+    if not isinstance(built, torch.nn.Module):
+        raise TrainError(f"model {name!r}: the factory returned a {type(built).__name__}, not a "
+                         "torch.nn.Module; expected factory(num_classes, **kw) -> nn.Module")
 
 
 def _session_only(factory: Any) -> bool:

@@ -169,6 +169,9 @@ def load_predictions(path: str | Path) -> ParsedPredictions:
         raise VQAError(f"{p}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except json.JSONDecodeError as exc:
         raise VQAError(f"{p}: not valid JSON ({exc})") from exc
+    except RecursionError:  # json's decoder recurses once per level of nesting
+        raise VQAError(f"{p}: JSON nested too deeply to read (predictions are a flat list or "
+                       "object)") from None
     if not isinstance(records, (list, dict)):
         raise VQAError(
             f"{p}: expected a JSON list of {{question_id, answer}} objects (or an object "

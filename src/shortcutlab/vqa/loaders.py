@@ -54,6 +54,9 @@ def _read_json_bytes(raw: bytes, name: str) -> Any:
         raise VQAError(f"{name}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except json.JSONDecodeError as exc:
         raise VQAError(f"{name}: not valid JSON ({exc})") from exc
+    except RecursionError:  # json's decoder recurses once per level of nesting
+        raise VQAError(f"{name}: JSON nested too deeply to read (VQA files are flat lists "
+                       "of records)") from None
 
 
 def _json_documents(path: Path) -> list[tuple[str, Any]]:
@@ -178,6 +181,8 @@ def _split_list(value: object) -> object:
                 return [str(v) for v in json.loads(text)]
             except json.JSONDecodeError as exc:
                 raise VQAError(f"cannot parse list {text!r}: {exc}") from exc
+            except RecursionError:
+                raise VQAError(f"cannot parse list {text[:40]!r}...: nested too deeply") from None
         return [v for v in text.split("|") if v] if text else []
     return value
 

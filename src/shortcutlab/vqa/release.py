@@ -23,6 +23,7 @@ packed file's ``answers_word`` (the human answers already filtered by that vocab
 
 from __future__ import annotations
 
+import json
 from collections.abc import Set
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -87,15 +88,19 @@ class VQAVSRelease:
 
 # ------------------------------------------------------------------------------ file access
 def _zip_member(archive: Path, rel: str) -> tuple[str, Any] | None:
-    """The member of ``archive`` named ``rel`` (or ending in ``/rel``), read as JSON."""
+    """The member of ``archive`` named ``rel`` (or ending in ``/rel``), read as JSON; a
+    VQAError if several members match (unzip would keep the last, we would read the first)."""
     with open_zip(archive, VQAError) as zf:
-        for info in zf.infolist():
-            name = info.filename
-            if "__MACOSX" in name or info.is_dir():
-                continue
-            if name == rel or name.endswith("/" + rel):
-                label = f"{archive}:{name}"
-                return label, _load_json(read_zip_member(zf, info, label, VQAError), label)
+        matches = [info for info in zf.infolist()
+                   if "__MACOSX" not in info.filename and not info.is_dir()
+                   and (info.filename == rel or info.filename.endswith("/" + rel))]
+        if len(matches) > 1:
+            names = ", ".join(dict.fromkeys(info.filename for info in matches))
+            raise VQAError(f"{archive} holds {rel} {len(matches)} times ({names}); keep one "
+                           "copy in the zip")
+        if matches:
+            label = f"{archive}:{matches[0].filename}"
+            return label, _load_json(read_zip_member(zf, matches[0], label, VQAError), label)
     return None
 
 
@@ -148,12 +153,19 @@ def _answer_frame(records: list[dict[str, Any]], name: str, packed: bool) -> pd.
                     f"{name}: question {rec['question_id']} has no answer_count; the packed "
                     "file needs answer_count {answer: count} per annotation"
                 )
-            answers = [a for a, c in counts.items() for _ in range(int(c))]
+            if not all(type(c) is int and c >= 0 for c in counts.values()):
+                raise VQAError(f"{name}: question {rec['question_id']} has an answer_count "
+                               "that is not a whole number >= 0")
+            answers = [a for a, c in counts.items() for _ in range(c)]
         else:
             raw = rec.get("answers")
             if not isinstance(raw, list) or not raw:
                 raise VQAError(f"{name}: question {rec['question_id']} has no answers")
-            answers = [a["answer"] if isinstance(a, dict) else str(a) for a in raw]
+            answers = [a.get("answer") if isinstance(a, dict) else a for a in raw]
+            bad = next((a for a in answers if not isinstance(a, str)), "")
+            if not isinstance(bad, str):
+                raise VQAError(f"{name}: question {rec['question_id']} has the answer "
+                               f"{json.dumps(bad)}; every answer must be a text string")
         rows.append(
             (
                 str(rec["question_id"]),
