@@ -2,8 +2,8 @@
 
 Public names load on first use, so ``shortcutlab.train.config`` (and the runner, which carries a
 :class:`TrainConfig` per job) does not import torch. Extend with :func:`register_model` /
-:func:`register_algorithm` or the ``shortcutlab.models`` / ``shortcutlab.algorithms`` entry-point
-groups.
+:func:`register_algorithm` / :func:`register_preset` or the ``shortcutlab.models`` /
+``shortcutlab.algorithms`` / ``shortcutlab.presets`` entry-point groups.
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ from shortcutlab.utils.lazy import lazy_exports
 
 _EXPORTS: dict[str, str] = {
     "TrainConfig": "config",
+    "Preset": "presets", "get_preset": "presets", "list_presets": "presets",
+    "register_preset": "presets",
     "create_model": "models", "list_models": "models", "register_model": "models",
     "Algorithm": "algorithms.base", "AlgorithmContext": "algorithms.base",
     "create_algorithm": "algorithms", "list_algorithms": "algorithms",
