@@ -70,6 +70,13 @@ def run(
     ),
     run_on: BackendOptions = BackendOptions(),  # the backend options
     device: str = typer.Option("auto", help="auto | cpu | cuda."),
+    cuda_graphs: str = typer.Option(
+        "auto", "--cuda-graphs", help="auto: on CUDA, run the training step as one CUDA graph "
+        "where it is safe (ERM, fixed batch shape, Adam, fp32/bf16; the job's step_mode says "
+        "why not otherwise); off: always eager. Not part of the job id."),
+    compile_network: bool = typer.Option(
+        False, "--compile", help="torch.compile the network (measure before use: it must earn "
+        "its compile time back). Not part of the job id."),
     out: Path = typer.Option(..., "--out", help="Run folder (one sub-folder per job)."),
     as_json: bool = json_option("Print the run summary as one JSON object (job counts, table)."),
 ) -> None:
@@ -84,10 +91,13 @@ def run(
     from shortcutlab.diagvib.jobs import build_jobs
     from shortcutlab.runner.backends import describe_failures, run_jobs
     from shortcutlab.train.config import TrainConfig
+    from shortcutlab.train.runtime import check_cuda_graphs, runtime_options
     from shortcutlab.utils.console import PlainConsole, styled
     from shortcutlab.utils.device import resolve_device
 
     resolve_device(device)
+    check_cuda_graphs(cuda_graphs)
+    run_kwargs = run_on.run_kwargs()  # checks --mps and --jobs-per-gpu before any work
     base = TrainConfig.from_file(config) if config is not None else TrainConfig()
     if protocol is not None:
         base = base.replace(protocol=protocol)
@@ -108,8 +118,9 @@ def run(
                   f"{jobs[0].train.describe_protocol() if jobs else base.describe_protocol()}, "
                   f"head {jobs[0].train.head if jobs else base.head}, scale {scale:g}, "
                   f"backend {run_on.backend})")
-    summary = run_jobs(jobs, out, device=device, budget_seconds=budget_seconds,
-                       **run_on.run_kwargs())
+    with runtime_options(cuda_graphs=cuda_graphs, compile=compile_network):
+        summary = run_jobs(jobs, out, device=device, budget_seconds=budget_seconds,
+                           **run_kwargs)
     for outcome in summary.notes:
         console.print(styled("note", "yellow", f" {outcome.job_id}: {outcome.note}"),
                       highlight=False, soft_wrap=True)
