@@ -4,6 +4,7 @@ torch.compile as a runtime option."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 import numpy as np
@@ -129,3 +130,71 @@ def test_cuda_graph_step_matches_eager_on_cuda(precision: str) -> None:
                                eager.epochs["train_loss"].to_numpy(), **tol)
     torch.testing.assert_close(graphed.epochs["val_loss"].to_numpy(),
                                eager.epochs["val_loss"].to_numpy(), **tol)
+
+
+class _FakeCuda:
+    """torch.cuda as GraphedStep uses it, on the CPU: streams do nothing, and a capture runs the
+    step with ``capturing`` set (a real capture records kernels without running them)."""
+
+    capturing = False
+
+    class Stream:
+        def wait_stream(self, other: object) -> None:
+            pass
+
+    class CUDAGraph:
+        pass
+
+    @staticmethod
+    def current_stream() -> _FakeCuda.Stream:
+        return _FakeCuda.Stream()
+
+    @staticmethod
+    @contextlib.contextmanager
+    def stream(_stream: object):
+        yield
+
+    @staticmethod
+    def synchronize() -> None:
+        pass
+
+    @staticmethod
+    @contextlib.contextmanager
+    def graph(_graph: object):
+        _FakeCuda.capturing = True
+        try:
+            yield
+        finally:
+            _FakeCuda.capturing = False
+
+
+def test_a_failed_capture_falls_back_to_eager_steps_and_says_why() -> None:
+    """A network that synchronises with the host cannot be captured: the step that tried runs
+    eagerly, every later one too, and the training is that of eager steps throughout."""
+    batch = {"x": torch.rand(16, 3, 32, 32), "y": torch.arange(16) % 3}
+
+    def make() -> Algorithm:
+        torch.manual_seed(0)
+        return create_algorithm("erm", 3, CFG)
+
+    graphed_algo, eager_algo = make(), make()
+
+    def step(b):  # type: ignore[no-untyped-def]
+        if _FakeCuda.capturing:
+            raise RuntimeError("operation not permitted when stream is capturing\nmore")
+        return graphed_algo.update(dict(b))
+
+    runner = trainer.GraphedStep(step, trainer._optimizers(graphed_algo), cuda=_FakeCuda)
+    for opt in trainer._optimizers(graphed_algo):  # capturable Adam needs CUDA tensors
+        for group in opt.param_groups:
+            group["capturable"] = False
+    losses = [float(runner(batch)["loss"]) for _ in range(6)]
+    eager = [float(eager_algo.update(dict(batch))["loss"]) for _ in range(6)]
+    assert losses == eager and runner.warmed == trainer.GRAPH_WARMUP_STEPS
+    assert runner.graph is None and runner.failed == (
+        "the CUDA graph capture failed (RuntimeError: operation not permitted when stream is "
+        "capturing)")
+    for a, b in zip(graphed_algo.parameters(), eager_algo.parameters(), strict=True):
+        assert torch.equal(a, b)
+    assert trainer._step_mode(runner, None) == f"eager: {runner.failed}"
+    assert trainer._step_mode(object(), None) == "graph"

@@ -321,46 +321,73 @@ class GraphedStep:
     steps on a side stream, then the step is captured on the next batch's static copy and every
     later call copies its batch into that memory and replays the graph. The returned dict is
     the same static output each time (read it before the next call). Only for steps that
-    :func:`cuda_graph_plan` accepts."""
+    :func:`cuda_graph_plan` accepts. If the capture itself fails (a network that synchronises
+    with the host, e.g. a user's model calling ``.item()``), the step runs eagerly from then on
+    and :attr:`failed` says why."""
 
     def __init__(self, step: Callable[[dict[str, Any]], Mapping[str, Any]],
-                 optimizers: list[torch.optim.Optimizer]) -> None:
+                 optimizers: list[torch.optim.Optimizer], cuda: Any = None) -> None:
         self.step, self.optimizers = step, optimizers
+        self.cuda = cuda if cuda is not None else torch.cuda  # tests pass a stand-in
         self.graph: Any = None
         self.inputs: dict[str, torch.Tensor] = {}
         self.output: Mapping[str, Any] = {}
         self.warmed = 0
         self.stream: Any = None
+        #: Why the capture failed (the step then runs eagerly), or None.
+        self.failed: str | None = None
         for opt in optimizers:  # Adam keeps its step count on the device, so it can be captured
             for group in opt.param_groups:
                 group["capturable"] = True
 
     def __call__(self, batch: dict[str, Any]) -> Mapping[str, Any]:
+        if self.failed is not None:
+            return self.step(batch)
         if self.graph is None and self.warmed < GRAPH_WARMUP_STEPS:
             self.warmed += 1
             if self.stream is None:
-                self.stream = torch.cuda.Stream()
-            self.stream.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(self.stream):
+                self.stream = self.cuda.Stream()
+            self.stream.wait_stream(self.cuda.current_stream())
+            with self.cuda.stream(self.stream):
                 out = self.step(batch)
-            torch.cuda.current_stream().wait_stream(self.stream)
+            self.cuda.current_stream().wait_stream(self.stream)
             return out
-        if self.graph is None:
-            self._capture(batch)
+        if self.graph is None and not self._capture(batch):
+            return self.step(batch)
         for key, static in self.inputs.items():
             static.copy_(batch[key], non_blocking=True)
         self.graph.replay()
         return self.output
 
-    def _capture(self, batch: dict[str, Any]) -> None:
+    def _capture(self, batch: dict[str, Any]) -> bool:
+        """Capture the step on a static copy of ``batch``; False (and :attr:`failed` set, the
+        gradients cleared) when the capture fails."""
         self.inputs = {k: v.clone() for k, v in batch.items() if isinstance(v, torch.Tensor)}
         for opt in self.optimizers:  # backward then makes .grad in the graph's own memory
             opt.zero_grad(set_to_none=True)
-        torch.cuda.synchronize()
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            self.output = self.step({**batch, **self.inputs})
+        self.cuda.synchronize()
+        graph = self.cuda.CUDAGraph()
+        try:
+            with self.cuda.graph(graph):
+                self.output = self.step({**batch, **self.inputs})
+        except Exception as exc:  # nothing captured ran: parameters and optimiser unchanged
+            first = (str(exc).strip().splitlines() or [""])[0][:160]
+            self.failed = f"the CUDA graph capture failed ({type(exc).__name__}: {first})"
+            self.inputs, self.output = {}, {}
+            for opt in self.optimizers:
+                opt.zero_grad(set_to_none=True)
+            self.cuda.synchronize()
+            return False
         self.graph = graph
+        return True
+
+
+def _step_mode(run_step: Any, why_eager: str | None) -> str:
+    """``graph``, or ``eager: <why>`` (not planned, or the capture failed)."""
+    if why_eager is not None:
+        return f"eager: {why_eager}"
+    failed = getattr(run_step, "failed", None)
+    return "graph" if failed is None else f"eager: {failed}"
 
 
 #: torch.compile's backend for ``compile=True`` (tests use ``eager``: tracing without codegen).
@@ -689,6 +716,6 @@ def _fit(
         stopped_early=stopped_early,
         input_stats=stats,
         best_state=best_state,
-        step_mode="graph" if why_eager is None else f"eager: {why_eager}",
+        step_mode=_step_mode(run_step, why_eager),
         compiled=compiled,
     )
