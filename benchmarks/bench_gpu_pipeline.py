@@ -129,9 +129,11 @@ def bench_numpy(rev: str, batches: list[int], min_time: float) -> dict:
 
 
 def epoch_child(device: str, scale: float, precision: str, channels_last: bool,
-                model: str = "resnet18") -> None:
+                model: str = "resnet18", cuda_graphs: str = "auto", compile: str = "0") -> None:
     """One job: ``model`` on EXPERIMENT at ``scale`` for 2 epochs; prints the second epoch's
-    seconds (train + val + test) and the statistics pass as JSON."""
+    seconds (train + val + test), the statistics pass, how the step ran (``step_mode``) and
+    the peak GPU memory as JSON. ``compile="1"``: torch.compile the network (the first epoch's
+    seconds then include the compilation)."""
     import torch
 
     from shortcutlab.diagvib.dataset import DiagvibDataset
@@ -147,10 +149,13 @@ def epoch_child(device: str, scale: float, precision: str, channels_last: bool,
     config = TrainConfig(model=model, epochs=2, precision=precision,
                          channels_last=channels_last)
     res = train(config, sets["train"], sets["val"], {"test": sets["test"]}, device=device,
-                progress=lambda _: marks.append(time.perf_counter()))
+                progress=lambda _: marks.append(time.perf_counter()), cuda_graphs=cuda_graphs,
+                compile=compile == "1")
+    peak = torch.cuda.max_memory_allocated() / 2**30 if device.startswith("cuda") else None
     print(json.dumps({"epoch_s": marks[2] - marks[1], "first_s": marks[1] - marks[0],
                       "total_s": res.train_seconds, "sizes": {k: len(v) for k, v in sets.items()},
-                      "test_acc": res.test_acc["test"]}))
+                      "test_acc": res.test_acc["test"], "step_mode": res.step_mode,
+                      "peak_gib": peak}))
 
 
 def _utilisation(stop: threading.Event, samples: list[float]) -> None:
@@ -166,20 +171,26 @@ def _utilisation(stop: threading.Event, samples: list[float]) -> None:
 
 def bench_epoch(device: str, scale: float, jobs_list: list[int], precision: str,
                 channels_last: bool, model: str = "resnet18",
-                env: dict[str, str] | None = None) -> dict:
+                env: dict[str, str] | None = None, cuda_graphs: str = "auto",
+                compile: bool = False) -> dict:
     """Seconds per full-scale epoch of ``model`` for each number of concurrent jobs in
-    ``jobs_list`` (separate processes, started with ``env``: e.g. a CUDA MPS pipe directory)."""
+    ``jobs_list`` (separate processes, started with ``env``: e.g. a CUDA MPS pipe directory;
+    None: this process's environment)."""
     out = {}
     for jobs in jobs_list:
         cmd = [sys.executable, __file__, "--child", device, str(scale), precision,
-               str(int(channels_last)), model]
+               str(int(channels_last)), model, cuda_graphs, str(int(compile))]
         stop, samples = threading.Event(), []
         monitor = threading.Thread(target=_utilisation, args=(stop, samples), daemon=True)
         if shutil.which("nvidia-smi") and device.startswith("cuda"):
             monitor.start()
         procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env)
                  for _ in range(jobs)]
-        results = [json.loads(p.communicate()[0].strip().splitlines()[-1]) for p in procs]
+        outputs = [p.communicate()[0].strip().splitlines() for p in procs]
+        if any(p.returncode or not lines for p, lines in zip(procs, outputs, strict=True)):
+            codes = [p.returncode for p in procs]
+            raise RuntimeError(f"an epoch job failed (exit statuses {codes}); see its stderr")
+        results = [json.loads(lines[-1]) for lines in outputs]
         stop.set()
         epoch = float(np.mean([r["epoch_s"] for r in results]))
         factor = FULL["train"] / results[0]["sizes"]["train"]
@@ -191,9 +202,13 @@ def bench_epoch(device: str, scale: float, jobs_list: list[int], precision: str,
               f"{', channels_last' if channels_last else ''}): {full_epoch:8.2f} s per full-scale "
               f"epoch each{note}; utilisation {util}; full benchmark {hours:,.1f} device-hours",
               flush=True)
+        peaks = [r["peak_gib"] for r in results if r.get("peak_gib") is not None]
         out[jobs] = {"epoch_s": full_epoch, "measured_s": epoch, "scale_factor": factor,
                      "utilisation": samples, "device_hours": hours,
-                     "test_acc": [r["test_acc"] for r in results]}
+                     "test_acc": [r["test_acc"] for r in results],
+                     "step_mode": results[0].get("step_mode"),
+                     "first_epoch_s": float(np.mean([r["first_s"] for r in results])),
+                     "peak_gib": max(peaks) if peaks else None}
     return out
 
 
@@ -271,7 +286,7 @@ def bench_cli(n: int, rev: str) -> dict:
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
         device, scale, precision, layout = sys.argv[2:6]
-        epoch_child(device, float(scale), precision, layout == "1", *sys.argv[6:7])
+        epoch_child(device, float(scale), precision, layout == "1", *sys.argv[6:9])
         return
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", default="cuda", help="cuda (default) or cpu")

@@ -1,8 +1,10 @@
-"""benchmarks/gpu_check.py at tiny scale on the CPU: every section lands in the result file,
-the budget stops before a section that does not fit, and the next call goes on from there."""
+"""benchmarks/gpu_check.py: the CUDA tests first (a failure stops everything, loudly), every
+epoch time as a ratio to the GPU's own ceiling, the benchmark's GPU-hours, resumable chunks;
+in-process with the measurements faked (fast), and end to end at tiny scale on the CPU (slow)."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -17,47 +19,115 @@ TINY = ["--device", "cpu", "--scale", "0.002", "--quick", "--jobs", "2", "--mode
         "--precision-scale", "0.002", "--precision-epochs", "1", "--seeds", "1"]
 
 
-def _run(*args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "OMP_NUM_THREADS": "1"}
-    return subprocess.run([sys.executable, str(SCRIPT), *TINY, *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=900)
+@pytest.fixture(scope="module")
+def check():
+    sys.path.insert(0, str(SCRIPT.parent))
+    try:
+        spec = importlib.util.spec_from_file_location("gpu_check_under_test", SCRIPT)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(SCRIPT.parent))
+    return module
+
+
+CEILING = {"image_size": 128,
+           "fp32": {"epoch_floor_s": 4.0, "job_epoch_floor_s": 3.0},
+           "bf16+channels_last": {"epoch_floor_s": 2.0, "job_epoch_floor_s": 1.5}}
+
+
+def _epoch(check, name: str, epoch_s: float) -> dict:
+    precision, channels_last, graphs, shared, _ = check.EPOCHS[name]
+    return {"jobs": 5 if shared else 1, "precision": precision, "epoch_s": epoch_s,
+            "cuda_graphs": graphs, "step_mode": "graph", "utilisation": [50.0, 70.0]}
+
+
+def _fake_sections(check, monkeypatch, calls: list[str], tests_fail: bool = False) -> None:
+    times = {"epoch_alone": 5.0, "epoch_graphs_off": 7.0, "epoch_bf16": 3.0,
+             "epoch_shared": 16.0}
+
+    def fake(name, args):
+        calls.append(name)
+        if name == "cuda_tests":
+            outcome = "failed" if tests_fail else "passed"
+            return {"outcomes": {"t.py::test_graph[cuda]": outcome, "t.py::test_x[cpu]": "passed"},
+                    "output_tail": "assert 1 == 2", "all_cuda_passed": not tests_fail}
+        if name == "ceiling":
+            return CEILING
+        return _epoch(check, name, times[name])
+
+    monkeypatch.setattr(check, "run_section", fake)
+
+
+def test_every_epoch_is_a_ratio_to_the_ceiling_with_its_gpu_hours(check, monkeypatch, tmp_path,
+                                                                  capsys) -> None:
+    calls: list[str] = []
+    _fake_sections(check, monkeypatch, calls)
+    out = tmp_path / "check.json"
+    assert check.main(["--device", "cpu", "--out", str(out)]) == 0
+    assert calls == list(check.DEFAULT_SECTIONS)  # the CUDA tests first
+    summary = json.loads(out.read_text())["summary"]
+    alone, shared, bf16 = (summary[k] for k in ("epoch_alone", "epoch_shared", "epoch_bf16"))
+    assert alone["ratio_to_ceiling"] == pytest.approx(5.0 / 4.0)
+    assert shared["job_epoch_s_aggregate"] == pytest.approx(16.0 / 5)
+    assert shared["ratio_to_ceiling"] == pytest.approx(16.0 / 5 / 3.0)  # the shared floor
+    assert bf16["ratio_to_ceiling"] == pytest.approx(3.0 / 2.0)  # its own recipe's ceiling
+    assert shared["benchmark_gpu_hours"] == pytest.approx(1230 * 30 * 3.2 / 3600)
+    assert alone["gpu_busy_percent"] == pytest.approx(60.0)
+    printed = capsys.readouterr().out
+    assert "1.25 x the ceiling (4.00 s)" in printed and "32.8 GPU-hours" in printed
+
+
+def test_a_failed_cuda_test_stops_the_check_loudly(check, monkeypatch, tmp_path,
+                                                   capsys) -> None:
+    calls: list[str] = []
+    _fake_sections(check, monkeypatch, calls, tests_fail=True)
+    out = tmp_path / "check.json"
+    assert check.main(["--device", "cpu", "--out", str(out)]) == 1
+    assert calls == ["cuda_tests"]  # nothing measured after it
+    err = capsys.readouterr().err
+    assert "CUDA TESTS FAILED: t.py::test_graph[cuda]" in err and "assert 1 == 2" in err
+    assert not out.exists() or "cuda_tests" not in json.loads(out.read_text())["sections"]
+
+
+def test_the_budget_stops_before_a_section_and_the_next_call_goes_on(check, monkeypatch,
+                                                                     tmp_path, capsys) -> None:
+    calls: list[str] = []
+    _fake_sections(check, monkeypatch, calls)
+    out = tmp_path / "check.json"
+    # the CUDA tests' estimate (60 s) does not fit in 20 s; the tiny ceiling (10 s) does
+    assert check.main([*TINY, "--out", str(out), "--budget-seconds", "20"]) == 0
+    assert calls == ["ceiling"] and "remaining: cuda_tests" in capsys.readouterr().out
+    assert check.main([*TINY, "--out", str(out)]) == 0
+    assert calls[1:] == [s for s in check.DEFAULT_SECTIONS if s != "ceiling"]
+    assert "ceiling: already in" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as exc:  # the same file with other settings: refused
+        check.main([*TINY, "--out", str(out), "--scale", "0.004"])
+    assert exc.value.code == 2 and "scale=0.002" in capsys.readouterr().err
 
 
 @pytest.mark.slow
-def test_gpu_check_runs_on_cpu_in_chunks(tmp_path: Path) -> None:
+def test_gpu_check_runs_end_to_end_on_cpu(tmp_path: Path) -> None:
+    """The real thing at tiny scale (about 40 s of CPU; minutes of wall time on a loaded
+    machine): the CUDA tests skip, the ceiling and every epoch section land in the file."""
     out = tmp_path / "check.json"
-    # 40 s of budget: the CUDA tests (~60 s estimated) and the epochs do not fit; the renderer
-    # (~30 s) does and runs
-    first = _run("--out", str(out), "--budget-seconds", "40")
-    assert first.returncode == 0, first.stderr
-    assert "remaining: cuda_tests" in first.stdout and "epoch_alone" in first.stdout
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run([sys.executable, str(SCRIPT), *TINY, "--out", str(out)], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr
     data = json.loads(out.read_text())
-    assert list(data["sections"]) == ["render"]
-    render = data["sections"]["render"]["result"]
-    assert render["512"]["torch"] > 0 and render["512"]["numpy_1_core"] > 0
-    # the next call skips what is done and finishes the rest
-    second = _run("--out", str(out))
-    assert second.returncode == 0, second.stderr
-    assert "render: already in" in second.stdout and "all sections done" in second.stdout
-    data = json.loads(out.read_text())
-    assert set(data["sections"]) == {"cuda_tests", "render", "epoch_alone", "epoch_shared",
-                                     "precision"}
-    assert data["sections"]["render"]["result"] == render  # not measured again
+    assert list(data["sections"]) == ["cuda_tests", "ceiling", "epoch_alone", "epoch_graphs_off",
+                                      "epoch_bf16", "epoch_shared"]
     tests = data["sections"]["cuda_tests"]["result"]["outcomes"]
-    assert len(tests) == 4  # three tests, the InfoDrop one for cpu and cuda
-    assert all(v == "skipped" for k, v in tests.items() if "cpu" not in k)  # no CUDA here
-    assert data["sections"]["cuda_tests"]["result"]["all_cuda_passed"] is False
-    alone, shared = data["sections"]["epoch_alone"]["result"], data["sections"]["epoch_shared"][
-        "result"]
-    assert alone["jobs"] == 1 and shared["jobs"] == 2 and shared["mps"] is False
-    assert len(shared["test_acc"]) == 2 and 0 < alone["epoch_s"]
+    assert len(tests) == 6 and all(v == "skipped" for k, v in tests.items() if "cpu" not in k)
+    ceiling = data["sections"]["ceiling"]["result"]
+    assert ceiling["fp32"]["rates"]["train_8"] > 0 and ceiling["fp32"]["epoch_floor_s"] > 0
     summary = data["summary"]
-    for key, sec in (("epoch_alone", alone), ("epoch_shared", shared)):
-        hours = 1230 * 30 * sec["epoch_s"] / sec["jobs"] / 3600
-        assert summary[key]["benchmark_gpu_hours"] == pytest.approx(hours)
-    assert set(data["sections"]["precision"]["result"]) == {
-        "fp32", "bf16", "fp16", "channels_last", "bf16+channels_last"}
-    assert summary["precision"]["fp32"]["change_vs_fp32"] == 0
-    # the same file with other settings is refused, not mixed
-    bad = _run("--out", str(out), "--scale", "0.004")
-    assert bad.returncode == 2 and "scale=0.002" in bad.stderr
+    assert summary["epoch_graphs_off"]["step_mode"] == "eager: cuda_graphs is off"
+    assert summary["epoch_alone"]["step_mode"].startswith("eager: device cpu")
+    assert summary["epoch_shared"]["jobs"] == 2 and summary["epoch_bf16"]["recipe"] == (
+        "bf16+channels_last")
+    for row in summary.values():
+        assert row["ratio_to_ceiling"] == pytest.approx(
+            row["job_epoch_s_aggregate"] / row["ceiling_s"])
+    assert "x the ceiling" in proc.stdout and "all sections done" in proc.stdout

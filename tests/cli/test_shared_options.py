@@ -26,7 +26,8 @@ COMMANDS = {
                     "--scale", "0.001", "--epochs", "1", "--seeds", "0"],
 }
 # every backend option with a value other than its default
-GIVEN = ["--backend", "slurm", "--workers", "3", "--jobs-per-gpu", "2", "--threads", "2",
+GIVEN = ["--backend", "slurm", "--workers", "3", "--jobs-per-gpu", "2", "--mps", "off",
+         "--threads", "2",
          "--ray-address", "auto", "--slurm-partition", "gpu", "--slurm-time", "600",
          "--slurm-gpus", "1", "--slurm-cpus", "8", "--slurm-executor", "local",
          "--slurm-mem", "32", "--slurm-account", "lab", "--slurm-qos", "high"]
@@ -90,8 +91,8 @@ def test_every_backend_option_reaches_the_runner(
     assert res.exit_code == 0, res.output
     (call,) = calls
     slurm = call["slurm"]
-    assert (call["backend"], call["workers"], call["jobs_per_gpu"], call["ray_address"]) == (
-        "slurm", 3, 2, "auto")
+    assert (call["backend"], call["workers"], call["jobs_per_gpu"], call["ray_address"],
+            call["mps"]) == ("slurm", 3, 2, "auto", "off")
     assert (slurm.cluster, slurm.partition, slurm.timeout_min, slurm.gpus_per_node,
             slurm.cpus_per_task, slurm.mem_gb, slurm.account, slurm.qos) == (
         "local", "gpu", 600, 1, 8, 32, "lab", "high")

@@ -45,6 +45,13 @@ def _train(name: str, steps: int = 3, **hparams: object):
     return algo, before, outs
 
 
+def _finite(loss: object) -> bool:
+    """Whether a loss (a float, or a 0-d tensor on any device) is finite; ``np.isfinite`` fails
+    on a CUDA tensor, which an ``update`` may return without a host sync."""
+    value = loss.item() if isinstance(loss, torch.Tensor) else loss
+    return bool(np.isfinite(value))
+
+
 def _changed(algo: nn.Module, before: dict[str, torch.Tensor], prefix: str) -> bool:
     return any(
         not torch.equal(v, before[k])
@@ -99,7 +106,7 @@ def test_padain_probability_is_respected() -> None:
 def test_padain_algorithm_trains_and_hooks_stages_option() -> None:
     algo, before, outs = _train("padain", p=1.0, placement="stages")
     assert algo.layer_names == ["features.2", "features.3", "features.4"]
-    assert all(np.isfinite(o["loss"]) for o in outs)
+    assert all(_finite(o["loss"]) for o in outs)
     assert _changed(algo, before, "network.")
     # hooks are live in training (p=1 changes the output) and inert in evaluation
     x = _batch()["x"]
@@ -173,7 +180,7 @@ def test_infodrop_algorithm_trains_on_device(device: str) -> None:
     for step in range(2):
         algo.step = step
         out = algo.update(batch)
-    assert np.isfinite(out["loss"])
+    assert _finite(out["loss"])
     assert not torch.equal(algo.network.features[0].conv.weight, before)
     assert algo.predict(batch["x"]).shape == (12, 3)
 
@@ -341,7 +348,7 @@ def test_debiased_interpolates_labels_with_the_texture_donor(diagvib_train) -> N
     # ZGO training couples shape and texture: the donor's label is what its texture says
     assert (targets.max(1).values < 1).any()
     out = algo.update(batch)
-    assert np.isfinite(out["loss"])
+    assert _finite(out["loss"])
 
 
 def test_stylized_refuses_texture_prediction_and_image_folders() -> None:
@@ -392,7 +399,7 @@ def test_image_folder_stylized_and_debiased_use_local_adain_weights(adain_weight
     assert 0.0 <= float(x.min()) and float(x.max()) <= 1.0
     assert not torch.allclose(x, batch["x"])
     frozen = {k: v.clone() for k, v in sty.transfer.state_dict().items()}
-    assert np.isfinite(sty.update(batch)["loss"])
+    assert _finite(sty.update(batch)["loss"])
     assert all(torch.equal(v, frozen[k]) for k, v in sty.transfer.state_dict().items())
     hp_replace = {**hp, "mix": "replace"}
     deb = create_algorithm("debiased", 3, TrainConfig(algorithm="debiased", hparams=hp_replace))
@@ -424,7 +431,7 @@ def test_sagnet_with_frozen_backbone_trains_only_heads() -> None:
     assert algo.opt_f is None
     before = {k: v.clone() for k, v in algo.state_dict().items()}
     out = algo.update(_batch())
-    assert np.isfinite(out["loss"])
+    assert _finite(out["loss"])
     assert not _changed(algo, before, "featurizer.")  # weights and BatchNorm statistics
     assert _changed(algo, before, "content_head.1.")
 
@@ -531,7 +538,7 @@ def test_debiased_batches_hold_clean_and_stylised_halves(diagvib_train) -> None:
     assert duals and len(duals) == len(algo.dual_bns)
     first = duals[0]
     main0, aux0 = first.main.running_mean.clone(), first.aux.running_mean.clone()
-    assert np.isfinite(algo.update(batch)["loss"])
+    assert _finite(algo.update(batch)["loss"])
     assert not torch.equal(first.main.running_mean, main0)
     assert not torch.equal(first.aux.running_mean, aux0)
     assert not torch.equal(first.main.running_mean, first.aux.running_mean)  # separate halves
@@ -553,7 +560,7 @@ def test_standard_adain_weight_pair_loads_from_local_files(tmp_path) -> None:
     deb = create_algorithm("debiased", 3, TrainConfig(algorithm="debiased", hparams=hp)).train()
     xd, targets, _ = deb.stylize(batch)
     assert xd.shape[0] == 8 and targets.shape == (8, 3)
-    assert np.isfinite(deb.update(batch)["loss"])
+    assert _finite(deb.update(batch)["loss"])
     with pytest.raises(TrainError, match="do not fit the standard AdaIN"):
         create_algorithm(
             "stylized", 3,

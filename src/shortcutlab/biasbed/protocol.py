@@ -344,11 +344,12 @@ def run_protocol(
     progress: bool = True,
     ray_address: str | None = None,
     slurm: SlurmOptions | None = None,
-    jobs_per_gpu: int = 1,
+    jobs_per_gpu: int | str = 1,
+    mps: str = "auto",
 ) -> RunSummary:
     """Record the protocol in ``out/protocol.json``, then run every job not yet done.
 
-    ``backend``/``workers``/``ray_address``/``slurm``/``jobs_per_gpu`` go to
+    ``backend``/``workers``/``ray_address``/``slurm``/``jobs_per_gpu``/``mps`` go to
     :func:`shortcutlab.runner.run_jobs` as for ``diagvib run`` (SLURM partition, GPUs, CPUs and
     time limit in ``slurm``)."""
     check_backend(backend, slurm.cluster if slurm is not None else None)  # before writing
@@ -384,6 +385,7 @@ def run_protocol(
         ray_address=ray_address,
         slurm=slurm,
         jobs_per_gpu=jobs_per_gpu,
+        mps=mps,
     )
 
 

@@ -72,6 +72,13 @@ def run(
     ),
     run_on: BackendOptions = BackendOptions(),  # the backend options
     device: str = typer.Option("auto", help="auto | cpu | cuda."),
+    cuda_graphs: str = typer.Option(
+        "auto", "--cuda-graphs", help="auto: on CUDA, run the training step as one CUDA graph "
+        "where it is safe (ERM, fixed batch shape, Adam, fp32/bf16; the job's step_mode says "
+        "why not otherwise); off: always eager. Not part of the job id."),
+    compile_network: bool = typer.Option(
+        False, "--compile", help="torch.compile the network (measure before use: it must earn "
+        "its compile time back). Not part of the job id."),
     out: Path = typer.Option(..., "--out", help="Run folder (one sub-folder per job)."),
     as_json: bool = json_option("Print the run summary as one JSON object (job counts, table)."),
 ) -> None:
@@ -87,10 +94,13 @@ def run(
     from shortcutlab.diagvib.presets import DIAGVIB_PRESET
     from shortcutlab.runner.backends import describe_failures, run_jobs
     from shortcutlab.train.config import TrainConfig
+    from shortcutlab.train.runtime import check_cuda_graphs, runtime_options
     from shortcutlab.utils.console import PlainConsole, styled
     from shortcutlab.utils.device import resolve_device
 
     resolve_device(device)
+    check_cuda_graphs(cuda_graphs)
+    run_kwargs = run_on.run_kwargs()  # checks --mps and --jobs-per-gpu before any work
     base = TrainConfig.from_sources(
         config, merge_preset_options(preset, protocol), base_preset=DIAGVIB_PRESET,
         model=model, algorithm=algorithm, epochs=epochs, lr=lr, batch_size=batch_size,
@@ -108,8 +118,9 @@ def run(
     console.print(f"{len(jobs)} jobs of {model} in {out} (preset {described}, head "
                   f"{DiagvibParams.of(jobs[0]).head if jobs else head}, scale {scale:g}, "
                   f"backend {run_on.backend})")
-    summary = run_jobs(jobs, out, device=device, budget_seconds=budget_seconds,
-                       **run_on.run_kwargs())
+    with runtime_options(cuda_graphs=cuda_graphs, compile=compile_network):
+        summary = run_jobs(jobs, out, device=device, budget_seconds=budget_seconds,
+                           **run_kwargs)
     for outcome in summary.notes:
         console.print(styled("note", "yellow", f" {outcome.job_id}: {outcome.note}"),
                       highlight=False, soft_wrap=True)

@@ -143,9 +143,14 @@ def _backend_parameters() -> list[tuple[str, type, Any]]:
             "shortcutlab.runner.register_backend.")),
         ("workers", int, typer.Option(
             None, min=1, help="Parallel jobs (processes) / CPUs of a local Ray.")),
-        ("jobs_per_gpu", int, typer.Option(
-            1, "--jobs-per-gpu", min=1, help="Jobs sharing one GPU (processes, ray); on several "
-            "GPUs each worker is pinned to one.")),
+        ("jobs_per_gpu", str, typer.Option(
+            "1", "--jobs-per-gpu", help="Jobs sharing one GPU (processes, ray); on several "
+            "GPUs each worker is pinned to one. auto: as many as the GPU's memory holds for the "
+            "model, at most 5 (docs/training.md).")),
+        ("mps", str, typer.Option(
+            "auto", "--mps", help="auto: with --jobs-per-gpu > 1 on CUDA, start CUDA MPS for the "
+            "run (or use a daemon already running) so jobs run side by side; off: they "
+            "time-slice.")),
         ("threads", int, typer.Option(
             1, "--threads", min=1, help="CPU threads of each job (part of the job: its numbers "
             "do not depend on --workers; a value other than 1 gives new job ids).")),
@@ -172,7 +177,8 @@ class BackendOptions:
 
     backend: str = "processes"
     workers: int | None = None
-    jobs_per_gpu: int = 1
+    jobs_per_gpu: int | str = "1"  # a whole number >= 1 or auto
+    mps: str = "auto"
     threads: int = 1
     ray_address: str | None = None
     slurm_partition: str | None = None
@@ -194,16 +200,17 @@ class BackendOptions:
 
     def run_kwargs(self) -> dict[str, Any]:
         """Keyword arguments of :func:`shortcutlab.runner.run_jobs` (and ``run_protocol``)."""
-        from shortcutlab.runner.backends import BACKENDS, slurm_options
+        from shortcutlab.runner.backends import slurm_options
+        from shortcutlab.runner.mps import check_mps_mode, parse_jobs_per_gpu
 
-        BACKENDS.check(self.backend)  # an error listing the registered backends
         slurm = slurm_options(
             self.slurm_executor, partition=self.slurm_partition, timeout_min=self.slurm_time,
             gpus_per_node=self.slurm_gpus, cpus_per_task=self.slurm_cpus, mem_gb=self.slurm_mem,
             account=self.slurm_account, qos=self.slurm_qos,
         )
         return {"backend": self.backend, "workers": self.workers, "ray_address": self.ray_address,
-                "slurm": slurm, "jobs_per_gpu": self.jobs_per_gpu}
+                "slurm": slurm, "jobs_per_gpu": parse_jobs_per_gpu(self.jobs_per_gpu),
+                "mps": check_mps_mode(self.mps)}
 
     def apply_threads(self, job: Job) -> Job:
         """``job`` with this ``--threads`` (a new job id unless 1)."""

@@ -56,6 +56,12 @@ from shortcutlab.runner.jobs import (
     run_one,
     write_job_file,
 )
+from shortcutlab.runner.mps import (
+    check_mps_mode,
+    mps_for,
+    parse_jobs_per_gpu,
+    resolve_jobs_per_gpu,
+)
 from shortcutlab.utils.io import write_text
 from shortcutlab.utils.progress import progress_bar
 from shortcutlab.utils.registry import Registry
@@ -440,9 +446,10 @@ def run_jobs(
     slurm: SlurmOptions | None = None,
     on_outcome: Callable[[Outcome], None] | None = None,
     collect_table: bool = True,
-    jobs_per_gpu: int = 1,
+    jobs_per_gpu: int | str = 1,
     wait_seconds: float = 2.0,
     budget_seconds: float | None = None,
+    mps: str = "auto",
 ) -> RunSummary:
     """Run every job of ``jobs`` not yet done under ``out``; returns what happened.
 
@@ -456,12 +463,14 @@ def run_jobs(
     handed to the backend a round of ``workers`` at a time, one for serial); the summary's
     ``remaining`` lists those left, for the next call. ``backend``: one of
     :func:`list_backends` (built in: serial, processes, ray, slurm; see :func:`register_backend`).
+    ``jobs_per_gpu="auto"`` and ``mps`` (CUDA MPS for jobs sharing a GPU): see
+    :mod:`shortcutlab.runner.mps`.
     """
     run_backend = BACKENDS.get(backend)
     if workers is not None and workers < 1:
         raise RunnerError(f"workers must be >= 1 (got {workers})")
-    if jobs_per_gpu < 1:
-        raise RunnerError(f"jobs per GPU must be >= 1 (got {jobs_per_gpu})")
+    jobs_per_gpu = parse_jobs_per_gpu(jobs_per_gpu)
+    check_mps_mode(mps)
     if budget_seconds is not None and budget_seconds < 0:
         raise RunnerError(f"the time budget must be >= 0 seconds (got {budget_seconds})")
     out = Path(out)
@@ -488,6 +497,7 @@ def run_jobs(
             drop_if_stale(job_dir(out, job))
         else:
             todo.append(job)
+    jobs_per_gpu = resolve_jobs_per_gpu(jobs_per_gpu, device, {j.train.model for j in todo})
     slots = device_slots(device, jobs_per_gpu) if backend == "processes" and todo else []
     n_workers = workers or min(max(len(todo), 1), len(slots) or os.cpu_count() or 1)
     context = BackendContext(device=device, workers=n_workers, jobs_per_gpu=jobs_per_gpu,
@@ -495,7 +505,10 @@ def run_jobs(
     start = time.perf_counter()
     remaining: list[str] = []
     if todo:
-        with progress_bar(disable=not progress) as bar:
+        on_cuda = jobs_per_gpu > 1 and device.split(":")[0] != "cpu" and gpu_count() > 0
+        local = backend == "processes" or (backend == "ray" and not ray_address)
+        with mps_for(mps, jobs_per_gpu, on_cuda=on_cuda, local=local), progress_bar(
+                disable=not progress) as bar:
             task = bar.add_task(f"{backend}: {len(todo)} jobs", total=len(todo))
             failed = 0
             warned: set[str] = set()

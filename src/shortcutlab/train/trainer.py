@@ -34,7 +34,7 @@ from torch.utils.data import DataLoader, Dataset, Sampler
 
 from shortcutlab.errors import TrainError
 from shortcutlab.train.algorithms import create_algorithm
-from shortcutlab.train.algorithms.base import Algorithm, AlgorithmContext
+from shortcutlab.train.algorithms.base import Algorithm, AlgorithmContext, _optimizers
 from shortcutlab.train.config import TrainConfig
 from shortcutlab.train.metrics import mean_per_class_accuracy, top1_accuracy
 from shortcutlab.train.models import expects_imagenet_inputs
@@ -45,6 +45,7 @@ from shortcutlab.train.normalization import (
     channel_stats,
     to_unit_float,
 )
+from shortcutlab.train.runtime import check_cuda_graphs, compile_default, cuda_graphs_default
 from shortcutlab.utils.rng import rng, torch_seed
 
 EPOCH_COLUMNS = ("epoch", "train_loss", "val_loss", "val_acc", "test_set", "tag", "acc", "n")
@@ -106,6 +107,10 @@ class TrainResult:
     stopped_early: bool
     input_stats: ChannelStats
     best_state: dict[str, torch.Tensor] | None = None
+    #: How the training step ran: ``graph`` (captured once as a CUDA graph, then replayed) or
+    #: ``eager: <why not a graph>``; with ``compiled``, whether the network was torch.compiled.
+    step_mode: str = "eager"
+    compiled: bool = False
 
     def summary(self) -> dict[str, Any]:
         """A JSON-ready flat dict (WILDS habit): test_acc = the first test set's accuracy."""
@@ -119,6 +124,8 @@ class TrainResult:
             "train_seconds": self.train_seconds,
             "stopped_early": self.stopped_early,
             "normalization": self.input_stats.source,
+            "step_mode": self.step_mode,
+            "compiled": self.compiled,
         }
         for name, acc in self.test_acc.items():
             out[f"test_acc[{name}]"] = acc
@@ -253,13 +260,14 @@ def make_grad_scaler(precision: str, device: torch.device) -> torch.amp.GradScal
     return _grad_scaler(device) if precision == "fp16" else None
 
 
-def _autocast(device: torch.device, precision: str) -> Any:
+def _autocast(device: torch.device, precision: str, cache: bool = True) -> Any:
     """Autocast to bfloat16 (``bf16``) or float16 (``fp16``) on ``device``, else nothing;
-    :func:`check_precision` has refused devices that cannot."""
+    :func:`check_precision` has refused devices that cannot. ``cache=False`` for CUDA graphs
+    (autocast's weight cache must not outlive a capture)."""
     dtype = AUTOCAST_DTYPES.get(precision)
     if dtype is None:
         return contextlib.nullcontext()
-    return torch.autocast(device.type, dtype=dtype)
+    return torch.autocast(device.type, dtype=dtype, cache_enabled=cache)
 
 
 def _prepare_inputs(algorithm: Algorithm, x: torch.Tensor, channels_last: bool) -> torch.Tensor:
@@ -268,7 +276,138 @@ def _prepare_inputs(algorithm: Algorithm, x: torch.Tensor, channels_last: bool) 
     return x.contiguous(memory_format=torch.channels_last) if channels_last else x
 
 
-@torch.no_grad()
+#: Eager steps (on a side stream) before the training step is captured as a CUDA graph: they
+#: let cuDNN pick its kernels and the optimiser make its state, as torch's guide asks.
+GRAPH_WARMUP_STEPS = 3
+
+
+def cuda_graph_plan(mode: str, device: torch.device, config: TrainConfig, algorithm: Algorithm,
+                    n_train: int, *, compiled: bool = False) -> str | None:
+    """None when the training step of ``algorithm`` can run as one CUDA graph (captured once,
+    replayed every step), else why not, in a few words (recorded as the job's ``step_mode``).
+
+    A graph replays fixed kernels on fixed memory, so every step must look the same: a CUDA
+    device; the algorithm's ``update`` declared static (:attr:`Algorithm.graph_safe`); every
+    training batch of one size (``drop_last``, or a training set divisible by the batch size);
+    no fp16 (its gradient scaler decides on the host whether to step); Adam as the only kind of
+    optimiser (its ``capturable`` step); no learning-rate schedule (the rate is baked into the
+    captured step); no torch.compile (it has graphs of its own)."""
+    check_cuda_graphs(mode)
+    if mode == "off":
+        return "cuda_graphs is off"
+    if device.type != "cuda":
+        return f"device {device.type} (CUDA graphs need a CUDA device)"
+    if not type(algorithm).update_is_graph_safe():
+        return f"algorithm {config.algorithm!r} does not declare a static update (graph_safe)"
+    if config.precision == "fp16":
+        return "precision fp16 (the gradient scaler decides on the host whether to step)"
+    if config.lr_milestones:
+        return "a learning-rate schedule (lr_milestones) changes the captured step"
+    kinds = sorted({type(opt).__name__ for opt in _optimizers(algorithm)})
+    if kinds != ["Adam"]:
+        return f"optimiser {', '.join(kinds) or '(none)'} (only Adam's step is captured)"
+    if compiled:
+        return "the network is torch.compiled"
+    sampler = EpochBatches(n_train, config.batch_size, config.seed, config.drop_last)
+    sizes = sorted({len(chunk) for chunk in sampler._batches()})
+    if len(sizes) > 1:
+        return (f"training batches of {sizes[0]} and {sizes[-1]} images (the last one is kept: "
+                "drop_last is off)")
+    return None
+
+
+class GraphedStep:
+    """A training step function replayed as one CUDA graph: :data:`GRAPH_WARMUP_STEPS` eager
+    steps on a side stream, then the step is captured on the next batch's static copy and every
+    later call copies its batch into that memory and replays the graph. The returned dict is
+    the same static output each time (read it before the next call). Only for steps that
+    :func:`cuda_graph_plan` accepts. If the capture itself fails (a network that synchronises
+    with the host, e.g. a user's model calling ``.item()``), the step runs eagerly from then on
+    and :attr:`failed` says why."""
+
+    def __init__(self, step: Callable[[dict[str, Any]], Mapping[str, Any]],
+                 optimizers: list[torch.optim.Optimizer], cuda: Any = None) -> None:
+        self.step, self.optimizers = step, optimizers
+        self.cuda = cuda if cuda is not None else torch.cuda  # tests pass a stand-in
+        self.graph: Any = None
+        self.inputs: dict[str, torch.Tensor] = {}
+        self.output: Mapping[str, Any] = {}
+        self.warmed = 0
+        self.stream: Any = None
+        #: Why the capture failed (the step then runs eagerly), or None.
+        self.failed: str | None = None
+        for opt in optimizers:  # Adam keeps its step count on the device, so it can be captured
+            for group in opt.param_groups:
+                group["capturable"] = True
+
+    def __call__(self, batch: dict[str, Any]) -> Mapping[str, Any]:
+        if self.failed is not None:
+            return self.step(batch)
+        if self.graph is None and self.warmed < GRAPH_WARMUP_STEPS:
+            self.warmed += 1
+            if self.stream is None:
+                self.stream = self.cuda.Stream()
+            self.stream.wait_stream(self.cuda.current_stream())
+            with self.cuda.stream(self.stream):
+                out = self.step(batch)
+            self.cuda.current_stream().wait_stream(self.stream)
+            return out
+        if self.graph is None and not self._capture(batch):
+            return self.step(batch)
+        for key, static in self.inputs.items():
+            static.copy_(batch[key], non_blocking=True)
+        self.graph.replay()
+        return self.output
+
+    def _capture(self, batch: dict[str, Any]) -> bool:
+        """Capture the step on a static copy of ``batch``; False (and :attr:`failed` set, the
+        gradients cleared) when the capture fails."""
+        self.inputs = {k: v.clone() for k, v in batch.items() if isinstance(v, torch.Tensor)}
+        for opt in self.optimizers:  # backward then makes .grad in the graph's own memory
+            opt.zero_grad(set_to_none=True)
+        self.cuda.synchronize()
+        graph = self.cuda.CUDAGraph()
+        try:
+            with self.cuda.graph(graph):
+                self.output = self.step({**batch, **self.inputs})
+        except Exception as exc:  # nothing captured ran: parameters and optimiser unchanged
+            first = (str(exc).strip().splitlines() or [""])[0][:160]
+            self.failed = f"the CUDA graph capture failed ({type(exc).__name__}: {first})"
+            self.inputs, self.output = {}, {}
+            for opt in self.optimizers:
+                opt.zero_grad(set_to_none=True)
+            self.cuda.synchronize()
+            return False
+        self.graph = graph
+        return True
+
+
+def _step_mode(run_step: Any, why_eager: str | None) -> str:
+    """``graph``, or ``eager: <why>`` (not planned, or the capture failed)."""
+    if why_eager is not None:
+        return f"eager: {why_eager}"
+    failed = getattr(run_step, "failed", None)
+    return "graph" if failed is None else f"eager: {failed}"
+
+
+#: torch.compile's backend for ``compile=True`` (tests use ``eager``: tracing without codegen).
+COMPILE_BACKEND = "inductor"
+
+
+def compile_networks(algorithm: Algorithm) -> list[str]:
+    """torch.compile, in place, the algorithm's network(s) (its direct sub-modules that hold
+    parameters, except the input normalisation); their names. In place, so parameter names
+    and checkpoints stay those of eager training."""
+    names = []
+    for name, module in algorithm.named_children():
+        if module is algorithm.input_norm or not any(True for _ in module.parameters()):
+            continue
+        module.compile(backend=COMPILE_BACKEND)
+        names.append(name)
+    return names
+
+
+@torch.inference_mode()
 def evaluate(
     algorithm: Algorithm,
     dataset: Dataset,
@@ -389,6 +528,8 @@ def train(
     keep_best_state: bool = False,
     progress: Callable[[dict[str, Any]], None] | None = None,
     device_batches: bool | None = None,
+    cuda_graphs: str | None = None,
+    compile: bool | None = None,
 ) -> TrainResult:
     """Train ``config.algorithm`` on ``train_ds``; evaluate ``val_ds`` and every test set each
     epoch; report the epoch with the lowest validation loss.
@@ -402,6 +543,13 @@ def train(
     the host, no DataLoader); ``None`` (default) does so on CUDA when every dataset can. Its
     images equal the CPU renderer's within ±1 intensity level. ``eval_batch_size``: default 256,
     or :data:`DEVICE_EVAL_BATCH_SIZE` with device batches.
+
+    ``cuda_graphs``: ``auto`` runs the training step as one CUDA graph where
+    :func:`cuda_graph_plan` finds it safe (same numbers as eager up to floating-point order),
+    ``off`` never; ``compile``: torch.compile the network(s) first (measure before use: the
+    compile time must pay for itself). None: this process's runtime options
+    (:mod:`shortcutlab.train.runtime`; ``auto`` and no compile unless set). The result's
+    ``step_mode`` says how the step ran and, when eager, why.
     """
     if not isinstance(config, TrainConfig):
         raise TrainError(
@@ -410,6 +558,9 @@ def train(
         )
     device = torch.device(device)
     check_precision(config.precision, device)
+    cuda_graphs = check_cuda_graphs(cuda_graphs) if cuda_graphs is not None else (
+        cuda_graphs_default())
+    compile = compile_default() if compile is None else compile
     if len(train_ds) == 0 or len(val_ds) == 0:  # type: ignore[arg-type]
         raise TrainError("training and validation sets must not be empty")
     num_classes = _num_classes(train_ds)
@@ -433,9 +584,14 @@ def train(
         algo.grad_scaler = make_grad_scaler(config.precision, device)
         if config.channels_last:
             algo.to(memory_format=torch.channels_last)
+        if compile:
+            compile_networks(algo)
+        why_eager = cuda_graph_plan(cuda_graphs, device, config, algo,
+                                    len(train_ds), compiled=compile)  # type: ignore[arg-type]
         return _fit(
             algo, train_ds, val_ds, test_sets, config, device, num_workers, eval_batch_size,
             keep_best_state, progress, start, stats, device_batches=device_batches,
+            why_eager=why_eager, compiled=compile,
         )
 
 
@@ -454,6 +610,8 @@ def _fit(
     stats: ChannelStats,
     *,
     device_batches: bool = False,
+    why_eager: str | None = "cuda_graphs is off",
+    compiled: bool = False,
 ) -> TrainResult:
     pin = device.type == "cuda"
     sampler = EpochBatches(
@@ -472,6 +630,15 @@ def _fit(
             for name, ds in {"__val__": val_ds, **test_sets}.items()
         }
     forward: dict[str, Any] = {"precision": config.precision, "channels_last": config.channels_last}
+
+    def one_step(batch: dict[str, Any]) -> Mapping[str, Any]:
+        batch["x"] = _prepare_inputs(algo, batch["x"], config.channels_last)
+        with _autocast(device, config.precision, cache=why_eager is not None):
+            return algo.update(batch)
+
+    run_step: Callable[[dict[str, Any]], Mapping[str, Any]] = one_step
+    if why_eager is None:
+        run_step = GraphedStep(one_step, _optimizers(algo))
     rows: list[dict[str, Any]] = []
     best: tuple[float, int] = (math.inf, -1)
     best_evals: dict[str, EvalResult] = {}
@@ -486,10 +653,8 @@ def _fit(
         seen, first_step = 0, step
         for batch in train_loader:
             batch = _to_device(batch, device)
-            batch["x"] = _prepare_inputs(algo, batch["x"], config.channels_last)
             algo.step = step
-            with _autocast(device, config.precision):
-                out = algo.update(batch)
+            out = run_step(batch)
             loss = out.get("loss")
             if loss is None or (not isinstance(loss, torch.Tensor) and not math.isfinite(loss)):
                 raise TrainError(
@@ -551,4 +716,6 @@ def _fit(
         stopped_early=stopped_early,
         input_stats=stats,
         best_state=best_state,
+        step_mode=_step_mode(run_step, why_eager),
+        compiled=compiled,
     )

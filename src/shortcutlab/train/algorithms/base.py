@@ -58,6 +58,13 @@ class Algorithm(nn.Module):
 
     name: ClassVar[str] = ""
     hparams_defaults: ClassVar[dict[str, Any]] = {}
+    #: Whether this class's ``update`` is static enough to be captured once as a CUDA graph and
+    #: replayed: only device work (no ``.item()``, no host-side randomness or use of
+    #: ``self.step``, no shapes or branches that depend on the data), its optimisers' steps
+    #: through :meth:`backward_and_step`. Read from the class that defines the ``update`` that
+    #: runs (:meth:`update_is_graph_safe`), so a subclass overriding ``update`` must declare it
+    #: again.
+    graph_safe: ClassVar[bool] = False
 
     def __init__(
         self, num_classes: int, config: TrainConfig, context: AlgorithmContext | None = None
@@ -216,6 +223,13 @@ class Algorithm(nn.Module):
                     opt.zero_grad(set_to_none=True)
         self.backward(loss)
         return self.step_optimizers(*optimizers, clip=clip)
+
+    @classmethod
+    def update_is_graph_safe(cls) -> bool:
+        """:attr:`graph_safe` as declared by the class defining the ``update`` that runs (a
+        subclass inheriting a graph-safe ``update`` keeps it; one overriding it must say so)."""
+        owner = next(k for k in cls.__mro__ if "update" in vars(k))
+        return bool(vars(owner).get("graph_safe", False))
 
     @classmethod
     def supports(cls, model: nn.Module) -> bool:

@@ -15,6 +15,7 @@ class ERM(Algorithm):
     """Minimise the mean cross entropy of the configured model."""
 
     name = "erm"
+    graph_safe = True  # forward, backward and one optimiser step: device work only
 
     def __init__(
         self, num_classes: int, config: TrainConfig, context: AlgorithmContext | None = None

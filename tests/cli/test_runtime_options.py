@@ -1,0 +1,51 @@
+"""`diagvib run --cuda-graphs/--compile`: runtime options that reach the jobs (through the
+environment their worker processes inherit) without changing a job id."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from typer.testing import CliRunner
+
+from shortcutlab.cli.main import app
+from shortcutlab.runner.backends import RunSummary
+from shortcutlab.train.runtime import COMPILE_ENV, CUDA_GRAPHS_ENV
+
+runner = CliRunner()
+RUN = ["diagvib", "run", "--model", "small_cnn", "--study", "ZSO", "--scale", "0.001",
+       "--epochs", "1", "--device", "cpu"]
+
+
+def test_runtime_options_reach_the_jobs_and_leave_their_ids(tmp_path: Path,
+                                                            monkeypatch) -> None:
+    calls: list[dict[str, Any]] = []
+
+    def fake_run_jobs(jobs: Any, out: Any, **kwargs: Any) -> RunSummary:
+        calls.append({"ids": [j.job_id for j in jobs], "graphs": os.environ.get(CUDA_GRAPHS_ENV),
+                      "compile": os.environ.get(COMPILE_ENV), **kwargs})
+        return RunSummary([])
+
+    monkeypatch.setattr("shortcutlab.runner.backends.run_jobs", fake_run_jobs)
+    monkeypatch.delenv(CUDA_GRAPHS_ENV, raising=False)
+    base = runner.invoke(app, [*RUN, "--out", str(tmp_path / "a")])
+    given = runner.invoke(app, [*RUN, "--cuda-graphs", "off", "--compile", "--jobs-per-gpu",
+                                "auto", "--out", str(tmp_path / "b")])
+    assert base.exit_code == 0 and given.exit_code == 0, given.output
+    first, second = calls
+    assert (first["graphs"], first["compile"]) == ("auto", "0")
+    assert (second["graphs"], second["compile"]) == ("off", "1")
+    assert (first["mps"], second["jobs_per_gpu"]) == ("auto", "auto")
+    assert first["ids"] == second["ids"]  # runtime options: the same jobs
+    assert CUDA_GRAPHS_ENV not in os.environ  # restored after the run
+
+
+def test_bad_runtime_options_are_refused_in_one_line(tmp_path: Path) -> None:
+    for flag, value, message in (
+            ("--cuda-graphs", "on", "unknown cuda_graphs mode 'on'; valid choices: auto, off"),
+            ("--mps", "on", "unknown --mps mode 'on'; valid choices: auto, off"),
+            ("--jobs-per-gpu", "0", "jobs per GPU must be >= 1 (a whole number) or auto")):
+        res = runner.invoke(app, [*RUN, flag, value, "--out", str(tmp_path / "x")])
+        assert res.exit_code == 2, res.output
+        assert res.stderr.startswith(f"Error: {message}"), res.stderr
