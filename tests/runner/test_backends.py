@@ -185,4 +185,4 @@ def test_a_registered_backend_runs_the_jobs_with_the_run_settings(tmp_path) -> N
                                           r"processes, ray, serial, slurm"):
         run_jobs(jobs, tmp_path, backend="reversed", progress=False)
     with pytest.raises(RunnerError, match=r"unknown backend 'reversed'"):
-        BackendOptions(backend="reversed").run_kwargs()
+        BackendOptions(backend="reversed").check()  # what the commands call before writing
