@@ -24,7 +24,6 @@ SAME_LAYER: set[tuple[str, str]] = {
     ("biasbed", "diagvib"),  # DiagViB-6 experiments are BiasBed datasets
     ("cli", "demo"),         # `shortcutlab demo` runs the demo package
     ("utils", "errors"),     # helpers raise the one error hierarchy
-    ("imagenetx", "biasbed"),  # the ImageNet class list (WordNet ids) for timm's label column
 }
 PACKAGE_ROOT = Path(shortcutlab.__file__).parent
 

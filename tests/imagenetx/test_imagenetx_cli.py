@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 import torch
 from PIL import Image
+from scipy import stats
 from typer.testing import CliRunner
 
 from shortcutlab.cli.main import app
@@ -90,8 +91,20 @@ def test_report_with_groups(model_dir, tmp_path):
     assert "Alexander-Govern" in html and "Cramér" in html
     data = json.loads((tmp_path / "rep" / "imagenetx.json").read_text())
     assert json.loads(out.stdout) == data
-    assert set(data["group_tests"]) == set(
-        pd.read_csv(tmp_path / "rep" / "summary.csv", index_col=0).columns[:16])
+    summary = pd.read_csv(tmp_path / "rep" / "summary.csv", index_col=0)
+    factors = list(summary.columns[:16])
+    assert set(data["group_tests"]) == set(factors)
+    # The test's numbers against an independent computation: error ratios from the written
+    # accuracies, scipy's Alexander-Govern test on the two groups of models.
+    ratios = (1 - summary[factors]).divide(1 - summary["average"], axis=0)
+    for factor in factors:
+        expected = stats.alexandergovern(ratios.loc[["m0", "m1"], factor],
+                                         ratios.loc[["m2", "original_labels"], factor])
+        got = data["group_tests"][factor]
+        assert got["pvalue"] == pytest.approx(expected.pvalue, rel=1e-9), factor
+        assert got["statistic"] == pytest.approx(expected.statistic, rel=1e-9), factor
+        assert got["significant"] == (expected.pvalue <= 0.05)
+        assert got["mean_weak"] == pytest.approx(ratios.loc[["m0", "m1"], factor].mean())
 
 
 def test_report_with_the_authors_result_tables(model_dir, tmp_path):

@@ -36,27 +36,6 @@ def _pred_col_option() -> Any:
         "or timm's index).")
 
 
-def _predictions(paths: list[Path] | None, original_labels: bool, file_col: str | None = None,
-                 pred_col: str | None = None):
-    from shortcutlab.errors import ImagenetXError
-    from shortcutlab.imagenetx.predictions import (
-        combine,
-        load_predictions,
-        original_labels_predictions,
-    )
-
-    parts = []
-    if original_labels:
-        parts.append(original_labels_predictions())
-    if paths:
-        parts.append(load_predictions(paths, file_col=file_col, pred_col=pred_col))
-    if not parts:
-        raise ImagenetXError(
-            "give prediction files/folders (CSV, .npz, .npy) or --original-labels"
-        )
-    return combine(parts)
-
-
 def _warn_if_trivial(original_labels: bool, error_type: str) -> None:
     """The original labels are what error type ``class`` compares with: right by construction."""
     if original_labels and error_type == "class":
@@ -104,12 +83,14 @@ def evaluate_cmd(
 
     from shortcutlab.imagenetx.annotations import FACTORS, load_annotations
     from shortcutlab.imagenetx.evaluate import evaluate
+    from shortcutlab.imagenetx.predictions import gather_predictions
     from shortcutlab.utils.console import PlainConsole
     from shortcutlab.utils.io import write_json
 
     kind, which_factors = _check_choices(error_type, which)
     _warn_if_trivial(original_labels, error_type)
-    predictions = _predictions(paths, original_labels, file_col, pred_col)
+    predictions = gather_predictions(paths, original_labels=original_labels,
+                                     file_col=file_col, pred_col=pred_col)
     result = evaluate(predictions, load_annotations(which_factors, "val"), kind,
                       ignore_empty_real)
     data = result.to_dict()
@@ -232,12 +213,14 @@ def report_cmd(
     figures 4, 7, per-factor calibration, table 3 (and figures 1b, 4, 6, 17 with --results)."""
 
     from shortcutlab.errors import ImagenetXError
+    from shortcutlab.imagenetx.predictions import gather_predictions
     from shortcutlab.imagenetx.report import analyse, write_report
     from shortcutlab.utils.io import read_csv_file
 
     kind, which_factors = _check_choices(error_type, which)
     _warn_if_trivial(original_labels, error_type)
-    predictions = _predictions(paths, original_labels, file_col, pred_col)
+    predictions = gather_predictions(paths, original_labels=original_labels,
+                                     file_col=file_col, pred_col=pred_col)
     group_map = None
     if groups is not None:
         if not groups.is_file():

@@ -33,6 +33,7 @@ from shortcutlab.imagenetx.evaluate import (
     ErrorType,
     EvaluationResult,
     correct_matrix,
+    error_ratio,
     evaluation_images,
 )
 from shortcutlab.imagenetx.predictions import Predictions
@@ -119,12 +120,6 @@ def read_result_tables(
     out = pd.concat(frames)
     out.index.name = "model"
     return out
-
-
-def error_ratios(table: pd.DataFrame) -> pd.DataFrame:
-    """Error ratio per factor of a table with factor accuracies and ``average``."""
-    present = [f for f in FACTORS if f in table.columns]
-    return (1 - table[present]).divide(1 - table["average"], axis=0)
 
 
 def figure4_models(tables: pd.DataFrame, error_type: ErrorType = "class") -> pd.DataFrame:
@@ -377,7 +372,7 @@ def tailored_augmentation(tables: pd.DataFrame, alpha: float = 0.05) -> dict[str
             strength = augmentation_strength(part.index, group)
             sizes = strength.value_counts()
             part = part[strength == sizes.index[sizes >= MIN_MODELS].max()]
-        ratios = error_ratios(part)
+        ratios = error_ratio(part)
         ratios.index = [f"{group}/{m}" for m in ratios.index]
         parts.append(ratios.assign(augmentation=label))
     ratios = pd.concat(parts)

@@ -28,7 +28,6 @@ from shortcutlab.errors import ImagenetXError, unknown_choice
 from shortcutlab.imagenetx.annotations import (
     FACTORS,
     META_LABELS,
-    NUM_CLASSES,
     Annotations,
     Partition,
     Which,
@@ -37,6 +36,7 @@ from shortcutlab.imagenetx.annotations import (
     real_labels,
 )
 from shortcutlab.imagenetx.predictions import Predictions, PredictionSource, as_predictions
+from shortcutlab.utils.imagenet import NUM_CLASSES
 from shortcutlab.utils.rng import rng
 from shortcutlab.utils.sanitize import finite_or_none as num
 
