@@ -201,3 +201,25 @@ def test_partial_predictions_pass_with_a_lower_min_coverage():
     assert joined.coverage.loc["model", "coverage"] == pytest.approx(0.75)
     result = factor_result(table, joined)
     assert result.n_scored[0] == 1500
+
+
+@pytest.mark.parametrize("n_classes", [3, 40])  # few combinations (counted) and many (sorted)
+def test_worst_group_over_many_combinations_and_missing_values(n_classes):
+    gen = np.random.default_rng(5)
+    n = 300
+    annotations = pd.DataFrame({
+        "id": np.arange(n), "label": gen.choice(["a", "b"], n),
+        **{c: gen.integers(0, n_classes, n) for c in ("x", "y", "z")}})
+    annotations.loc[:9, "x"] = np.nan  # ten items in no group
+    predictions = pd.DataFrame({"id": np.arange(n),
+                                "prediction": gen.choice(["a", "b"], n, p=[0.7, 0.3])})
+    table = annotation_table(annotations)
+    least = 2 if n_classes == 3 else 1  # 40 classes: nearly every group is one item
+    wg = worst_group_accuracy(table, join_predictions(table, predictions), min_count=least)
+    frame = _plain(annotations, predictions).dropna(subset=["x"])
+    groups = frame.groupby(["label", "x", "y", "z"])["right"].agg(["mean", "size"])
+    assert wg["model"]["acc_wg"] == pytest.approx(
+        groups.loc[groups["size"] >= least, "mean"].min())
+    assert len(wg["model"]["excluded"]) == int((groups["size"] < least).sum())
+    assert len(wg["groups"]) == len(groups)
+    assert wg["groups"]["count"].sum() == n - 10

@@ -41,11 +41,14 @@ __all__ = [
 METRICS = ("accuracy", "error_ratio", "count")
 
 
-def _design(indicators: np.ndarray) -> sp.csr_matrix:
+def _design(indicators: np.ndarray) -> sp.csc_matrix:
     """items × (all, indicators...) 0/1 matrix."""
     n = indicators.shape[0]
-    return sp.hstack([sp.csr_matrix(np.ones((n, 1), dtype=np.float32)),
-                      sp.csr_matrix(indicators.astype(np.float32))]).tocsr()
+    item, factor = np.nonzero(indicators)
+    rows = np.concatenate([np.arange(n), item])
+    cols = np.concatenate([np.zeros(n, dtype=np.int64), factor + 1])
+    return sp.csc_matrix((np.ones(len(rows), dtype=np.float32), (rows, cols)),
+                         shape=(n, 1 + indicators.shape[1]))
 
 
 @dataclass(frozen=True)
@@ -139,25 +142,27 @@ def worst_factors_by_class(
     its group), the ``k`` factors with the highest error ratio within it: error ratio =
     (1 − acc(class, factor)) / (1 − acc(class)). Factors with fewer than ``min_count`` scored
     items in the class are left out."""
-    keys = table.labels
     if class_groups is not None:
-        missing = sorted(set(keys.tolist()) - set(map(str, class_groups)))
+        mapping = {str(a): str(b) for a, b in class_groups.items()}
+        missing = sorted(set(table.label_set) - set(mapping))
         if missing:
             raise FactorAnalysisError(
                 f"class_groups gives no group for labels {missing[:5]}; every label needs one")
-        mapping = {str(a): str(b) for a, b in class_groups.items()}
-        keys = np.array([mapping[label] for label in keys], dtype=object)
-    groups, code = np.unique(keys.astype(str), return_inverse=True)
+        group_codes, groups = pd.factorize(
+            np.asarray([mapping[label] for label in table.label_set], dtype=object), sort=True)
+        code = group_codes[table.label_codes]
+    else:
+        code, groups = table.label_codes, np.asarray(table.label_set, dtype=object)
     n, k_f = table.indicators.shape
-    in_group = sp.csr_matrix((np.ones(n, dtype=np.float32), (np.arange(n), code)),
-                             shape=(n, len(groups)))
-    pair = sp.csr_matrix(table.indicators.astype(np.float32))
-    # items × (group) and items × (group, factor): one product each.
-    cols = [in_group] + [in_group.multiply(pair[:, [f]]) for f in range(k_f)]
-    design = sp.hstack(cols).tocsr()
+    g = len(groups)
+    item, factor = np.nonzero(table.indicators)
+    # items × (class) and items × (factor, class) in one 0/1 matrix.
+    at = np.concatenate([np.arange(n), item])
+    cols = np.concatenate([code, g + factor * g + code[item]])
+    design = sp.csc_matrix((np.ones(len(at), dtype=np.float32), (at, cols)),
+                           shape=(n, g + k_f * g))
     right = group_counts(joined.correct, design)
     total = group_counts(joined.valid, design)
-    g = len(groups)
     acc_group = ratio(right[:, :g], total[:, :g])
     acc_pair = ratio(right[:, g:], total[:, g:]).reshape(len(joined.models), k_f, g)
     count_pair = total[:, g:].reshape(len(joined.models), k_f, g)
@@ -214,31 +219,29 @@ def worst_group_accuracy(
     if unknown:
         raise FactorAnalysisError(unknown_choice("factor column", unknown[0],
                                                  table.values.columns))
-    keys = table.values[columns].copy()
-    if with_label:
-        keys.insert(0, "label", table.labels)
-    if keys.empty or not keys.columns.size:
+    if not columns and not with_label:
         raise FactorAnalysisError("worst-group accuracy needs at least one grouping column")
-    grouped = keys.groupby(list(keys.columns), dropna=True, sort=True)
-    codes = grouped.ngroup().to_numpy()  # -1: a missing grouping value, no group
-    first = pd.Series(np.arange(len(codes))).groupby(codes).first()  # one item per code
-    first = first[first.index >= 0]
-    groups = [", ".join(f"{c}={v}" for c, v in keys.iloc[i].items()) for i in first.to_numpy()]
-    n = len(table)
+    names = (["label"] if with_label else []) + columns
+    parts = [(table.label_codes.astype(np.int64), np.asarray(table.label_set, dtype=object))
+             ] if with_label else []
+    for column in columns:
+        col_codes, uniques = pd.factorize(table.values[column], sort=True)
+        parts.append((col_codes.astype(np.int64), np.asarray(uniques, dtype=object)))
+    codes, groups = _combination_codes(parts, names, len(table))
     use = codes >= 0
-    design = sp.csr_matrix((np.ones(int(use.sum()), dtype=np.float32),
-                            (np.flatnonzero(use), codes[use])), shape=(n, len(groups)))
-    right = group_counts(joined.correct, design)
-    total = group_counts(joined.valid, design)
+    right = np.stack([np.bincount(codes[use], weights=joined.correct[m, use],
+                                  minlength=len(groups)) for m in range(len(joined.models))])
+    total = np.stack([np.bincount(codes[use], weights=joined.valid[m, use],
+                                  minlength=len(groups)) for m in range(len(joined.models))])
     acc = ratio(right, total)
-    out: dict[str, Any] = {"columns": list(keys.columns), "min_count": min_count}
+    out: dict[str, Any] = {"columns": names, "min_count": min_count}
     rows = []
     for m, model in enumerate(joined.models):
         small = total[m] < min_count
         eligible = np.flatnonzero(~small & (total[m] > 0))
         if not len(eligible):
             raise FactorAnalysisError(
-                f"model {model!r}: no group of {', '.join(keys.columns)} has {min_count}+ "
+                f"model {model!r}: no group of {', '.join(names)} has {min_count}+ "
                 f"scored items (largest: {int(total[m].max()) if total.size else 0})")
         worst = eligible[int(np.argmin(acc[m, eligible]))]
         out[model] = {"acc_wg": float(acc[m, worst]), "worst_group": str(groups[worst]),
@@ -250,6 +253,43 @@ def worst_group_accuracy(
     out["groups"] = pd.DataFrame(rows, columns=["model", "group", "count", "accuracy",
                                                 "excluded"])
     return out
+
+
+def _combination_codes(parts: list[tuple[np.ndarray, np.ndarray]], names: list[str], n: int
+                       ) -> tuple[np.ndarray, list[str]]:
+    """Group code of each item (−1: a missing value) and the groups' names, for the
+    combinations of several coded columns ``(codes, classes)``; groups in sorted order."""
+    key = np.zeros(n, dtype=np.int64)
+    missing = np.zeros(n, dtype=bool)
+    renumbered = False
+    for col_codes, uniques in parts:  # mixed radix: one integer per combination
+        key = key * len(uniques) + np.maximum(col_codes, 0)
+        missing |= col_codes < 0
+        if key.max(initial=0) > 2**40:  # renumber before the product could overflow
+            key = np.unique(key, return_inverse=True)[1].ravel().astype(np.int64)
+            renumbered = True
+    size = int(key.max(initial=0)) + 1
+    if not renumbered and size <= 4 * n + 1024:  # few combinations: count, no sort
+        present = np.flatnonzero(np.bincount(key[~missing], minlength=size))
+        lookup = np.full(size, -1, dtype=np.int64)
+        lookup[present] = np.arange(len(present))
+        codes = np.where(missing, -1, lookup[key])
+        groups = []
+        for combo in present:
+            digits, rest = [], int(combo)
+            for _, uniques in reversed(parts):
+                rest, digit = divmod(rest, len(uniques))
+                digits.append(uniques[digit])
+            groups.append(", ".join(f"{c}={v}" for c, v in zip(names, digits[::-1],
+                                                                strict=True)))
+        return codes, groups
+    _, first, inverse = np.unique(np.where(missing, -1, key), return_index=True,
+                                  return_inverse=True)
+    codes = inverse.ravel().astype(np.int64) - (1 if missing.any() else 0)
+    first = first[1:] if missing.any() else first
+    return codes, [", ".join(f"{c}={uniques[col_codes[i]]}"
+                             for c, (col_codes, uniques) in zip(names, parts, strict=True))
+                   for i in first]
 
 
 def factor_error_tests(result: FactorResult, alpha: float = 0.05) -> pd.DataFrame:

@@ -47,7 +47,7 @@ def error_ratio(accuracy: np.ndarray, average: np.ndarray) -> np.ndarray:
 
 def group_counts(indicator: np.ndarray, design: sp.spmatrix) -> np.ndarray:
     """(models × groups) counts of true entries of a models × items ``indicator``."""
-    design_t = sp.csr_matrix(design).T.tocsr()
+    design_t = sp.csc_matrix(design).T  # a CSR view of a CSC design: no copy
     return np.asarray(design_t @ np.atleast_2d(indicator).T.astype(np.float32)).T.astype(float)
 
 

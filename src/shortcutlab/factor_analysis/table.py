@@ -38,11 +38,13 @@ class FactorTable:
     """Items with ids, labels and 0/1 factor indicators (``items × indicators``).
 
     ``names[j]`` is indicator ``j`` (a binary column's name, or ``column=class``) and
-    ``columns[j]`` the annotation column it comes from.
+    ``columns[j]`` the annotation column it comes from. Labels are compared as text:
+    ``label_codes[i]`` indexes ``label_set`` (sorted).
     """
 
-    ids: np.ndarray
-    labels: np.ndarray
+    ids: pd.Index  # integer ids stay integers, anything else is text
+    label_codes: np.ndarray
+    label_set: tuple[str, ...]
     names: tuple[str, ...]
     columns: tuple[str, ...]
     indicators: np.ndarray
@@ -52,8 +54,18 @@ class FactorTable:
         return len(self.ids)
 
     @property
-    def label_set(self) -> tuple[str, ...]:
-        return tuple(sorted(set(self.labels.tolist())))
+    def labels(self) -> np.ndarray:
+        """The true label of each item (text)."""
+        return np.asarray(self.label_set, dtype=object)[self.label_codes]
+
+
+def _id_keys(ids: pd.Series, integer: bool) -> pd.Index:
+    """Ids as integers (both tables integer ids: fast) or as text (anything else)."""
+    return pd.Index(ids.to_numpy(dtype=np.int64) if integer else ids.astype(str).to_numpy())
+
+
+def _is_integer(ids: pd.Series | pd.Index) -> bool:
+    return pd.api.types.is_integer_dtype(ids)
 
 
 def _column_kind(name: str, values: pd.Series, max_classes: int) -> str:
@@ -115,7 +127,7 @@ def annotation_table(
     if ids.isna().any():
         raise FactorAnalysisError(
             f"annotations: {int(ids.isna().sum())} rows without an id in column {id_col!r}")
-    ids = ids.astype(str)
+    ids = _id_keys(ids, _is_integer(ids))
     dup = ids[ids.duplicated()].unique()
     if len(dup):
         raise FactorAnalysisError(
@@ -140,9 +152,14 @@ def annotation_table(
             names.append(f"{col}={cls}")
             columns.append(str(col))
         blocks.append(np.stack([(values == cls).to_numpy() for cls in classes], axis=1))
+    raw_codes, raw = pd.factorize(labels)  # text only for the few distinct labels
+    text = pd.Index(np.asarray(raw, dtype=object)).astype(str)
+    uniques = np.sort(text.unique())
+    codes = pd.Index(uniques).get_indexer(text)[raw_codes]
     return FactorTable(
-        ids=ids.to_numpy(dtype=object),
-        labels=labels.astype(str).to_numpy(dtype=object),
+        ids=ids,
+        label_codes=codes.astype(np.int32),
+        label_set=tuple(str(u) for u in uniques),
         names=tuple(names),
         columns=tuple(columns),
         indicators=np.concatenate(blocks, axis=1),
@@ -154,7 +171,8 @@ def annotation_table(
 class Joined:
     """Predictions of one or more models aligned with a :class:`FactorTable`'s items.
 
-    ``predicted`` is models × items (``None`` where a model has no prediction), ``valid`` says
+    ``predicted`` is models × items of indices into the table's ``label_set`` (−1 where a
+    model has no prediction), ``valid`` says
     which are scored and ``correct`` which equal the true label; ``probabilities`` (or None)
     holds the confidence of each prediction. ``coverage`` has one row per model: annotated,
     predicted and matched items and their ratio.
@@ -192,43 +210,45 @@ def join_predictions(
         raise FactorAnalysisError(
             f"predictions have no column {missing[0]!r}; columns: "
             f"{_examples(predictions.columns, 12)}")
-    frame = predictions.copy()
-    frame[id_col] = frame[id_col].astype(str)
+    frame = predictions
     if model_col is None:
         model_col = "__model__"
-        frame[model_col] = "model"
-    frame[model_col] = frame[model_col].astype(str)
-    index = pd.Index(table.ids)
-    position = index.get_indexer(frame[id_col])
-    unknown = frame.loc[position < 0, id_col].unique()
-    if len(unknown):
+        frame = frame.assign(**{model_col: "model"})
+    ids = _id_keys(frame[id_col], _is_integer(frame[id_col]) and _is_integer(table.ids))
+    index = table.ids if _is_integer(ids) or not _is_integer(table.ids) else pd.Index(
+        table.ids.astype(str))
+    position = index.get_indexer(ids)
+    if (position < 0).any():
+        unknown = ids[position < 0].unique()
         raise FactorAnalysisError(
             f"{len(unknown)} prediction ids are not in the annotations ({_examples(unknown)}); "
             f"annotated items: {len(table):,}")
-    dup = frame[frame.duplicated([model_col, id_col])]
-    if len(dup):
+    model_codes, model_names = pd.factorize(frame[model_col].astype(str))
+    pair = position.astype(np.int64) + len(table) * model_codes.astype(np.int64)
+    dup_mask = pd.Index(pair).duplicated()
+    if dup_mask.any():
+        dup = ids[dup_mask].unique()
         raise FactorAnalysisError(
-            f"predictions: {len(dup)} duplicated ids ({_examples(dup[id_col].unique())}); one "
+            f"predictions: {int(dup_mask.sum())} duplicated ids ({_examples(dup)}); one "
             "prediction per item (and model)")
     if frame[pred_col].isna().any():
         raise FactorAnalysisError(
             f"predictions: {int(frame[pred_col].isna().sum())} rows without a value in "
             f"{pred_col!r}")
-    labels = frame[pred_col].astype(str)
-    outside = labels[~labels.isin(set(table.label_set))].unique()
-    if len(outside):
+    pred_codes, pred_uniques = pd.factorize(frame[pred_col])
+    label_of = pd.Index(table.label_set).get_indexer([str(u) for u in pred_uniques])
+    if (label_of < 0).any():
+        outside = [str(u) for u in np.asarray(pred_uniques, dtype=object)[label_of < 0]]
         raise FactorAnalysisError(
             f"{len(outside)} predicted labels are outside the annotations' label set "
             f"({_examples(outside)}); labels: {_examples(table.label_set, 8)}")
-    models = tuple(pd.unique(frame[model_col]))
-    m_of = {m: i for i, m in enumerate(models)}
-    rows = frame[model_col].map(m_of).to_numpy()
+    models = tuple(str(m) for m in model_names)
+    rows = model_codes
     n = len(table)
-    predicted = np.full((len(models), n), None, dtype=object)
-    predicted[rows, position] = labels.to_numpy(dtype=object)
-    valid = np.zeros((len(models), n), dtype=bool)
-    valid[rows, position] = True
-    correct = valid & (predicted == table.labels[None, :])
+    predicted = np.full((len(models), n), -1, dtype=np.int32)
+    predicted[rows, position] = label_of[pred_codes]
+    valid = predicted >= 0
+    correct = predicted == table.label_codes[None, :]
     probs = None
     if prob_col is not None:
         values = pd.to_numeric(frame[prob_col], errors="coerce").to_numpy(dtype=float)
