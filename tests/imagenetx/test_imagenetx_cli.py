@@ -69,6 +69,18 @@ def test_evaluate_bad_input_exits_cleanly(args, message):
     assert message in out.output and "Traceback" not in out.output
 
 
+def test_evaluate_refuses_partial_predictions_below_min_coverage(tmp_path):
+    (tmp_path / "part.csv").write_text(
+        "file_name,predicted_class\nILSVRC2012_val_00000001.JPEG,65\n")
+    out = runner.invoke(app, ["imagenetx", "evaluate", str(tmp_path / "part.csv"),
+                              "--min-coverage", "0.5"])
+    assert out.exit_code == 2
+    assert "predicts 1 of 46,110 annotated images (coverage 0.0% < min_coverage 50%)" in " ".join(
+        out.output.split())
+    ok = runner.invoke(app, ["imagenetx", "evaluate", "--original-labels", "--min-coverage", "1"])
+    assert ok.exit_code == 0, ok.output
+
+
 def test_evaluate_bad_rows_are_reported(tmp_path):
     (tmp_path / "bad.csv").write_text(
         "file_name,predicted_class\nILSVRC2012_val_00000001.JPEG,1001\n"

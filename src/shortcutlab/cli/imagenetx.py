@@ -75,6 +75,9 @@ def evaluate_cmd(
     ),
     file_col: str = _file_col_option(),
     pred_col: str = _pred_col_option(),
+    min_coverage: float = typer.Option(
+        0.0, "--min-coverage", help="Refuse a model that predicts less than this fraction of "
+        "the annotated images (default 0: score what is predicted, and say how much)."),
     as_json: bool = json_option(),
     out: Path = typer.Option(None, "--out", help="Also write the JSON results to this file."),
 ) -> None:
@@ -92,7 +95,7 @@ def evaluate_cmd(
     predictions = gather_predictions(paths, original_labels=original_labels,
                                      file_col=file_col, pred_col=pred_col)
     result = evaluate(predictions, load_annotations(which_factors, "val"), kind,
-                      ignore_empty_real)
+                      ignore_empty_real, min_coverage=min_coverage)
     data = result.to_dict()
     if out is not None:
         write_json(out, data)

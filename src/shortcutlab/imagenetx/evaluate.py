@@ -352,12 +352,16 @@ def evaluate(
     error_type: ErrorType = "class",
     ignore_empty_real: bool = False,
     chunk_size: int = CHUNK,
+    min_coverage: float = 0.0,
 ) -> EvaluationResult:
     """Evaluate every model of ``predictions`` on the annotated images, vectorised over models.
 
     Images a model has no prediction for are left out of that model's counts (as the
     imagenet-x package's inner join does); predictions for unannotated images are ignored.
+    A model predicting less than ``min_coverage`` of the annotated images is refused.
     """
+    if not 0 <= min_coverage <= 1:
+        raise ImagenetXError(f"min_coverage must be in [0, 1], got {min_coverage}")
     images, real = evaluation_images(annotations, error_type, ignore_empty_real)
     if len(images) == 0:
         raise ImagenetXError("no annotated images left to evaluate")
@@ -391,6 +395,13 @@ def evaluate(
         raise ImagenetXError(
             f"models without a prediction for any annotated image: {', '.join(empty[:5])}"
         )
+    coverage = count[:, _AVG] / len(images)
+    if (coverage < min_coverage).any():
+        m = int(np.argmin(coverage))
+        raise ImagenetXError(
+            f"model {predictions.models[m]!r} predicts {int(count[m, _AVG]):,} of "
+            f"{len(images):,} annotated images (coverage {coverage[m]:.1%} < min_coverage "
+            f"{min_coverage:.0%}); give predictions for every image or lower --min-coverage")
     shape = (m_total, _NM, _NF)
     return EvaluationResult(
         models=predictions.models,
