@@ -23,7 +23,7 @@ from shortcutlab.factor_analysis.counts import (
     bootstrap_intervals,
     calibration_error,
     error_ratio,
-    group_counts,
+    indicator_counts,
     ratio,
 )
 from shortcutlab.factor_analysis.table import FactorTable, Joined
@@ -104,16 +104,16 @@ def factor_result(
 ) -> FactorResult:
     """Per-factor accuracy and error ratio of every model (bootstrap intervals over items
     with ``n_boot`` ≥ 2 resamples)."""
-    design = _design(table.indicators)
-    right = group_counts(joined.correct, design)
-    total = group_counts(joined.valid, design)
+    right = indicator_counts(joined.correct, table.indicators)[..., 0]
+    total = indicator_counts(joined.valid, table.indicators)[..., 0]
+    right_all = joined.correct.sum(axis=1).astype(float)
+    total_all = joined.valid.sum(axis=1).astype(float)
     acc_ci = ratio_ci = None
     if n_boot:
-        _, acc_ci, ratio_ci = bootstrap_intervals(joined.correct, joined.valid, design, n_boot,
-                                                  level, seed)
-    return FactorResult(joined.models, table.names, right[:, 1:], total[:, 1:],
-                        ratio(right[:, 0], total[:, 0]), total[:, 0].astype(np.int64),
-                        ratio_ci, acc_ci)
+        _, acc_ci, ratio_ci = bootstrap_intervals(joined.correct, joined.valid,
+                                                  _design(table.indicators), n_boot, level, seed)
+    return FactorResult(joined.models, table.names, right, total, ratio(right_all, total_all),
+                        total_all.astype(np.int64), ratio_ci, acc_ci)
 
 
 def worst_factors(result: FactorResult, k: int = 5, min_count: int = 30) -> pd.DataFrame:
@@ -153,19 +153,16 @@ def worst_factors_by_class(
         code = group_codes[table.label_codes]
     else:
         code, groups = table.label_codes, np.asarray(table.label_set, dtype=object)
-    n, k_f = table.indicators.shape
     g = len(groups)
-    item, factor = np.nonzero(table.indicators)
-    # items × (class) and items × (factor, class) in one 0/1 matrix.
-    at = np.concatenate([np.arange(n), item])
-    cols = np.concatenate([code, g + factor * g + code[item]])
-    design = sp.csc_matrix((np.ones(len(at), dtype=np.float32), (at, cols)),
-                           shape=(n, g + k_f * g))
-    right = group_counts(joined.correct, design)
-    total = group_counts(joined.valid, design)
-    acc_group = ratio(right[:, :g], total[:, :g])
-    acc_pair = ratio(right[:, g:], total[:, g:]).reshape(len(joined.models), k_f, g)
-    count_pair = total[:, g:].reshape(len(joined.models), k_f, g)
+    code = np.asarray(code, dtype=np.int64)
+    m_total = len(joined.models)
+    right_g = np.stack([np.bincount(code, weights=joined.correct[m], minlength=g)
+                        for m in range(m_total)])
+    total_g = np.stack([np.bincount(code, weights=joined.valid[m], minlength=g)
+                        for m in range(m_total)])
+    acc_group = ratio(right_g, total_g)
+    count_pair = indicator_counts(joined.valid, table.indicators, code, g)  # m × factor × class
+    acc_pair = ratio(indicator_counts(joined.correct, table.indicators, code, g), count_pair)
     ratios = error_ratio(np.swapaxes(acc_pair, 1, 2), acc_group)  # models × groups × factors
     rows = []
     for m, model in enumerate(joined.models):
@@ -229,10 +226,14 @@ def worst_group_accuracy(
         parts.append((col_codes.astype(np.int64), np.asarray(uniques, dtype=object)))
     codes, groups = _combination_codes(parts, names, len(table))
     use = codes >= 0
-    right = np.stack([np.bincount(codes[use], weights=joined.correct[m, use],
-                                  minlength=len(groups)) for m in range(len(joined.models))])
-    total = np.stack([np.bincount(codes[use], weights=joined.valid[m, use],
-                                  minlength=len(groups)) for m in range(len(joined.models))])
+    every = bool(use.all())
+    used = codes if every else codes[use]
+
+    def per_group(indicator: np.ndarray) -> np.ndarray:
+        return np.stack([np.bincount(used, weights=row if every else row[use],
+                                     minlength=len(groups)) for row in indicator])
+
+    right, total = per_group(joined.correct), per_group(joined.valid)
     acc = ratio(right, total)
     out: dict[str, Any] = {"columns": names, "min_count": min_count}
     rows = []
