@@ -223,3 +223,28 @@ def test_worst_group_over_many_combinations_and_missing_values(n_classes):
     assert len(wg["model"]["excluded"]) == int((groups["size"] < least).sum())
     assert len(wg["groups"]) == len(groups)
     assert wg["groups"]["count"].sum() == n - 10
+
+
+def test_the_engine_runs_without_torch():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "class Block:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] in {'torch', 'torchvision'}:\n"
+        "            raise ModuleNotFoundError(name)\n"
+        "sys.meta_path.insert(0, Block())\n"
+        "import pandas as pd\n"
+        "from shortcutlab.factor_analysis import analyse_factors\n"
+        "a = pd.DataFrame({'id': [1, 2, 3, 4], 'label': ['x', 'y', 'x', 'y'],"
+        " 'f': [1, 0, 1, 0]})\n"
+        "p = pd.DataFrame({'id': [1, 2, 3, 4], 'prediction': ['y', 'y', 'x', 'y']})\n"
+        "r = analyse_factors(a, p, n_boot=0, min_count=1)\n"
+        "assert r.result.table('error_ratio').loc['model', 'f'] == 2.0\n"
+        "assert 'torch' not in sys.modules\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=300, check=False)
+    assert result.returncode == 0, result.stderr[-2000:]
