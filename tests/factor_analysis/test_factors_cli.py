@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
@@ -72,3 +73,27 @@ def test_bad_input_is_one_line_and_exit_2(files, extra, message):
         return
     assert out.exit_code == 2, out.output
     assert message in out.output and len(out.output.strip().splitlines()) == 1
+
+
+def test_report_writes_the_page_and_the_numbers(files, tmp_path):
+    folder, annotations, predictions = files
+    out = runner.invoke(app, ["factors", "report", "--annotations", str(folder / "ann.csv"),
+                              "--predictions", str(folder / "part.jsonl"), "--min-coverage",
+                              "0.2", "--prob-col", "probability", "--bootstrap", "20",
+                              "--out", str(tmp_path / "rep"), "--json"])
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.stdout)
+    assert data == json.loads((tmp_path / "rep" / "factors.json").read_text())
+    assert data["coverage"][0]["matched"] == 500
+    html = (tmp_path / "rep" / "index.html").read_text()
+    assert html.count("data:image/png;base64") == 1 and "Calibration per factor" in html
+    table = pd.read_csv(tmp_path / "rep" / "factors.csv").set_index("factor")
+    frame = _plain(annotations, predictions.iloc[:500])
+    blurry = frame.loc[frame["blurry"] == 1, "right"].mean()
+    assert table.loc["blurry", "accuracy"] == pytest.approx(blurry)
+    assert {"calibration.csv", "groups.csv", "by_class.csv", "tests.csv"} <= {
+        p.name for p in (tmp_path / "rep").iterdir()}
+    bad = runner.invoke(app, ["factors", "report", "--annotations", str(folder / "ann.csv"),
+                              "--predictions", str(folder / "part.jsonl"),
+                              "--out", str(tmp_path / "bad")])
+    assert bad.exit_code == 2 and not (tmp_path / "bad").exists()  # nothing half-written

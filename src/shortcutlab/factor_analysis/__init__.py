@@ -32,6 +32,7 @@ _EXPORTS: dict[str, str] = {
         "worst_factors", "worst_factors_by_class", "worst_group_accuracy")},
     **{name: "one_call" for name in (
         "FORMATS", "FactorReport", "analyse_factors", "read_table")},
+    "write_report": "report", "error_ratio_bars": "report",
     **{name: "significance" for name in (
         "alexander_govern_by_factor", "chi2_homogeneity", "spearman_matrix",
         "welch_by_factor")},
