@@ -180,7 +180,8 @@ def test_bad_annotations_are_one_line_errors(change, message):
     [
         (lambda p: p.iloc[:1000], {}, r"predicts 1,000 of 2,000 .*coverage 50.0% < min"),
         (lambda p: pd.concat([p, p.iloc[:1].assign(id="stranger")]), {},
-         "1 prediction ids are not in the annotations .*stranger"),
+         "1 prediction ids are not in the annotations .*stranger.*cover 2,000 of 2,000 "
+         r"annotated items \(100.0%\)"),
         (lambda p: pd.concat([p, p.iloc[:3]]), {}, "3 duplicated ids"),
         (lambda p: p.assign(prediction="cat"), {}, "outside the annotations' label set .*cat"),
         (lambda p: p, {"prob_col": "nope"}, "no column 'nope'"),

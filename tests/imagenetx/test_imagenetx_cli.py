@@ -103,6 +103,9 @@ def test_report_with_groups(model_dir, tmp_path):
     assert "Alexander-Govern" in html and "Cramér" in html
     data = json.loads((tmp_path / "rep" / "imagenetx.json").read_text())
     assert json.loads(out.stdout) == data
+    # the synthetic models have probabilities, the original labels none: said, not skipped
+    assert not (tmp_path / "rep" / "calibration.csv").exists()
+    assert "(calibration.csv not written): the original labels carry no probabilities" in html
     summary = pd.read_csv(tmp_path / "rep" / "summary.csv", index_col=0)
     factors = list(summary.columns[:16])
     assert set(data["group_tests"]) == set(factors)
@@ -150,6 +153,7 @@ def test_report_with_the_authors_result_tables(model_dir, tmp_path):
         assert data["result_tables"]["spillover"]["crop"]["pose"]["direction"] == "lower"
     assert "cubic fit" in html
     assert (tmp_path / "cubic" / "table3.csv").is_file()
+    assert (tmp_path / "cubic" / "calibration.csv").is_file()  # CSVs with probabilities
     bad = runner.invoke(app, ["imagenetx", "report", str(model_dir), "--spillover", "loess"])
     assert bad.exit_code == 2 and "cubic" in bad.output
 

@@ -220,9 +220,12 @@ def join_predictions(
     position = index.get_indexer(ids)
     if (position < 0).any():
         unknown = ids[position < 0].unique()
+        known = len(np.unique(position[position >= 0]))
         raise FactorAnalysisError(
             f"{len(unknown)} prediction ids are not in the annotations ({_examples(unknown)}); "
-            f"annotated items: {len(table):,}")
+            f"the others cover {known:,} of {len(table):,} annotated items "
+            f"({known / len(table):.1%}); check --id-col / id_col and that both tables are of "
+            "the same items")
     model_codes, model_names = pd.factorize(frame[model_col].astype(str))
     pair = position.astype(np.int64) + len(table) * model_codes.astype(np.int64)
     dup_mask = pd.Index(pair).duplicated()

@@ -175,6 +175,8 @@ def analyse(
     calibration = None
     if predictions.probabilities is not None:
         calibration = analyses.calibration_by_factor(predictions, annotations, error_type)
+    else:
+        notes = (*notes, no_calibration_note(result.models))
     multi = annotations if annotations.which == "multi" else load_annotations("multi", "val")
     paper = None
     if results_dir is not None:
@@ -301,6 +303,16 @@ def add_imagenetx_section(
             "differences are significant; V measures how large they are)."
         )
         report.table(chi2["counts"].T, float_format="{:.0f}")
+
+
+def no_calibration_note(models: Sequence[str]) -> str:
+    """Why a report has no calibration section (and no calibration.csv)."""
+    why = ("the original labels carry no probabilities, and models are calibrated together "
+           "only when every one has them; leave out --original-labels for calibration"
+           if ORIGINAL_LABELS in models else
+           "the predictions carry no probabilities (a predicted_probability column or an .npz "
+           "probabilities array)")
+    return f"No calibration per factor (calibration.csv not written): {why}."
 
 
 TRIVIAL_HINT = ("The original labels are what error type class compares with; use --error-type "
