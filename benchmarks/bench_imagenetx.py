@@ -106,7 +106,7 @@ def main() -> None:
             per_model = (timings[hi] - timings[lo]) / (hi - lo)
             per_model_mb = (peaks[hi] - peaks[lo]) / (hi - lo)
             mine = evaluate(predictions.select(list(reference.index)), annotations,
-                            error_type).summary()
+                            error_type).summary(worst_classes=None)
             diff = np.nanmax(np.abs(mine.to_numpy() - reference.loc[mine.index,
                                                                     mine.columns].to_numpy()))
             total = per_model * args.models

@@ -144,11 +144,11 @@ def _paper_analyses(results: Path) -> bool:
     import time
 
     from shortcutlab.imagenetx.analyses import (
-        error_ratios,
         figure4_models,
         read_result_tables,
         tailored_augmentation,
     )
+    from shortcutlab.imagenetx.evaluate import error_ratio
     from shortcutlab.imagenetx.spillover import claim_verdicts
     from shortcutlab.imagenetx.statistics import alexander_govern_by_factor
 
@@ -157,7 +157,7 @@ def _paper_analyses(results: Path) -> bool:
     fig4 = figure4_models(tables)
     print(f"\nfigure 4 (top factor, class): {len(fig4)} models (paper: 209): "
           f"{fig4['family'].value_counts().to_dict()}")
-    tests = alexander_govern_by_factor(error_ratios(fig4), fig4["family"])
+    tests = alexander_govern_by_factor(error_ratio(fig4), fig4["family"])
     print("figure 1b, Alexander-Govern across the four families, p-values:")
     print(tests["pvalue"].to_string(float_format="{:.3g}".format))
     tailored = tailored_augmentation(tables)

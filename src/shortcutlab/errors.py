@@ -45,6 +45,10 @@ class ImagenetXError(ShortcutlabError):
     """Bad ImageNet-X predictions or options."""
 
 
+class FactorAnalysisError(ShortcutlabError):
+    """Bad annotation table, predictions or options of the factor-analysis engine."""
+
+
 def unknown_choice(kind: str, value: object, choices: Iterable[object]) -> str:
     """Format the standard message for a value outside a set of valid choices."""
     listed = ", ".join(str(c) for c in choices)

@@ -27,7 +27,7 @@ PATHS = sorted(_leaves(typer.main.get_command(app)))
 
 def test_every_group_is_walked() -> None:
     groups = {p[0] for p in PATHS if len(p) > 1}
-    assert groups == {"diagvib", "stats", "biasbed", "vqa", "imagenetx"}, groups
+    assert groups == {"diagvib", "stats", "biasbed", "vqa", "imagenetx", "factors"}, groups
     assert len(PATHS) >= 20, PATHS
 
 

@@ -35,7 +35,8 @@ def _help(path: tuple[str, ...]) -> str:
 
 
 def test_all_groups_walked() -> None:
-    assert GROUPS == [(), ("biasbed",), ("diagvib",), ("imagenetx",), ("stats",), ("vqa",)]
+    assert GROUPS == [(), ("biasbed",), ("diagvib",), ("factors",), ("imagenetx",), ("stats",),
+                      ("vqa",)]
 
 
 @pytest.mark.parametrize("path", GROUPS, ids=lambda p: " ".join(("shortcutlab", *p)))

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-AREAS = ["diagvib", "stats", "biasbed", "train", "runner", "vqa", "imagenetx"]
+AREAS = ["diagvib", "stats", "biasbed", "train", "runner", "vqa", "imagenetx", "factor_analysis"]
 
 
 @pytest.mark.parametrize("area", AREAS)

@@ -6,11 +6,12 @@ import numpy as np
 import pandas as pd
 import pytest
 from imagenet_x.aggregate import compute_factor_calibration_errors
+from scipy import stats
 
 from shortcutlab.errors import ImagenetXError
 from shortcutlab.imagenetx import analyses, spillover
 from shortcutlab.imagenetx.annotations import FACTORS, META_LABELS, load_annotations
-from shortcutlab.imagenetx.evaluate import evaluate
+from shortcutlab.imagenetx.evaluate import error_ratio, evaluate
 from shortcutlab.imagenetx.predictions import Predictions, load_predictions
 
 
@@ -128,6 +129,16 @@ def test_spillover_finds_the_planted_effects(fake_tables, method):
     # strengths where the fit to noise is extreme, so it flags more of them).
     assert crop["significant"].sum() <= (8 if method == "cubic" else 4)
     assert crop.attrs["method"] == method
+    # The p-value is Welch's t-test (scipy) between the models at the two strengths compared.
+    ratios = error_ratio(fake_tables[fake_tables["group"] == "crop"])
+    strength = spillover.augmentation_strength(ratios.index, "crop")
+    weak = strength.isin([float(v) for v in crop.loc["pose", "weak"].split(", ")])
+    strong = strength.isin([float(v) for v in crop.loc["pose", "strong"].split(", ")])
+    expected = stats.ttest_ind(ratios.loc[strong, "pose"], ratios.loc[weak, "pose"],
+                               equal_var=False)
+    assert crop.loc["pose", "pvalue"] == pytest.approx(expected.pvalue, rel=1e-9)
+    assert crop.loc["pose", "change"] == pytest.approx(
+        ratios.loc[strong, "pose"].mean() - ratios.loc[weak, "pose"].mean())
     if method == "cubic":  # the authors' procedure: the fit's extremes are the end strengths
         assert set(crop.loc["pose", ["weak", "strong"]]) == {"8", "92"}
 
@@ -137,8 +148,14 @@ def test_claim_verdicts_use_both_methods(fake_tables):
     assert len(verdicts) == 10
     row = verdicts[(verdicts["augmentation"] == "crop") & (verdicts["factor"] == "pose")].iloc[0]
     assert row["reproduced_cubic"] and row["reproduced_welch"]
+    # Each verdict is "significant at 0.05 and in the stated direction" of that method's test.
+    for method in ("cubic", "welch"):
+        expected = ((verdicts[f"pvalue_{method}"] <= 0.05)
+                    & (np.sign(verdicts[f"change_{method}"])
+                       == np.where(verdicts["paper"] == "lower", -1, 1)))
+        assert verdicts[f"reproduced_{method}"].tolist() == expected.tolist()
     flat = verdicts[(verdicts["augmentation"] == "crop") & (verdicts["factor"] == "pattern")]
-    assert not flat.iloc[0]["reproduced_cubic"] or flat.iloc[0]["pvalue_cubic"] <= 0.05
+    assert not flat.iloc[0]["reproduced_welch"]  # no effect planted on pattern
 
 
 def test_crop_strength_is_100_minus_the_crop_parameter():

@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 import torch
 from PIL import Image
+from scipy import stats
 from typer.testing import CliRunner
 
 from shortcutlab.cli.main import app
@@ -68,6 +69,18 @@ def test_evaluate_bad_input_exits_cleanly(args, message):
     assert message in out.output and "Traceback" not in out.output
 
 
+def test_evaluate_refuses_partial_predictions_below_min_coverage(tmp_path):
+    (tmp_path / "part.csv").write_text(
+        "file_name,predicted_class\nILSVRC2012_val_00000001.JPEG,65\n")
+    out = runner.invoke(app, ["imagenetx", "evaluate", str(tmp_path / "part.csv"),
+                              "--min-coverage", "0.5"])
+    assert out.exit_code == 2
+    assert "predicts 1 of 46,110 annotated images (coverage 0.0% < min_coverage 50%)" in " ".join(
+        out.output.split())
+    ok = runner.invoke(app, ["imagenetx", "evaluate", "--original-labels", "--min-coverage", "1"])
+    assert ok.exit_code == 0, ok.output
+
+
 def test_evaluate_bad_rows_are_reported(tmp_path):
     (tmp_path / "bad.csv").write_text(
         "file_name,predicted_class\nILSVRC2012_val_00000001.JPEG,1001\n"
@@ -90,8 +103,23 @@ def test_report_with_groups(model_dir, tmp_path):
     assert "Alexander-Govern" in html and "Cramér" in html
     data = json.loads((tmp_path / "rep" / "imagenetx.json").read_text())
     assert json.loads(out.stdout) == data
-    assert set(data["group_tests"]) == set(
-        pd.read_csv(tmp_path / "rep" / "summary.csv", index_col=0).columns[:16])
+    # the synthetic models have probabilities, the original labels none: said, not skipped
+    assert not (tmp_path / "rep" / "calibration.csv").exists()
+    assert "(calibration.csv not written): the original labels carry no probabilities" in html
+    summary = pd.read_csv(tmp_path / "rep" / "summary.csv", index_col=0)
+    factors = list(summary.columns[:16])
+    assert set(data["group_tests"]) == set(factors)
+    # The test's numbers against an independent computation: error ratios from the written
+    # accuracies, scipy's Alexander-Govern test on the two groups of models.
+    ratios = (1 - summary[factors]).divide(1 - summary["average"], axis=0)
+    for factor in factors:
+        expected = stats.alexandergovern(ratios.loc[["m0", "m1"], factor],
+                                         ratios.loc[["m2", "original_labels"], factor])
+        got = data["group_tests"][factor]
+        assert got["pvalue"] == pytest.approx(expected.pvalue, rel=1e-9), factor
+        assert got["statistic"] == pytest.approx(expected.statistic, rel=1e-9), factor
+        assert got["significant"] == (expected.pvalue <= 0.05)
+        assert got["mean_weak"] == pytest.approx(ratios.loc[["m0", "m1"], factor].mean())
 
 
 def test_report_with_the_authors_result_tables(model_dir, tmp_path):
@@ -125,6 +153,7 @@ def test_report_with_the_authors_result_tables(model_dir, tmp_path):
         assert data["result_tables"]["spillover"]["crop"]["pose"]["direction"] == "lower"
     assert "cubic fit" in html
     assert (tmp_path / "cubic" / "table3.csv").is_file()
+    assert (tmp_path / "cubic" / "calibration.csv").is_file()  # CSVs with probabilities
     bad = runner.invoke(app, ["imagenetx", "report", str(model_dir), "--spillover", "loess"])
     assert bad.exit_code == 2 and "cubic" in bad.output
 

@@ -155,6 +155,18 @@ def test_bootstrap_is_reproducible_and_brackets_the_estimate(model_dir, top_val)
     pose = FACTORS.index("pose")
     assert (ci.error_ratio[:, pose, 0] < point.error_ratio[:, pose]).all()
     assert (ci.error_ratio[:, pose, 1] > point.error_ratio[:, pose]).all()
+    # The interval is the 2.5/97.5 percentiles of the resampled accuracies, computed here with
+    # plain numpy on the same resampling weights.
+    from shortcutlab.imagenetx.evaluate import bootstrap_weights
+
+    weights = bootstrap_weights(len(top_val), range(40), seed=3)
+    right = (preds.align(top_val.file_names)[1] == top_val.labels).astype(float)
+    pose_rows = top_val.factors[:, pose].astype(bool)
+    avg = weights @ right / weights.sum(axis=1)
+    acc_pose = weights[:, pose_rows] @ right[pose_rows] / weights[:, pose_rows].sum(axis=1)
+    np.testing.assert_allclose(ci.average[1], np.percentile(avg, [2.5, 97.5]), rtol=1e-5)
+    np.testing.assert_allclose(ci.error_ratio[1, pose],
+                               np.percentile((1 - acc_pose) / (1 - avg), [2.5, 97.5]), rtol=1e-5)
     other = bootstrap_ci(preds, top_val, "class", n_boot=40, seed=4)
     assert not np.array_equal(other.error_ratio, ci.error_ratio)
 

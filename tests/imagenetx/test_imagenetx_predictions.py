@@ -207,3 +207,25 @@ def test_training_partition_names_are_checked_against_train_annotations(tmp_path
         read_prediction_csv(path, partition="train")
     path = _csv(tmp_path / "t.csv", [f"{train_name},1,0.1"])
     assert read_prediction_csv(path, partition="train").file_names.tolist() == [train_name]
+
+
+def test_the_imagenet_class_list_is_shared_with_biasbed():
+    from shortcutlab.biasbed.imagenet import imagenet_classes as biasbed_classes
+    from shortcutlab.utils.imagenet import NUM_CLASSES, imagenet_class_names, imagenet_classes
+
+    wnids = imagenet_classes()
+    assert biasbed_classes is imagenet_classes
+    assert len(set(wnids)) == NUM_CLASSES and list(wnids) == sorted(wnids)
+    assert (wnids[0], imagenet_class_names()[0]) == ("n01440764", "tench")
+
+
+def test_gather_predictions_puts_the_original_labels_first(tmp_path):
+    from shortcutlab.imagenetx.predictions import gather_predictions
+
+    pd.DataFrame({"file_name": ["ILSVRC2012_val_00000001.JPEG"], "predicted_class": [65]}
+                 ).to_csv(tmp_path / "mine.csv", index=False)
+    both = gather_predictions([tmp_path / "mine.csv"], original_labels=True)
+    assert both.models == ("original_labels", "mine")
+    assert gather_predictions([tmp_path / "mine.csv"]).models == ("mine",)
+    with pytest.raises(ImagenetXError, match="--original-labels"):
+        gather_predictions(None)

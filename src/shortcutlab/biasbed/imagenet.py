@@ -10,9 +10,10 @@ BiasBed trains 1000-class ImageNet models and scores every test set with the sam
   (``data/imagenet_a_wnids.txt``, ``data/imagenet_r_wnids.txt``, as published with the data sets);
 - ImageNet, ImageNet-Sketch, DeepAugment and other 1000-class folders by all 1000 logits.
 
-The ImageNet classes are indexed in the usual order (sorted WordNet ids, ``data/
-imagenet1k_classes.csv``). A *head* turns the model's (B, 1000) logits into the test set's
-(B, C) logits; test datasets carry it as ``reduce_logits``, which the trainer applies.
+The ImageNet classes are indexed in the usual order (sorted WordNet ids; the list lives in
+:mod:`shortcutlab.utils.imagenet`, re-exported here as :func:`imagenet_classes`). A *head*
+turns the model's (B, 1000) logits into the test set's (B, C) logits; test datasets carry it
+as ``reduce_logits``, which the trainer applies.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from importlib import resources
 import torch
 
 from shortcutlab.errors import ShortcutlabError, unknown_choice
+from shortcutlab.utils.imagenet import imagenet_classes
 
 __all__ = [
     "HEADS",
@@ -48,13 +50,6 @@ class ImagenetHeadError(ShortcutlabError):
 
 def _data(name: str) -> str:
     return resources.files("shortcutlab.biasbed").joinpath("data", name).read_text("utf-8")
-
-
-@cache
-def imagenet_classes() -> tuple[str, ...]:
-    """The 1000 ILSVRC-2012 WordNet ids in class-index order (sorted)."""
-    rows = list(csv.DictReader(_data("imagenet1k_classes.csv").splitlines()))
-    return tuple(r["wnid"] for r in sorted(rows, key=lambda r: int(r["index"])))
 
 
 @cache

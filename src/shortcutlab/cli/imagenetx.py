@@ -36,27 +36,6 @@ def _pred_col_option() -> Any:
         "or timm's index).")
 
 
-def _predictions(paths: list[Path] | None, original_labels: bool, file_col: str | None = None,
-                 pred_col: str | None = None):
-    from shortcutlab.errors import ImagenetXError
-    from shortcutlab.imagenetx.predictions import (
-        combine,
-        load_predictions,
-        original_labels_predictions,
-    )
-
-    parts = []
-    if original_labels:
-        parts.append(original_labels_predictions())
-    if paths:
-        parts.append(load_predictions(paths, file_col=file_col, pred_col=pred_col))
-    if not parts:
-        raise ImagenetXError(
-            "give prediction files/folders (CSV, .npz, .npy) or --original-labels"
-        )
-    return combine(parts)
-
-
 def _warn_if_trivial(original_labels: bool, error_type: str) -> None:
     """The original labels are what error type ``class`` compares with: right by construction."""
     if original_labels and error_type == "class":
@@ -96,6 +75,9 @@ def evaluate_cmd(
     ),
     file_col: str = _file_col_option(),
     pred_col: str = _pred_col_option(),
+    min_coverage: float = typer.Option(
+        0.0, "--min-coverage", help="Refuse a model that predicts less than this fraction of "
+        "the annotated images (default 0: score what is predicted, and say how much)."),
     as_json: bool = json_option(),
     out: Path = typer.Option(None, "--out", help="Also write the JSON results to this file."),
 ) -> None:
@@ -104,14 +86,16 @@ def evaluate_cmd(
 
     from shortcutlab.imagenetx.annotations import FACTORS, load_annotations
     from shortcutlab.imagenetx.evaluate import evaluate
+    from shortcutlab.imagenetx.predictions import gather_predictions
     from shortcutlab.utils.console import PlainConsole
     from shortcutlab.utils.io import write_json
 
     kind, which_factors = _check_choices(error_type, which)
     _warn_if_trivial(original_labels, error_type)
-    predictions = _predictions(paths, original_labels, file_col, pred_col)
+    predictions = gather_predictions(paths, original_labels=original_labels,
+                                     file_col=file_col, pred_col=pred_col)
     result = evaluate(predictions, load_annotations(which_factors, "val"), kind,
-                      ignore_empty_real)
+                      ignore_empty_real, min_coverage=min_coverage)
     data = result.to_dict()
     if out is not None:
         write_json(out, data)
@@ -232,12 +216,14 @@ def report_cmd(
     figures 4, 7, per-factor calibration, table 3 (and figures 1b, 4, 6, 17 with --results)."""
 
     from shortcutlab.errors import ImagenetXError
+    from shortcutlab.imagenetx.predictions import gather_predictions
     from shortcutlab.imagenetx.report import analyse, write_report
     from shortcutlab.utils.io import read_csv_file
 
     kind, which_factors = _check_choices(error_type, which)
     _warn_if_trivial(original_labels, error_type)
-    predictions = _predictions(paths, original_labels, file_col, pred_col)
+    predictions = gather_predictions(paths, original_labels=original_labels,
+                                     file_col=file_col, pred_col=pred_col)
     group_map = None
     if groups is not None:
         if not groups.is_file():

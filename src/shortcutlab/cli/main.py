@@ -34,6 +34,8 @@ _GROUPS = {
             "VQA-VS: shortcut-specific OOD test sets and VQA accuracy."),
     "imagenetx": ("ImageNet-X: per-factor error analysis of ImageNet models.",
                   "ImageNet-X: per-factor error analysis of ImageNet models."),
+    "factors": ("Factor-annotated error analysis of any dataset's predictions.",
+                "Factor-annotated error analysis of any dataset."),
 }
 
 

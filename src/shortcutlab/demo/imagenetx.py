@@ -19,12 +19,10 @@ def run_demo(out_dir: Path, console: Console) -> list[str]:
     """Evaluate the original labels against ReaL (top and multi factor) and write the report."""
     predictions = original_labels_predictions()
     lines: list[str] = []
-    top = analyse(predictions, which="top", error_type="real_class", n_boot=500)
-    top.notes.append(
+    top = analyse(predictions, which="top", error_type="real_class", n_boot=500, notes=(
         "The model is the original ImageNet validation labels scored against the ReaL "
         "re-annotation (Beyer et al. 2020): a human baseline that needs no images (paper A.8). "
-        "Images with an empty ReaL set count as wrong, as in the imagenet-x package."
-    )
+        "Images with an empty ReaL set count as wrong, as in the imagenet-x package.",))
     result = top.result
     pose = result.table("error_ratio").loc["original_labels", "pose"]
     console.print(

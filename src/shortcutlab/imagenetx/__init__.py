@@ -23,6 +23,7 @@ _EXPORTS: dict[str, str] = {
     "Predictions": "predictions", "as_predictions": "predictions",
     "load_predictions": "predictions", "original_labels_predictions": "predictions",
     "save_prediction_matrix": "predictions", "combine": "predictions",
+    "gather_predictions": "predictions",
     "alexander_govern_by_factor": "statistics", "augmentation_strength_effects": "statistics",
     "chi2_train_vs_val": "statistics", "spearman_factors_meta_labels": "statistics",
     "welch_by_factor": "statistics",

@@ -27,12 +27,14 @@ import scipy.sparse as sp
 from scipy import stats
 
 from shortcutlab.errors import DataNotFoundError, ImagenetXError, unknown_choice
+from shortcutlab.factor_analysis import counts as engine
 from shortcutlab.imagenetx.annotations import FACTORS, META_LABELS, Annotations
 from shortcutlab.imagenetx.evaluate import (
     CHUNK,
     ErrorType,
     EvaluationResult,
     correct_matrix,
+    error_ratio,
     evaluation_images,
 )
 from shortcutlab.imagenetx.predictions import Predictions
@@ -121,12 +123,6 @@ def read_result_tables(
     return out
 
 
-def error_ratios(table: pd.DataFrame) -> pd.DataFrame:
-    """Error ratio per factor of a table with factor accuracies and ``average``."""
-    present = [f for f in FACTORS if f in table.columns]
-    return (1 - table[present]).divide(1 - table["average"], axis=0)
-
-
 def figure4_models(tables: pd.DataFrame, error_type: ErrorType = "class") -> pd.DataFrame:
     """The authors' model set of figures 1b and 4 from :func:`read_result_tables` output:
     the ImageNet testbed, the self-supervised models of modelvshuman and base, restricted to
@@ -167,14 +163,13 @@ def _group_counts(
     index = predictions.column_index(images.file_names)
     right = np.empty((predictions.num_models, design.shape[1]))
     total = np.empty_like(right)
-    design_t = design.T.tocsr()
     for start in range(0, predictions.num_models, CHUNK):
         rows = slice(start, start + CHUNK)
         chunk = predictions.align(images.file_names, rows, index)
         ok = correct_matrix(chunk, images, error_type, real)
         stop = start + len(chunk)
-        right[start:stop] = (design_t @ ok.T.astype(np.float32)).T
-        total[start:stop] = (design_t @ (chunk >= 0).T.astype(np.float32)).T
+        right[start:stop] = engine.group_counts(ok, design)
+        total[start:stop] = engine.group_counts(chunk >= 0, design)
     return right, total
 
 
@@ -228,8 +223,6 @@ def calibration_by_factor(
         [sp.csr_matrix(np.ones((n, 1), dtype=np.float32)),
          sp.csr_matrix(images.factors.astype(np.float32))]
     ).tocsr()
-    design_t = design.T.tocsr()  # groups × images
-    edges = np.linspace(0.0, 1.0, n_bins + 1)[1:-1]
     index = predictions.column_index(images.file_names)
     ece = np.zeros((m_total, design.shape[1]))
     for start in range(0, m_total, CHUNK):
@@ -237,21 +230,9 @@ def calibration_by_factor(
         chunk = predictions.align(images.file_names, rows, index)
         cols = np.arange(len(images.file_names)) if index is None else index
         probs = _aligned_probabilities(predictions, rows, cols)
-        valid = (chunk >= 0) & np.isfinite(probs)
-        ok = correct_matrix(chunk, images, error_type, real) & valid
-        bins = np.searchsorted(edges, np.where(valid, probs, 0.0), side="left")
-        count = np.zeros((len(chunk), design.shape[1], n_bins))
-        conf = np.zeros_like(count)
-        right = np.zeros_like(count)
-        for b in range(n_bins):
-            inside = (bins == b) & valid
-            count[..., b] = (design_t @ inside.T.astype(np.float32)).T
-            conf[..., b] = (design_t @ (inside * probs).T.astype(np.float64)).T
-            right[..., b] = (design_t @ (inside & ok).T.astype(np.float32)).T
-        totals = count.sum(axis=2)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            gap = np.abs(right - conf) / totals[..., None]
-            ece[start : start + len(chunk)] = np.where(totals > 0, gap.sum(axis=2), np.nan)
+        ok = correct_matrix(chunk, images, error_type, real)
+        ece[start : start + len(chunk)] = engine.calibration_error(
+            probs, ok, chunk >= 0, design, n_bins)
     frame = pd.DataFrame(ece[:, 1:], index=list(predictions.models), columns=list(FACTORS))
     frame["worst_factor"] = frame.max(axis=1)
     frame["average"] = ece[:, 0]
@@ -377,7 +358,7 @@ def tailored_augmentation(tables: pd.DataFrame, alpha: float = 0.05) -> dict[str
             strength = augmentation_strength(part.index, group)
             sizes = strength.value_counts()
             part = part[strength == sizes.index[sizes >= MIN_MODELS].max()]
-        ratios = error_ratios(part)
+        ratios = error_ratio(part)
         ratios.index = [f"{group}/{m}" for m in ratios.index]
         parts.append(ratios.assign(augmentation=label))
     ratios = pd.concat(parts)

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from shortcutlab.errors import DataNotFoundError, ImagenetXError, unknown_choice
+from shortcutlab.utils.imagenet import NUM_CLASSES
 
 FACTORS: tuple[str, ...] = (
     "pose",
@@ -60,7 +61,6 @@ META_LABELS: tuple[str, ...] = (
 Which = Literal["top", "multi"]
 WHICH_CHOICES: tuple[Which, ...] = get_args(Which)
 PARTITION_CHOICES = ("val", "train")
-NUM_CLASSES = 1000
 NUM_VAL_IMAGES = 50_000
 
 Partition = Literal["val", "train"]

@@ -16,7 +16,8 @@ instead); for ``metaclass`` a prediction is right when its meta-label equals the
 from __future__ import annotations
 
 import math
-import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
@@ -24,11 +25,11 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from shortcutlab.errors import ImagenetXError, unknown_choice
+from shortcutlab.errors import FactorAnalysisError, ImagenetXError, unknown_choice
+from shortcutlab.factor_analysis import counts as engine
 from shortcutlab.imagenetx.annotations import (
     FACTORS,
     META_LABELS,
-    NUM_CLASSES,
     Annotations,
     Partition,
     Which,
@@ -37,12 +38,13 @@ from shortcutlab.imagenetx.annotations import (
     real_labels,
 )
 from shortcutlab.imagenetx.predictions import Predictions, PredictionSource, as_predictions
-from shortcutlab.utils.rng import rng
+from shortcutlab.utils.imagenet import NUM_CLASSES
 from shortcutlab.utils.sanitize import finite_or_none as num
 
 ErrorType = Literal["class", "metaclass", "real_class"]
 ERROR_TYPES: tuple[ErrorType, ...] = get_args(ErrorType)
 CHUNK = 256
+BOOTSTRAP_STREAM = "imagenetx-bootstrap"
 _NF = len(FACTORS)
 _NM = len(META_LABELS)
 # Column layout of the design matrix.
@@ -135,40 +137,24 @@ def design_matrix(annotations: Annotations) -> sp.csr_matrix:
     return sp.csr_matrix((data, (rows, cols)), shape=(n, _NCOLS))
 
 
-@dataclass(frozen=True)
-class _Signatures:
-    """Images sorted by design row: ``order`` sorts them, segment ``k`` starts at ``starts[k]``
-    and has design row ``design[k]`` (signatures × groups)."""
-
-    order: np.ndarray
-    starts: np.ndarray
-    design: np.ndarray
-
-    @classmethod
-    def of(cls, annotations: Annotations) -> _Signatures:
-        bits = annotations.factors.astype(np.int64) @ (1 << np.arange(_NF, dtype=np.int64))
-        key = annotations.meta_label.astype(np.int64) << _NF | bits
-        _, inverse = np.unique(key, return_inverse=True)
-        order = np.argsort(inverse, kind="stable")
-        starts = np.flatnonzero(np.r_[True, np.diff(inverse[order]) != 0])
-        design = design_matrix(annotations)[order[starts]].toarray().astype(np.float64)
-        return cls(order, starts, design)
-
-    def counts(self, indicator: np.ndarray) -> np.ndarray:
-        """(models × groups) counts of true entries of a models × sorted-images indicator."""
-        sums = np.add.reduceat(indicator.view(np.uint8), self.starts, axis=1, dtype=np.int32)
-        return sums.astype(np.float64) @ self.design
+def signatures(annotations: Annotations) -> engine.SegmentCounter:
+    """The engine's segmented counter over the design rows (meta-label and factor set)."""
+    bits = annotations.factors.astype(np.int64) @ (1 << np.arange(_NF, dtype=np.int64))
+    key = annotations.meta_label.astype(np.int64) << _NF | bits
+    return engine.SegmentCounter.of(design_matrix(annotations), key=key)
 
 
-def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out = num / den
-    return np.where(den > 0, out, np.nan)
+@contextmanager
+def engine_errors() -> Iterator[None]:
+    """The factor-analysis engine's errors as :class:`ImagenetXError` (same message)."""
+    try:
+        yield
+    except FactorAnalysisError as exc:
+        raise ImagenetXError(str(exc)) from None
 
 
-def _error_ratio(accuracy: np.ndarray, average: np.ndarray) -> np.ndarray:
-    """(1 − acc(factor)) / (1 − acc); NaN where the model makes no mistake at all."""
-    return _ratio(1.0 - accuracy, (1.0 - average)[..., None] + 0.0 * accuracy)
+_ratio = engine.ratio
+_error_ratio = engine.error_ratio
 
 
 @dataclass(frozen=True)
@@ -366,17 +352,21 @@ def evaluate(
     error_type: ErrorType = "class",
     ignore_empty_real: bool = False,
     chunk_size: int = CHUNK,
+    min_coverage: float = 0.0,
 ) -> EvaluationResult:
     """Evaluate every model of ``predictions`` on the annotated images, vectorised over models.
 
     Images a model has no prediction for are left out of that model's counts (as the
     imagenet-x package's inner join does); predictions for unannotated images are ignored.
+    A model predicting less than ``min_coverage`` of the annotated images is refused.
     """
+    if not 0 <= min_coverage <= 1:
+        raise ImagenetXError(f"min_coverage must be in [0, 1], got {min_coverage}")
     images, real = evaluation_images(annotations, error_type, ignore_empty_real)
     if len(images) == 0:
         raise ImagenetXError("no annotated images left to evaluate")
-    signatures = _Signatures.of(images)
-    order = signatures.order
+    counter = signatures(images)
+    order = counter.order
     images = images.take(order)  # sorted by design row: each group sum is a segmented sum
     real = None if real is None else real[order]
     index = predictions.column_index(images.file_names)
@@ -386,7 +376,7 @@ def evaluate(
     class_correct = np.empty((m_total, NUM_CLASSES), dtype=np.float64)
     class_count = np.empty((m_total, NUM_CLASSES), dtype=np.float64)
     by_class = _class_indicator(images.labels)
-    full = signatures.counts(np.ones((1, len(images)), dtype=bool))[0]
+    full = counter.counts(np.ones((1, len(images)), dtype=bool))[0]
     step = max(1, chunk_size)
     for start in range(0, m_total, step):
         rows = slice(start, start + step)
@@ -395,9 +385,9 @@ def evaluate(
         )
         stop = start + len(chunk)
         ok = correct_matrix(chunk, images, error_type, real)
-        correct[start:stop] = signatures.counts(ok)
+        correct[start:stop] = counter.counts(ok)
         valid = chunk >= 0
-        count[start:stop] = full if valid.all() else signatures.counts(valid)
+        count[start:stop] = full if valid.all() else counter.counts(valid)
         class_correct[start:stop] = (by_class @ ok.T.astype(np.float32)).T
         class_count[start:stop] = (by_class @ valid.T.astype(np.float32)).T
     if (count[:, _AVG] == 0).any():
@@ -405,6 +395,13 @@ def evaluate(
         raise ImagenetXError(
             f"models without a prediction for any annotated image: {', '.join(empty[:5])}"
         )
+    coverage = count[:, _AVG] / len(images)
+    if (coverage < min_coverage).any():
+        m = int(np.argmin(coverage))
+        raise ImagenetXError(
+            f"model {predictions.models[m]!r} predicts {int(count[m, _AVG]):,} of "
+            f"{len(images):,} annotated images (coverage {coverage[m]:.1%} < min_coverage "
+            f"{min_coverage:.0%}); give predictions for every image or lower --min-coverage")
     shape = (m_total, _NM, _NF)
     return EvaluationResult(
         models=predictions.models,
@@ -456,11 +453,7 @@ class BootstrapCI:
 
 def bootstrap_weights(n_images: int, replicates: range, seed: int) -> np.ndarray:
     """(replicates × images) resampling counts; replicate b depends only on (seed, b)."""
-    weights = np.empty((len(replicates), n_images), dtype=np.float32)
-    for row, b in enumerate(replicates):
-        draw = rng(seed, "imagenetx-bootstrap", b).integers(0, n_images, n_images)
-        weights[row] = np.bincount(draw, minlength=n_images)
-    return weights
+    return engine.bootstrap_weights(n_images, replicates, seed, BOOTSTRAP_STREAM)
 
 
 def bootstrap_ci(
@@ -484,38 +477,18 @@ def bootstrap_ci(
         raise ImagenetXError(f"n_boot must be at least 2, got {n_boot}")
     images, real = evaluation_images(annotations, error_type, ignore_empty_real)
     classes = predictions.align(images.file_names)
-    design_t = design_matrix(images)[:, : 1 + _NF].T.tocsr()  # (all, factors) × images
-    n = len(images)
-    m_total = predictions.num_models
-    stats_avg = np.empty((m_total, n_boot))
-    stats_acc = np.empty((m_total, n_boot, _NF))
-    for b0 in range(0, n_boot, boot_chunk):
-        b1 = min(n_boot, b0 + boot_chunk)
-        # images × replicates, so each product is one sparse pass (single-threaded, no BLAS).
-        weights_t = np.ascontiguousarray(bootstrap_weights(n, range(b0, b1), seed).T)
-        for m in range(m_total):
-            ok = correct_matrix(classes[m : m + 1], images, error_type, real)[0]
-            valid = classes[m] >= 0
-            right = np.asarray(design_t @ (weights_t * ok[:, None])).T
-            total = np.asarray(design_t @ (weights_t * valid[:, None])).T
-            acc = _ratio(right, total)
-            stats_avg[m, b0:b1] = acc[:, 0]
-            stats_acc[m, b0:b1] = acc[:, 1:]
-    ratios = _ratio(1.0 - stats_acc, (1.0 - stats_avg)[..., None] + 0.0 * stats_acc)
-    q = [(1 - level) / 2 * 100, (1 + level) / 2 * 100]
-
-    def interval(x: np.ndarray) -> np.ndarray:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN slices give NaN bounds
-            return np.moveaxis(np.nanpercentile(x, q, axis=1), 0, -1)
-
+    design = design_matrix(images)[:, : 1 + _NF]  # images × (all, factors)
+    average, accuracy, ratios = engine.bootstrap_intervals(
+        correct_matrix(classes, images, error_type, real), classes >= 0, design, n_boot, level,
+        seed, BOOTSTRAP_STREAM, boot_chunk,
+    )
     return BootstrapCI(
         models=predictions.models,
         level=level,
         n_boot=n_boot,
-        average=interval(stats_avg),
-        accuracy=interval(stats_acc),
-        error_ratio=interval(ratios),
+        average=average,
+        accuracy=accuracy,
+        error_ratio=ratios,
     )
 
 
@@ -541,6 +514,8 @@ def get_factor_accuracies(
 def error_ratio(accuracies: pd.DataFrame) -> pd.DataFrame:
     """Error ratio ``(1 − acc(factor)) / (1 − average)`` of a :func:`get_factor_accuracies`
     table (as imagenet-x's ``error_ratio``): above 1, the factor is over-represented among
-    the model's mistakes."""
+    the model's mistakes; NaN for a model without mistakes."""
     present = [f for f in FACTORS if f in accuracies.columns]
-    return (1 - accuracies[present]).divide(1 - accuracies["average"], axis=0)
+    values = engine.error_ratio(accuracies[present].to_numpy(dtype=float),
+                                accuracies["average"].to_numpy(dtype=float))
+    return pd.DataFrame(values, index=accuracies.index, columns=present)

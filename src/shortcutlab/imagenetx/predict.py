@@ -33,12 +33,12 @@ from torch.utils.data import DataLoader, Dataset
 from shortcutlab.errors import DataNotFoundError, ImagenetXError, unknown_choice
 from shortcutlab.train.normalization import IMAGENET_MEAN, IMAGENET_STD
 from shortcutlab.utils.device import resolve_device
+from shortcutlab.utils.imagenet import NUM_CLASSES
 from shortcutlab.utils.io import write_text
 from shortcutlab.utils.progress import progress_bar
 
 IMAGE_SUFFIXES = (".jpeg", ".jpg", ".png")
 MEAN, STD = IMAGENET_MEAN, IMAGENET_STD
-NUM_CLASSES = 1000
 CROP_PCT = 0.875  # 224 / 256
 INTERPOLATIONS = ("bilinear", "bicubic", "nearest")
 CROP_MODES = ("center", "squash")  # timm's; "border" (letterbox) is refused, not replaced

@@ -38,12 +38,12 @@ import pandas as pd
 
 from shortcutlab.errors import ImagenetXError, unknown_choice
 from shortcutlab.imagenetx.annotations import (
-    NUM_CLASSES,
     PARTITION_CHOICES,
     load_annotations,
     original_val_labels,
     val_image_index,
 )
+from shortcutlab.utils.imagenet import NUM_CLASSES, imagenet_classes
 from shortcutlab.utils.io import read_text_file, write_npz
 
 REQUIRED_COLUMNS = ("file_name", "predicted_class")
@@ -167,8 +167,6 @@ def _wordnet_class_ids(values: pd.Series, where: str, lines: np.ndarray,
                        column: str) -> np.ndarray:
     """Class ids of timm's ``label`` column when it holds WordNet ids (or plain class ids); an
     error naming the column when it holds class descriptions."""
-    from shortcutlab.biasbed.imagenet import imagenet_classes
-
     ids = pd.Index(imagenet_classes()).get_indexer(values.astype(str).str.strip())
     bad = ids < 0
     if bad.all() and pd.to_numeric(values, errors="coerce").notna().all():
@@ -505,6 +503,25 @@ def original_labels_predictions(name: str = "original_labels") -> Predictions:
     """The original ImageNet validation labels as a model (against ReaL: a human baseline)."""
     labels = original_val_labels()
     return Predictions((name,), labels.index.to_numpy(dtype=str), labels.to_numpy()[None, :])
+
+
+def gather_predictions(
+    paths: Sequence[str | os.PathLike[str]] | None = None,
+    *,
+    original_labels: bool = False,
+    file_col: str | None = None,
+    pred_col: str | None = None,
+) -> Predictions:
+    """The models to evaluate: the original labels (first, as ``original_labels``) when asked,
+    then every model of the prediction files/folders ``paths``; refused when both are empty."""
+    parts = [original_labels_predictions()] if original_labels else []
+    if paths:
+        parts.append(load_predictions(paths, file_col=file_col, pred_col=pred_col))
+    if not parts:
+        raise ImagenetXError(
+            "give prediction files/folders (CSV, .npz, .npy) or --original-labels"
+        )
+    return combine(parts)
 
 
 def save_prediction_matrix(path: str | os.PathLike[str], predictions: Predictions) -> Path:

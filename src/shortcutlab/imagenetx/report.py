@@ -10,8 +10,8 @@ drawn, group tests, dataset statistics); :func:`add_imagenetx_section` renders i
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ from shortcutlab.imagenetx.evaluate import (
     ErrorType,
     EvaluationResult,
     bootstrap_ci,
+    error_ratio,
     evaluate,
 )
 from shortcutlab.imagenetx.predictions import Predictions
@@ -36,9 +37,10 @@ MAX_TABLE_MODELS = 30
 MAX_BAR_MODELS = 6
 
 
-@dataclass
+@dataclass(frozen=True)
 class ImagenetXAnalysis:
-    """Everything the ImageNet-X report section shows; only ``result`` is required."""
+    """Everything the ImageNet-X report section shows, built once by :func:`analyse`; only
+    ``result`` is required (a bare evaluation renders as a report too)."""
 
     result: EvaluationResult
     ci: BootstrapCI | None = None
@@ -46,7 +48,7 @@ class ImagenetXAnalysis:
     group_tests: pd.DataFrame | None = None
     spearman: tuple[pd.DataFrame, pd.DataFrame] | None = None
     chi2: dict[str, Any] | None = None
-    notes: list[str] = field(default_factory=list)
+    notes: tuple[str, ...] = ()
     families: pd.Series | None = None
     calibration: pd.DataFrame | None = None
     active_counts: pd.DataFrame | None = None
@@ -87,7 +89,7 @@ def _records(frame: pd.DataFrame, orient: str) -> Any:
     return frame.astype(object).where(frame.notna(), None).to_dict(orient=orient)
 
 
-@dataclass
+@dataclass(frozen=True)
 class PaperTables:
     """Analyses computed from the authors' result tables (figures 1b, 4, 6 and 17)."""
 
@@ -127,7 +129,7 @@ def analyse_result_tables(
     figure4 = analyses.figure4_models(tables, error_type)
     main = figure4[figure4["family"].isin(analyses.MAIN_FAMILIES)]
     family_tests = statistics.alexander_govern_by_factor(
-        analyses.error_ratios(main), main["family"]
+        error_ratio(main), main["family"]
     )
     groups = set(tables["group"])
     spill = {
@@ -156,10 +158,13 @@ def analyse(
     results_dir: str | os.PathLike[str] | None = None,
     spillover_method: str = "cubic",
     families: Mapping[str, str] | None = None,
+    notes: Sequence[str] = (),
 ) -> ImagenetXAnalysis:
     """Evaluate, bootstrap the models drawn in the bar chart, test groups, describe the data;
     per-factor calibration (when probabilities are given), accuracy by number of active
-    factors, table 3; with ``results_dir`` the analyses of the authors' result tables."""
+    factors, table 3; with ``results_dir`` the analyses of the authors' result tables.
+    ``notes`` are shown at the top of the report section. The parts are computed first and
+    the frozen result built once at the end."""
     if seed < 0 or n_boot < 0:
         raise ImagenetXError(f"the bootstrap seed and resample count must be >= 0 (got {seed} "
                              f"and {n_boot})")
@@ -167,37 +172,37 @@ def analyse(
 
     annotations = annotations or load_annotations(which, "val")
     result = evaluate(predictions, annotations, error_type, ignore_empty_real)
-    analysis = ImagenetXAnalysis(result)
-    analysis.families = analyses.model_families(result.models, families)
-    analysis.listing = analyses.meta_label_listing(result)
+    calibration = None
     if predictions.probabilities is not None:
-        analysis.calibration = analyses.calibration_by_factor(
-            predictions, annotations, error_type
-        )
+        calibration = analyses.calibration_by_factor(predictions, annotations, error_type)
+    else:
+        notes = (*notes, no_calibration_note(result.models))
     multi = annotations if annotations.which == "multi" else load_annotations("multi", "val")
-    analysis.active_accuracy = analyses.accuracy_by_active_factors(predictions, multi, error_type)
+    paper = None
     if results_dir is not None:
-        analysis.paper = analyse_result_tables(results_dir, which, error_type, spillover_method)
+        paper = analyse_result_tables(results_dir, which, error_type, spillover_method)
+    ci = None
     if n_boot > 0:
         shown = list(result.models[:MAX_BAR_MODELS])
-        analysis.ci = bootstrap_ci(
-            predictions.select(shown), annotations, error_type, ignore_empty_real, n_boot,
-            seed=seed,
-        )
-    if groups:
-        analysis.groups = dict(groups)
-        analysis.group_tests = statistics.alexander_govern_by_factor(
-            result.table("error_ratio"), analysis.groups
-        )
+        ci = bootstrap_ci(predictions.select(shown), annotations, error_type, ignore_empty_real,
+                          n_boot, seed=seed)
+    group_map = dict(groups) if groups else None
+    group_tests = None
+    if group_map:
+        group_tests = statistics.alexander_govern_by_factor(result.table("error_ratio"), group_map)
+    spearman = chi2 = active_counts = None
     if dataset_statistics:
-        analysis.spearman = statistics.spearman_factors_meta_labels(annotations)
-        analysis.chi2 = statistics.chi2_train_vs_val(
-            load_annotations(annotations.which, "train"), annotations
-        )
-        analysis.active_counts = analyses.active_factor_counts(
-            multi, load_annotations("multi", "train")
-        )
-    return analysis
+        spearman = statistics.spearman_factors_meta_labels(annotations)
+        chi2 = statistics.chi2_train_vs_val(load_annotations(annotations.which, "train"),
+                                            annotations)
+        active_counts = analyses.active_factor_counts(multi, load_annotations("multi", "train"))
+    return ImagenetXAnalysis(
+        result, ci=ci, groups=group_map, group_tests=group_tests, spearman=spearman, chi2=chi2,
+        notes=tuple(notes), families=analyses.model_families(result.models, families),
+        calibration=calibration, active_counts=active_counts,
+        active_accuracy=analyses.accuracy_by_active_factors(predictions, multi, error_type),
+        listing=analyses.meta_label_listing(result), paper=paper,
+    )
 
 
 def add_imagenetx_section(
@@ -300,6 +305,16 @@ def add_imagenetx_section(
         report.table(chi2["counts"].T, float_format="{:.0f}")
 
 
+def no_calibration_note(models: Sequence[str]) -> str:
+    """Why a report has no calibration section (and no calibration.csv)."""
+    why = ("the original labels carry no probabilities, and models are calibrated together "
+           "only when every one has them; leave out --original-labels for calibration"
+           if ORIGINAL_LABELS in models else
+           "the predictions carry no probabilities (a predicted_probability column or an .npz "
+           "probabilities array)")
+    return f"No calibration per factor (calibration.csv not written): {why}."
+
+
 TRIVIAL_HINT = ("The original labels are what error type class compares with; use --error-type "
                 "real_class (or error_type=\"real_class\") to score them against the ReaL labels.")
 
@@ -355,7 +370,7 @@ def _add_overall_sections(report: HtmlReport, analysis: ImagenetXAnalysis) -> No
 
 
 def _add_paper_sections(report: HtmlReport, paper: PaperTables) -> None:
-    from shortcutlab.imagenetx import analyses, figures
+    from shortcutlab.imagenetx import figures
 
     report.heading("From the authors' result tables", level=3)
     fams = ", ".join(f"{k} {v}" for k, v in paper.figure4["family"].value_counts().items())
@@ -364,7 +379,7 @@ def _add_paper_sections(report: HtmlReport, paper: PaperTables) -> None:
     report.figure(figures.factor_vs_overall(paper.figure4, paper.figure4["family"]),
                   "Figure 4 from the authors' tables.")
     report.figure(
-        figures.group_comparison(analyses.error_ratios(paper.figure4), paper.figure4["family"],
+        figures.group_comparison(error_ratio(paper.figure4), paper.figure4["family"],
                                  paper.family_tests, title="Error ratio by model family"),
         "Figure 1b: mean error ratio per family, Alexander-Govern test per factor.",
     )

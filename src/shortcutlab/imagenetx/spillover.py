@@ -134,12 +134,12 @@ def group_spillover(
 ) -> pd.DataFrame:
     """:func:`spillover` of one augmentation group of the authors' result tables (from
     :func:`~shortcutlab.imagenetx.analyses.read_result_tables`)."""
-    from shortcutlab.imagenetx.analyses import error_ratios
+    from shortcutlab.imagenetx.evaluate import error_ratio
 
     part = tables[(tables["group"] == group) & (tables.index.str.lower() != "human")]
     if part.empty:
         raise ImagenetXError(f"no models of the augmentation group {group!r} in the tables")
-    return spillover(error_ratios(part), augmentation_strength(part.index, group), method, alpha)
+    return spillover(error_ratio(part), augmentation_strength(part.index, group), method, alpha)
 
 
 def claim_verdicts(tables: pd.DataFrame, alpha: float = 0.05) -> pd.DataFrame:

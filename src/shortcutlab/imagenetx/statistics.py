@@ -10,98 +10,42 @@
 from __future__ import annotations
 
 import re
-import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from shortcutlab.errors import ImagenetXError
+from shortcutlab.factor_analysis import significance
 from shortcutlab.imagenetx.annotations import FACTORS, META_LABELS, Annotations
+from shortcutlab.imagenetx.evaluate import engine_errors
 
 _HYPER = re.compile(r"^([a-z]+)(-?\d+(?:\.\d+)?(?:e-?\d+)?)$", re.IGNORECASE)
-
-
-def _as_groups(models: Sequence[str], groups: Mapping[str, str] | pd.Series) -> pd.Series:
-    series = pd.Series(groups, dtype=object)
-    missing = [m for m in models if m not in series.index]
-    if missing:
-        raise ImagenetXError(
-            f"no group given for models {', '.join(map(str, missing[:5]))}"
-            f"{' ...' if len(missing) > 5 else ''}; every model of the table needs a group"
-        )
-    return series.loc[list(models)]
 
 
 def alexander_govern_by_factor(
     table: pd.DataFrame, groups: Mapping[str, str] | pd.Series, alpha: float = 0.05
 ) -> pd.DataFrame:
-    """Alexander-Govern test of equal group means, one per factor column of ``table``.
+    """Alexander-Govern test of equal group means, one per factor column of ``table`` (the
+    engine's :func:`~shortcutlab.factor_analysis.alexander_govern_by_factor`).
 
     ``table`` is models × factors (e.g. error ratios); ``groups`` maps each model to its group.
     Returns factors × (statistic, pvalue, significant, mean_<group>...). Models with a NaN value
     for a factor are left out of that factor's test.
     """
-    group_of = _as_groups(list(table.index), groups)
-    names = sorted(group_of.unique())
-    if len(names) < 2:
-        raise ImagenetXError(f"need at least 2 model groups, got {names}")
-    rows = []
-    for factor in table.columns:
-        samples = []
-        for name in names:
-            values = table.loc[group_of.index[group_of == name], factor].to_numpy(dtype=float)
-            samples.append(values[np.isfinite(values)])
-        small = [n for n, s in zip(names, samples, strict=True) if len(s) < 2]
-        if small:
-            raise ImagenetXError(
-                f"factor {factor!r}: groups {small} have fewer than 2 models with a value; "
-                "the Alexander-Govern test needs at least 2 per group"
-            )
-        result = stats.alexandergovern(*samples)
-        row = {"factor": factor, "statistic": result.statistic, "pvalue": result.pvalue}
-        row.update({f"mean_{n}": float(np.mean(s)) for n, s in zip(names, samples, strict=True)})
-        rows.append(row)
-    frame = pd.DataFrame(rows).set_index("factor")
-    frame.insert(2, "significant", frame["pvalue"] <= alpha)
-    return frame
+    with engine_errors():
+        return significance.alexander_govern_by_factor(table, groups, alpha)
 
 
 def welch_by_factor(
     table_a: pd.DataFrame, table_b: pd.DataFrame, alpha: float = 0.05
 ) -> pd.DataFrame:
-    """Welch's unequal-variance t-test per factor between two sets of models.
+    """Welch's unequal-variance t-test per factor between two sets of models (the engine's).
 
     Returns factors × (mean_a, mean_b, difference b − a, statistic, pvalue, significant).
     """
-    common = [c for c in table_a.columns if c in table_b.columns]
-    if not common:
-        raise ImagenetXError("the two tables share no factor column")
-    rows = []
-    for factor in common:
-        a = table_a[factor].to_numpy(dtype=float)
-        b = table_b[factor].to_numpy(dtype=float)
-        a, b = a[np.isfinite(a)], b[np.isfinite(b)]
-        if len(a) < 2 or len(b) < 2:
-            raise ImagenetXError(
-                f"factor {factor!r}: Welch's t-test needs at least 2 models per side, got "
-                f"{len(a)} and {len(b)}"
-            )
-        result = stats.ttest_ind(b, a, equal_var=False)
-        rows.append(
-            {
-                "factor": factor,
-                "mean_a": a.mean(),
-                "mean_b": b.mean(),
-                "difference": b.mean() - a.mean(),
-                "statistic": float(result.statistic),
-                "pvalue": float(result.pvalue),
-            }
-        )
-    frame = pd.DataFrame(rows).set_index("factor")
-    frame["significant"] = frame["pvalue"] <= alpha
-    return frame
+    with engine_errors():
+        return significance.welch_by_factor(table_a, table_b, alpha)
 
 
 def parse_hyperparameters(model: str) -> dict[str, float]:
@@ -158,16 +102,7 @@ def spearman_factors_meta_labels(annotations: Annotations) -> tuple[pd.DataFrame
     """
     onehot = np.eye(len(META_LABELS), dtype=np.int8)[annotations.meta_label]
     data = np.concatenate([annotations.factors.astype(np.int8), onehot], axis=1)
-    names = list(FACTORS) + list(META_LABELS)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # constant columns
-        result = stats.spearmanr(data)
-    corr = np.atleast_2d(result.statistic)
-    pval = np.atleast_2d(result.pvalue)
-    return (
-        pd.DataFrame(corr, index=names, columns=names),
-        pd.DataFrame(pval, index=names, columns=names),
-    )
+    return significance.spearman_matrix(data, list(FACTORS) + list(META_LABELS))
 
 
 def chi2_train_vs_val(train: Annotations, val: Annotations) -> dict[str, object]:
@@ -178,14 +113,5 @@ def chi2_train_vs_val(train: Annotations, val: Annotations) -> dict[str, object]
     counts = pd.DataFrame(
         {"train": train.factors.sum(axis=0), "val": val.factors.sum(axis=0)}, index=list(FACTORS)
     )
-    used = counts[(counts > 0).any(axis=1)]
-    if len(used) < 2:
-        raise ImagenetXError("need at least two factors with images for a χ² test")
-    result = stats.chi2_contingency(used.T.to_numpy())
-    return {
-        "statistic": float(result.statistic),
-        "pvalue": float(result.pvalue),
-        "dof": int(result.dof),
-        "counts": counts,
-        "cramers_v": float(np.sqrt(result.statistic / used.to_numpy().sum())),
-    }
+    with engine_errors():
+        return significance.chi2_homogeneity(counts)

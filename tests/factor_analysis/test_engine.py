@@ -1,0 +1,251 @@
+"""The factor-analysis engine on a user's own table, checked against plain pandas group-bys."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from shortcutlab.errors import FactorAnalysisError
+from shortcutlab.factor_analysis import (
+    annotation_table,
+    calibration_by_factor,
+    factor_error_tests,
+    factor_result,
+    join_predictions,
+    worst_factors,
+    worst_factors_by_class,
+    worst_group_accuracy,
+)
+
+
+def waterbirds_like(n: int = 2000, seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Birds on land/water backgrounds; the model is right 95% of the time when the background
+    matches the bird, 55% when it does not (a planted background shortcut)."""
+    gen = np.random.default_rng(seed)
+    label = gen.choice(["landbird", "waterbird"], n)
+    matches = gen.random(n) < 0.8
+    background = np.where(matches, np.where(label == "landbird", "land", "water"),
+                          np.where(label == "landbird", "water", "land"))
+    annotations = pd.DataFrame({
+        "id": [f"img{i:05d}" for i in range(n)], "label": label, "background": background,
+        "blurry": (gen.random(n) < 0.3).astype(int), "site": gen.choice([1, 2, 3], n),
+    })
+    right = gen.random(n) < np.where(matches, 0.95, 0.55)
+    other = np.where(label == "landbird", "waterbird", "landbird")
+    predictions = pd.DataFrame({
+        "id": annotations["id"], "prediction": np.where(right, label, other),
+        "probability": np.clip(np.where(right, 0.9, 0.7) + gen.normal(0, 0.05, n), 0, 1),
+    })
+    return annotations, predictions.sample(frac=1.0, random_state=1)  # any row order
+
+
+@pytest.fixture(scope="module")
+def data():
+    annotations, predictions = waterbirds_like()
+    table = annotation_table(annotations)
+    joined = join_predictions(table, predictions, prob_col="probability")
+    return annotations, predictions, table, joined
+
+
+def _plain(annotations: pd.DataFrame, predictions: pd.DataFrame) -> pd.DataFrame:
+    frame = annotations.merge(predictions, on="id")
+    frame["right"] = frame["prediction"] == frame["label"]
+    return frame
+
+
+def test_per_factor_accuracy_and_error_ratio_match_a_plain_group_by(data):
+    annotations, predictions, table, joined = data
+    result = factor_result(table, joined)
+    frame = _plain(annotations, predictions)
+    overall = frame["right"].mean()
+    expected = {}
+    for column in ("background", "site"):
+        for cls, acc in frame.groupby(column)["right"].mean().items():
+            expected[f"{column}={cls}"] = acc
+    expected["blurry"] = frame.loc[frame["blurry"] == 1, "right"].mean()
+    assert set(result.names) == set(expected)
+    acc = result.table("accuracy").loc["model"]
+    ratios = result.table("error_ratio").loc["model"]
+    for name, value in expected.items():
+        assert acc[name] == pytest.approx(value), name
+        assert ratios[name] == pytest.approx((1 - value) / (1 - overall)), name
+    assert result.average[0] == pytest.approx(overall)
+    assert result.table("count").loc["model", "site=2"] == (frame["site"] == 2).sum()
+
+
+def test_the_planted_background_is_the_worst_factor_per_class(data):
+    annotations, predictions, table, joined = data
+    worst = worst_factors(factor_result(table, joined), k=2)
+    assert worst["rank"].tolist() == [1, 2]
+    # The minority backgrounds: water for landbirds, land for waterbirds.
+    by_class = worst_factors_by_class(table, joined, k=1)
+    assert dict(zip(by_class["class"], by_class["factor"], strict=True)) == {
+        "landbird": "background=water", "waterbird": "background=land"}
+    frame = _plain(annotations, predictions)
+    land = frame[frame["label"] == "landbird"]
+    acc_pair = land.loc[land["background"] == "water", "right"].mean()
+    row = by_class[by_class["class"] == "landbird"].iloc[0]
+    assert row["error_ratio"] == pytest.approx((1 - acc_pair) / (1 - land["right"].mean()))
+    grouped = worst_factors_by_class(table, joined, k=1,
+                                     class_groups={"landbird": "birds", "waterbird": "birds"})
+    assert grouped["class"].tolist() == ["birds"]
+
+
+def test_worst_group_accuracy_is_the_minimum_over_label_and_factor_groups(data):
+    annotations, predictions, table, joined = data
+    frame = _plain(annotations, predictions)
+    groups = frame.groupby(["label", "background"])["right"].agg(["mean", "size"])
+    wg = worst_group_accuracy(table, joined, factors=["background"])
+    assert wg["model"]["acc_wg"] == pytest.approx(groups["mean"].min())
+    label, background = groups["mean"].idxmin()
+    assert wg["model"]["worst_group"] == f"label={label}, background={background}"
+    assert wg["model"]["n_groups"] == 4
+    # A group smaller than min_count is excluded from the minimum and named.
+    small = worst_group_accuracy(table, joined, factors=["background", "site", "blurry"],
+                                 min_count=10_000 // 100)
+    full = frame.groupby(["label", "background", "site", "blurry"])["right"].agg(["mean", "size"])
+    kept = full[full["size"] >= 100]
+    assert small["model"]["acc_wg"] == pytest.approx(kept["mean"].min())
+    assert len(small["model"]["excluded"]) == int((full["size"] < 100).sum())
+    with pytest.raises(FactorAnalysisError, match="no group .* has 5000\\+"):
+        worst_group_accuracy(table, joined, min_count=5000)
+
+
+def test_calibration_per_factor_against_a_plain_binning(data):
+    annotations, predictions, table, joined = data
+    ece = calibration_by_factor(table, joined, n_bins=10)
+    frame = _plain(annotations, predictions)
+    part = frame[frame["background"] == "water"]
+    bins = np.clip(np.ceil(part["probability"] * 10).astype(int) - 1, 0, 9)
+    per_bin = part.groupby(bins).agg(right=("right", "sum"), conf=("probability", "sum"))
+    expected = (per_bin["right"] - per_bin["conf"]).abs().sum() / len(part)
+    assert ece.loc["model", "background=water"] == pytest.approx(expected)
+    assert ece.loc["model", "worst_factor"] == ece.drop(
+        columns=["worst_factor", "average"]).loc["model"].max()
+    without = join_predictions(table, predictions)
+    with pytest.raises(FactorAnalysisError, match="probability"):
+        calibration_by_factor(table, without)
+
+
+def test_bootstrap_interval_brackets_and_chi2_flags_the_planted_factor(data):
+    _, _, table, joined = data
+    result = factor_result(table, joined, n_boot=200, seed=1)
+    long = result.long().set_index("factor")
+    for name in ("background=water", "blurry"):
+        assert long.loc[name, "error_ratio_lower"] < long.loc[name, "error_ratio"]
+        assert long.loc[name, "error_ratio"] < long.loc[name, "error_ratio_upper"]
+    tests = factor_error_tests(result).set_index("factor")
+    assert not tests.loc["blurry", "significant"]  # no effect planted
+    f = result.names.index("site=1")
+    r_in, n_in = result.correct[0, f], result.count[0, f]
+    r_all, n_all = result.average[0] * result.n_scored[0], result.n_scored[0]
+    expected = stats.chi2_contingency([[r_in, n_in - r_in],
+                                       [r_all - r_in, n_all - n_in - (r_all - r_in)]]).pvalue
+    assert tests.loc["site=1", "pvalue"] == pytest.approx(expected)
+
+
+def test_several_models_in_long_format(data):
+    annotations, predictions, table, _ = data
+    perfect = annotations[["id", "label"]].rename(columns={"label": "prediction"})
+    both = pd.concat([predictions.assign(model="shortcut"), perfect.assign(model="oracle")])
+    joined = join_predictions(table, both, model_col="model")
+    result = factor_result(table, joined)
+    assert result.models == ("shortcut", "oracle")
+    assert result.average[1] == 1.0
+    assert np.isnan(result.error_ratio[1]).all()  # no mistakes: 0/0
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda a: pd.concat([a, a.iloc[:2]]), "2 duplicated ids .*img00000"),
+        (lambda a: a.assign(score=np.linspace(0, 1, len(a))), "'score' holds non-integer"),
+        (lambda a: a.assign(empty=np.nan), "'empty' is empty"),
+        (lambda a: a.assign(never=0), "'never' is empty: binary"),
+        (lambda a: a.assign(name=a["id"]), "'name' has 2000 classes"),
+        (lambda a: a.drop(columns="label"), "no label column 'label'"),
+    ],
+)
+def test_bad_annotations_are_one_line_errors(change, message):
+    annotations, _ = waterbirds_like(n=2000)
+    with pytest.raises(FactorAnalysisError, match=message) as info:
+        annotation_table(change(annotations))
+    assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("change", "kwargs", "message"),
+    [
+        (lambda p: p.iloc[:1000], {}, r"predicts 1,000 of 2,000 .*coverage 50.0% < min"),
+        (lambda p: pd.concat([p, p.iloc[:1].assign(id="stranger")]), {},
+         "1 prediction ids are not in the annotations .*stranger.*cover 2,000 of 2,000 "
+         r"annotated items \(100.0%\)"),
+        (lambda p: pd.concat([p, p.iloc[:3]]), {}, "3 duplicated ids"),
+        (lambda p: p.assign(prediction="cat"), {}, "outside the annotations' label set .*cat"),
+        (lambda p: p, {"prob_col": "nope"}, "no column 'nope'"),
+    ],
+)
+def test_bad_predictions_are_one_line_errors(change, kwargs, message):
+    annotations, predictions = waterbirds_like(n=2000)
+    table = annotation_table(annotations)
+    with pytest.raises(FactorAnalysisError, match=message) as info:
+        join_predictions(table, change(predictions), **kwargs)
+    assert "\n" not in str(info.value)
+
+
+def test_partial_predictions_pass_with_a_lower_min_coverage():
+    annotations, predictions = waterbirds_like(n=2000)
+    table = annotation_table(annotations)
+    joined = join_predictions(table, predictions.iloc[:1500], min_coverage=0.7)
+    assert joined.coverage.loc["model", "coverage"] == pytest.approx(0.75)
+    result = factor_result(table, joined)
+    assert result.n_scored[0] == 1500
+
+
+@pytest.mark.parametrize("n_classes", [3, 40])  # few combinations (counted) and many (sorted)
+def test_worst_group_over_many_combinations_and_missing_values(n_classes):
+    gen = np.random.default_rng(5)
+    n = 300
+    annotations = pd.DataFrame({
+        "id": np.arange(n), "label": gen.choice(["a", "b"], n),
+        **{c: gen.integers(0, n_classes, n) for c in ("x", "y", "z")}})
+    annotations.loc[:9, "x"] = np.nan  # ten items in no group
+    predictions = pd.DataFrame({"id": np.arange(n),
+                                "prediction": gen.choice(["a", "b"], n, p=[0.7, 0.3])})
+    table = annotation_table(annotations)
+    least = 2 if n_classes == 3 else 1  # 40 classes: nearly every group is one item
+    wg = worst_group_accuracy(table, join_predictions(table, predictions), min_count=least)
+    frame = _plain(annotations, predictions).dropna(subset=["x"])
+    groups = frame.groupby(["label", "x", "y", "z"])["right"].agg(["mean", "size"])
+    assert wg["model"]["acc_wg"] == pytest.approx(
+        groups.loc[groups["size"] >= least, "mean"].min())
+    assert len(wg["model"]["excluded"]) == int((groups["size"] < least).sum())
+    assert len(wg["groups"]) == len(groups)
+    assert wg["groups"]["count"].sum() == n - 10
+
+
+def test_the_engine_runs_without_torch():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "class Block:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] in {'torch', 'torchvision'}:\n"
+        "            raise ModuleNotFoundError(name)\n"
+        "sys.meta_path.insert(0, Block())\n"
+        "import pandas as pd\n"
+        "from shortcutlab.factor_analysis import analyse_factors\n"
+        "a = pd.DataFrame({'id': [1, 2, 3, 4], 'label': ['x', 'y', 'x', 'y'],"
+        " 'f': [1, 0, 1, 0]})\n"
+        "p = pd.DataFrame({'id': [1, 2, 3, 4], 'prediction': ['y', 'y', 'x', 'y']})\n"
+        "r = analyse_factors(a, p, n_boot=0, min_count=1)\n"
+        "assert r.result.table('error_ratio').loc['model', 'f'] == 2.0\n"
+        "assert 'torch' not in sys.modules\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=300, check=False)
+    assert result.returncode == 0, result.stderr[-2000:]
