@@ -28,6 +28,7 @@ _EXPORTS: dict[str, str] = {
     # scoring one's own predictions
     "mean_per_class_accuracy": "evaluation", "evaluate_predictions": "evaluation",
     "job_row": "evaluation",
+    "factor_inputs": "factor_errors", "factor_report": "factor_errors",  # factor_analysis
     # runs, metrics and the report
     "build_jobs": "jobs", "collect_jobs": "jobs", "source_generator": "jobs",
     "DiagvibMetrics": "metrics", "compute_metrics": "metrics", "flat_summary": "metrics",
