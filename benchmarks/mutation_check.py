@@ -76,14 +76,16 @@ MUTATIONS: tuple[Mutation, ...] = (
              ("tests/vqa/test_accuracy.py",),
              "VQA accuracy without the leave-one-out subsets"),
     Mutation("M10", "runner/records.py", "0.0 <= value <= 1.0", "0.0 <= value <= 100.0",
-             ("tests/runner/test_faults.py",),
+             ("tests/runner/test_faults.py::test_a_corrupted_file_is_named_skipped_moved_aside_and_rerun",),
              "result.json schema accepts accuracies in percent (check loosened)"),
     Mutation("M11", "train/metrics.py", "seen = support > 0\n", "seen = support >= 0\n",
-             ("tests/diagvib/test_evaluation.py",),
+             ("tests/diagvib/test_evaluation.py",
+              "tests/train/test_trainer.py::test_mean_per_class_accuracy_matches_reference"),
              "mean per-class accuracy counts classes absent from the targets as 0"),
     Mutation("M12", "train/trainer.py", "if best[1] < 0 or val.loss < best[0]:",
              "if best[1] < 0 or val.loss <= best[0]:",
-             ("tests/train/test_trainer.py",),
+             ("tests/train/test_trainer.py::test_early_stopping_on_validation_loss",
+              "tests/train/test_trainer.py::test_keep_best_state_returns_the_best_weights"),
              "checkpoint selection takes the last of tied epochs, not the first"),
     Mutation("M13", "utils/rng.py", "np.random.PCG64(seed_sequence(seed, *key))",
              "np.random.PCG64(seed_sequence(seed))",
@@ -91,7 +93,7 @@ MUTATIONS: tuple[Mutation, ...] = (
              "random streams ignore their key (every purpose the same stream)"),
     Mutation("M14", "imagenetx/statistics.py", '"pvalue": result.pvalue}',
              '"pvalue": 1 - result.pvalue}',
-             ("tests/imagenetx/test_imagenetx_cli.py",),
+             ("tests/imagenetx/test_imagenetx_cli.py::test_report_with_groups",),
              "Alexander-Govern p-value reported as 1 - p (issue 35; H4 fixes that test)",
              expect="survived"),
     Mutation("M15", "cli/stats.py", '@app.command("compare",', '@app.command("comparison",',
@@ -178,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
             caught += not passed
             if result == "survived" and m.expect == "caught":
                 failures.append(f"{m.id} survived ({m.what})")
-            tests = ", ".join(t.removeprefix("tests/") for t in m.tests)
+            tests = ", ".join(t.removeprefix("tests/").split("::")[0] for t in m.tests)
             flag = "" if result == m.expect else " (!)"
             print(f"| {m.id} | {m.file} | {m.what} | {tests} | {m.expect} | "
                   f"**{result}**{flag} | {secs:.0f} |", flush=True)
