@@ -23,11 +23,12 @@ os.environ["MPLCONFIGDIR"] = os.path.join(SCRATCH, "matplotlib")
 # process trees and waits on a clock. They all go to one worker, one after the other. Matched
 # here by name, so the test files need no marker; without xdist the mark does nothing.
 SERIAL_GROUP = "serial"
-_SERIAL_WORDS = {"ray", "killed"}
+_SERIAL_WORDS = {"ray", "killed", "death"}  # in the test's or its file's name
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         words = set(item.name.split("[", 1)[0].lower().split("_"))
+        words |= set(item.path.stem.lower().split("_"))
         if words & _SERIAL_WORDS:
             item.add_marker(pytest.mark.xdist_group(SERIAL_GROUP))
