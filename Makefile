@@ -18,17 +18,22 @@ demo: $(STAMP)
 
 # `make test`: every test under tests/, the slow ones (marker `slow`) included.
 # `make test-fast`: all but the slow ones; `make test-slow`: only the slow ones.
+# Two pytest-xdist workers (CI has 2 cores; TEST_WORKERS=0 runs in one process); tests marked
+# xdist_group(...) share one worker (--dist loadgroup). --durations=25 shows where time goes.
+TEST_WORKERS ?= 2
+XDIST := $(if $(filter 0,$(TEST_WORKERS)),-p no:xdist,-n $(TEST_WORKERS) --dist loadgroup)
+
 test: $(STAMP)
 	@echo "== pytest tests/: the whole suite, slow tests included (make test-fast skips them)"
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest $(XDIST) --durations=25
 
 test-fast: $(STAMP)
 	@echo "== pytest tests/ -m 'not slow': the suite without the slow tests"
-	$(BIN)/python -m pytest -m "not slow"
+	$(BIN)/python -m pytest $(XDIST) --durations=10 -m "not slow"
 
 test-slow: $(STAMP)
 	@echo "== pytest tests/ -m slow: only the slow tests"
-	$(BIN)/python -m pytest -m slow
+	$(BIN)/python -m pytest $(XDIST) --durations=25 -m slow
 
 # ruff (style, unused noqa included) and mypy (types of src/; configuration in pyproject.toml).
 lint: $(STAMP)

@@ -7,6 +7,8 @@ import os
 import shutil
 import tempfile
 
+import pytest
+
 SCRATCH = tempfile.mkdtemp(prefix="shortcutlab-tests-")
 atexit.register(shutil.rmtree, SCRATCH, True)
 
@@ -16,7 +18,20 @@ os.environ["XDG_CACHE_HOME"] = os.path.join(SCRATCH, "xdg-cache")
 os.environ["MPLCONFIGDIR"] = os.path.join(SCRATCH, "matplotlib")
 
 
-import pytest  # noqa: E402  (after the environment above, before anything reads it)
+# Tests that must not run beside each other under pytest-xdist (`make test` runs 2 workers with
+# --dist loadgroup): each starts a local Ray instance (its own raylet, GCS and ports), or kills
+# process trees and waits on a clock. They all go to one worker, one after the other. Matched
+# here by name, so the test files need no marker; without xdist the mark does nothing.
+SERIAL_GROUP = "serial"
+_SERIAL_WORDS = {"ray", "killed", "death"}  # in the test's or its file's name
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        words = set(item.name.split("[", 1)[0].lower().split("_"))
+        words |= set(item.path.stem.lower().split("_"))
+        if words & _SERIAL_WORDS:
+            item.add_marker(pytest.mark.xdist_group(SERIAL_GROUP))
 
 
 @pytest.fixture

@@ -4,6 +4,8 @@ option name or help is cut."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -34,9 +36,41 @@ def _help(path: tuple[str, ...]) -> str:
     return res.output
 
 
-def test_all_groups_walked() -> None:
-    assert GROUPS == [(), ("biasbed",), ("diagvib",), ("factors",), ("imagenetx",), ("stats",),
-                      ("vqa",)]
+ROOT = Path(__file__).resolve().parents[2]
+USER_DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+
+def _documented_commands() -> dict[tuple[str, ...], str]:
+    """Every ``shortcutlab <word> [<word>]`` written in code (fenced or inline) in the README and
+    docs/*.md, with the first file that writes it."""
+    found: dict[tuple[str, ...], str] = {}
+    for doc in USER_DOCS:
+        text = doc.read_text(encoding="utf-8")
+        blocks = re.findall(r"```.*?```", text, flags=re.S)
+        spans = re.findall(r"`[^`\n]+`", re.sub(r"```.*?```", "", text, flags=re.S))
+        for code in (*blocks, *spans):
+            for m in re.finditer(r"(?<![\w/.-])shortcutlab((?: [a-z][a-z0-9_-]*){1,2})", code):
+                found.setdefault(tuple(m.group(1).split()), doc.name)
+    return found
+
+
+def test_every_documented_command_exists_and_every_group_is_documented() -> None:
+    """The command tree is checked against what the README and docs tell users to type (not
+    against a list kept in this test): a command renamed or dropped while the docs still use it,
+    or a group nobody documents, fails."""
+    documented = _documented_commands()
+    top = ALL[()].commands
+    assert len(documented) >= 10, documented  # the scan finds the docs' commands at all
+    for path, doc in sorted(documented.items()):
+        assert path[0] in top, f"{doc}: `shortcutlab {path[0]}` is no command; have {sorted(top)}"
+        if (path[0],) in GROUPS and len(path) > 1:
+            sub = ALL[(path[0],)].commands
+            assert path[1] in sub, (
+                f"{doc}: `shortcutlab {' '.join(path)}` is no command; have {sorted(sub)}")
+    undocumented = {p[0] for p in GROUPS if p} - {p[0] for p in documented}
+    assert not undocumented, f"groups no doc shows: {sorted(undocumented)}"
+    top_help = _help(()).split("Commands:\n", 1)[1].split()
+    assert all(p[0] in top_help for p in GROUPS if p)
 
 
 @pytest.mark.parametrize("path", GROUPS, ids=lambda p: " ".join(("shortcutlab", *p)))

@@ -157,7 +157,8 @@ def test_set_values_are_validated_before_rendering(item: str) -> None:
     from shortcutlab.diagvib.render import parse_assignments
 
     assert parse_assignments([item])
-    with pytest.raises(DiagvibError):
+    factor, value = item.split("=")
+    with pytest.raises(DiagvibError, match=f"unknown {factor} class '{value}x'; valid choices: "):
         parse_assignments([item + "x"])
 
 

@@ -65,7 +65,7 @@ def test_items_and_tables(fake: FakeGenerator) -> None:
     assert item["tag"] == f"{int(item['y'])}{b}-id"  # training images lie in training cells
     test_item = DiagvibDataset(SPEC, "test")[0]
     assert test_item["tag"].endswith("-ood")
-    with pytest.raises(IndexError):
+    with pytest.raises(IndexError, match="index 87 out of range for a split of 87 images"):
         ds[87]
     meta = ds.metadata()
     assert list(meta.columns) == ["index", "label", *FACTORS, "tag"]
@@ -188,9 +188,9 @@ def test_export_png_and_errors(tmp_path, fake: FakeGenerator) -> None:
         def render(self, *args, **kwargs):
             raise RuntimeError("boom")
 
-    with pytest.raises(RuntimeError):
+    with pytest.raises(RuntimeError, match="^boom$"):
         export_split(SPEC, "train", tmp_path / "broken", fmt="png", generator=Broken())
-    with pytest.raises(RuntimeError):
+    with pytest.raises(RuntimeError, match="^boom$"):
         export_split(SPEC, "train", tmp_path / "broken.npz", generator=Broken())
     assert sorted(p.name for p in tmp_path.iterdir()) == ["pngs"]  # nothing half-written
 

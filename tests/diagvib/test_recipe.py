@@ -66,7 +66,7 @@ def test_the_documented_recipe_runs_at_small_scale(tmp_path) -> None:
     assert (given["--preset"], given["--selection"], given["--head"]) == (
         "paper", "paper", "full")
     assert {"--mnist", "--textures", "--budget-seconds"} <= set(given)
-    replace = {"--scale": "0.01", "--device": "cpu", "--out": str(tmp_path / "run"),
+    replace = {"--scale": "0.002", "--device": "cpu", "--out": str(tmp_path / "run"),
                "--mnist": str(_mnist(tmp_path / "mnist")),
                "--textures": str(_textures(tmp_path / "tex"))}
     drop = {"--study", "--samples"}  # one study, pair and sample instead of the 270 x 5

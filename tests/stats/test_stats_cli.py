@@ -3,6 +3,8 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+import scikit_posthocs as sp
+from scipy import stats
 from typer.testing import CliRunner
 
 from shortcutlab.cli import main  # noqa: F401  (gives every command its clean errors)
@@ -28,6 +30,15 @@ def test_compare_json_prints_one_object(tmp_path):
     assert round(obj["critical_difference"], 3) == 3.320
     assert obj["ranks"]["Debiased"] == 2.7
     assert set(obj["nemenyi"]) == set(ALGORITHMS)
+    # the p-values themselves, against scikit-posthocs and scipy (not only their keys)
+    scores = np.array(ROWS).T
+    ref = sp.posthoc_nemenyi_friedman(scores).to_numpy()
+    got = np.array([[obj["nemenyi"][a][b] for b in ALGORITHMS] for a in ALGORITHMS])
+    np.testing.assert_allclose(got, ref, rtol=1e-9, atol=1e-15)
+    n, k = scores.shape
+    assert obj["df"] == [k - 1, (k - 1) * (n - 1)]
+    assert obj["p_value"] == pytest.approx(stats.f.sf(obj["F"], *obj["df"]), rel=1e-9)
+    assert obj["chi2_p_value"] == pytest.approx(stats.friedmanchisquare(*scores.T).pvalue)
 
 
 def test_compare_rich_summary_and_out(tmp_path):

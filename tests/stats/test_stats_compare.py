@@ -3,6 +3,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 
 from shortcutlab.errors import StatsError
 from shortcutlab.stats import compare
@@ -41,6 +42,11 @@ def test_json_has_the_promised_keys_and_is_strict():
     obj = json.loads(result.to_json())
     for key in ("chi2", "chi2_p_value", "F", "p_value", "critical_difference", "ranks", "nemenyi"):
         assert key in obj
+    means = long_runs().groupby(["dataset", "algorithm"])["score"].mean().unstack()
+    assert obj["chi2"] == pytest.approx(stats.friedmanchisquare(*means.to_numpy().T).statistic)
+    assert obj["chi2_p_value"] == pytest.approx(stats.chi2.sf(obj["chi2"], 2))
+    assert obj["critical_difference"] == pytest.approx(
+        stats.studentized_range.ppf(0.95, 3, np.inf) / np.sqrt(2) * np.sqrt(3 * 4 / (6 * 6)))
     assert obj["ranks"]["C"] == 1.0
     assert obj["nemenyi"]["A"]["C"] == obj["nemenyi"]["C"]["A"] < 0.05
     assert obj["F"] is None  # every block ranks C > B > A: F is infinite, written as null

@@ -71,9 +71,20 @@ def test_critical_difference_matches_demsar_table(alpha, q_table):
 
 
 @pytest.mark.parametrize(
-    "scores",
-    [np.ones((5, 1)), np.ones((1, 4)), np.array([[1.0, np.nan], [2.0, 3.0]]), np.ones(4)],
+    ("scores", "message"),
+    [
+        (np.ones((5, 1)), "need at least 2 algorithms to compare, got 1"),
+        (np.ones((1, 4)), r"need at least 2 blocks \(data sets\) to compare, got 1"),
+        (np.array([[1.0, np.nan], [2.0, 3.0]]),
+         r"1 NaN/inf value\(s\), e.g. at \(block 0, algorithm 1\)"),
+        (np.ones(4), r"must be 2-D \(blocks × algorithms\), got shape \(4,\)"),
+    ],
 )
-def test_bad_matrices(scores):
-    with pytest.raises(StatsError):
+def test_bad_matrices(scores, message):
+    with pytest.raises(StatsError, match=message):
         friedman_test(scores)
+
+
+def test_unknown_df_convention_names_the_choices():
+    with pytest.raises(StatsError, match="convention 'scipy'; valid choices: textbook, pingouin"):
+        friedman_test(np.arange(12.0).reshape(4, 3), df="scipy")

@@ -62,7 +62,28 @@ def test_cd_diagram_draws_names_ranks_and_cd():
 def test_bad_alpha_and_sizes():
     with pytest.raises(StatsError, match="alpha"):
         critical_difference(4, 10, 1.5)
-    with pytest.raises(StatsError):
+    with pytest.raises(StatsError, match="alpha must lie strictly between 0 and 1"):
+        critical_difference(4, 10, 0.0)
+    with pytest.raises(StatsError, match="needs ≥2 algorithms and ≥1 block, got k=1, N=10"):
+        critical_difference(1, 10)
+    with pytest.raises(StatsError, match="needs ≥2 algorithms and ≥1 block, got k=4, N=0"):
+        critical_difference(4, 0)
+    with pytest.raises(StatsError, match=r"a CD diagram needs ≥2 algorithms, got 1"):
         cd_diagram({"a": 1.0}, 1.0)
-    with pytest.raises(StatsError):
+    with pytest.raises(StatsError, match="Nemenyi needs ≥2 algorithms and ≥1 block, got k=1"):
         nemenyi_p_values([1.0], 5)
+    with pytest.raises(StatsError, match="got k=2, N=0"):
+        nemenyi_p_values([1.0, 2.0], 0)
+    with pytest.raises(StatsError, match="Nemenyi method 'psturng'.*exact, table"):
+        nemenyi_p_values([1.0, 2.0], 5, method="psturng")
+
+
+def test_a_rank_difference_of_exactly_cd_is_significant():
+    """Demšar: two algorithms differ when their ranks differ by at least CD, so a clique holds
+    only differences below CD (the boundary decides whether a bar joins them)."""
+    ranks = {"a": 1.0, "b": 2.0, "c": 3.5}
+    assert cd_cliques(ranks, 1.0) == []
+    assert cd_cliques(ranks, 1.0 + 1e-9) == [["a", "b"]]
+    assert cd_cliques(ranks, 1.5) == [["a", "b"]]
+    assert cd_cliques(ranks, 2.5) == [["a", "b"], ["b", "c"]]  # a-c = 2.5: significant
+    assert cd_cliques(ranks, 2.6) == [["a", "b", "c"]]

@@ -8,7 +8,7 @@ from shortcutlab.utils import io, rng
 
 def test_atomic_write_leaves_nothing_on_failure(tmp_path):
     target = tmp_path / "out.json"
-    with pytest.raises(RuntimeError):
+    with pytest.raises(RuntimeError, match="^crash$"):
         with io.atomic_path(target) as tmp:
             tmp.write_text("partial")
             raise RuntimeError("crash")

@@ -1,0 +1,196 @@
+"""Planted mutations: does the test suite catch realistic bugs in the numbers?
+
+Each mutation replaces one exact piece of ``src/shortcutlab`` (an off-by-one, ``<`` for ``<=``,
+a dropped term, ``1 - p``, a removed refusal, a wrong ddof ...) in a scratch copy of ``src/``
+(the checkout is never modified), puts that copy first on ``PYTHONPATH`` and runs only the test
+files that should catch it (``pytest -q -x``). A mutation is *caught* when those tests fail.
+
+    .venv/bin/python benchmarks/mutation_check.py            # all, a markdown table on stdout
+    .venv/bin/python benchmarks/mutation_check.py M04 M15    # some
+    .venv/bin/python benchmarks/mutation_check.py --list
+
+Exit 1 when a mutation listed with ``expect="caught"`` survives, when an old text is no longer
+found exactly once (the table is stale), or when the target tests fail on the unmutated code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PKG = ROOT / "src" / "shortcutlab"
+
+
+@dataclass(frozen=True)
+class Mutation:
+    id: str
+    file: str  # relative to src/shortcutlab
+    old: str
+    new: str
+    tests: tuple[str, ...]
+    what: str
+    expect: str = "caught"  # or "survived": a known gap in the tests named
+
+
+MUTATIONS: tuple[Mutation, ...] = (
+    Mutation("M01", "stats/friedman.py", "f = (n - 1) * chi2 / denom", "f = n * chi2 / denom",
+             ("tests/stats/test_stats_friedman.py",),
+             "Iman-Davenport F with N instead of N-1"),
+    Mutation("M02", "stats/friedman.py", "return k - 1, (k - 1) * (n - 1)",
+             "return k - 1, (k - 1) * n",
+             ("tests/stats/test_stats_friedman.py",),
+             "textbook denominator degrees of freedom off by one"),
+    Mutation("M03", "stats/posthoc.py", "stats.studentized_range.ppf(1.0 - alpha,",
+             "stats.studentized_range.ppf(alpha,",
+             ("tests/stats/test_stats_posthoc.py",),
+             "critical difference from the lower α quantile (alpha for 1 - alpha)"),
+    Mutation("M04", "stats/posthoc.py", "if len(ranks) < 2:\n        raise StatsError(f\"a CD",
+             "if len(ranks) < 1:\n        raise StatsError(f\"a CD",
+             ("tests/stats/test_stats_posthoc.py",),
+             "CD diagram's refusal of one algorithm removed (issue 35)"),
+    Mutation("M05", "stats/posthoc.py", "values[j + 1] - values[i] < cd",
+             "values[j + 1] - values[i] <= cd",
+             ("tests/stats/test_stats_posthoc.py",),
+             "a rank difference of exactly CD counted as not significant (< for <=)",
+             expect="caught"),  # survived before test_a_rank_difference_of_exactly_cd_...
+    Mutation("M06", "stats/selection.py", 'window = epochs[epochs["epoch"] >= cutoff]',
+             'window = epochs[epochs["epoch"] > cutoff]',
+             ("tests/stats/test_stats_selection.py",),
+             "last-n selection averages n-1 epochs (>= for >)"),
+    Mutation("M07", "stats/tables.py", "std = grouped.std(ddof=1)",
+             "std = grouped.std(ddof=0)",
+             ("tests/stats/test_stats_tables.py",),
+             "comparison table's std over runs with ddof 0"),
+    Mutation("M08", "diagvib/metrics.py", "sem = float(arr.std(ddof=1) / math.sqrt(n))",
+             "sem = float(arr.std(ddof=0) / math.sqrt(n))",
+             ("tests/diagvib/test_metrics.py",),
+             "DiagViB-6 standard error with ddof 0"),
+    Mutation("M09", "vqa/accuracy.py", "min(1.0, (total - h) / 3.0)", "min(1.0, total / 3.0)",
+             ("tests/vqa/test_accuracy.py",),
+             "VQA accuracy without the leave-one-out subsets"),
+    Mutation("M10", "runner/records.py", "0.0 <= value <= 1.0", "0.0 <= value <= 100.0",
+             ("tests/runner/test_faults.py::test_a_corrupted_file_is_named_skipped_moved_aside_and_rerun",),
+             "result.json schema accepts accuracies in percent (check loosened)"),
+    Mutation("M11", "train/metrics.py", "seen = support > 0\n", "seen = support >= 0\n",
+             ("tests/diagvib/test_evaluation.py",
+              "tests/train/test_trainer.py::test_mean_per_class_accuracy_matches_reference"),
+             "mean per-class accuracy counts classes absent from the targets as 0"),
+    Mutation("M12", "train/trainer.py", "if best[1] < 0 or val.loss < best[0]:",
+             "if best[1] < 0 or val.loss <= best[0]:",
+             ("tests/train/test_trainer.py::test_early_stopping_on_validation_loss",
+              "tests/train/test_trainer.py::test_keep_best_state_returns_the_best_weights"),
+             "checkpoint selection takes the last of tied epochs, not the first"),
+    Mutation("M13", "utils/rng.py", "np.random.PCG64(seed_sequence(seed, *key))",
+             "np.random.PCG64(seed_sequence(seed))",
+             ("tests/utils/test_io_rng.py",),
+             "random streams ignore their key (every purpose the same stream)"),
+    Mutation("M14", "imagenetx/statistics.py", '"pvalue": result.pvalue}',
+             '"pvalue": 1 - result.pvalue}',
+             ("tests/imagenetx/test_imagenetx_cli.py::test_report_with_groups",),
+             "Alexander-Govern p-value reported as 1 - p (issue 35; H4 fixes that test)",
+             expect="survived"),
+    Mutation("M15", "cli/stats.py", '@app.command("compare",', '@app.command("comparison",',
+             ("tests/cli/test_help.py",),
+             "the documented `shortcutlab stats compare` renamed away (help test pins its list)",
+             expect="caught"),  # survived before the help test read the docs' commands
+    Mutation("M16", "diagvib/studies.py", "if not 0 <= sample < len(table):",
+             "if not 0 <= sample <= len(table):",
+             ("tests/diagvib/test_studies.py",),
+             "paper sample refusal off by one (sample 5 gives an IndexError)"),
+)
+
+
+def _apply(src: Path, m: Mutation) -> None:
+    path = src / "shortcutlab" / m.file
+    text = path.read_text()
+    count = text.count(m.old)
+    if count != 1:
+        raise SystemExit(f"{m.id}: old text found {count} times in src/shortcutlab/{m.file} "
+                         "(expected exactly once): the mutation table is stale")
+    path.write_text(text.replace(m.old, m.new))
+
+
+def _pytest(tests: tuple[str, ...], pythonpath: Path) -> tuple[bool, float, str]:
+    """(passed, seconds, last output line) of ``pytest -q -x`` on ``tests``, importing
+    ``shortcutlab`` from ``pythonpath``."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(pythonpath), *filter(None, [env.get("PYTHONPATH")])])
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    start = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
+         *tests],
+        cwd=ROOT, env=env, capture_output=True, text=True)
+    seconds = time.perf_counter() - start
+    lines = [ln for ln in proc.stdout.splitlines() if ln.strip()]
+    return proc.returncode == 0, seconds, (lines[-1] if lines else proc.stderr[-200:])
+
+
+def _loaded_from(pythonpath: Path) -> str:
+    env = dict(os.environ, PYTHONPATH=str(pythonpath))
+    out = subprocess.run([sys.executable, "-c", "import shortcutlab; print(shortcutlab.__file__)"],
+                         env=env, capture_output=True, text=True, check=True)
+    return out.stdout.strip()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("ids", nargs="*", help="mutation ids (default: all)")
+    parser.add_argument("--list", action="store_true", help="list the mutations and exit")
+    parser.add_argument("--no-clean-run", action="store_true",
+                        help="skip the run of the target tests on the unmutated code")
+    args = parser.parse_args(argv)
+    chosen = [m for m in MUTATIONS if not args.ids or m.id in args.ids]
+    unknown = set(args.ids) - {m.id for m in MUTATIONS}
+    if unknown:
+        parser.error(f"unknown mutation id(s) {sorted(unknown)}; valid: "
+                     f"{', '.join(m.id for m in MUTATIONS)}")
+    if args.list:
+        for m in MUTATIONS:
+            print(f"{m.id}  {m.file:26} {m.what}  [{' '.join(m.tests)}] expect {m.expect}")
+        return 0
+    failures: list[str] = []
+    if not args.no_clean_run:
+        targets = tuple(dict.fromkeys(t for m in chosen for t in m.tests))
+        ok, secs, last = _pytest(targets, ROOT / "src")
+        print(f"clean run of the {len(targets)} target files: "
+              f"{'passed' if ok else 'FAILED'} in {secs:.0f} s ({last})\n", flush=True)
+        if not ok:
+            failures.append("the target tests fail on the unmutated code")
+    print("| id | file | mutation | tests | expect | result | s |")
+    print("|---|---|---|---|---|---|---|")
+    total, caught = time.perf_counter(), 0
+    with tempfile.TemporaryDirectory(prefix="shortcutlab-mutant-") as tmp:
+        for m in chosen:
+            src = Path(tmp) / m.id
+            shutil.copytree(PKG, src / "shortcutlab",
+                            ignore=shutil.ignore_patterns("__pycache__"))
+            _apply(src, m)
+            if not _loaded_from(src).startswith(str(src)):
+                raise SystemExit(f"{m.id}: the mutated copy is not the one imported")
+            passed, secs, _ = _pytest(m.tests, src)
+            result = "survived" if passed else "caught"
+            caught += not passed
+            if result == "survived" and m.expect == "caught":
+                failures.append(f"{m.id} survived ({m.what})")
+            tests = ", ".join(t.removeprefix("tests/").split("::")[0] for t in m.tests)
+            flag = "" if result == m.expect else " (!)"
+            print(f"| {m.id} | {m.file} | {m.what} | {tests} | {m.expect} | "
+                  f"**{result}**{flag} | {secs:.0f} |", flush=True)
+            shutil.rmtree(src)
+    print(f"\n{caught} of {len(chosen)} mutations caught, in {time.perf_counter() - total:.0f} s")
+    for f in failures:
+        print(f"FAIL: {f}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
