@@ -226,3 +226,18 @@ def test_a_second_ctrl_c_exits_immediately(tmp_path: Path) -> None:
     while time.time() < deadline and any(_alive(pid) for _, pid, _ in _starts(log)):
         time.sleep(0.1)
     assert [pid for _, pid, _ in _starts(log) if _alive(pid)] == []
+
+
+@pytest.mark.slow
+def test_ctrl_c_cancels_the_outstanding_ray_tasks(tmp_path: Path) -> None:
+    pytest.importorskip("ray")
+    res, sent, elapsed, log = _interrupt(tmp_path, "ray", seconds=3.0, started=2)
+    print(f"ray: exited {elapsed:.2f} s after the signal")  # ray.shutdown included
+    assert res.returncode == 130, (res.stdout, res.stderr)
+    assert elapsed < 30
+    [line] = res.stdout.splitlines()
+    assert line.startswith("interrupted by SIGINT") and "0 of 12 jobs done" in line, line
+    assert [s for s in _starts(log) if s[2] > sent + 1.0] == [], "tasks started after it"
+    folders = _folders(tmp_path / "run")
+    assert [p for p in folders if (p / "claim.json").exists()] == []  # cancelled, released
+    assert [p for p in folders if (p / ERROR_FILE).exists()] == []
