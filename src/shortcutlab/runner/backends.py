@@ -562,7 +562,9 @@ def run_jobs(
     ``remaining`` lists those left, for the next call. ``backend``: one of
     :func:`list_backends` (built in: serial, processes, ray, slurm; see :func:`register_backend`).
     ``jobs_per_gpu="auto"`` and ``mps`` (CUDA MPS for jobs sharing a GPU): see
-    :mod:`shortcutlab.runner.mps`.
+    :mod:`shortcutlab.runner.mps`. SIGINT/SIGTERM stop the run: :class:`RunInterrupted` (see
+    the module's docstring). A job table that cannot be written raises :class:`JobTableError`
+    after every job ran, with their outcomes.
     """
     run_backend = BACKENDS.get(backend)
     if workers is not None and workers < 1:
