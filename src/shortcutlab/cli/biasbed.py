@@ -146,7 +146,7 @@ def run(
     from dataclasses import replace
 
     from shortcutlab.biasbed.protocol import parse_hparams, plan_from_options, run_protocol
-    from shortcutlab.runner.backends import describe_failures
+    from shortcutlab.runner.backends import JobTableError, RunInterrupted, describe_failures
     from shortcutlab.train.trainer import check_precision
     from shortcutlab.utils.console import PlainConsole, styled
     from shortcutlab.utils.device import resolve_device
@@ -175,7 +175,14 @@ def run(
     for line in dict.fromkeys(p.settings() for p in planned):
         console.print(f"  {line}")
     console.print(f"backend {run_on.backend}")
-    summary = run_protocol(planned, out, device=device, **run_on.run_kwargs())
+    table_problem = ""
+    try:
+        summary = run_protocol(planned, out, device=device, **run_on.run_kwargs())
+    except RunInterrupted as exc:  # one line: what finished, what did not
+        typer.echo(str(exc), err=True)
+        raise typer.Exit(130) from None
+    except JobTableError as exc:  # the runs ended: report them first, the table after
+        summary, table_problem = exc.summary, str(exc)
     console.print(
         f"done {len(summary.done)}, skipped {len(summary.skipped)} (already done), failed "
         f"{len(summary.failed)} in {summary.seconds:.1f} s"
@@ -183,11 +190,16 @@ def run(
     if as_json:
         print_json({"runs": len(planned), "done": len(summary.done),
                     "skipped": len(summary.skipped), "failed": len(summary.failed),
-                    "out": str(out)})
+                    "out": str(out), **({"table_error": table_problem} if table_problem
+                                         else {})})
     for line in describe_failures(summary, out):
         console.print(styled("failed", "red", f" {line}"))
+    if table_problem:
+        typer.echo(f"Error: {table_problem}", err=True)
     if summary.failed:
         raise typer.Exit(1)
+    if table_problem:
+        raise typer.Exit(2)  # as any other file the disk refuses
 
 
 @app.command(short_help="Build Stylized ImageNet with AdaIN from local files.")

@@ -92,7 +92,12 @@ def run(
     """
     from shortcutlab.diagvib.jobs import DiagvibParams, build_jobs
     from shortcutlab.diagvib.presets import DIAGVIB_PRESET
-    from shortcutlab.runner.backends import describe_failures, run_jobs
+    from shortcutlab.runner.backends import (
+        JobTableError,
+        RunInterrupted,
+        describe_failures,
+        run_jobs,
+    )
     from shortcutlab.train.config import TrainConfig
     from shortcutlab.train.runtime import check_cuda_graphs, runtime_options
     from shortcutlab.utils.console import PlainConsole, styled
@@ -118,15 +123,23 @@ def run(
     console.print(f"{len(jobs)} jobs of {model} in {out} (preset {described}, head "
                   f"{DiagvibParams.of(jobs[0]).head if jobs else head}, scale {scale:g}, "
                   f"backend {run_on.backend})")
-    with runtime_options(cuda_graphs=cuda_graphs, compile=compile_network):
-        summary = run_jobs(jobs, out, device=device, budget_seconds=budget_seconds,
-                           **run_kwargs)
+    table_problem = ""
+    try:
+        with runtime_options(cuda_graphs=cuda_graphs, compile=compile_network):
+            summary = run_jobs(jobs, out, device=device, budget_seconds=budget_seconds,
+                               **run_kwargs)
+    except RunInterrupted as exc:  # one line: what finished, what did not
+        typer.echo(str(exc), err=True)
+        raise typer.Exit(130) from None
+    except JobTableError as exc:  # the jobs ran: report them first, the table after
+        summary, table_problem = exc.summary, str(exc)
     for outcome in summary.notes:
         console.print(styled("note", "yellow", f" {outcome.job_id}: {outcome.note}"),
                       highlight=False, soft_wrap=True)
     console.print(
         f"done {len(summary.done)}, already done {len(summary.skipped)}, "
-        f"failed {len(summary.failed)} in {summary.seconds:.0f} s; table: {out / 'jobs.csv'}"
+        f"failed {len(summary.failed)} in {summary.seconds:.0f} s; table: "
+        f"{'not written' if table_problem else out / 'jobs.csv'}"
     )
     if summary.remaining:
         console.print(f"time budget spent: {len(summary.remaining)} jobs remain; run the same "
@@ -135,13 +148,18 @@ def run(
         print_json({"jobs": len(jobs), "done": len(summary.done),
                     "skipped": len(summary.skipped), "failed": len(summary.failed),
                     "remaining": len(summary.remaining),
-                    "table": str(out / "jobs.csv")})
+                    "table": None if table_problem else str(out / "jobs.csv"),
+                    **({"table_error": table_problem} if table_problem else {})})
+    for line in describe_failures(summary, out):
+        console.print(styled("failed", "red", f" {line}"))
+    if table_problem:
+        typer.echo(f"Error: {table_problem}", err=True)
     if summary.failed:
-        for line in describe_failures(summary, out):
-            console.print(styled("failed", "red", f" {line}"))
         typer.echo(f"Error: {len(summary.failed)} of {len(jobs)} jobs failed; rerun the same "
                    "command to retry them", err=True)
         raise typer.Exit(1)  # a finished run with failed jobs, not bad input (2)
+    if table_problem:
+        raise typer.Exit(2)  # as any other file the disk refuses
 
 
 def collect(

@@ -8,6 +8,8 @@ entry-point group (DiagViB-6: ``diagvib``), found on the first lookup, or regist
 from shortcutlab.runner.backends import (
     BACKENDS,
     BackendContext,
+    JobTableError,
+    RunInterrupted,
     RunSummary,
     SlurmOptions,
     list_backends,
@@ -29,8 +31,8 @@ from shortcutlab.runner.jobs import (
 )
 
 __all__ = [
-    "BACKENDS", "BackendContext", "Job", "JobFileError", "JobKind", "JobOutput", "Outcome",
-    "RunSummary", "SlurmOptions", "collect", "collect_epochs", "job_kind", "job_kinds",
-    "job_status", "list_backends", "register_backend", "register_job_kind", "run_jobs",
-    "run_one", "write_table",
+    "BACKENDS", "BackendContext", "Job", "JobFileError", "JobKind", "JobOutput", "JobTableError",
+    "Outcome", "RunInterrupted", "RunSummary", "SlurmOptions", "collect", "collect_epochs",
+    "job_kind", "job_kinds", "job_status", "list_backends", "register_backend",
+    "register_job_kind", "run_jobs", "run_one", "write_table",
 ]

@@ -14,6 +14,12 @@ that finds a job claimed by another live run waits for it (and takes it over if 
 so every job runs once and each run ends with the whole table. Worker processes of the
 ``processes`` backend die with the run that started them. On GPUs, ``jobs_per_gpu`` jobs share
 one device and, on a machine with several, each worker process is pinned to one of them.
+
+Interrupts: the first SIGINT (Ctrl-C) or SIGTERM stops the run at once: no new job is claimed,
+the running ones are abandoned (their claims released; workers that do not stop within
+:data:`STOP_GRACE_SECONDS` are killed) and :func:`run_jobs` raises :class:`RunInterrupted`,
+whose message says what finished and what did not. A second signal ends the process at once.
+Abandoned jobs are simply not done: the next run does them.
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
-from contextlib import suppress
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -71,6 +77,11 @@ Backend = str
 log = logging.getLogger(__name__)
 
 
+#: Seconds the workers of an interrupted run get to abandon their jobs and release their
+#: claims before they are killed (a job stops at once unless it is inside a long native call).
+STOP_GRACE_SECONDS = 3.0
+
+
 #: ``--slurm-executor``: ``slurm`` submits with sbatch; ``local`` runs the same submission
 #: through submitit's local executor (one fresh process per job, no SLURM needed).
 SLURM_EXECUTORS = ("slurm", "local")
@@ -106,6 +117,9 @@ class RunSummary:
     #: ids of jobs not started because the time budget was spent (see :func:`run_jobs`)
     remaining: list[str] = field(default_factory=list)
 
+    #: the signal that interrupted the run (``SIGINT``, ``SIGTERM``), "" when it ran to the end
+    interrupted: str = ""
+
     def _with(self, status: str) -> list[Outcome]:
         return [o for o in self.outcomes if o.status == status]
 
@@ -126,6 +140,25 @@ class RunSummary:
         """Outcomes with a repair to report (unreadable files moved aside, a job run
         elsewhere)."""
         return [o for o in self.outcomes if o.note]
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """A run stopped by SIGINT or SIGTERM (see the module's docstring). The message is one line
+    saying what finished and what did not; ``summary`` holds the outcomes that settled. A
+    ``KeyboardInterrupt``, so that code catching Ctrl-C keeps working."""
+
+    def __init__(self, message: str, summary: RunSummary) -> None:
+        super().__init__(message)
+        self.summary = summary
+
+
+class JobTableError(RunnerError):
+    """The jobs ran but the job table could not be written (a full disk); ``summary`` holds
+    their outcomes, so that the caller can still report every failure."""
+
+    def __init__(self, message: str, summary: RunSummary) -> None:
+        super().__init__(message)
+        self.summary = summary
 
 
 # ----------------------------------------------------------------------------- backends
@@ -212,10 +245,49 @@ def _die_with_parent(parent: int) -> None:
     threading.Thread(target=watch, name="shortcutlab-parent-watch", daemon=True).start()
 
 
+class _Stop(BaseException):
+    """Raised in a worker's running job by SIGTERM: not an ``Exception``, so the job is not
+    reported failed; :func:`run_one` releases its claim on the way out."""
+
+
+_in_job = False
+
+
+def _end_by_sigterm() -> None:
+    """End this worker as SIGTERM's default action would (the pool counts that exit code as
+    its own stop, not as a crash)."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGTERM)
+    os._exit(128 + signal.SIGTERM)  # pragma: no cover - not reached
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    if _in_job:
+        raise _Stop
+    _end_by_sigterm()
+
+
+def _run_in_worker(job: Job, out: Path, device: str, run: JobFunction) -> Outcome:
+    """:func:`run_one` in a pool worker: SIGTERM abandons the job (claim released) and ends
+    the worker, which so never takes another job of a stopping run."""
+    global _in_job
+    _in_job = True
+    try:
+        return run_one(job, out, device, run)
+    except _Stop:
+        _end_by_sigterm()
+        raise  # pragma: no cover - not reached
+    finally:
+        _in_job = False
+
+
 def _init_worker(parent: int, slots: Any, devices: list[str]) -> None:
-    """Worker start: die with the parent; take the next device slot (``CUDA_VISIBLE_DEVICES``
-    set before CUDA starts in this fresh process)."""
+    """Worker start: die with the parent; ignore SIGINT (a Ctrl-C reaches the whole process
+    group: the main process decides) and stop on SIGTERM; take the next device slot
+    (``CUDA_VISIBLE_DEVICES`` set before CUDA starts in this fresh process)."""
     _die_with_parent(parent)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _on_sigterm)
     if devices:
         with slots.get_lock():
             index = slots.value
@@ -246,7 +318,7 @@ def _processes(jobs: list[Job], out: Path, context: BackendContext) -> Iterator[
         broken: list[Job] = []
         progressed = False
         with _pool(workers, devices) as pool:
-            futures = {pool.submit(run_one, job, out, job_device, _function(job)): job
+            futures = {pool.submit(_run_in_worker, job, out, job_device, _function(job)): job
                        for job in pending}
             workers_of_pool = dict(getattr(pool, "_processes", None) or {})
             try:
@@ -261,8 +333,8 @@ def _processes(jobs: list[Job], out: Path, context: BackendContext) -> Iterator[
                         outcome = _job_lost(out, job, f"worker failed: {exc!r}")
                     progressed = True
                     yield outcome
-            except BaseException:
-                pool.shutdown(wait=False, cancel_futures=True)
+            except BaseException:  # an interrupt, or the caller closed this generator
+                _stop_workers(pool)
                 raise
         # the pool is shut down: every worker has ended, the dead one with its own exit code
         died = {pid: proc.exitcode for pid, proc in workers_of_pool.items()
@@ -291,6 +363,24 @@ def _pool(workers: int, devices: list[str]) -> ProcessPoolExecutor:
     slots = ctx.Value("i", 0)
     return ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker,
                                initargs=(os.getpid(), slots, devices))
+
+
+def _stop_workers(pool: ProcessPoolExecutor, grace: float = STOP_GRACE_SECONDS) -> None:
+    """Cancel the queued jobs, send SIGTERM to every worker (each abandons its job and releases
+    its claim) and SIGKILL those still alive after ``grace`` seconds."""
+    procs = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for proc in procs:
+        with suppress(OSError, ValueError):
+            proc.terminate()
+    deadline = time.monotonic() + grace
+    for proc in procs:
+        proc.join(max(deadline - time.monotonic(), 0.0))
+    for proc in procs:
+        if proc.exitcode is None:
+            with suppress(OSError, ValueError):
+                proc.kill()
+            proc.join(1.0)
 
 
 def _exit_reason(code: int | None) -> str:
@@ -338,12 +428,20 @@ def _ray(jobs: list[Job], out: Path, context: BackendContext) -> Iterator[Outcom
         refs = {remote.remote(job, str(out), device, _function(job)): job  # type: ignore[call-arg]
                 for job in jobs}
         pending = list(refs)
-        while pending:
-            ready, pending = ray.wait(pending, num_returns=1)
-            try:
-                yield ray.get(ready[0])
-            except Exception as exc:  # the Ray worker died
-                yield _job_lost(out, refs[ready[0]], f"ray task failed: {exc!r}")
+        try:
+            while pending:
+                ready, pending = ray.wait(pending, num_returns=1)
+                try:
+                    yield ray.get(ready[0])
+                except Exception as exc:  # the Ray worker died
+                    yield _job_lost(out, refs[ready[0]], f"ray task failed: {exc!r}")
+        except BaseException:  # interrupted: cancel the rest (a KeyboardInterrupt in each task)
+            for ref in pending:
+                with suppress(Exception):
+                    ray.cancel(ref)
+            with suppress(Exception):
+                ray.wait(pending, num_returns=len(pending), timeout=STOP_GRACE_SECONDS)
+            raise
     finally:
         if started:
             ray.shutdown()
@@ -464,7 +562,9 @@ def run_jobs(
     ``remaining`` lists those left, for the next call. ``backend``: one of
     :func:`list_backends` (built in: serial, processes, ray, slurm; see :func:`register_backend`).
     ``jobs_per_gpu="auto"`` and ``mps`` (CUDA MPS for jobs sharing a GPU): see
-    :mod:`shortcutlab.runner.mps`.
+    :mod:`shortcutlab.runner.mps`. SIGINT/SIGTERM stop the run: :class:`RunInterrupted` (see
+    the module's docstring). A job table that cannot be written raises :class:`JobTableError`
+    after every job ran, with their outcomes.
     """
     run_backend = BACKENDS.get(backend)
     if workers is not None and workers < 1:
@@ -504,24 +604,57 @@ def run_jobs(
                              ray_address=ray_address, slurm=slurm)
     start = time.perf_counter()
     remaining: list[str] = []
-    if todo:
-        on_cuda = jobs_per_gpu > 1 and device.split(":")[0] != "cpu" and gpu_count() > 0
-        local = backend == "processes" or (backend == "ray" and not ray_address)
-        with mps_for(mps, jobs_per_gpu, on_cuda=on_cuda, local=local), progress_bar(
-                disable=not progress) as bar:
-            task = bar.add_task(f"{backend}: {len(todo)} jobs", total=len(todo))
-            failed = 0
-            warned: set[str] = set()
-            chunk = 1 if backend == "serial" else n_workers
-            while todo:
-                later: list[Job] = []
-                if budget_seconds is not None:
-                    if time.perf_counter() - start >= budget_seconds:
-                        remaining = [job.job_id for job in todo]
-                        break
-                    todo, later = todo[:chunk], todo[chunk:]
-                busy: list[Job] = []
-                for outcome in run_backend(todo, out, context):
+    try:
+        with _stop_on_signals(backend):
+            if todo:
+                remaining = _run_todo(todo, out, run_backend, backend, context, unique,
+                                      outcomes, progress=progress, on_outcome=on_outcome,
+                                      wait_seconds=wait_seconds, budget_seconds=budget_seconds,
+                                      mps=mps, start=start)
+    except KeyboardInterrupt as exc:
+        summary = RunSummary(outcomes, time.perf_counter() - start, interrupted=getattr(
+            exc, "signal_name", "SIGINT"))
+        raise RunInterrupted(_interrupted_line(summary, unique, out), summary) from None
+    summary = RunSummary(outcomes, time.perf_counter() - start, remaining)
+    _remove_stale_temporaries(out)
+    if collect_table and unique:
+        from shortcutlab.runner.collect import write_table
+
+        try:
+            write_table(out)
+        except OSError as exc:
+            raise JobTableError(f"cannot write the job table in {out}: {os_reason(exc)}",
+                                summary) from None
+    return summary
+
+
+def _run_todo(todo: list[Job], out: Path, run_backend: BackendFunction, backend: str,
+              context: BackendContext, unique: dict[str, Job], outcomes: list[Outcome], *,
+              progress: bool, on_outcome: Callable[[Outcome], None] | None,
+              wait_seconds: float, budget_seconds: float | None, mps: str,
+              start: float) -> list[str]:
+    """The scheduling loop of :func:`run_jobs`: hand ``todo`` to the backend (a round at a
+    time under a time budget), wait for jobs other runs hold, append every outcome to
+    ``outcomes``; returns the ids left when the budget was spent."""
+    n_workers, jobs_per_gpu = context.workers, context.jobs_per_gpu
+    on_cuda = jobs_per_gpu > 1 and context.device.split(":")[0] != "cpu" and gpu_count() > 0
+    local = backend == "processes" or (backend == "ray" and not context.ray_address)
+    with mps_for(mps, jobs_per_gpu, on_cuda=on_cuda, local=local), progress_bar(
+            disable=not progress) as bar:
+        task = bar.add_task(f"{backend}: {len(todo)} jobs", total=len(todo))
+        failed = 0
+        warned: set[str] = set()
+        chunk = 1 if backend == "serial" else n_workers
+        while todo:
+            later: list[Job] = []
+            if budget_seconds is not None:
+                if time.perf_counter() - start >= budget_seconds:
+                    return [job.job_id for job in todo]
+                todo, later = todo[:chunk], todo[chunk:]
+            busy: list[Job] = []
+            stream = run_backend(todo, out, context)
+            try:
+                for outcome in stream:
                     if outcome.status == "busy":
                         busy.append(unique[outcome.job_id])
                         continue
@@ -533,24 +666,80 @@ def run_jobs(
                     bar.advance(task)
                     if on_outcome is not None:
                         on_outcome(outcome)
-                todo, settled = _wait_for_others(busy, out, wait_seconds, warned)
-                todo += later
-                for outcome in settled:
-                    outcomes.append(outcome)
-                    bar.advance(task)
-                    if on_outcome is not None:
-                        on_outcome(outcome)
-    summary = RunSummary(outcomes, time.perf_counter() - start, remaining)
-    _remove_stale_temporaries(out)
-    if collect_table and unique:
-        from shortcutlab.runner.collect import write_table
+            finally:  # an interrupt here stops the backend's workers before it propagates
+                close = getattr(stream, "close", None)
+                if close is not None:
+                    close()
+            todo, settled = _wait_for_others(busy, out, wait_seconds, warned)
+            todo += later
+            for outcome in settled:
+                outcomes.append(outcome)
+                bar.advance(task)
+                if on_outcome is not None:
+                    on_outcome(outcome)
+    return []
 
-        try:
-            write_table(out)
-        except OSError as exc:
-            raise RunnerError(f"cannot write the job table in {out}: {os_reason(exc)}"
-                              ) from None
-    return summary
+
+class _Signalled(KeyboardInterrupt):
+    """The first SIGINT or SIGTERM of a run, named."""
+
+    def __init__(self, signal_name: str) -> None:
+        super().__init__(signal_name)
+        self.signal_name = signal_name
+
+
+@contextmanager
+def _stop_on_signals(backend: str) -> Iterator[None]:
+    """While the block runs (in the main thread), the first SIGINT or SIGTERM raises
+    a ``KeyboardInterrupt`` naming it after saying so in one warning, and a second one ends
+    the process at once (exit code 128 + the signal). The former handlers are put back after."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    seen: list[str] = []
+
+    def handler(signum: int, frame: Any) -> None:
+        name = signal.Signals(signum).name
+        if seen:
+            with suppress(OSError):
+                os.write(2, f"{name} again: exiting now; the next run takes over the jobs "
+                            "that were running\n".encode())
+            os._exit(128 + signum)
+        seen.append(name)
+        stopping = ("the running job stops at once" if backend == "serial" else
+                    f"running jobs stop at once (workers still busy after "
+                    f"{STOP_GRACE_SECONDS:g} s are killed)")
+        log.warning("%s: starting no new job, %s; press Ctrl-C again to exit immediately",
+                    name, stopping)
+        raise _Signalled(name)
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, former in previous.items():
+            signal.signal(sig, former if former is not None else signal.SIG_DFL)
+
+
+def _interrupted_line(summary: RunSummary, unique: dict[str, Job], out: Path) -> str:
+    """One line for an interrupted run: what finished, what failed, what is left. Jobs whose
+    results were written as the run stopped count as done (their outcome never came back); the
+    claims of workers killed meanwhile are removed."""
+    settled = {o.job_id for o in summary.outcomes}
+    for job in unique.values():
+        if job.job_id not in settled:
+            path = job_dir(out, job)
+            with suppress(OSError):
+                drop_if_stale(path)
+                if is_done(path):
+                    summary.outcomes.append(Outcome(job.job_id, "done",
+                                                    note="finished as the run stopped"))
+    done, before, failed = len(summary.done), len(summary.skipped), len(summary.failed)
+    left = len(unique) - done - before - failed
+    return (f"interrupted by {summary.interrupted} after {summary.seconds:.1f} s: "
+            f"{done + before} of {len(unique)} jobs done ({done} in this run), {failed} failed, "
+            f"{left} not done (nothing half-written counts); run the same command again to "
+            "go on")
 
 
 def _wait_for_others(busy: list[Job], out: Path, wait_seconds: float,

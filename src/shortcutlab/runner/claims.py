@@ -103,9 +103,14 @@ def _create(path: Path, token: str) -> bool:
         fd = os.open(path / CLAIM_FILE, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
     except FileExistsError:
         return False
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        json.dump({"pid": os.getpid(), "host": _host(), "time": time.time(), "token": token},
-                  fh)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump({"pid": os.getpid(), "host": _host(), "time": time.time(),
+                       "token": token}, fh)
+    except BaseException:  # a full disk, an interrupt: no half-written claim stays behind
+        with suppress(FileNotFoundError):
+            (path / CLAIM_FILE).unlink()
+        raise
     return True
 
 
