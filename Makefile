@@ -5,12 +5,19 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 OUT    ?= demo-output
+# TORCH_INDEX: a wheel index torch and torchvision come from first, e.g. CPU-only (no CUDA
+# libraries, ~200 MB instead of several GB):
+#   make demo TORCH_INDEX=https://download.pytorch.org/whl/cpu
+# Empty (the default): they come with everything else from the usual index.
+TORCH_INDEX ?=
+PIP    := $(BIN)/python -m pip install -q --disable-pip-version-check -c constraints.txt
 
 .PHONY: demo test test-fast test-slow lint bench clean
 
 $(STAMP): pyproject.toml constraints.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --disable-pip-version-check -c constraints.txt -e '.[dev]'
+	$(if $(TORCH_INDEX),$(PIP) --index-url $(TORCH_INDEX) torch torchvision)
+	$(PIP) -e '.[dev]'
 	@touch $(STAMP)
 
 demo: $(STAMP)

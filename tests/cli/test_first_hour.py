@@ -65,7 +65,8 @@ def test_job_row_table_reaches_the_report(tmp_path: Path) -> None:
 
 #: Import name of each declared dependency whose distribution name differs from it.
 _IMPORT_NAMES = {"pyyaml": "yaml", "imagenet-x": "imagenet_x", "easy-vqa": "easy_vqa",
-                 "scikit-image": "skimage", "scikit-posthocs": "scikit_posthocs"}
+                 "scikit-image": "skimage", "scikit-posthocs": "scikit_posthocs",
+                 "pillow": "PIL"}
 
 
 def test_every_declared_dependency_is_used_by_the_package() -> None:

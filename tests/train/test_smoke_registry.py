@@ -120,3 +120,27 @@ def test_one_step_of_every_model_and_algorithm(
     with torch.no_grad():
         logits = algo.predict(_batch(size)["x"])
     assert logits.shape == (BATCH, CLASSES) and torch.isfinite(logits).all()
+
+
+#: a sample of the architectures named by library (train/model_zoo.py): a small timm model (when
+#: the extra is installed) and a small torchvision one, one ERM step each on CPU
+ZOO_SAMPLE = ["timm:test_vit", "torchvision:mobilenet_v3_small"]
+
+
+@pytest.mark.parametrize("model", ZOO_SAMPLE)
+def test_one_step_of_a_library_model(model: str) -> None:
+    if model.startswith("timm:"):
+        pytest.importorskip("timm")
+    torch.manual_seed(0)
+    with models.REGISTRY.scratch():
+        algo = create_algorithm("erm", CLASSES, TrainConfig(model=model, batch_size=BATCH),
+                                AlgorithmContext())
+        algo.train()
+        before = {k: v.detach().clone() for k, v in algo.named_parameters()}
+        out = algo.update(_batch())
+        assert torch.isfinite(torch.as_tensor(out["loss"])).all()
+        params = dict(algo.named_parameters())
+        assert any(not torch.equal(params[k], v) for k, v in before.items())
+        algo.eval()
+        with torch.no_grad():
+            assert algo.predict(_batch()["x"]).shape == (BATCH, CLASSES)

@@ -118,7 +118,8 @@ def run(
         "64) for 10 epochs"),
     protocol: str = former_preset_option(),
     epochs: int = typer.Option(None, min=1, help="Epochs per run (no early stopping)."),
-    model: str = typer.Option("small_cnn", help="Registered model name."),
+    model: str = typer.Option("small_cnn", help="A registered name, timm:<arch>, "
+                              "torchvision:<arch> or module:factory (shortcutlab models)."),
     batch_size: int = typer.Option(None, min=1, help="Training batch size."),
     lr: float = typer.Option(None, callback=_positive,
                              help="Learning rate (Adam, or SGD with --preset biasbed)."),

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import typer
 
+from shortcutlab.cli.output import json_option, print_json
+
 
 def inspect(
     run_dir: Path = typer.Argument(..., help="Run folder written by `diagvib run`."),
@@ -14,6 +16,7 @@ def inspect(
     images: int = typer.Option(6, help="Test images per job."),
     traversals: int = typer.Option(2, help="Latent traversals per VAE job (one per image)."),
     device: str = typer.Option("cpu", help="auto | cpu | cuda (for jobs retrained here)."),
+    as_json: bool = json_option("Print {page, jobs: [the jobs drawn]} as one JSON object."),
 ) -> None:
     """Draw VAE reconstructions and latent traversals and ASR lens outputs (paper figs. A2-A4,
     A9) for every finished asr / vae / factor_vae job in RUN_DIR.
@@ -27,8 +30,17 @@ def inspect(
 
     resolve_device(device)
     console = PlainConsole(stderr=True)
+    jobs: list[str] = []
+
+    def progress(job: str) -> None:
+        jobs.append(str(job))
+        console.print(f"inspecting job {job}")
+
     page = write_inspection(run_dir, out, images=images, traversals=traversals, device=device,
-                            progress=lambda job: console.print(f"inspecting job {job}"))
+                            progress=progress)
+    if as_json:
+        print_json({"page": str(page), "jobs": jobs})
+        return
     typer.echo(f"inspection written to {page}")
 
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from shortcutlab.cli.options import equalize_textures_option, mnist_option, textures_option
+from shortcutlab.cli.output import json_option, print_json
 from shortcutlab.utils.console import PlainConsole
 
 if TYPE_CHECKING:
@@ -33,12 +34,21 @@ def _format_region(name: str, region: tuple[tuple[float, float], ...]) -> str:
     return " × ".join(f"[{lo:.3g}{unit}, {hi:.3g}{unit}]" for lo, hi in region)
 
 
-def factors() -> None:
+def factors(
+    as_json: bool = json_option("Print {factors: {name: {classes, regions}}, n_combinations} "
+                                "as one JSON object (regions: one [low, high] per dimension; "
+                                "empty for shape and texture)."),
+) -> None:
     """List the six factors, their classes and factor-space regions (paper Table A1)."""
     from rich.table import Table
 
     from shortcutlab.diagvib.factors import FACTOR_TABLE, n_combinations
 
+    if as_json:
+        print_json({"n_combinations": n_combinations(), "factors": {
+            name: {"classes": list(f.classes), "regions": [list(r) for r in f.regions]}
+            for name, f in FACTOR_TABLE.items()}})
+        return
     table = Table(title=f"DiagViB-6 factors ({n_combinations():,} class combinations)")
     table.add_column("factor", style="bold")
     table.add_column("#", justify="right")
@@ -114,6 +124,8 @@ def render(
     image_size: int = typer.Option(128, help="Image side in pixels (32..1024)."),
     device: str = typer.Option(
         "auto", help="auto, cpu or cuda (cuda uses the torch path; agrees within ±1 level)."),
+    as_json: bool = json_option("Print what was written as one JSON object (out, png, images, "
+                                "image_size, classes: per factor the count of each class)."),
 ) -> None:
     """Render N images with some factors fixed; write them and their classes to an .npz."""
     import numpy as np
@@ -168,6 +180,13 @@ def render(
             from shortcutlab.diagvib.gallery import image_grid, save_image  # matplotlib: here
 
             save_image(outputs.path(png, ".png"), image_grid(first[0]))
+    if as_json:
+        counts = {f: {str(c): int(k) for c, k in
+                      zip(*np.unique(arrays[f], return_counts=True), strict=True)}
+                  for f in FACTORS}
+        print_json({"out": str(out), "png": None if png is None else str(png), "images": n,
+                    "image_size": size, "seed": seed, "split": split, "classes": counts})
+        return
     lines = [f"wrote {n} images ({size}×{size}) and their classes ({', '.join(FACTORS)}) "
              f"to {out}"]
     if png is not None:

@@ -29,7 +29,10 @@ if TYPE_CHECKING:
 
 @backend_options
 def run(
-    model: str = typer.Option(..., "--model", help="Registered model name (see list_models())."),
+    model: str = typer.Option(
+        ..., "--model", help="A registered name, timm:<arch>, torchvision:<arch> or "
+        "module:factory (list them: shortcutlab models)."
+    ),
     study: list[str] = typer.Option(..., "--study", help="Study to run; repeat for several."),
     pairs: list[str] = pairs_option(),
     samples: list[int] = samples_option([0]),

@@ -15,6 +15,7 @@ from shortcutlab.cli.options import (
     selection_option,
     textures_option,
 )
+from shortcutlab.cli.output import json_option, print_json
 from shortcutlab.utils.console import PlainConsole
 
 if TYPE_CHECKING:
@@ -30,6 +31,8 @@ def studies(
     pair: list[str] = pairs_option(),
     samples: list[int] = samples_option(),
     selection: str = selection_option("--seed"),
+    as_json: bool = json_option("Print {out, index, experiments: [names], seconds} as one JSON "
+                                "object."),
 ) -> None:
     """Write the DiagViB-6 benchmark: one YAML spec per experiment plus index.csv (name, hash).
 
@@ -42,10 +45,13 @@ def studies(
         out, seed=seed, scale=scale, studies=study or None, pairs=pair or None,
         samples=samples or None, selection=cast("Selection", selection),  # checked there
     )
-    count = len(experiment_names(study or None, pair or None, samples or None))
-    PlainConsole().print(
-        f"wrote {count} experiment specs and {index} in {time.perf_counter() - start:.2f} s"
-    )
+    names = experiment_names(study or None, pair or None, samples or None)
+    seconds = time.perf_counter() - start
+    if as_json:
+        print_json({"out": str(out), "index": str(index), "experiments": list(names),
+                    "seconds": round(seconds, 3)})
+        return
+    PlainConsole().print(f"wrote {len(names)} experiment specs and {index} in {seconds:.2f} s")
 
 
 def export(
@@ -62,6 +68,8 @@ def export(
     selection: str = selection_option("--seed"),
     mnist: Path = mnist_option(),
     textures: Path = textures_option(),
+    as_json: bool = json_option("Print {experiment, split, format, out, images, seconds} as one "
+                                "JSON object."),
 ) -> None:
     """Render one split of an experiment to an .npz or a PNG folder with metadata.csv."""
     from shortcutlab.diagvib.dataset import export_split
@@ -100,6 +108,10 @@ def export(
                                seed=image_seed, generator=generator,
                                progress=lambda k: bar.advance(task, k))
     seconds = time.perf_counter() - start
+    if as_json:
+        print_json({"experiment": spec.name, "split": split, "format": fmt, "out": str(written),
+                    "images": total, "seconds": round(seconds, 3)})
+        return
     PlainConsole().print(f"exported the {split} split of {spec.name} to {written} in "
                          f"{seconds:.1f} s")
 

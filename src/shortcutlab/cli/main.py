@@ -63,6 +63,7 @@ for _name, (_help, _summary) in _GROUPS.items():
     app.add_typer(_group, name=_name, help=_help, short_help=_summary)
 
 importlib.import_module("shortcutlab.cli.demo").register(app)
+importlib.import_module("shortcutlab.cli.models").register(app)
 importlib.import_module("shortcutlab.cli.diagvib_report").register_alias(app)
 
 wrap_commands(app)

@@ -118,7 +118,8 @@ def nemenyi_option() -> Any:
 def no_tie_correction_option() -> Any:
     return typer.Option(
         False, "--no-tie-correction", help="Friedman chi2 without the tie correction (BiasBed's "
-        "eq. 4; its printed F 7.46).")
+        "eq. 4; on its printed Table 2 F 7.49; its printed F 7.46 also needs two corrected "
+        "rank orders, docs/biasbed-stats.md).")
 
 
 def check_statistics(df: str, nemenyi: str) -> None:

@@ -61,6 +61,10 @@ def compare_cmd(
         "--strict",
         help="BiasBed's strict setting: drop every block named by --trained-on.",
     ),
+    score_col: str = typer.Option(
+        None, "--score-col", help="The score column of a long table, whatever its name (e.g. "
+        "DomainBed's test_acc); its other columns are ignored."
+    ),
 ) -> None:
     """Compare algorithms over blocks: Friedman, Iman-Davenport, Nemenyi, critical difference."""
     from shortcutlab.errors import StatsError
@@ -76,7 +80,7 @@ def compare_cmd(
         pairs.append((algo.strip(), block.strip()))
     if strict and not pairs:
         raise StatsError("--strict needs --trained-on ALGORITHM=BLOCK for the blocks to drop")
-    parsed = load_table(table)
+    parsed = load_table(table, score_col)
     excluded = list(exclude_block or [])
     if strict:
         excluded += [b for b in strict_blocks(pairs, parsed.blocks) if b not in excluded]

@@ -141,9 +141,10 @@ def build(
 def _stats_table(stats) -> Table:
     from rich import box
 
-    t = Table(title="VQA-VS statistics (cf. paper Table 1)", box=box.SIMPLE_HEAD)
-    for col in stats.columns:  # two-line headers keep the table within 80 columns
-        t.add_column(col.replace("_", "\n", 1), justify="left" if col == "shortcut" else "right")
+    t = Table(title="VQA-VS statistics (cf. paper Table 1)", box=box.SIMPLE_HEAD,
+              padding=(0, 0, 0, 1), pad_edge=False)  # one space between columns: 80 wide
+    for col in stats.columns:  # a header line per word keeps the table within 80 columns
+        t.add_column(col.replace("_", "\n"), justify="left" if col == "shortcut" else "right")
     for row in stats.itertuples(index=False):
         t.add_row(*(f"{v:,}" if isinstance(v, int) else str(v) for v in row))
     return t

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 from rich.console import Console
 
 from shortcutlab.utils.io import write_json
@@ -23,7 +24,15 @@ from shortcutlab.vqa.report import baseline_table, write_baseline_report
 from shortcutlab.vqa.splits import build_splits
 from shortcutlab.vqa.store import write_splits
 
-__all__ = ["run_demo"]
+__all__ = ["run_demo", "terminal_table"]
+
+TERMINAL_WIDTH = 80
+
+
+def terminal_table(frame: pd.DataFrame, width: int = TERMINAL_WIDTH) -> str:
+    """``frame`` (percentages) with one decimal, its columns wrapped into blocks that fit
+    ``width`` columns (a terminal's 80 by default), instead of lines the terminal folds."""
+    return frame.to_string(float_format="{:.1f}".format, line_width=width - 1)
 
 
 def run_demo(
@@ -64,7 +73,7 @@ def run_demo(
     html = write_baseline_report(splits, scores, out_dir / "index.html", planted)
     table_df = baseline_table(scores)
     best = max(scores, key=lambda m: scores[m]["iid"])
-    console.print(table_df.round(2).to_string())
+    console.print(terminal_table(table_df))
     return [
         f"VQA-VS splits for easy-VQA ({len(samples):,} questions, "
         f"{len(SHORTCUTS)} OOD sets) in {out_dir / 'splits'}",

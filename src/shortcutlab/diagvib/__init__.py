@@ -35,6 +35,8 @@ _EXPORTS: dict[str, str] = {
     "load_job_tables": "report", "write_report": "report",
     "plot_accuracy_matrices": "figures", "plot_factor_aggregates": "figures",
     "matrix_panels": "figures", "panel_values": "figures", "sequence_aggregates": "figures",
+    "plot_panel": "figures", "plot_factor_aggregate": "figures", "add_colour_bar": "figures",
+    "plot_chgo_improvement": "figures", "plot_pair_symmetry": "figures",
     "add_comparison_section": "comparison", "compare_study": "comparison",
 }
 

@@ -33,6 +33,7 @@ from shortcutlab.diagvib.factors import FACTORS
 from shortcutlab.diagvib.spec import STUDIES as _PAPER_STUDIES
 from shortcutlab.diagvib.spec import get_study, study_names
 from shortcutlab.errors import DiagvibError, unknown_choice
+from shortcutlab.utils.display import result_html, result_text
 from shortcutlab.utils.sanitize import json_safe
 
 STUDIES: tuple[str, ...] = _PAPER_STUDIES  # the paper's nine, defined in spec
@@ -409,7 +410,10 @@ def _order(values: Iterable[str], order: Iterable[str]) -> list[str]:
 
 @dataclass(frozen=True)
 class DiagvibMetrics:
-    """All DiagViB-6 metrics of a job table as tidy DataFrames (see the module docstring)."""
+    """All DiagViB-6 metrics of a job table as tidy DataFrames (see the module docstring).
+
+    ``print(metrics)`` (and Jupyter's display) shows :meth:`headline`; the rest is in the
+    frames, :meth:`to_dict`, :meth:`to_frame` and :meth:`matrix`."""
 
     table: pd.DataFrame
     status: pd.DataFrame
@@ -435,6 +439,40 @@ class DiagvibMetrics:
     def matrix(self, label: str, study: str) -> pd.DataFrame:
         """6x6 ``P_ij`` matrix (rows predicted, columns correlated)."""
         return accuracy_matrix(self.pairs, label, study)
+
+    def headline(self) -> pd.DataFrame:
+        """Per model and study (STUDIES order): FAAvg and FAMin averaged over the predicted
+        factors (for ZSO both are the mean ``P_i``), and the finished/all job counts."""
+        agg = self.aggregates.pivot_table(index=["label", "study"], columns="metric",
+                                          values="mean", aggfunc="mean")
+        jobs = self.status.set_index(["label", "study"])
+        out = pd.DataFrame({
+            "FAAvg": agg.get("FAAvg"), "FAMin": agg.get("FAMin"),
+        }).reindex(jobs.index)
+        out["jobs done"] = [f"{int(r.done)}/{int(r.done + r.failed + r.pending)}"
+                            for r in jobs.itertuples()]
+        rank = {s: i for i, s in enumerate(study_names())}
+        order = sorted(out.index, key=lambda k: (k[0], rank.get(k[1], len(rank)), k[1]))
+        return out.loc[order].rename_axis(["model", "study"])
+
+    def _display(self) -> tuple[str, pd.DataFrame, list[str]]:
+        done = int(self.status["done"].sum())
+        title = (f"DiagViB-6 metrics: {len(self.labels)} model(s), {done} finished job(s); "
+                 "FAAvg/FAMin averaged over the predicted factors")
+        notes = [".to_dict(), .to_frame(), .matrix(model, study) and the frames (singles, "
+                 "pairs, aggregates, chgo, ...) hold every number"]
+        if len(self.unfit):
+            notes.insert(0, f"{len(self.unfit)} run(s) did not fit their training data "
+                            "(.unfit)")
+        return title, self.headline(), notes
+
+    def __str__(self) -> str:
+        return result_text(*self._display())
+
+    __repr__ = __str__
+
+    def _repr_html_(self) -> str:
+        return result_html(*self._display())
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready nested dict: ``{"models": {label: {study: {"P", "FAAvg", "FAMin"},

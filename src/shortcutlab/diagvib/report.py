@@ -133,6 +133,24 @@ _SETTINGS = {"head": "head", "lr": "lr", "batch_size": "batch size",
              "vae_classifier": "VAE prediction"}
 
 
+#: columns only a job trained by ``shortcutlab diagvib run`` has; a table of ``job_row``
+#: records (one's own predictions) has none of them
+TRAINING_COLUMNS = ("scale", "preset", "epochs_run", "best_epoch", "lr", "batch_size")
+
+
+def predictions_only(table: pd.DataFrame) -> list[str]:
+    """Reported models whose finished jobs record no training here (``job_row`` tables of
+    one's own predictions): the report describes no checkpoint rule or recipe for them."""
+    done = table[table["status"] == "done"]
+    out = []
+    for label, group in done.groupby("label", sort=True):
+        recorded = [c for c in TRAINING_COLUMNS if c in group.columns
+                    and group[c].map(lambda v: pd.notna(v) and str(v) != "").any()]
+        if not recorded:
+            out.append(str(label))
+    return out
+
+
 def _values(group: pd.DataFrame, column: str) -> str:
     """The distinct non-empty values of ``column`` joined by ", " ("–" for none)."""
     if column not in group.columns:
@@ -165,15 +183,25 @@ def setup_table(table: pd.DataFrame, error_bars: str = "sem") -> pd.DataFrame:
 
 def _status_section(report: HtmlReport, metrics: DiagvibMetrics, error_bars: str) -> None:
     report.heading("Setup")
-    report.paragraph(
-        "Scale 1 is the paper's dataset size (43,740 training, 8,748 validation, 10,000 test "
-        f"images per experiment). ± is the {ERROR_BAR_TEXT[error_bars]} over dataset samples, "
-        "shown only where at least two samples finished; the paper used five. Learning rate and "
-        "batch size are the authors' ResNet-18 values (Adam 2e-4, batch 64) for every model "
-        "unless set; the paper tuned them per baseline (appendix A.2) without giving them. "
-        "head: full = one output per class of the predicted factor (the authors' networks), "
-        "selected = the 3 selected classes. docs/diagvib-fidelity.md explains each choice."
-    )
+    own = predictions_only(metrics.table)
+    trained = [m for m in metrics.labels if m not in own]
+    spread = (f"± is the {ERROR_BAR_TEXT[error_bars]} over dataset samples, shown only where "
+              "at least two samples finished; the paper used five.")
+    if trained:
+        report.paragraph(
+            "Scale 1 is the paper's dataset size (43,740 training, 8,748 validation, 10,000 "
+            f"test images per experiment). {spread} Learning rate and batch size are the "
+            "authors' ResNet-18 values (Adam 2e-4, batch 64) for every model trained here "
+            "unless set; the paper tuned them per baseline (appendix A.2) without giving them. "
+            "head: full = one output per class of the predicted factor (the authors' networks), "
+            "selected = the 3 selected classes. docs/diagvib-fidelity.md explains each choice."
+        )
+    if own:
+        report.paragraph(
+            f"{', '.join(own)}: scored from predictions given to the report (job_row records); "
+            "how they were trained, and which checkpoint was kept, is not recorded here. "
+            + ("" if trained else spread)
+        )
     report.table(setup_table(metrics.table, error_bars))
     report.heading("Jobs")
     status = metrics.status.rename(columns={"label": "model"}).set_index(["model", "study"])
@@ -365,9 +393,16 @@ def build_report(table: pd.DataFrame, title: str = "DiagViB-6 shortcut report",
     cp = parse_checkpoint(checkpoint)
     metrics = compute_metrics(table)
     report = HtmlReport(title)
+    own = predictions_only(metrics.table)
+    trained = [m for m in metrics.labels if m not in own]
+    of_what = (f"{cp.describe()}" + (f" for {', '.join(trained)}" if own else "")
+               if trained else "")
+    if own:
+        given = f"the predictions given for {', '.join(own)}"
+        of_what = f"{of_what}, and of {given}" if of_what else given
     report.paragraph(
         f"{len(metrics.labels)} model(s): {', '.join(metrics.labels)}. Every accuracy is the "
-        f"mean per-class accuracy (chance 1/3) of {cp.describe()}."
+        f"mean per-class accuracy (chance 1/3) of {of_what}."
     )
     _status_section(report, metrics, error_bars)
     _metric_sections(report, metrics, error_bars)
@@ -418,5 +453,6 @@ def write_report(
     return out / "index.html"
 
 
-__all__ = ["build_report", "setup_table", "format_mean_err", "load_job_table",
-           "load_job_tables", "noise_table", "write_report"]
+__all__ = ["TRAINING_COLUMNS", "build_report", "setup_table", "format_mean_err",
+           "load_job_table", "load_job_tables", "noise_table", "predictions_only",
+           "write_report"]

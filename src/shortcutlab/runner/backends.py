@@ -417,7 +417,17 @@ def _ray(jobs: list[Job], out: Path, context: BackendContext) -> Iterator[Outcom
         kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
         if ray_address is None:
             kwargs["num_cpus"] = workers
-        ray.init(address=ray_address, **kwargs)
+        # Ray's notice that token authentication is on (its default for a local cluster) is
+        # logged on every start: silenced here; the behaviour stays Ray's (RAY_AUTH_MODE)
+        import logging
+
+        notice = logging.getLogger("ray._private.authentication.authentication_token_setup")
+        level = notice.level
+        notice.setLevel(logging.ERROR)
+        try:
+            ray.init(address=ray_address, **kwargs)
+        finally:
+            notice.setLevel(level)
         started = True
     reaper = _reap_local_ray() if started else None
     try:

@@ -32,6 +32,7 @@ from shortcutlab.stats.posthoc import (
     nemenyi_p_values,
 )
 from shortcutlab.stats.tables import ScoreTable, load_table, parse_table
+from shortcutlab.utils.display import result_html, result_text
 from shortcutlab.utils.html import figure_to_png, literal_text
 from shortcutlab.utils.io import OutputSet, output_set
 from shortcutlab.utils.sanitize import finite_or_none
@@ -88,6 +89,24 @@ class ComparisonResult(FriedmanResult):
     def cliques(self) -> list[list[str]]:
         """Groups not significantly different from each other (the CD diagram's bars)."""
         return cd_cliques(self.ranks.to_dict(), self.critical_difference)
+
+    def _display(self) -> tuple[str, pd.DataFrame, list[str]]:
+        verdict = "differ" if self.significant else "do not differ significantly"
+        title = (f"{len(self.algorithms)} algorithms on {len(self.blocks)} blocks {verdict} "
+                 f"(Iman-Davenport F={self.F:.3g}, p={self.p_value:.3g}, alpha={self.alpha:g}); "
+                 f"Nemenyi critical difference {self.critical_difference:.3f}")
+        notes = [".ranks, .nemenyi, .means, .to_dict(), .to_latex() and .cd_diagram() give the "
+                 "rest"]
+        return title, self.ranks_frame(), notes
+
+    def __str__(self) -> str:
+        """The verdict, then the algorithms best first with mean rank and p vs the best."""
+        return result_text(*self._display(), float_format="{:.3g}")
+
+    __repr__ = __str__
+
+    def _repr_html_(self) -> str:
+        return result_html(*self._display(), float_format="{:.3g}")
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict; non-finite numbers (F = ∞ under perfect agreement, std of one run)

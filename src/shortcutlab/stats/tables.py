@@ -3,7 +3,9 @@
 Wide: first column the block name (data set, test set, factor pair), then one numeric column per
 algorithm. Long: columns for block, algorithm, run and score (accepted names below); runs are
 aggregated to mean ± standard deviation per (block, algorithm). The table is long when it has
-both an algorithm and a score column; otherwise it is wide.
+both an algorithm and a score column; otherwise it is wide. ``score_col`` names the score column
+of a long table whatever its name (a DomainBed-style ``test_acc``); its other columns are then
+ignored.
 """
 
 from __future__ import annotations
@@ -114,10 +116,27 @@ def _find(columns: list[str], candidates: tuple[str, ...]) -> str | None:
     return None
 
 
-def is_long(df: pd.DataFrame) -> bool:
-    """True when ``df`` has both an algorithm column and a score column (a long run table)."""
+def is_long(df: pd.DataFrame, score_col: str | None = None) -> bool:
+    """True when ``df`` has both an algorithm column and a score column (a long run table);
+    with ``score_col``, when it has an algorithm column."""
     cols = [str(c) for c in df.columns]
-    return _find(cols, ALGORITHM_COLUMNS) is not None and _find(cols, SCORE_COLUMNS) is not None
+    has_score = score_col is not None or _find(cols, SCORE_COLUMNS) is not None
+    return _find(cols, ALGORITHM_COLUMNS) is not None and has_score
+
+
+def check_score_col(df: pd.DataFrame, score_col: str) -> str:
+    """``score_col`` if it is a column of ``df`` and the table is long; a StatsError naming the
+    columns (or the long table's required ones) otherwise."""
+    cols = [str(c) for c in df.columns]
+    if score_col not in cols:
+        raise StatsError(unknown_choice("score column", score_col, cols))
+    if _find(cols, ALGORITHM_COLUMNS) is None:
+        raise StatsError(
+            f"score column {score_col!r} given, but the table has no algorithm column "
+            f"({'|'.join(ALGORITHM_COLUMNS)}): a score column belongs to a long table; a wide "
+            "table has one column per algorithm"
+        )
+    return score_col
 
 
 def _numeric(series: pd.Series, what: str, row_names: pd.Series) -> pd.Series:
@@ -173,7 +192,8 @@ def parse_wide(df: pd.DataFrame) -> ScoreTable:
         raise StatsError(
             f"column {algorithm!r} makes this a long table, but it has no score column: expected "
             f"one of {', '.join(SCORE_COLUMNS)}; found {', '.join(map(str, df.columns))} "
-            "(rename the score column, e.g. test_acc to acc)"
+            "(name it: --score-col test_acc, score_col='test_acc' in Python; or rename the "
+            "score column, e.g. test_acc to acc)"
         )
     if dupes:
         raise StatsError(f"duplicated block name(s) in column {first!r}: {', '.join(dupes)}")
@@ -186,22 +206,24 @@ def parse_wide(df: pd.DataFrame) -> ScoreTable:
     return ScoreTable(means=means)
 
 
-def parse_long(df: pd.DataFrame) -> ScoreTable:
-    """Long table of runs -> mean/std/count per (block, algorithm); strict about gaps and dupes."""
+def parse_long(df: pd.DataFrame, score_col: str | None = None) -> ScoreTable:
+    """Long table of runs -> mean/std/count per (block, algorithm); strict about gaps and dupes
+    (and about unknown columns unless ``score_col`` names the score column)."""
     cols = [str(c) for c in df.columns]
     block = _find(cols, BLOCK_COLUMNS)
     algo = _find(cols, ALGORITHM_COLUMNS)
     run = _find(cols, RUN_COLUMNS)
-    score = _find(cols, SCORE_COLUMNS)
+    score = check_score_col(df, score_col) if score_col is not None else _find(cols, SCORE_COLUMNS)
     valid = (
         f"valid columns: {'|'.join(BLOCK_COLUMNS)} (block), {'|'.join(ALGORITHM_COLUMNS)} "
-        f"(algorithm), {'|'.join(RUN_COLUMNS)} (run, optional), {'|'.join(SCORE_COLUMNS)} (score)"
+        f"(algorithm), {'|'.join(RUN_COLUMNS)} (run, optional), {'|'.join(SCORE_COLUMNS)} (score, "
+        "or any column named by --score-col)"
     )
     if block is None or algo is None or score is None:
         raise StatsError(f"long table lacks a block, algorithm or score column; {valid}")
     used = {block, algo, score} | ({run} if run else set())
     unknown = [c for c in cols if c not in used]
-    if unknown:
+    if unknown and score_col is None:
         names = ", ".join(map(repr, unknown))
         raise StatsError(f"unknown column(s) {names} in long table; {valid}")
     norm = pd.DataFrame(
@@ -243,14 +265,17 @@ def parse_long(df: pd.DataFrame) -> ScoreTable:
     return ScoreTable(means=means, std=std, n_runs=n_runs.astype(int), runs=norm)
 
 
-def parse_table(df: pd.DataFrame) -> ScoreTable:
-    """Parse a wide or long table (see module docstring) into a :class:`ScoreTable`."""
+def parse_table(df: pd.DataFrame, score_col: str | None = None) -> ScoreTable:
+    """Parse a wide or long table (see module docstring) into a :class:`ScoreTable`;
+    ``score_col``: the score column of a long table, whatever its name."""
     if df.empty:
         raise StatsError("score table is empty")
     _check_unique_columns([str(c) for c in df.columns], "score table")
-    return parse_long(df) if is_long(df) else parse_wide(df)
+    if score_col is not None:
+        check_score_col(df, score_col)
+    return parse_long(df, score_col) if is_long(df, score_col) else parse_wide(df)
 
 
-def load_table(path: str | os.PathLike[str]) -> ScoreTable:
-    """Read and parse a score table file."""
-    return parse_table(read_table(path))
+def load_table(path: str | os.PathLike[str], score_col: str | None = None) -> ScoreTable:
+    """Read and parse a score table file (``score_col``: see :func:`parse_table`)."""
+    return parse_table(read_table(path), score_col)

@@ -1,4 +1,5 @@
-"""Models named by import path, ``module:factory`` (``--model my_models:wide_net``), and the
+"""Models named by import path, ``module:factory`` (``--model my_models:wide_net``), or by
+library, ``timm:<arch>`` / ``torchvision:<arch>`` (:mod:`shortcutlab.train.model_zoo`), and the
 check that every model of a run can be built by the processes that run its jobs.
 
 A ``module:factory`` name is imported from the working directory or ``PYTHONPATH`` the first
@@ -64,11 +65,13 @@ def resolve_model_path(name: str) -> Callable[..., Any]:
 
 
 def register_model_path(name: str) -> str:
-    """Register the factory ``module:factory`` names under that name (once); returns it."""
-    from shortcutlab.train import models
+    """Register the factory ``module:factory`` (or ``timm:``/``torchvision:<arch>``) names
+    under that name (once); returns it."""
+    from shortcutlab.train import model_zoo, models
 
     if name not in models.list_models():
-        factory = resolve_model_path(name)
+        factory = (model_zoo.zoo_factory(name) if model_zoo.is_zoo_name(name)
+                   else resolve_model_path(name))
         _check_builds(name, factory)
         models.register_model(factory, name=name)
     return name

@@ -40,6 +40,7 @@ from shortcutlab.vqa.concepts import (
     compute_concepts,
 )
 from shortcutlab.vqa.evaluate import (
+    VQAScores,
     accuracies,
     load_predictions,
     parse_predictions,
@@ -82,6 +83,7 @@ __all__ = [
     "CnnBowConfig",
     "ConceptConfig",
     "VQASplits",
+    "VQAScores",
     "VQAVSRelease",
     "accuracies",
     "analyze_release",

@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from shortcutlab.errors import DataNotFoundError, VQAError, unknown_choice
+from shortcutlab.utils.display import result_html, result_text
 from shortcutlab.utils.sanitize import json_safe
 from shortcutlab.vqa.accuracy import METRICS, Metric, vqa_accuracies, vqa_vs_accuracy
 from shortcutlab.vqa.concepts import SHORTCUT_GROUPS, SHORTCUTS
@@ -30,6 +31,7 @@ from shortcutlab.vqa.concepts import SHORTCUT_GROUPS, SHORTCUTS
 __all__ = [
     "NUMBER_RULES",
     "ParsedPredictions",
+    "VQAScores",
     "EVAL_SPLITS",
     "accuracies",
     "load_predictions",
@@ -50,6 +52,31 @@ PREDICTION_FORMS = (
 # How an answer written as a JSON number (``"answer": 2``) is scored. The authors' scorer
 # compares it with the human answers (strings) and gives it 0; the official script fails on it.
 NUMBER_RULES: tuple[str, ...] = ("wrong", "text")
+
+
+_HEADLINE = ("iid", "ood_mean", "gap", "language", "visual", "multimodal", "overall")
+
+
+class VQAScores(dict[str, Any]):
+    """A scoring result: the plain dict the functions document (keys and values unchanged,
+    JSON-ready) that prints its headline (``print(scores)``, Jupyter): IID, the OOD mean, the
+    gap, the three groups and each OOD set, as fractions."""
+
+    def _display(self) -> tuple[str, pd.DataFrame, list[str]]:
+        rows: dict[str, Any] = {k: self[k] for k in _HEADLINE if k in self}
+        rows.update({f"ood: {k}": v for k, v in (self.get("ood") or {}).items()})
+        frame = pd.DataFrame({"accuracy": pd.Series(rows, dtype=float)})
+        metric = (self.get("metric") or {}).get("name", "?")
+        split = f" on the {self['split']} split" if "split" in self else ""
+        title = (f"VQA accuracy{split} ({metric} metric, fractions); "
+                 f"{self.get('missing', 0)} question(s) without a prediction")
+        return title, frame, ["the dict holds counts, per-answer-type accuracies and the metric"]
+
+    def __str__(self) -> str:
+        return result_text(*self._display())
+
+    def _repr_html_(self) -> str:
+        return result_html(*self._display())
 
 
 class ParsedPredictions(dict[str, str]):
@@ -407,7 +434,7 @@ def score_sets(
         frame, predictions, known, count_missing_wrong, metric, vocabulary, vocabulary_source,
         numbers,
     )  # fmt: skip
-    return json_safe({**_row(acc, frame, sets), **extra})
+    return VQAScores(json_safe({**_row(acc, frame, sets), **extra}))
 
 
 EVAL_SPLITS: tuple[str, ...] = ("test", "val")
@@ -451,7 +478,7 @@ def score_splits(
     result["tail"] = dict(result["ood"])
     result["counts"]["head"] = {s: int(heads[s].sum()) for s in SHORTCUTS}
     result["split"] = on
-    return json_safe(result)
+    return VQAScores(json_safe(result))
 
 
 def score_table(
@@ -470,7 +497,7 @@ def score_table(
         table, predictions, None, count_missing_wrong, metric, vocabulary, vocabulary_source,
         numbers,
     )  # fmt: skip
-    return json_safe(
+    return VQAScores(json_safe(
         {
             "overall": _mean(acc, np.ones(len(table), dtype=bool)),
             "count": int(len(table)),
@@ -478,4 +505,4 @@ def score_table(
             "per_answer_type": _per_label(acc, table, "answer_type"),
             **extra,
         }
-    )
+    ))
