@@ -19,9 +19,9 @@ def test_run_resume_and_collect_on_a_tiny_experiment(tmp_path) -> None:
     first = runner.invoke(app, [*RUN, "--out", str(out)])
     assert first.exit_code == 0, first.output
     table = pd.read_parquet(out / "jobs.parquet")
-    # the kind's describer's columns, the last two from the job's params
-    described = ["study", "predicted", "correlated", "sample", "scale", "benchmark_seed"]
-    assert list(table.columns[: len(JOB_COLUMNS) + 6]) == [
+    # the kind's describer's columns, the last three from the job's params
+    described = ["study", "predicted", "correlated", "sample", "scale", "benchmark_seed", "head"]
+    assert list(table.columns[: len(JOB_COLUMNS) + 7]) == [
         *JOB_COLUMNS[:3], *described, *JOB_COLUMNS[3:]]
     assert (table["scale"] == 0.002).all() and (table["benchmark_seed"] == 0).all()
     assert table["benchmark_seed"].dtype == "int64"

@@ -179,7 +179,7 @@ def test_collect_jobs_reads_each_job_file_once_and_gives_the_same_table(
     from shortcutlab.runner.jobs import JOB_KINDS, job_dir, register_job_kind, write_job_file
     from tests.runner.fake_jobs import noop_job
 
-    cfg = TrainConfig(epochs=1, batch_size=16)
+    cfg = TrainConfig(preset="paper", epochs=1, batch_size=16)
     done = build_jobs("small_cnn", ["ZSO"], ["hue-shape"], [0], [0, 1], 0.002, cfg)
     pending = [*build_jobs("rn50_in", ["ZGO"], ["hue-shape"], [0], [0], 0.01, cfg.replace(lr=0.01)),
                *build_jobs("vae", ["ZGO"], ["shape-hue"], [1], [0], 0.01, cfg)]
