@@ -180,17 +180,28 @@ def test_cli_metrics_json_and_report(table, tmp_path):
     assert not (tmp_path / "r2").exists()
 
 
-def test_the_former_top_level_report_is_an_alias_that_says_so(table, tmp_path):
-    path = tmp_path / "jobs.csv"
-    table.to_csv(path, index=False)
+def test_the_former_top_level_report_is_an_alias_that_says_so(monkeypatch, tmp_path):
+    """``shortcutlab report`` hands every option to the same library call as ``diagvib report``
+    (the report itself is tested above) and says that it is the former name."""
+    calls = []
+
+    def fake_write_report(dirs, out, **kwargs):
+        calls.append((list(dirs), out, kwargs))
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "metrics.json").write_text("{}")
+        return out / "index.html"
+
+    monkeypatch.setattr("shortcutlab.diagvib.report.write_report", fake_write_report)
     runner = CliRunner()
-    new = runner.invoke(app, ["diagvib", "report", str(path), "--out", str(tmp_path / "new")])
-    old = runner.invoke(app, ["report", str(path), "--out", str(tmp_path / "old")])
+    args = [str(tmp_path / "jobs.csv"), "--out", str(tmp_path / "r"), "--error-bars", "std",
+            "--title", "T", "--checkpoint", "last"]
+    new = runner.invoke(app, ["diagvib", "report", *args])
+    old = runner.invoke(app, ["report", *args])
     assert new.exit_code == 0 and old.exit_code == 0, old.output
     assert "`shortcutlab report` is now `shortcutlab diagvib report`" in old.stderr
     assert "is now" not in new.output
-    assert ((tmp_path / "old" / "metrics.json").read_bytes()
-            == (tmp_path / "new" / "metrics.json").read_bytes())
+    assert len(calls) == 2 and calls[0] == calls[1]
+    assert calls[0][2]["error_bars"] == "std" and calls[0][2]["checkpoint"] == "last"
 
 
 def test_zso_zgo_only_draws_one_aggregate_figure(table, tmp_path):
