@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import typer
 from rich.table import Table
 
+from shortcutlab.cli.options import checkpoint_option, error_bars_option
 from shortcutlab.cli.output import json_option, print_json
 from shortcutlab.utils.console import PlainConsole, styled
 
@@ -39,15 +40,8 @@ def metrics(
     as_json: bool = json_option(
         "Print one JSON object (P, FAAvg, FAMin, CHGO_over_ZGO per model; fractions)."
     ),
-    error_bars: str = typer.Option(
-        "sem", "--error-bars", help="What ± shows: sem (standard error over dataset samples, "
-        "ddof 1, as the paper's captions say) or std (ddof 0, as the authors' plotting script)."
-    ),
-    checkpoint: str = typer.Option(
-        "lowest-val-loss", "--checkpoint", help="Which epoch's test accuracy counts per job: "
-        "lowest-val-loss (the paper's rule), last, or mean-last-K (mean over the last K epochs, "
-        "e.g. mean-last-10); other rules than the paper's need run directories."
-    ),
+    error_bars: str = error_bars_option(),
+    checkpoint: str = checkpoint_option(),
 ) -> None:
     """Compute DiagViB-6 metrics: P_i (ZSO), P_ij, FAAvg, FAMin and CHGO over ZGO per model.
 

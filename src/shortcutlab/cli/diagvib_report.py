@@ -11,6 +11,7 @@ from typing import Any
 
 import typer
 
+from shortcutlab.cli.options import checkpoint_option, error_bars_option
 from shortcutlab.cli.output import json_option
 
 
@@ -21,15 +22,8 @@ def report(
     ),
     out: Path = typer.Option(Path("report"), "--out", help="Folder for index.html and metrics."),
     title: str = typer.Option("DiagViB-6 shortcut report", help="Title of the report."),
-    error_bars: str = typer.Option(
-        "sem", "--error-bars", help="What ± shows: sem (standard error over dataset samples, "
-        "ddof 1, as the paper's captions say) or std (ddof 0, as the authors' plotting script)."
-    ),
-    checkpoint: str = typer.Option(
-        "lowest-val-loss", "--checkpoint", help="Which epoch's test accuracy counts per job: "
-        "lowest-val-loss (the paper's rule), last, or mean-last-K (mean over the last K epochs, "
-        "e.g. mean-last-10); other rules than the paper's need run directories."
-    ),
+    error_bars: str = error_bars_option(),
+    checkpoint: str = checkpoint_option(),
     as_json: bool = json_option("Also print metrics.json (as `diagvib metrics --json` does) "
                                 "as JSON on stdout; the report's path goes to stderr."),
 ) -> None:

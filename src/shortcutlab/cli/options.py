@@ -94,6 +94,23 @@ def merge_preset_options(preset: str | None, protocol: str | None) -> str | None
 
 
 # ------------------------------------------------- statistics (stats compare, biasbed report)
+def error_bars_option() -> Any:
+    """``--error-bars`` of the DiagViB-6 metrics and report."""
+    return typer.Option(
+        "sem", "--error-bars", help="What ± shows: sem (standard error over dataset samples, "
+        "ddof 1, as the paper's captions say) or std (ddof 0, as the authors' plotting script)."
+    )
+
+
+def checkpoint_option() -> Any:
+    """``--checkpoint``: which epoch of each DiagViB-6 job counts (diagvib.checkpoints)."""
+    return typer.Option(
+        "lowest-val-loss", "--checkpoint", help="Which epoch's test accuracy counts per job: "
+        "lowest-val-loss (the paper's rule), last, or mean-last-K (mean over the last K epochs, "
+        "e.g. mean-last-10); other rules than the paper's need run directories."
+    )
+
+
 def df_option() -> Any:
     """``--df``: the Iman-Davenport degrees of freedom."""
     return typer.Option(
