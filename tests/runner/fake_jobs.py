@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import signal
 import time
+from pathlib import Path
 
 import pandas as pd
 
@@ -25,14 +26,28 @@ RUNLOG = "SHORTCUTLAB_TEST_RUNLOG"
 _WAITS = {"sleep": 0.2, "slow": 1.0, "hang": 60.0}
 
 
+def append_line(path: str, line: str) -> None:
+    """Append ``line`` to ``path`` in one write (workers of one test log side by side)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.write(fd, f"{line}\n".encode())
+    os.close(fd)
+
+
+def process_alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie does not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
 def noop_job(job: Job, device: str) -> JobOutput:
     import torch
 
     log = os.environ.get(RUNLOG)
     if log:
-        fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        os.write(fd, f"{job.experiment} {os.getpid()}\n".encode())
-        os.close(fd)
+        append_line(log, f"{job.experiment} {os.getpid()}")
     if "die" in job.experiment:
         os._exit(3)
     if "sigkill" in job.experiment:

@@ -392,14 +392,6 @@ def _children(pid: int) -> list[int]:
     return found
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
 _MAIN = """
 import sys
 from shortcutlab.runner import Job, run_jobs
@@ -436,9 +428,9 @@ def _kill_main_and_check(tmp_path: Path, backend: str, n: int,
         main.kill()  # SIGKILL to the main process only, as the OOM killer would
         main.wait()
     deadline = time.time() + 20
-    while time.time() < deadline and any(_alive(p) for p in helpers):
+    while time.time() < deadline and any(fake_jobs.process_alive(p) for p in helpers):
         time.sleep(0.2)
-    assert [p for p in helpers if _alive(p)] == []
+    assert [p for p in helpers if fake_jobs.process_alive(p)] == []
 
 
 @pytest.mark.slow

@@ -28,6 +28,7 @@ from shortcutlab.runner.jobs import (
     JobOutput,
     register_job_kind,
 )
+from tests.runner.fake_jobs import append_line, process_alive
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
                                 reason="POSIX signals, reads /proc")
@@ -46,9 +47,7 @@ def slow_job(job: Job, device: str) -> JobOutput:
     SIGTERM, as a job stuck in a long native call would ignore it."""
     log = os.environ.get(STARTS)
     if log:
-        fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        os.write(fd, f"{job.experiment} {os.getpid()} {time.time()}\n".encode())
-        os.close(fd)
+        append_line(log, f"{job.experiment} {os.getpid()} {time.time()}")
     if "stubborn" in job.experiment:
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
     time.sleep(float(os.environ.get(SECONDS, "0")))
@@ -95,14 +94,6 @@ def _starts(log: Path) -> list[tuple[str, int, float]]:
         return []
     rows = [line.split() for line in log.read_text().splitlines()]
     return [(name, int(pid), float(when)) for name, pid, when in rows]
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
 
 
 def _interrupt(tmp_path: Path, backend: str, *, workers: int = 2, seconds: float = 1.5,
@@ -154,7 +145,7 @@ def _check_stopped(res: subprocess.CompletedProcess[str], sent: float, elapsed: 
     assert line.startswith("interrupted by SIG") and "not done" in line, line
     starts = _starts(log)
     assert [s for s in starts if s[2] > sent + 1.0] == [], "jobs started after the interrupt"
-    assert [pid for _, pid, _ in starts if _alive(pid)] == []
+    assert [pid for _, pid, _ in starts if process_alive(pid)] == []
     folders = _folders(out)
     assert len(folders) == N_JOBS
     assert [p for p in folders if (p / "claim.json").exists()] == []
@@ -211,7 +202,7 @@ def test_a_worker_that_ignores_the_stop_is_killed_after_the_grace_period(
     assert STOP_GRACE_SECONDS <= elapsed < STOP_GRACE_SECONDS + 3
     assert f"after {STOP_GRACE_SECONDS:g} s are killed" in res.stderr  # the grace, said at once
     assert "0 of 12 jobs done" in res.stdout
-    assert [pid for _, pid, _ in _starts(log) if _alive(pid)] == []
+    assert [pid for _, pid, _ in _starts(log) if process_alive(pid)] == []
     assert [p for p in _folders(tmp_path / "run") if (p / "claim.json").exists()] == []
 
 
@@ -223,9 +214,9 @@ def test_a_second_ctrl_c_exits_immediately(tmp_path: Path) -> None:
     assert res.returncode == 130 and elapsed < 1.5, (elapsed, res.stderr)
     assert "SIGINT again: exiting now" in res.stderr and res.stdout == ""
     deadline = time.time() + 10  # the workers die with the main process (parent-death signal)
-    while time.time() < deadline and any(_alive(pid) for _, pid, _ in _starts(log)):
+    while time.time() < deadline and any(process_alive(pid) for _, pid, _ in _starts(log)):
         time.sleep(0.1)
-    assert [pid for _, pid, _ in _starts(log) if _alive(pid)] == []
+    assert [pid for _, pid, _ in _starts(log) if process_alive(pid)] == []
 
 
 @pytest.mark.slow

@@ -153,8 +153,6 @@ def engine_errors() -> Iterator[None]:
         raise ImagenetXError(str(exc)) from None
 
 
-_ratio = engine.ratio
-_error_ratio = engine.error_ratio
 
 
 @dataclass(frozen=True)
@@ -185,11 +183,11 @@ class EvaluationResult:
 
     @property
     def accuracy(self) -> np.ndarray:
-        return _ratio(self.correct, self.count)
+        return engine.ratio(self.correct, self.count)
 
     @property
     def error_ratio(self) -> np.ndarray:
-        return _error_ratio(self.accuracy, self.average)
+        return engine.error_ratio(self.accuracy, self.average)
 
     @property
     def prevalence_shift(self) -> np.ndarray:
@@ -198,9 +196,9 @@ class EvaluationResult:
         As in the imagenet-x package; NaN (no mistakes, absent factor) reads as 0.
         """
         wrong = self.count - self.correct
-        p_wrong = _ratio(wrong, wrong.sum(axis=1, keepdims=True))
-        p_all = _ratio(self.count, self.count.sum(axis=1, keepdims=True))
-        shift = _ratio(p_wrong - p_all, p_all)
+        p_wrong = engine.ratio(wrong, wrong.sum(axis=1, keepdims=True))
+        p_all = engine.ratio(self.count, self.count.sum(axis=1, keepdims=True))
+        shift = engine.ratio(p_wrong - p_all, p_all)
         return np.nan_to_num(shift, nan=0.0)
 
     @property
@@ -222,15 +220,15 @@ class EvaluationResult:
 
     @property
     def meta_accuracy(self) -> np.ndarray:
-        return _ratio(self.meta_correct, self.meta_count)
+        return engine.ratio(self.meta_correct, self.meta_count)
 
     @property
     def meta_average(self) -> np.ndarray:
-        return _ratio(self.meta_images_correct, self.meta_images)
+        return engine.ratio(self.meta_images_correct, self.meta_images)
 
     @property
     def meta_error_ratio(self) -> np.ndarray:
-        return _error_ratio(self.meta_accuracy, self.meta_average)
+        return engine.error_ratio(self.meta_accuracy, self.meta_average)
 
     def table(self, metric: str = "error_ratio") -> pd.DataFrame:
         """Models × factors: ``accuracy``, ``error_ratio``, ``prevalence_shift`` or ``count``."""
@@ -252,12 +250,12 @@ class EvaluationResult:
             raise ImagenetXError("this result has no per-class counts (evaluate() records them)")
         if not 1 <= k <= NUM_CLASSES:
             raise ImagenetXError(f"k must be in 1–{NUM_CLASSES}, got {k}")
-        acc = _ratio(self.class_correct, self.class_count)
+        acc = engine.ratio(self.class_correct, self.class_count)
         acc = np.where(self.class_count > 0, acc, np.inf)  # classes without images rank last
         worst = np.argsort(acc, axis=1, kind="stable")[:, :k]
         right = np.take_along_axis(self.class_correct, worst, axis=1).sum(axis=1)
         total = np.take_along_axis(self.class_count, worst, axis=1).sum(axis=1)
-        return _ratio(right, total)
+        return engine.ratio(right, total)
 
     def summary(self, worst_classes: int | None = 100) -> pd.DataFrame:
         """The authors' ``accuracies_per_factor.csv`` layout: factor accuracies,
