@@ -104,7 +104,8 @@ def run_cuda_tests(device: str) -> dict:
     """Run the CUDA-only tests with pytest; each one's outcome (passed, failed, skipped)."""
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "junit.xml"
-        env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+            p for p in (str(ROOT / "src"), os.environ.get("PYTHONPATH")) if p)}
         proc = subprocess.run(
             [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rA",
              f"--junitxml={report}", *CUDA_TESTS], cwd=ROOT, env=env, capture_output=True,
