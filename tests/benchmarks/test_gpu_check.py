@@ -44,7 +44,7 @@ def _epoch(check, name: str, epoch_s: float) -> dict:
 
 def _fake_sections(check, monkeypatch, calls: list[str], tests_fail: bool = False) -> None:
     times = {"epoch_alone": 5.0, "epoch_graphs_off": 7.0, "epoch_bf16": 3.0,
-             "epoch_shared": 16.0}
+             "epoch_shared": 16.0, "epoch_shared_bf16": 8.0}
 
     def fake(name, args):
         calls.append(name)
@@ -72,6 +72,7 @@ def test_every_epoch_is_a_ratio_to_the_ceiling_with_its_gpu_hours(check, monkeyp
     assert shared["job_epoch_s_aggregate"] == pytest.approx(16.0 / 5)
     assert shared["ratio_to_ceiling"] == pytest.approx(16.0 / 5 / 3.0)  # the shared floor
     assert bf16["ratio_to_ceiling"] == pytest.approx(3.0 / 2.0)  # its own recipe's ceiling
+    assert summary["epoch_shared_bf16"]["ratio_to_ceiling"] == pytest.approx(8.0 / 5 / 1.5)
     assert shared["benchmark_gpu_hours"] == pytest.approx(1230 * 30 * 3.2 / 3600)
     assert alone["gpu_busy_percent"] == pytest.approx(60.0)
     printed = capsys.readouterr().out
@@ -117,7 +118,7 @@ def test_gpu_check_runs_end_to_end_on_cpu(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     data = json.loads(out.read_text())
     assert list(data["sections"]) == ["cuda_tests", "ceiling", "epoch_alone", "epoch_graphs_off",
-                                      "epoch_bf16", "epoch_shared"]
+                                      "epoch_bf16", "epoch_shared", "epoch_shared_bf16"]
     tests = data["sections"]["cuda_tests"]["result"]["outcomes"]
     assert len(tests) == 6 and all(v == "skipped" for k, v in tests.items() if "cpu" not in k)
     ceiling = data["sections"]["ceiling"]["result"]

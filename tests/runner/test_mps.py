@@ -137,7 +137,8 @@ def test_jobs_per_gpu_auto_rule_and_parsing() -> None:
     resnet18 = 11.2  # million parameters
     assert auto_jobs_per_gpu(139.8, [resnet18]) == 5  # H200: the measured 5, the cap
     assert auto_jobs_per_gpu(79.6, [resnet18]) == 5  # H100
-    assert auto_jobs_per_gpu(23.6, [resnet18]) == 3  # a 24 GB card: memory bound
+    assert auto_jobs_per_gpu(23.6, [resnet18]) == 5  # a 24 GB card: 5 x 4 GiB fit
+    assert auto_jobs_per_gpu(15.7, [resnet18]) == 3  # a 16 GB card: memory bound
     assert auto_jobs_per_gpu(8.0, [resnet18]) == 1
     assert auto_jobs_per_gpu(23.6, [resnet18, 25.6]) == 1  # the largest model counts
     assert parse_jobs_per_gpu("3") == 3 and parse_jobs_per_gpu("auto") == "auto"

@@ -40,10 +40,11 @@ DEFAULT_PIPE_DIRECTORY = "/tmp/nvidia-mps"
 AUTO_JOBS_CAP = 5
 #: GiB of GPU memory one job may use (CUDA context, weights, optimiser state, activations of a
 #: batch-64 training step and of a batch-1,024 evaluation forward) for models of up to this many
-#: million parameters; larger models get :data:`LARGE_MODEL_JOB_GIB`. A deliberately loose
-#: estimate (the 2026-11-27 H200 run did not record memory): benchmarks/gpu_check.py records each
-#: job's peak so the next GPU session can tighten it.
-SMALL_MODEL_JOB_GIB, SMALL_MODEL_MAX_MPARAMS = 6.0, 15.0
+#: million parameters; larger models get :data:`LARGE_MODEL_JOB_GIB`. Measured by
+#: benchmarks/gpu_check.py on an H200 (2026-11-27): a resnet18 job peaks at 2.69 GiB allocated
+#: in fp32 (1.63 GiB in bf16 + channels_last); with the CUDA context (~0.5 GiB) and the caching
+#: allocator's slack, 4 GiB. The larger models' figure is still an unmeasured estimate.
+SMALL_MODEL_JOB_GIB, SMALL_MODEL_MAX_MPARAMS = 4.0, 15.0
 LARGE_MODEL_JOB_GIB = 12.0
 #: Memory left free for the driver, fragmentation and other users of the GPU.
 MEMORY_RESERVE = 0.1
