@@ -13,7 +13,7 @@ from PIL import Image
 from typer.testing import CliRunner
 
 from shortcutlab.cli.main import app
-from shortcutlab.imagenetx import analyse, evaluate, load_annotations, original_labels_predictions
+from shortcutlab.imagenetx import analyse, evaluate, original_labels_predictions
 from shortcutlab.imagenetx.predict import PredictResult, build_model, predict_folder
 from shortcutlab.imagenetx.predictions import Predictions
 
