@@ -39,7 +39,7 @@ def _pred_col_option() -> Any:
 def _warn_if_trivial(original_labels: bool, error_type: str) -> None:
     """The original labels are what error type ``class`` compares with: right by construction."""
     if original_labels and error_type == "class":
-        typer.echo("warning: with --error-type class the original labels score 1.0 by "
+        typer.echo("Warning: with --error-type class the original labels score 1.0 by "
                    "construction (no mistakes, undefined error ratios); use --error-type "
                    "real_class to score them against the ReaL labels", err=True)
 
@@ -120,7 +120,9 @@ def evaluate_cmd(
 
 @app.command("predict", short_help="Predict a local ImageNet validation folder with a model.")
 def predict_cmd(
-    model: str = typer.Option(..., "--model", help="Registered model or torchvision model name."),
+    model: str = typer.Option(
+        ..., "--model", help="Model name, as for training: registered, timm:<arch>, "
+        "torchvision:<arch> or module:factory (see `shortcutlab models`)."),
     imagenet_val: Path = typer.Option(
         ..., "--imagenet-val", help="Local ImageNet validation folder (flat or class sub-folders)."
     ),
@@ -170,12 +172,12 @@ def predict_cmd(
         transform = eval_transform(image_size, crop_pct, interpolation)
     net = build_model(model, weights)
     if weights is None:
-        typer.echo("warning: no --weights given; the model is randomly initialised", err=True)
+        typer.echo("Warning: no --weights given; the model is randomly initialised", err=True)
     result = predict_folder(
         net, imagenet_val, out, batch_size=batch_size, device=device, num_workers=num_workers,
         transform=transform,
     )
-    typer.echo(f"predictions for {result.n_images} images written to {result.path}")
+    typer.echo(str(result))
 
 
 @app.command("report", short_help="Write an HTML report: error ratios, tests and figures.")

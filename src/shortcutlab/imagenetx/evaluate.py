@@ -38,6 +38,7 @@ from shortcutlab.imagenetx.annotations import (
     real_labels,
 )
 from shortcutlab.imagenetx.predictions import Predictions, PredictionSource, as_predictions
+from shortcutlab.utils.display import result_html, result_text
 from shortcutlab.utils.imagenet import NUM_CLASSES
 from shortcutlab.utils.sanitize import finite_or_none as num
 
@@ -45,6 +46,8 @@ ErrorType = Literal["class", "metaclass", "real_class"]
 ERROR_TYPES: tuple[ErrorType, ...] = get_args(ErrorType)
 CHUNK = 256
 BOOTSTRAP_STREAM = "imagenetx-bootstrap"
+#: models a printed result shows (the rest are in its tables)
+MAX_SHOWN = 20
 _NF = len(FACTORS)
 _NM = len(META_LABELS)
 # Column layout of the design matrix.
@@ -317,6 +320,50 @@ class EvaluationResult:
             out[f"count_{factor}"] = float(self.count[m, k])
         out["acc_worst_factor"] = float(np.nanmin(acc)) if not np.isnan(acc).all() else math.nan
         return out
+
+    def headline(self) -> pd.DataFrame:
+        """Per model: average accuracy, the worst factor (lowest accuracy, so highest error
+        ratio) with its accuracy and error ratio, and the images it predicted."""
+        m = np.arange(len(self.models))
+        worst = np.array([FACTORS.index(n) if n is not None else -1
+                          for n in self.worst_factor_name], dtype=np.int64)
+        found = worst >= 0
+        pick = np.where(found, worst, 0)
+
+        def at(values: np.ndarray) -> np.ndarray:
+            return np.where(found, values[m, pick], np.nan)
+
+        frame = pd.DataFrame({
+            "accuracy": np.asarray(self.average, dtype=float),
+            "worst factor": [n or "–" for n in self.worst_factor_name],
+            "its accuracy": at(self.accuracy),
+            "its error ratio": at(self.error_ratio),
+            "images": np.asarray(self.evaluated, dtype=np.int64),
+        }, index=pd.Index(list(self.models), name="model"))
+        return frame
+
+    def _display(self) -> tuple[str, pd.DataFrame, list[str]]:
+        frame = self.headline()
+        title = (f"ImageNet-X: {len(self.models)} model(s) on {self.n_images:,} images "
+                 f"({self.which} factors, error type {self.error_type}); error ratio = "
+                 "(1 − factor accuracy) / (1 − accuracy)")
+        notes = []
+        if (frame["images"] == self.n_images).all():
+            frame = frame.drop(columns="images")
+        if len(frame) > MAX_SHOWN:
+            notes.append(f"first {MAX_SHOWN} of {len(frame)} models shown")
+            frame = frame.iloc[:MAX_SHOWN]
+        notes.append(".table(metric), .summary(), .meta_table(model), .headline() and "
+                     ".to_dict() hold every number")
+        return title, frame, notes
+
+    def __str__(self) -> str:
+        return result_text(*self._display())
+
+    __repr__ = __str__
+
+    def _repr_html_(self) -> str:
+        return result_html(*self._display())
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: model → ``average``, ``worst_factor`` (the lowest factor accuracy, as in

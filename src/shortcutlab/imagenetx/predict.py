@@ -1,7 +1,8 @@
 """Run an image classifier over a local ImageNet validation folder and write a predictions CSV.
 
-The model comes from the shortcutlab registry (``shortcutlab.train.models``) or, for names it
-does not know, from torchvision's classification models; weights are read only from a local file
+The model is named as for training (:mod:`shortcutlab.train.models`): a registered name,
+``timm:<arch>`` / ``torchvision:<arch>`` (:mod:`shortcutlab.train.model_zoo`) or
+``module:factory``; weights are read only from a local file
 (``torch.load(weights_only=True)``) and must fit exactly, head included, since predictions of a
 randomly initialised head would be meaningless. Nothing is downloaded.
 
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import torch
 from PIL import Image
 from torch import nn
@@ -33,6 +35,7 @@ from torch.utils.data import DataLoader, Dataset
 from shortcutlab.errors import DataNotFoundError, ImagenetXError, unknown_choice
 from shortcutlab.train.normalization import IMAGENET_MEAN, IMAGENET_STD
 from shortcutlab.utils.device import resolve_device
+from shortcutlab.utils.display import result_html
 from shortcutlab.utils.imagenet import NUM_CLASSES
 from shortcutlab.utils.io import write_text
 from shortcutlab.utils.progress import progress_bar
@@ -131,13 +134,18 @@ class _ImageFiles(Dataset):
             return self.transform(img.convert("RGB"))
 
 
-def available_models() -> list[str]:
-    """Registry names plus torchvision classification model names."""
+def _unknown_model(name: str) -> str:
+    """The one-line refusal of a bare name that names no registered model: the registered
+    names, the library forms, and ``torchvision:<name>`` when torchvision has ``name``."""
     import torchvision.models as tvm
 
     from shortcutlab.train.models import list_models
 
-    return sorted(set(list_models()) | set(tvm.list_models(module=tvm)))
+    if name in tvm.list_models(module=tvm):
+        return (f"unknown model {name!r}; torchvision's architecture is named "
+                f"'torchvision:{name}' (as for training)")
+    return (f"{unknown_choice('model', name, list_models())}; or timm:<arch>, "
+            "torchvision:<arch>, module:factory (list them with `shortcutlab models`)")
 
 
 def _load_weights(model: nn.Module, path: Path) -> None:
@@ -155,25 +163,22 @@ def _load_weights(model: nn.Module, path: Path) -> None:
 
 
 def build_model(name: str, weights: str | os.PathLike[str] | None = None) -> nn.Module:
-    """A 1000-class model in eval mode, from the registry or torchvision, with local weights."""
-    import torchvision.models as tvm
-
+    """A 1000-class model in eval mode, named as for training (:func:`shortcutlab.train.
+    create_model`: a registered name, ``timm:<arch>``, ``torchvision:<arch>`` or
+    ``module:factory``), with weights from a local state-dict file (never a download)."""
     from shortcutlab.train import models as registry
 
-    if name in registry.list_models() or ":" in name:  # ":": module:factory, see model_paths
-        try:
-            model = registry.create_model(name, NUM_CLASSES)
-        except DataNotFoundError:  # a model such as rn50_in that is built from its weights
-            if weights is None:
-                raise ImagenetXError(
-                    f"model {name!r} needs its ImageNet weights: pass --weights FILE "
-                    "(a local state-dict file)"
-                ) from None
-            model = registry.create_model(name, NUM_CLASSES, pretrained=Path(weights))
-    elif name in tvm.list_models(module=tvm):
-        model = tvm.get_model(name, weights=None, num_classes=NUM_CLASSES)
-    else:
-        raise ImagenetXError(unknown_choice("model", name, available_models()))
+    if name not in registry.list_models() and ":" not in name:  # ":": see model_paths
+        raise ImagenetXError(_unknown_model(name))
+    try:
+        model = registry.create_model(name, NUM_CLASSES)
+    except DataNotFoundError:  # a model such as rn50_in that is built from its weights
+        if weights is None:
+            raise ImagenetXError(
+                f"model {name!r} needs its ImageNet weights: pass --weights FILE "
+                "(a local state-dict file)"
+            ) from None
+        model = registry.create_model(name, NUM_CLASSES, pretrained=Path(weights))
     if weights is not None:
         _load_weights(model, Path(weights))
     return model.eval()
@@ -181,10 +186,17 @@ def build_model(name: str, weights: str | os.PathLike[str] | None = None) -> nn.
 
 @dataclass(frozen=True)
 class PredictResult:
-    """What :func:`predict_folder` wrote."""
+    """What :func:`predict_folder` wrote; prints as one line saying so."""
 
     path: Path
     n_images: int
+
+    def __str__(self) -> str:
+        return f"predictions for {self.n_images} images written to {self.path}"
+
+    def _repr_html_(self) -> str:
+        return result_html(str(self), pd.DataFrame(),
+                           ["read it with get_factor_accuracies(path) or evaluate"])
 
 
 @torch.no_grad()

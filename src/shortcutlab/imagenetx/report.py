@@ -22,6 +22,7 @@ from shortcutlab.errors import ImagenetXError
 from shortcutlab.imagenetx.analyses import ORIGINAL_LABELS
 from shortcutlab.imagenetx.annotations import Annotations, Which, load_annotations
 from shortcutlab.imagenetx.evaluate import (
+    MAX_SHOWN,
     BootstrapCI,
     ErrorType,
     EvaluationResult,
@@ -30,6 +31,7 @@ from shortcutlab.imagenetx.evaluate import (
     evaluate,
 )
 from shortcutlab.imagenetx.predictions import Predictions
+from shortcutlab.utils.display import result_html, result_text
 from shortcutlab.utils.html import HtmlReport, literal_text
 from shortcutlab.utils.io import output_set
 
@@ -55,6 +57,49 @@ class ImagenetXAnalysis:
     active_accuracy: pd.DataFrame | None = None
     listing: pd.DataFrame | None = None
     paper: PaperTables | None = None
+
+    def _display(self) -> tuple[str, pd.DataFrame, list[str]]:
+        """The evaluation's headline, the bootstrap interval of each worst factor's error
+        ratio, and one line per test that ran."""
+        result = self.result
+        frame = result.headline()
+        if (frame["images"] == result.n_images).all():
+            frame = frame.drop(columns="images")
+        if self.ci is not None:
+            worst = result.worst_factor_name
+            cells = []
+            for m, model in enumerate(result.models):
+                if model in self.ci.models and worst[m] is not None:
+                    low, high = self.ci.table(model).loc[worst[m]]
+                    cells.append(f"{low:.3f}–{high:.3f}")
+                else:
+                    cells.append("–")
+            frame[f"its {self.ci.level:.0%} CI"] = cells
+        title = (f"ImageNet-X analysis: {len(result.models)} model(s) on {result.n_images:,} "
+                 f"images ({result.which} factors, error type {result.error_type})")
+        notes = list(self.notes)
+        if len(frame) > MAX_SHOWN:
+            notes.append(f"first {MAX_SHOWN} of {len(frame)} models shown")
+            frame = frame.iloc[:MAX_SHOWN]
+        if self.group_tests is not None:
+            hits = [str(f) for f in self.group_tests.index[self.group_tests["significant"]]]
+            notes.append(f"Alexander-Govern across {len(set((self.groups or {}).values()))} "
+                         f"groups: {len(hits)} of {len(self.group_tests)} factors differ"
+                         + (f" ({', '.join(hits)})" if hits else ""))
+        if self.chi2 is not None:
+            notes.append(f"train vs val factor counts: χ² = {self.chi2['statistic']:.1f} "
+                         f"(dof {self.chi2['dof']}, p = {self.chi2['pvalue']:.3g}), Cramér's V "
+                         f"= {self.chi2['cramers_v']:.3f}")
+        notes.append("write_report(analysis, folder) draws it all; .to_dict() holds the numbers")
+        return title, frame, notes
+
+    def __str__(self) -> str:
+        return result_text(*self._display())
+
+    __repr__ = __str__
+
+    def _repr_html_(self) -> str:
+        return result_html(*self._display())
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready results (per-model numbers, group tests, χ²)."""
