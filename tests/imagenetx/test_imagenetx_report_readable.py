@@ -9,6 +9,7 @@ import pytest
 from matplotlib import cbook
 from matplotlib.figure import Figure
 from matplotlib.text import Text
+
 from shortcutlab.imagenetx.annotations import FACTORS, META_LABELS, load_annotations
 from shortcutlab.imagenetx.evaluate import evaluate
 from shortcutlab.imagenetx.figures import (
@@ -22,6 +23,7 @@ from shortcutlab.imagenetx.predictions import load_predictions
 from shortcutlab.imagenetx.report import analyse, chi2_table
 from shortcutlab.imagenetx.statistics import chi2_train_vs_val
 from shortcutlab.utils.html import HtmlReport, figure_to_png, literal_text
+
 
 def _renders_math(text: Text) -> bool:
     """Whether matplotlib draws ``text`` as mathtext (as Text._preprocess_math decides)."""

@@ -258,7 +258,7 @@ def marker_size(n_points: int) -> float:
     return float(np.clip(2000.0 / max(n_points, 1), 16.0, 64.0))
 
 
-def text_colour(rgba: Sequence[float]) -> str:
+def text_colour(rgba: Sequence[float] | np.ndarray) -> str:
     """Black or white, whichever contrasts more with a cell colour (WCAG relative
     luminance)."""
     channels = np.asarray(rgba[:3], dtype=float)

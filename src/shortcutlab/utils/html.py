@@ -70,7 +70,7 @@ def literal_names(fig: Figure) -> Figure:
 
     Tick labels are remade at every draw, so the axes' name formatters are wrapped to escape
     ``$`` (once); every other text stops parsing mathtext."""
-    numeric: set[int] = set()
+    ticks: set[int] = set()  # tick labels parse mathtext: names are escaped by their formatter
     for ax in fig.axes:
         for axis in (ax.xaxis, ax.yaxis):
             major, minor = axis.get_major_formatter(), axis.get_minor_formatter()
@@ -79,10 +79,10 @@ def literal_names(fig: Figure) -> Figure:
             if _writes_names(minor):
                 axis.set_minor_formatter(LiteralFormatter(minor))
             for tick in (*axis.get_major_ticks(), *axis.get_minor_ticks()):
-                numeric.update((id(tick.label1), id(tick.label2)))
-            numeric.add(id(axis.offsetText))
+                ticks.update((id(tick.label1), id(tick.label2)))
+            ticks.add(id(axis.offsetText))
     for text in fig.findobj(Text):
-        text.set_parse_math(id(text) in numeric)
+        text.set_parse_math(id(text) in ticks)
     return fig
 
 
