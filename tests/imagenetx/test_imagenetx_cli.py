@@ -106,6 +106,8 @@ def test_report_with_groups(model_dir, tmp_path):
     # the synthetic models have probabilities, the original labels none: said, not skipped
     assert not (tmp_path / "rep" / "calibration.csv").exists()
     assert "(calibration.csv not written): the original labels carry no probabilities" in html
+    said = [line for line in out.stderr.splitlines() if "calibration.csv not written" in line]
+    assert len(said) == 1 and "leave out --original-labels" in said[0]  # on the terminal too
     summary = pd.read_csv(tmp_path / "rep" / "summary.csv", index_col=0)
     factors = list(summary.columns[:16])
     assert set(data["group_tests"]) == set(factors)

@@ -75,11 +75,13 @@ def test_meta_label_heatmap_cells(result_and_ci):
     counts = counts[list(FACTORS)].to_numpy()
     few = (counts < 10) & (counts > 0)
     values = table[list(FACTORS)].to_numpy()
-    # Small cells are drawn (not blank), hatched and labelled with their image count.
+    # Small cells are drawn (not blank), framed (no hatch over the count) and labelled with
+    # their image count.
     assert few.any()
     np.testing.assert_allclose(np.ma.filled(data, np.nan)[few], values[few])
-    hatched = [p for p in fig.axes[0].patches if p.get_hatch()]
-    assert len(hatched) == int(few.sum())
+    assert not any(p.get_hatch() for p in fig.axes[0].patches)
+    framed = [p for p in fig.axes[0].patches if not p.get_fill()]
+    assert len(framed) == int(few.sum())
     labels = {(round(t.get_position()[1]), round(t.get_position()[0])): t.get_text()
               for t in fig.axes[0].texts}
     g, f = map(int, np.argwhere(few)[0])

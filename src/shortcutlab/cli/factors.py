@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, get_type_hints
 
 import typer
 
@@ -15,104 +19,87 @@ app = typer.Typer(
 )
 
 
-def _annotations() -> Any:
-    return typer.Option(
+def _option(default: Any, *names: str, **kwargs: Any) -> Any:
+    """A dataclass field whose metadata holds its typer option."""
+    return field(metadata={"option": typer.Option(default, *names, **kwargs)})
+
+
+@dataclass(frozen=True)
+class FactorOptions:
+    """The inputs and settings both ``factors`` commands take, declared once: each field is
+    one command-line option (its typer option in the field's metadata)."""
+
+    annotations: Path = _option(
         ..., "--annotations", help="Per-item annotations (CSV, Parquet or JSON lines): an id, "
         "the true label, and factor columns (binary 0/1 or categorical).")
-
-
-def _predictions() -> Any:
-    return typer.Option(
+    predictions: Path = _option(
         ..., "--predictions", help="Predictions (CSV, Parquet or JSON lines): the id and the "
-        "predicted label (several models: a model column).")
-
-
-def _id_col() -> Any:
-    return typer.Option("id", "--id-col", help="Id column of both tables.")
-
-
-def _label_col() -> Any:
-    return typer.Option("label", "--label-col", help="True-label column.")
-
-
-def _pred_col() -> Any:
-    return typer.Option("prediction", "--pred-col", help="Predicted-label column.")
-
-
-def _prob_col() -> Any:
-    return typer.Option(
+        "predicted label (several models: a model column), or a timm inference.py CSV.")
+    predictions_format: str = _option(
+        "auto", "--predictions-format", help="table (the columns named by --id-col, "
+        "--pred-col, ...), timm (timm's inference.py CSV: filename, index or label, prob) or "
+        "auto (timm when the file looks like it).")
+    id_col: str = _option("id", "--id-col", help="Id column of both tables.")
+    label_col: str = _option("label", "--label-col", help="True-label column.")
+    pred_col: str = _option("prediction", "--pred-col", help="Predicted-label column.")
+    prob_col: str | None = _option(
         None, "--prob-col", help="Probability of the predicted label (adds calibration).")
-
-
-def _model_col() -> Any:
-    return typer.Option(None, "--model-col", help="Model column (several models).")
-
-
-def _factor_cols() -> Any:
-    return typer.Option(
+    model_col: str | None = _option(None, "--model-col", help="Model column (several models).")
+    factor_cols: list[str] | None = _option(
         None, "--factor-col", help="Factor column to use (repeat; default: every other column).")
-
-
-def _min_coverage() -> Any:
-    return typer.Option(
+    min_coverage: float = _option(
         1.0, "--min-coverage", help="Refuse when a model predicts less than this fraction of "
         "the annotated items.")
-
-
-def _bootstrap() -> Any:
-    return typer.Option(1000, min=0, help="Bootstrap resamples for the intervals "
-                                  "(0: none).")
-
-
-def _seed() -> Any:
-    return typer.Option(0, min=0, help="Seed of the bootstrap.")
-
-
-def _top() -> Any:
-    return typer.Option(5, min=1, help="Worst factors listed per model.")
-
-
-def _min_count() -> Any:
-    return typer.Option(30, min=1, help="Items a factor (or group) needs to be "
-                                  "ranked.")
-
-
-def _group_cols() -> Any:
-    return typer.Option(
+    bootstrap: int = _option(1000, min=0, help="Bootstrap resamples for the intervals "
+                             "(0: none).")
+    seed: int = _option(0, min=0, help="Seed of the bootstrap.")
+    top: int = _option(5, min=1, help="Worst factors listed per model.")
+    min_count: int = _option(30, min=1, help="Items a factor (or group) needs to be ranked.")
+    group_cols: list[str] | None = _option(
         None, "--group-col", help="Worst-group accuracy over label × these columns (repeat; "
         "default: label × each factor column in turn, the lowest).")
 
+    def analyse(self) -> Any:
+        """Read, check and analyse the two tables (a FactorReport)."""
+        from shortcutlab.factor_analysis import analyse_factors
 
-def _inputs(annotations: Path, predictions: Path, id_col: str, label_col: str, pred_col: str,
-            prob_col: str | None, model_col: str | None, factor_cols: list[str] | None,
-            min_coverage: float, bootstrap: int, seed: int, top: int, min_count: int,
-            group_cols: list[str] | None) -> Any:
-    from shortcutlab.factor_analysis import analyse_factors
+        return analyse_factors(
+            self.annotations, self.predictions, id_col=self.id_col, label_col=self.label_col,
+            pred_col=self.pred_col, prob_col=self.prob_col, model_col=self.model_col,
+            factor_cols=self.factor_cols or None, min_coverage=self.min_coverage,
+            n_boot=self.bootstrap if self.bootstrap >= 2 else 0, seed=self.seed, k=self.top,
+            min_count=self.min_count, group_cols=self.group_cols or None,
+            predictions_format=self.predictions_format,
+        )
 
-    return analyse_factors(
-        annotations, predictions, id_col=id_col, label_col=label_col, pred_col=pred_col,
-        prob_col=prob_col, model_col=model_col, factor_cols=factor_cols or None,
-        min_coverage=min_coverage, n_boot=bootstrap if bootstrap >= 2 else 0, seed=seed,
-        k=top, min_count=min_count, group_cols=group_cols or None,
-    )
+
+def factor_options(command: Callable[..., None]) -> Callable[..., None]:
+    """Give ``command`` the :class:`FactorOptions` in place of its parameter ``inputs``, which
+    receives them as one object."""
+    signature = inspect.signature(command, eval_str=True)
+    own = list(signature.parameters.values())
+    at = [p.name for p in own].index("inputs")
+    types = get_type_hints(FactorOptions)
+    added = [inspect.Parameter(f.name, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                               default=f.metadata["option"], annotation=types[f.name])
+             for f in fields(FactorOptions)]
+    parameters = [*own[:at], *added, *own[at + 1:]]
+    names = [p.name for p in added]
+
+    @functools.wraps(command)
+    def wrapper(**kwargs: Any) -> None:
+        inputs = FactorOptions(**{name: kwargs.pop(name) for name in names})
+        command(**kwargs, inputs=inputs)
+
+    wrapper.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]
+    wrapper.__annotations__ = {p.name: p.annotation for p in parameters}
+    return wrapper
 
 
 @app.command("evaluate", short_help="Per-factor accuracy, error ratio and worst factors.")
+@factor_options
 def evaluate_cmd(
-    annotations: Path = _annotations(),
-    predictions: Path = _predictions(),
-    id_col: str = _id_col(),
-    label_col: str = _label_col(),
-    pred_col: str = _pred_col(),
-    prob_col: str = _prob_col(),
-    model_col: str = _model_col(),
-    factor_cols: list[str] = _factor_cols(),
-    min_coverage: float = _min_coverage(),
-    bootstrap: int = _bootstrap(),
-    seed: int = _seed(),
-    top: int = _top(),
-    min_count: int = _min_count(),
-    group_cols: list[str] = _group_cols(),
+    inputs: FactorOptions,  # the factor options
     as_json: bool = json_option(),
 ) -> None:
     """Per-factor accuracy and error ratio (1 − acc(factor)) / (1 − acc) of each model, its
@@ -121,8 +108,7 @@ def evaluate_cmd(
 
     from shortcutlab.utils.console import PlainConsole
 
-    report = _inputs(annotations, predictions, id_col, label_col, pred_col, prob_col, model_col,
-                     factor_cols, min_coverage, bootstrap, seed, top, min_count, group_cols)
+    report = inputs.analyse()
     if as_json:
         print_json(report.to_dict())
         return
@@ -157,21 +143,9 @@ def evaluate_cmd(
 
 
 @app.command("report", short_help="Write an HTML report with the numbers beside it.")
+@factor_options
 def report_cmd(
-    annotations: Path = _annotations(),
-    predictions: Path = _predictions(),
-    id_col: str = _id_col(),
-    label_col: str = _label_col(),
-    pred_col: str = _pred_col(),
-    prob_col: str = _prob_col(),
-    model_col: str = _model_col(),
-    factor_cols: list[str] = _factor_cols(),
-    min_coverage: float = _min_coverage(),
-    bootstrap: int = _bootstrap(),
-    seed: int = _seed(),
-    top: int = _top(),
-    min_count: int = _min_count(),
-    group_cols: list[str] = _group_cols(),
+    inputs: FactorOptions,  # the factor options
     out: Path = typer.Option(Path("factor-report"), "--out", help="Folder for index.html."),
     title: str = typer.Option("Factor analysis", help="Report title."),
     as_json: bool = json_option("Also print factors.json as JSON on stdout; the report's path "
@@ -182,9 +156,8 @@ def report_cmd(
     factors.csv, worst_factors.csv, by_class.csv, tests.csv, groups.csv, calibration.csv)."""
     from shortcutlab.factor_analysis import write_report
 
-    report = _inputs(annotations, predictions, id_col, label_col, pred_col, prob_col, model_col,
-                     factor_cols, min_coverage, bootstrap, seed, top, min_count, group_cols)
-    path = write_report(report, out, title, min_count=min_count)
+    report = inputs.analyse()
+    path = write_report(report, out, title, min_count=inputs.min_count)
     typer.echo(f"report written to {path} (factors.json and CSV tables beside it)", err=as_json)
     if as_json:
         print_json_file(path.parent / "factors.json")

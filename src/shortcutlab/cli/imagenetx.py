@@ -219,7 +219,7 @@ def report_cmd(
 
     from shortcutlab.errors import ImagenetXError
     from shortcutlab.imagenetx.predictions import gather_predictions
-    from shortcutlab.imagenetx.report import analyse, write_report
+    from shortcutlab.imagenetx.report import analyse, no_calibration_note, write_report
     from shortcutlab.utils.io import read_csv_file
 
     kind, which_factors = _check_choices(error_type, which)
@@ -244,6 +244,8 @@ def report_cmd(
     path = write_report(analysis, out, title)
     typer.echo(f"report written to {path} (imagenetx.json, summary.csv, meta_labels.csv, "
                "table3.csv beside it)", err=as_json)
+    if analysis.calibration is None:  # say why calibration.csv is missing, on one line
+        typer.echo(no_calibration_note(analysis.result.models), err=True)
     if as_json:
         print_json_file(path.parent / "imagenetx.json")
 

@@ -33,6 +33,7 @@ _EXPORTS: dict[str, str] = {
     **{name: "one_call" for name in (
         "FORMATS", "FactorReport", "analyse_factors", "read_table")},
     "write_report": "report", "error_ratio_bars": "report",
+    "PREDICTION_FORMATS": "timm", "from_timm": "timm",
     **{name: "significance" for name in (
         "alexander_govern_by_factor", "chi2_homogeneity", "spearman_matrix",
         "welch_by_factor")},

@@ -31,6 +31,7 @@ from shortcutlab.factor_analysis.table import (
     annotation_table,
     join_predictions,
 )
+from shortcutlab.factor_analysis.timm import from_timm, resolve_format
 from shortcutlab.utils.io import read_csv_file
 
 __all__ = ["FORMATS", "FactorReport", "analyse_factors", "read_table"]
@@ -130,6 +131,7 @@ def analyse_factors(
     k: int = 5,
     min_count: int = 30,
     group_cols: Sequence[str] | None = None,
+    predictions_format: str = "auto",
 ) -> FactorReport:
     """Read and check both tables, join them on ``id_col`` and compute per-factor accuracy and
     error ratio (bootstrap intervals with ``n_boot`` ≥ 2), the ``k`` worst factors overall and
@@ -139,11 +141,25 @@ def analyse_factors(
     Worst-group accuracy: over label × ``group_cols`` combinations when given; by default over
     label × each factor column in turn, the lowest (the column that splits the classes into
     their worst subgroup). Groups with fewer than ``min_count`` items are excluded (listed).
+
+    ``predictions_format``: ``table`` (the columns named above), ``timm`` (what timm's
+    ``inference.py`` writes: ``filename``, ``index``/``label``, ``prob``; see
+    :mod:`~shortcutlab.factor_analysis.timm`) or ``auto`` (timm's when the table looks like it).
     """
     table = annotation_table(read_table(annotations, "annotations"), id_col, label_col,
                              factor_cols)
-    joined = join_predictions(table, read_table(predictions, "predictions"), id_col, pred_col,
-                              prob_col, model_col, min_coverage)
+    frame = read_table(predictions, "predictions")
+    if resolve_format(predictions_format, frame, id_col, pred_col) == "timm":
+        if model_col is not None:
+            raise FactorAnalysisError(
+                "a timm inference CSV holds one model: leave out model_col / --model-col")
+        prob_col = prob_col or "probability"
+        frame = from_timm(frame, table.ids, table.label_set, id_col=id_col, pred_col=pred_col,
+                          prob_col=prob_col)
+        if prob_col not in frame.columns:
+            prob_col = None
+    joined = join_predictions(table, frame, id_col, pred_col, prob_col, model_col,
+                              min_coverage)
     result = factor_result(table, joined, n_boot=n_boot, seed=seed)
     return FactorReport(
         result=result,

@@ -4,11 +4,12 @@
 * :func:`group_comparison` — mean error ratio per model group (paper figure 1b); factors where
   the Alexander-Govern test finds no difference between groups are drawn transparent.
 * :func:`meta_label_heatmap` — error ratio per meta-label and factor for one model (figures
-  5/13), small cells hatched with their count.
+  5/13), small cells framed with their count in a colour that reads on the cell.
 * :func:`factor_vs_overall` — factor accuracy against overall accuracy by family (figure 4).
 * :func:`active_factors_bars` — images and accuracy by number of active factors (figure 7).
 * :func:`augmentation_comparison` — tailored against universal augmentation (figure 17).
-* :func:`correlation_heatmap` — Spearman correlations, blank where not significant (figure 8).
+* :func:`correlation_heatmap` — Spearman correlations, blank where not significant (figures 8
+  and 9: validation and training images).
 """
 
 from __future__ import annotations
@@ -117,7 +118,8 @@ def meta_label_heatmap(
     result: EvaluationResult, model: str, metric: str = "error_ratio", min_count: int = 10
 ) -> Figure:
     """Meta-labels × factors heatmap of ``metric`` for one model (figures 5 and 13): every cell
-    drawn; cells with fewer than ``min_count`` images hatched and labelled with their count."""
+    drawn; cells with fewer than ``min_count`` images framed and labelled with their count (in
+    black or white, whichever reads on the cell's colour)."""
     values = result.meta_table(model, metric).drop(columns="average")
     counts = result.meta_table(model, "count").drop(columns="average").to_numpy()
     data = np.array(values.to_numpy(dtype=float))
@@ -131,15 +133,18 @@ def meta_label_heatmap(
         image = ax.imshow(data, cmap="RdBu_r", norm=norm, aspect="auto")
     else:
         image = ax.imshow(data, cmap="viridis", aspect="auto")
-    for g, f in zip(*np.nonzero((counts < min_count) & (counts > 0)), strict=True):
-        ax.add_patch(Rectangle((f - 0.5, g - 0.5), 1, 1, fill=False, hatch="///",
-                               edgecolor="0.35", linewidth=0))
-        ax.text(f, g, f"{int(counts[g, f])}", ha="center", va="center", fontsize=6)
+    small = (counts < min_count) & (counts > 0)
+    for g, f in zip(*np.nonzero(small), strict=True):
+        ax.add_patch(Rectangle((f - 0.5, g - 0.5), 1, 1, fill=False, edgecolor="0.15",
+                               linestyle=(0, (1.5, 1.5)), linewidth=1.0))
+        ax.text(f, g, f"{int(counts[g, f])}", ha="center", va="center", fontsize=7,
+                color=text_colour(image.cmap(image.norm(data[g, f])))
+                if np.isfinite(data[g, f]) else "black")  # undefined: a blank cell
     ax.set_xticks(range(len(values.columns)), _pretty(values.columns), rotation=60, ha="right")
     ax.set_yticks(range(len(values.index)), _pretty(values.index))
     fig.colorbar(image, ax=ax, label=metric.replace("_", " "))
     ax.set_title(f"{model}: {metric.replace('_', ' ')} by meta-label and factor "
-                 f"(hatched: fewer than {min_count} images, count shown; grey: none)",
+                 f"(dotted frame: fewer than {min_count} images, count shown; blank: none)",
                  fontsize=9)
     fig.tight_layout()
     return fig
@@ -159,12 +164,13 @@ def factor_vs_overall(
     family = families.reindex(summary.index).fillna("other")
     names = list(dict.fromkeys(family))
     x = summary["average"].to_numpy(dtype=float)
+    size = marker_size(len(summary))
     for ax, panel in zip(axes, panels, strict=False):
         y = summary[panel].to_numpy(dtype=float)
         for i, name in enumerate(names):
             sel = (family == name).to_numpy()
-            ax.scatter(x[sel], y[sel], s=8, alpha=0.6, color=f"C{i}", label=_pretty([name])[0],
-                       linewidths=0)
+            ax.scatter(x[sel], y[sel], s=size, alpha=0.75, color=f"C{i}",
+                       label=_pretty([name])[0], edgecolors="white", linewidths=0.4)
         ax.plot([0, 1], [0, 1], color="black", lw=0.8, ls="--")
         ax.set_title(_pretty([panel])[0], fontsize=9)
     for ax in axes[len(panels):]:
@@ -172,7 +178,8 @@ def factor_vs_overall(
     axes[0].set_xlim(0, 1)
     axes[0].set_ylim(0, 1)
     handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="upper center", ncol=min(5, len(names)), fontsize=8)
+    fig.legend(handles, labels, loc="upper center", ncol=min(5, len(names)), fontsize=8,
+               markerscale=max(1.0, 36 / size) ** 0.5)
     fig.supxlabel("overall accuracy", fontsize=9)
     fig.supylabel("accuracy on the factor's images", fontsize=9)
     if title:
@@ -217,16 +224,44 @@ def augmentation_comparison(ratios: pd.DataFrame, tests: pd.DataFrame, alpha: fl
 def correlation_heatmap(
     corr: pd.DataFrame, pvalues: pd.DataFrame, alpha: float = 0.05, title: str = ""
 ) -> Figure:
-    """Correlation heatmap showing only entries with p ≤ ``alpha`` (diagonal hidden)."""
+    """Correlation heatmap showing only entries with p ≤ ``alpha`` (diagonal hidden), coloured
+    on a symmetric scale up to the largest |r| shown (correlations of ±0.3 on a ±1 scale would
+    all look pale); the colour bar says so."""
     data = corr.to_numpy(dtype=float).copy()
     data[~(pvalues.to_numpy() <= alpha)] = np.nan
     np.fill_diagonal(data, np.nan)
+    top = correlation_scale(data)
     fig = Figure(figsize=(9.0, 8.0))
     ax = fig.add_subplot()
-    image = ax.imshow(data, cmap="RdBu_r", vmin=-1, vmax=1)
+    image = ax.imshow(data, cmap="RdBu_r", vmin=-top, vmax=top)
     ax.set_xticks(range(len(corr.columns)), _pretty(corr.columns), rotation=90)
     ax.set_yticks(range(len(corr.index)), _pretty(corr.index))
-    fig.colorbar(image, ax=ax, label="Spearman correlation")
+    fig.colorbar(image, ax=ax, label=f"Spearman correlation (scale ±{top:.2f}: the largest |r| "
+                 "shown)")
     ax.set_title(title or f"Spearman correlations (shown where p ≤ {alpha})", fontsize=10)
     fig.tight_layout()
     return fig
+
+
+def correlation_scale(values: np.ndarray) -> float:
+    """The colour limit of a correlation map: the largest finite |r|, rounded up to 0.05
+    (1.0 when there is none)."""
+    finite = np.abs(values[np.isfinite(values)])
+    if finite.size == 0 or finite.max() == 0:
+        return 1.0
+    return float(min(1.0, np.ceil(finite.max() / 0.05 - 1e-9) * 0.05))
+
+
+def marker_size(n_points: int) -> float:
+    """Scatter marker area (points²) readable for any number of points per panel: 64 for a
+    few, shrinking with more, never under 16 (a 4-pt dot)."""
+    return float(np.clip(2000.0 / max(n_points, 1), 16.0, 64.0))
+
+
+def text_colour(rgba: Sequence[float] | np.ndarray) -> str:
+    """Black or white, whichever contrasts more with a cell colour (WCAG relative
+    luminance)."""
+    channels = np.asarray(rgba[:3], dtype=float)
+    linear = np.where(channels <= 0.04045, channels / 12.92, ((channels + 0.055) / 1.055) ** 2.4)
+    luminance = float(linear @ np.array([0.2126, 0.7152, 0.0722]))
+    return "black" if (luminance + 0.05) / 0.05 >= 1.05 / (luminance + 0.05) else "white"

@@ -57,6 +57,7 @@ class ImagenetXAnalysis:
     active_accuracy: pd.DataFrame | None = None
     listing: pd.DataFrame | None = None
     paper: PaperTables | None = None
+    spearman_train: tuple[pd.DataFrame, pd.DataFrame] | None = None
 
     def _display(self) -> tuple[str, pd.DataFrame, list[str]]:
         """The evaluation's headline, the bootstrap interval of each worst factor's error
@@ -235,15 +236,17 @@ def analyse(
     group_tests = None
     if group_map:
         group_tests = statistics.alexander_govern_by_factor(result.table("error_ratio"), group_map)
-    spearman = chi2 = active_counts = None
+    spearman = spearman_train = chi2 = active_counts = None
     if dataset_statistics:
+        train = load_annotations(annotations.which, "train")
         spearman = statistics.spearman_factors_meta_labels(annotations)
-        chi2 = statistics.chi2_train_vs_val(load_annotations(annotations.which, "train"),
-                                            annotations)
+        spearman_train = statistics.spearman_factors_meta_labels(train)
+        chi2 = statistics.chi2_train_vs_val(train, annotations)
         active_counts = analyses.active_factor_counts(multi, load_annotations("multi", "train"))
     return ImagenetXAnalysis(
         result, ci=ci, groups=group_map, group_tests=group_tests, spearman=spearman, chi2=chi2,
-        notes=tuple(notes), families=analyses.model_families(result.models, families),
+        spearman_train=spearman_train, notes=tuple(notes),
+        families=analyses.model_families(result.models, families),
         calibration=calibration, active_counts=active_counts,
         active_accuracy=analyses.accuracy_by_active_factors(predictions, multi, error_type),
         listing=analyses.meta_label_listing(result), paper=paper,
@@ -339,6 +342,15 @@ def add_imagenetx_section(
             "Spearman correlations between factors and meta-labels over validation images "
             "(paper figure 8; only p ≤ 0.05 shown).",
         )
+    if analysis.spearman_train is not None:
+        corr, pvals = analysis.spearman_train
+        report.figure(
+            figures.correlation_heatmap(
+                corr, pvals, title="Spearman correlations over training images (shown where "
+                "p ≤ 0.05)"),
+            "Spearman correlations between factors and meta-labels over the annotated training "
+            "images (paper figure 9; only p ≤ 0.05 shown).",
+        )
     if analysis.chi2 is not None:
         chi2 = analysis.chi2
         report.paragraph(
@@ -347,7 +359,18 @@ def add_imagenetx_section(
             f"Cramér's V = {chi2['cramers_v']:.3f} (with tens of thousands of images even small "
             "differences are significant; V measures how large they are)."
         )
-        report.table(chi2["counts"].T, float_format="{:.0f}")
+        report.table(chi2_table(chi2["counts"]), float_format="{:.1f}")
+
+
+def chi2_table(counts: pd.DataFrame) -> pd.DataFrame:
+    """The χ² test's counts as a narrow table that fits the page: one row per factor, its
+    image count and share of the images in each subset."""
+    shares = counts / counts.sum(axis=0).where(counts.sum(axis=0) > 0)
+    table = pd.concat([counts.astype("int64").astype(object),
+                       (100 * shares).round(1).add_suffix(" %")], axis=1)
+    table.index = [str(i).replace("_", " ") for i in table.index]
+    table.index.name = "factor"
+    return table
 
 
 def no_calibration_note(models: Sequence[str]) -> str:

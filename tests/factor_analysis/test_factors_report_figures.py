@@ -1,0 +1,34 @@
+"""``factors report``'s bar chart: factor names from the data are drawn as typed (a ``$`` is
+no mathtext), the numeric axis keeps its formatting."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from matplotlib import cbook
+
+from shortcutlab.factor_analysis import analyse_factors, error_ratio_bars, write_report
+from shortcutlab.utils.html import figure_to_png, literal_text
+
+
+def test_dollar_factor_names_are_literal_in_the_bar_chart(tmp_path):
+    gen = np.random.default_rng(0)
+    n = 400
+    label = gen.integers(0, 2, n)
+    annotations = pd.DataFrame({"id": np.arange(n), "label": label,
+                                "$x$": (gen.random(n) < 0.4).astype(int),
+                                "a$\\frac{$": gen.choice(["u", "v"], n)})
+    right = gen.random(n) < np.where(annotations["$x$"] == 1, 0.6, 0.9)
+    predictions = pd.DataFrame({"id": np.arange(n), "prediction": np.where(right, label,
+                                                                           1 - label)})
+    report = analyse_factors(annotations, predictions, n_boot=0, min_count=10)
+    with literal_text():
+        fig = error_ratio_bars(report, "model")
+    figure_to_png(fig)
+    ax = fig.axes[0]
+    names = [t for t in ax.get_yticklabels() if t.get_text()]
+    shown = [t.get_text().replace(r"\$", "$") for t in names]
+    assert any(s.startswith("$x$ (n=") for s in shown), shown
+    assert any(s.startswith("a$\\frac{$=u (n=") for s in shown), shown
+    assert not any(t.get_parse_math() and cbook.is_math_text(t.get_text()) for t in names)
+    assert (tmp_path / "rep" / "index.html") == write_report(report, tmp_path / "rep")
