@@ -48,11 +48,10 @@ def build_folder(out: Path, n_jobs: int) -> int:
     import numpy as np
     import pandas as pd
 
-    from shortcutlab.diagvib.jobs import build_jobs, register
+    from shortcutlab.diagvib.jobs import build_jobs
     from shortcutlab.diagvib.metrics import STUDIES
     from shortcutlab.runner.jobs import JobOutput, run_one
 
-    register()
     jobs = build_jobs("resnet18", list(STUDIES), None, [0, 1, 2, 3, 4], [0], 1.0)[:n_jobs]
 
     def fake(job, device):
