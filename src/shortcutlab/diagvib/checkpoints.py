@@ -18,12 +18,15 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from shortcutlab.errors import DiagvibError, StatsError
-from shortcutlab.stats.selection import Rule, select
+
+if TYPE_CHECKING:
+    from shortcutlab.stats.selection import Rule
 
 #: the paper's rule, the default everywhere (today's numbers are this rule's)
 DEFAULT_CHECKPOINT = "lowest-val-loss"
@@ -87,6 +90,8 @@ def select_checkpoint(epochs: pd.DataFrame, checkpoint: str | Checkpoint) -> pd.
     records = epochs.assign(
         test_set=epochs["test_set"].astype(str) + _SEP + epochs["tag"].astype(str)
     )[["job_id", "epoch", "val_loss", "test_set", "acc"]]
+    from shortcutlab.stats.selection import select  # the stats package loads scipy: only here
+
     rule: Rule = "best_validation" if cp.is_default else "last_n"
     try:
         picked = select(records, rule, n_last=max(cp.k, 1), val_col="val_loss", score_col="acc",

@@ -15,11 +15,14 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
-from matplotlib.figure import Figure
 
 from shortcutlab.utils.io import write_text
+
+if TYPE_CHECKING:  # matplotlib loads where a figure is drawn, not with every report module
+    from matplotlib.figure import Figure
 
 _STYLE = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em auto;
