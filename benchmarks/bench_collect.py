@@ -27,12 +27,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 EPOCHS = 30
 
-# Runs the command in this child and reports its own peak RSS and imports at exit.
+# Runs the command in this child and reports its own peak RSS and imports at exit. The parent
+# has imported torch to plan the jobs: Linux carries ru_maxrss over fork and exec, so the child
+# reads its own VmHWM instead.
 CHILD = """
-import atexit, json, resource, sys
+import atexit, json, sys
+def peak_mb():
+    # VmHWM: this process image's own peak (ru_maxrss would carry the forking parent's over exec)
+    with open("/proc/self/status") as status:
+        return next(int(ln.split()[1]) for ln in status if ln.startswith("VmHWM:")) / 1024
 def report():
     print("BENCH " + json.dumps({
-        "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "rss_mb": peak_mb(),
         "torch": "torch" in sys.modules,
         "trainer": "shortcutlab.train.trainer" in sys.modules}), file=sys.stderr)
 atexit.register(report)
@@ -48,11 +54,10 @@ def build_folder(out: Path, n_jobs: int) -> int:
     import numpy as np
     import pandas as pd
 
-    from shortcutlab.diagvib.jobs import build_jobs, register
+    from shortcutlab.diagvib.jobs import build_jobs
     from shortcutlab.diagvib.metrics import STUDIES
     from shortcutlab.runner.jobs import JobOutput, run_one
 
-    register()
     jobs = build_jobs("resnet18", list(STUDIES), None, [0, 1, 2, 3, 4], [0], 1.0)[:n_jobs]
 
     def fake(job, device):

@@ -185,3 +185,15 @@ def test_a_job_planned_before_presets_reads_as_an_earlier_version(tmp_path) -> N
         "train": {**stored, "protocol": "paper", "head": "full"}}))
     with pytest.raises(JobFileError, match=r"protocol.*earlier shortcutlab"):
         read_job(folder)
+
+
+def test_stored_configs_take_their_names_as_written_and_nothing_else() -> None:
+    """A job's stored config is read without looking its names up (no torch-backed
+    registry); a config built any other way still refuses unknown names."""
+    stored = {**TrainConfig().model_dump(mode="json"), "model": "gone_net", "algorithm": "old"}
+    config = TrainConfig.from_stored(stored)
+    assert (config.model, config.algorithm) == ("gone_net", "old")
+    with pytest.raises(TrainError, match="unknown model 'gone_net'"):
+        TrainConfig(**stored)
+    with pytest.raises(TrainError, match=r"lr: .*greater than 0"):  # other fields: as usual
+        TrainConfig.from_stored({**stored, "lr": -1})

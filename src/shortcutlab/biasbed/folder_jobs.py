@@ -2,24 +2,29 @@
 
 Kept apart from :mod:`shortcutlab.biasbed.protocol` so that the runner, which loads every job
 kind of the ``shortcutlab.job_kinds`` entry-point group on its first lookup, does not import the
-protocol's statistics to learn this kind.
+protocol's statistics to learn this kind, nor (reading a run folder) torch: the datasets are
+imported where a job runs.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from shortcutlab.biasbed.datasets import FolderExperiment
 from shortcutlab.diagvib.jobs import describe_experiment
 from shortcutlab.runner.jobs import Job, JobKind, JobOutput
+
+if TYPE_CHECKING:
+    from shortcutlab.biasbed.datasets import FolderExperiment
 
 FOLDERS_KIND = "biasbed-folders"
 
 
 def folder_from_spec(spec: Mapping[str, Any]) -> FolderExperiment:
     """The image-folder experiment a ``biasbed-folders`` job's ``spec`` describes."""
+    from shortcutlab.biasbed.datasets import FolderExperiment  # torch: only where jobs run
+
     return FolderExperiment(
         train_dir=Path(spec["train_dir"]),
         val_dir=Path(spec["val_dir"]),

@@ -63,9 +63,9 @@ class DiagvibParams(BaseModel):
 def describe_job(job: Job) -> dict[str, Any]:
     """The job-table columns of a DiagViB-6 job: those of :func:`describe_experiment`, then
     ``scale``, ``benchmark_seed`` and ``head``, then the :data:`SETTING_COLUMNS` (all '' when the
-    settings cannot be derived, e.g. a model not registered in this process)."""
+    settings cannot be derived). Reads no registry that imports torch."""
     try:
-        settings = job_settings(job.train.model_dump())
+        settings = job_settings(job.train)
     except ShortcutlabError:
         settings = dict.fromkeys(SETTING_COLUMNS, "")
     return {**describe_experiment(job.experiment), **DiagvibParams.of(job).model_dump(),
@@ -172,15 +172,17 @@ def with_implied_algorithm(config: TrainConfig) -> TrainConfig:
 SETTING_COLUMNS = ("lr", "batch_size", "normalization", "frozen_batchnorm", "vae_classifier")
 
 
-def job_settings(train: dict[str, Any]) -> dict[str, Any]:
-    """The :data:`SETTING_COLUMNS` of a job's stored training config: lr, batch size,
-    normalisation, the BatchNorm mode of a frozen backbone ('' when nothing is frozen) and a
-    VAE's classifier ('' for other models)."""
-    from shortcutlab.train.models import freezes_backbone, implied_algorithm
+def job_settings(train: TrainConfig | dict[str, Any]) -> dict[str, Any]:
+    """The :data:`SETTING_COLUMNS` of a job's training config (or the config as a job stored
+    it): lr, batch size, normalisation, the BatchNorm mode of a frozen backbone ('' when
+    nothing is frozen) and a VAE's classifier ('' for other algorithms; a VAE model's jobs
+    record its algorithm, see :func:`with_implied_algorithm`). Torch-free: the backbone fact
+    comes from :mod:`shortcutlab.train.model_info`."""
+    from shortcutlab.train.model_info import freezes_backbone
 
-    cfg = TrainConfig(**train)
+    cfg = train if isinstance(train, TrainConfig) else TrainConfig.from_stored(train)
     frozen = cfg.freeze_backbone or freezes_backbone(cfg.model)
-    vae = implied_algorithm(cfg.model) in ("vae", "factor_vae")
+    vae = cfg.algorithm in ("vae", "factor_vae")
     return {"lr": cfg.lr, "batch_size": cfg.batch_size,
             "normalization": cfg.normalization,
             "frozen_batchnorm": cfg.frozen_batchnorm if frozen else "",

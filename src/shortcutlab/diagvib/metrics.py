@@ -85,7 +85,7 @@ def model_label(model: str, algorithm: str | None = None) -> str:
     algo = "" if missing else str(algorithm)
     if algo.lower() in _DEFAULT_ALGORITHMS:
         return str(model)
-    from shortcutlab.train.models import implied_algorithm  # torch: only for other algorithms
+    from shortcutlab.train.model_info import implied_algorithm  # torch-free
 
     if algo == implied_algorithm(str(model)):
         return str(model)

@@ -32,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from shortcutlab.errors import RunnerError, ShortcutlabError, TrainError
 from shortcutlab.runner.claims import describe_claim, heartbeat, release, try_claim
 from shortcutlab.runner.records import result_problem
-from shortcutlab.train.config import TrainConfig, format_validation_error
+from shortcutlab.train.config import TrainConfig, format_validation_error, stored_configs
 from shortcutlab.utils.digest import content_digest
 from shortcutlab.utils.io import atomic_path, write_json, write_text
 from shortcutlab.utils.registry import Registry
@@ -87,6 +87,18 @@ class Job(BaseModel):
             super().__init__(**data)
         except ValidationError as exc:
             raise RunnerError(format_validation_error(exc, "job")) from None
+        self._check_digests()
+
+    @classmethod
+    def from_stored(cls, data: dict[str, Any]) -> Job:
+        """A job as :func:`write_job_file` stored it, read back without looking up its
+        training config's model and algorithm names (they were checked when the job was
+        planned; see :func:`~shortcutlab.train.config.stored_configs`): reading a run folder
+        imports no torch."""
+        with stored_configs():
+            return cls(**data)
+
+    def _check_digests(self) -> None:
         if set(self.inputs) != set(self.input_digests):
             raise RunnerError(f"job inputs {sorted(self.inputs)} and their digests "
                               f"{sorted(self.input_digests)} do not match")
@@ -284,10 +296,12 @@ def write_job_file(out: str | Path, job: Job) -> Path:
 
 def read_job(path: Path) -> Job:
     """The job stored in ``path/job.json`` (a :class:`JobFileError` naming the file if it
-    cannot be read or is no valid job)."""
+    cannot be read or is no valid job), read by :meth:`Job.from_stored`: its model and
+    algorithm names are not looked up (collect's caller checks the folder name is the job's
+    id, which an edited file fails), so reading a run folder imports no torch."""
     data = read_json_object(path / JOB_FILE)
     try:
-        return Job(**data)
+        return Job.from_stored(data)
     except (RunnerError, TrainError) as exc:  # TrainError: its training config's fields
         raise JobFileError(path / JOB_FILE, f"is not a valid job ({exc}; an edited job.json, "
                            "or one planned by an earlier shortcutlab whose job fields have "

@@ -12,6 +12,9 @@ the wrong type or unknown fields raise :class:`TrainError` naming them.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Literal
 
@@ -35,6 +38,26 @@ Precision = Literal["fp32", "bf16", "fp16"]
 BatchNormMode = Literal["eval", "train"]
 
 _D = DEFAULT_VALUES
+
+
+#: True while this tool reads back configs it wrote itself (a job's ``job.json``, see
+#: :func:`stored_configs`): their model and algorithm names were checked when the job was
+#: planned (the job's id proves the file unedited), so reading them neither checks the names
+#: again nor loads the torch-backed registries to do so.
+_STORED: ContextVar[bool] = ContextVar("shortcutlab_stored_configs", default=False)
+
+
+@contextmanager
+def stored_configs() -> Iterator[None]:
+    """Within the block, configs are built as stored ones: model and algorithm names are taken
+    as they are (every other field is validated as usual). A context variable rather than
+    pydantic's validation context, which a model's own ``__init__`` (the error translation
+    here and in the runner's ``Job``) does not pass on."""
+    token = _STORED.set(True)
+    try:
+        yield
+    finally:
+        _STORED.reset(token)
 
 
 def format_validation_error(exc: ValidationError, what: str = "training config") -> str:
@@ -122,9 +145,20 @@ class TrainConfig(BaseModel):
         drops = sum(1 for m in self.lr_milestones if epoch >= m)
         return (self.lr if base is None else base) * self.lr_gamma**drops
 
+    @classmethod
+    def from_stored(cls, data: Any) -> TrainConfig:
+        """A config as this tool stored it (a job's ``train``), every field validated but the
+        model and algorithm names taken as they are (see :func:`stored_configs`): reading a
+        run folder imports no torch. Configs a user gives are built with the constructor,
+        which refuses unknown names."""
+        with stored_configs():
+            return cls(**data)
+
     @field_validator("model")
     @classmethod
     def _known_model(cls, value: str) -> str:
+        if _STORED.get():
+            return value
         from shortcutlab.train.models import check_model_name
 
         return check_model_name(value)
@@ -132,6 +166,8 @@ class TrainConfig(BaseModel):
     @field_validator("algorithm")
     @classmethod
     def _known_algorithm(cls, value: str) -> str:
+        if _STORED.get():
+            return value
         from shortcutlab.train.algorithms import check_algorithm_name
 
         return check_algorithm_name(value)
