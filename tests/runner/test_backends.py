@@ -34,15 +34,24 @@ def test_process_pool(tmp_path) -> None:
     _check(tmp_path, summary, jobs)
 
 
-def test_ray_local_instance(tmp_path) -> None:
+@pytest.fixture(scope="module")
+def ray_instance():
+    """One local Ray instance (2 CPUs, 1 faked GPU) for this module's Ray tests: a start costs
+    seconds, and run_jobs uses an instance it finds running (test_ray_quiet covers the run that
+    starts its own)."""
     ray = pytest.importorskip("ray")
-    ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
+    ray.init(num_cpus=2, num_gpus=1, include_dashboard=False, log_to_driver=False)
     try:
-        jobs = _jobs("ray")
-        summary = run_jobs(jobs, tmp_path, backend="ray", progress=False)
-        _check(tmp_path, summary, jobs)
+        yield ray
     finally:
         ray.shutdown()
+
+
+def test_ray_local_instance(tmp_path, ray_instance) -> None:
+    jobs = _jobs("ray")
+    summary = run_jobs(jobs, tmp_path, backend="ray", device="cpu", progress=False)
+    _check(tmp_path, summary, jobs)
+    assert ray_instance.is_initialized()  # the caller's instance is left running
 
 
 def test_slurm_via_submitit_debug_executor(tmp_path) -> None:
@@ -131,18 +140,13 @@ def test_process_workers_are_pinned_to_one_fake_gpu_each(
 
 
 @pytest.mark.slow
-def test_ray_tasks_share_a_fake_gpu(tmp_path) -> None:
-    ray = pytest.importorskip("ray")
-    ray.init(num_cpus=2, num_gpus=1, include_dashboard=False, log_to_driver=False)
-    try:
-        jobs = [Job(experiment=f"noop/ray-gpu/{i}", kind="noop") for i in range(3)]
-        summary = run_jobs(jobs, tmp_path, backend="ray", jobs_per_gpu=2, progress=False)
-        assert len(summary.done) == 3
-        devices = {json.loads((tmp_path / j.job_id / "result.json").read_text())[
-            "visible_devices"] for j in jobs}
-        assert devices == {"0"}
-    finally:
-        ray.shutdown()
+def test_ray_tasks_share_a_fake_gpu(tmp_path, ray_instance) -> None:
+    jobs = [Job(experiment=f"noop/ray-gpu/{i}", kind="noop") for i in range(3)]
+    summary = run_jobs(jobs, tmp_path, backend="ray", jobs_per_gpu=2, progress=False)
+    assert len(summary.done) == 3
+    devices = {json.loads((tmp_path / j.job_id / "result.json").read_text())[
+        "visible_devices"] for j in jobs}
+    assert devices == {"0"}
 
 
 def test_a_registered_backend_runs_the_jobs_with_the_run_settings(tmp_path) -> None:
