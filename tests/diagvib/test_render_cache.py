@@ -53,28 +53,3 @@ def test_images_rendered_in_part_are_completed_on_demand() -> None:
     assert gen.calls == [2, 2, len(ds) - 4]
     fresh = DiagvibDataset(SPEC, "val", generator=FakeGenerator())
     assert torch.equal(whole, fresh.render(np.arange(len(fresh))))
-
-
-
-class LoggingGenerator(FakeGenerator):
-    """Appends each call's image count to a file: calls made in DataLoader workers count too."""
-
-    def __init__(self, log) -> None:
-        super().__init__()
-        self.log = str(log)
-
-    def render(self, classes, *, seed, split, indices, backend="numpy", device="cpu"):
-        with open(self.log, "a") as f:
-            f.write(f"{len(indices)}\n")
-        return super().render(classes, seed=seed, split=split, indices=indices)
-
-
-def test_dataloader_workers_keep_no_copy_of_the_images(tmp_path) -> None:
-    log = tmp_path / "calls.txt"
-    ds = DiagvibDataset(SPEC, "val", generator=LoggingGenerator(log))
-    loader = DataLoader(ds, batch_size=4, num_workers=1, persistent_workers=True)
-    first = torch.cat([b["x"] for b in loader])
-    assert torch.equal(first, torch.cat([b["x"] for b in loader]))
-    rendered = sum(map(int, log.read_text().split()))
-    assert rendered == 2 * len(ds)  # each epoch rendered again in the worker: no worker copy
-    assert ds._cache is None

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, get_args
 import numpy as np
 import pandas as pd
 import torch
-from torch.utils.data import Dataset, get_worker_info
+from torch.utils.data import Dataset
 
 from shortcutlab.diagvib.factors import FACTOR_TABLE, FACTORS
 from shortcutlab.diagvib.presets import HEADS, Head
@@ -48,8 +48,7 @@ ITEM_KINDS: tuple[ItemKind, ...] = get_args(ItemKind)
 
 #: A split whose uint8 images take at most this many bytes keeps them once rendered (437
 #: training images of the demo: 21 MB; a paper-sized split of 43,740: 2.1 GB, rendered anew
-#: on every access), in the process that iterates it (not in DataLoader workers, each of which
-#: would hold a copy). Images are pure functions of their index: the cache changes no pixel.
+#: on every access). Images are pure functions of their index, so the cache changes no pixel.
 RENDER_CACHE_BYTES = 256 * 2**20
 
 
@@ -191,8 +190,7 @@ class DiagvibDataset(Dataset):
         idx = self._check_indices(indices)
         if self._cache is None:
             images = self._render(idx)
-            if (not idx.size or len(self) * images[0].nbytes > RENDER_CACHE_BYTES
-                    or get_worker_info() is not None):  # DataLoader workers: one copy each
+            if not idx.size or len(self) * images[0].nbytes > RENDER_CACHE_BYTES:
                 return images
             self._cache = torch.empty((len(self), *images.shape[1:]), dtype=images.dtype)
             self._cache[idx] = images
