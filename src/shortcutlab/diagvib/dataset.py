@@ -2,12 +2,10 @@
 
 Nothing is held in memory but the per-image class table (a few MB for 43,740 images): every
 image is rendered when asked for, as a pure function of (spec hash, seed, split, index, classes),
-so results do not depend on batch size, worker count or iteration order. A split whose images
-fit in :data:`RENDER_CACHE_BYTES` (the small experiments of the demo and the tests, not the
-paper-sized ones) keeps each image once rendered, so later epochs do not render it again.
-``__getitems__`` renders a whole DataLoader batch in one vectorised generator call. The class
-table and the render seed are keyed by :meth:`ExperimentSpec.image_hash`, so paired experiments
-(ZGO (i, j) and (j, i)) get identical images and differ only in their labels.
+so results do not depend on batch size, worker count or iteration order. ``__getitems__``
+renders a whole DataLoader batch in one vectorised generator call. The class table and the render
+seed are keyed by :meth:`ExperimentSpec.image_hash`, so paired experiments (ZGO (i, j) and
+(j, i)) get identical images and differ only in their labels.
 """
 
 from __future__ import annotations
@@ -45,11 +43,6 @@ ExportFormat = Literal["npz", "png"]
 EXPORT_FORMATS: tuple[ExportFormat, ...] = get_args(ExportFormat)
 ItemKind = Literal["dict", "tuple"]
 ITEM_KINDS: tuple[ItemKind, ...] = get_args(ItemKind)
-
-#: A split whose uint8 images take at most this many bytes keeps them once rendered (437
-#: training images of the demo: 21 MB; a paper-sized split of 43,740: 2.1 GB, rendered anew
-#: on every access). Images are pure functions of their index, so the cache changes no pixel.
-RENDER_CACHE_BYTES = 256 * 2**20
 
 
 class _Renderer(Protocol):
@@ -133,13 +126,10 @@ class DiagvibDataset(Dataset):
         # from :mod:`shortcutlab.diagvib.spec`.
         self.generator: _Renderer = _default_generator() if generator is None else generator
         self._device_tables: dict[str, dict[str, torch.Tensor]] = {}
-        self._cache: torch.Tensor | None = None  # (N, 3, H, W) uint8, see RENDER_CACHE_BYTES
-        self._cached = np.zeros(len(self), dtype=bool)
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state["_device_tables"] = {}  # device copies stay in the process that made them
-        state["_cache"], state["_cached"] = None, np.zeros(len(self), dtype=bool)  # not shipped
         return state
 
     # ----------------------------------------------------------------------------- tables
@@ -185,24 +175,8 @@ class DiagvibDataset(Dataset):
         return np.where(idx < 0, idx + n, idx)
 
     def render(self, indices: Any) -> torch.Tensor:
-        """uint8 images (B, 3, 128, 128) of ``indices``, rendered in one generator call (those
-        not yet kept, for a split small enough to keep them: :data:`RENDER_CACHE_BYTES`)."""
+        """uint8 images (B, 3, 128, 128) of ``indices``, rendered in one generator call."""
         idx = self._check_indices(indices)
-        if self._cache is None:
-            images = self._render(idx)
-            if not idx.size or len(self) * images[0].nbytes > RENDER_CACHE_BYTES:
-                return images
-            self._cache = torch.empty((len(self), *images.shape[1:]), dtype=images.dtype)
-            self._cache[idx] = images
-            self._cached[idx] = True
-            return images
-        missing = np.unique(idx[~self._cached[idx]])
-        if missing.size:
-            self._cache[missing] = self._render(missing)
-            self._cached[missing] = True
-        return self._cache[idx]
-
-    def _render(self, idx: np.ndarray) -> torch.Tensor:
         images = self.generator.render(
             self.classes[idx], seed=self.render_seed, split=self.split, indices=idx,
             backend=self.backend,
