@@ -24,6 +24,7 @@ Abandoned jobs are simply not done: the next run does them.
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import multiprocessing
 import os
@@ -193,11 +194,41 @@ BACKENDS: Registry[BackendFunction] = Registry(
     "backend", error=RunnerError, group=ENTRY_POINT_GROUP, accepts=callable)
 
 
-def register_backend(name: str, fn: BackendFunction, *,
+#: ``check(context) -> reason``: None when the backend can run here with the run's settings
+#: (``context``'s device, ray_address and slurm; workers and jobs_per_gpu are left at their
+#: defaults), else one line saying why not and what to do (a missing package, no scheduler).
+#: Cheap and side-effect free: commands call it before they write anything (:mod:`.preflight`),
+#: and :func:`run_jobs` before it writes a job folder.
+BackendCheck = Callable[[BackendContext], str | None]
+
+
+@dataclass(frozen=True)
+class CheckedBackend:
+    """A backend function registered with its availability check; called like the function,
+    so that :data:`BACKENDS` holds backend functions either way."""
+
+    run: BackendFunction
+    check: BackendCheck
+
+    def __call__(self, jobs: list[Job], out: Path, context: BackendContext) -> Iterator[Outcome]:
+        return self.run(jobs, out, context)
+
+
+def register_backend(name: str, fn: BackendFunction, *, check: BackendCheck | None = None,
                      override: bool = False) -> BackendFunction:
-    """Make ``run_jobs(..., backend=name)`` run jobs with ``fn`` (see :data:`BackendFunction`).
-    A taken name is refused (RunnerError) unless ``override=True``; returns ``fn``."""
-    return BACKENDS.register(name, fn, override=override)
+    """Make ``run_jobs(..., backend=name)`` run jobs with ``fn`` (see :data:`BackendFunction`);
+    ``check`` (see :data:`BackendCheck`) says when it cannot run here, in its own words. A taken
+    name is refused (RunnerError) unless ``override=True``; returns what was registered."""
+    return BACKENDS.register(name, fn if check is None else CheckedBackend(fn, check),
+                             override=override)
+
+
+def backend_unavailable(name: str, context: BackendContext | None = None) -> str | None:
+    """Why the backend ``name`` cannot run here with ``context``'s settings (its registered
+    check's one line), or None when it can or has no check; RunnerError listing the registered
+    backends when ``name`` is none of them."""
+    check = getattr(BACKENDS.get(name), "check", None)
+    return check(context or BackendContext()) if check is not None else None
 
 
 def list_backends() -> list[str]:
@@ -403,15 +434,22 @@ def _job_lost(out: Path, job: Job, reason: str) -> Outcome:
     return Outcome(job.job_id, "failed", reason)
 
 
+_RAY_MISSING = "backend ray needs the ray package: pip install 'shortcutlab[ray]'"
+
+
+def _ray_unavailable(context: BackendContext) -> str | None:
+    """The check of ``ray``: the package is importable (found, not imported: Ray is slow to
+    import)."""
+    return _RAY_MISSING if importlib.util.find_spec("ray") is None else None
+
+
 def _ray(jobs: list[Job], out: Path, context: BackendContext) -> Iterator[Outcome]:
     device, workers, jobs_per_gpu = context.device, context.workers, context.jobs_per_gpu
     ray_address = context.ray_address
     try:
         import ray
     except ImportError:
-        raise RunnerError(
-            "backend ray needs the ray package: pip install 'shortcutlab[ray]'"
-        ) from None
+        raise RunnerError(_RAY_MISSING) from None
     started = False
     if not ray.is_initialized():
         kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
@@ -493,21 +531,29 @@ def slurm_options(executor: str = "slurm", **settings: Any) -> SlurmOptions:
     return SlurmOptions(cluster=None if executor == "slurm" else executor, **settings)
 
 
+def _slurm_unavailable(context: BackendContext) -> str | None:
+    """The check of ``slurm``: submitit importable and, for the real SLURM executor
+    (``context.slurm.cluster`` None), SLURM on this machine (submitit's
+    ``SlurmExecutor.affinity``)."""
+    if importlib.util.find_spec("submitit") is None:
+        return "backend slurm needs the submitit package: pip install 'shortcutlab[slurm]'"
+    import submitit
+
+    if (context.slurm or SlurmOptions()).cluster is None and submitit.SlurmExecutor.affinity() < 0:
+        return ("backend slurm: no SLURM found on this machine (sbatch missing); run from a "
+                "SLURM login node, try the same submission locally with --slurm-executor local, "
+                "or use --backend processes|ray")
+    return None
+
+
 def _slurm(jobs: list[Job], out: Path, context: BackendContext) -> Iterator[Outcome]:
     device = context.device
-    try:
-        import submitit
-    except ImportError:
-        raise RunnerError(
-            "backend slurm needs the submitit package: pip install 'shortcutlab[slurm]'"
-        ) from None
+    reason = _slurm_unavailable(context)
+    if reason is not None:
+        raise RunnerError(reason)
+    import submitit
+
     opts = context.slurm or SlurmOptions()
-    if opts.cluster is None and submitit.SlurmExecutor.affinity() < 0:
-        raise RunnerError(
-            "backend slurm: no SLURM found on this machine (sbatch missing); run from a SLURM "
-            "login node, try the same submission locally with --slurm-executor local, or use "
-            "--backend processes|ray"
-        )
     executor = submitit.AutoExecutor(folder=opts.folder or out / ".submitit", cluster=opts.cluster)
     params: dict[str, Any] = {
         "timeout_min": opts.timeout_min, "gpus_per_node": opts.gpus_per_node,
@@ -537,9 +583,10 @@ def _slurm(jobs: list[Job], out: Path, context: BackendContext) -> Iterator[Outc
             time.sleep(opts.poll_seconds)
 
 
-for _name, _backend in (("serial", _serial), ("processes", _processes), ("ray", _ray),
-                        ("slurm", _slurm)):
-    register_backend(_name, _backend)
+register_backend("serial", _serial)
+register_backend("processes", _processes)
+register_backend("ray", _ray, check=_ray_unavailable)
+register_backend("slurm", _slurm, check=_slurm_unavailable)
 
 
 def run_jobs(
@@ -577,6 +624,10 @@ def run_jobs(
     after every job ran, with their outcomes.
     """
     run_backend = BACKENDS.get(backend)
+    reason = backend_unavailable(backend, BackendContext(device=device, ray_address=ray_address,
+                                                         slurm=slurm))
+    if reason is not None:
+        raise RunnerError(reason)
     if workers is not None and workers < 1:
         raise RunnerError(f"workers must be >= 1 (got {workers})")
     jobs_per_gpu = parse_jobs_per_gpu(jobs_per_gpu)
