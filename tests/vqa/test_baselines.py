@@ -73,6 +73,30 @@ def test_cnn_bow_tiny_run_is_deterministic(easy):
     assert set(p1.values()) <= set(small["answer"])
 
 
+def test_cnn_bow_trains_with_its_own_thread_count(easy, monkeypatch):
+    """The numbers depend on torch's thread count on a CPU: training uses the config's, not the
+    machine's, and the caller's setting is restored."""
+    import torch
+
+    small = easy[easy["image_id"].isin([f"train/{i}" for i in range(20)])]
+    ids = small["question_id"].tolist()
+    seen: set[int] = set()
+    loss = torch.nn.functional.cross_entropy
+
+    def counting(*args, **kwargs):
+        seen.add(torch.get_num_threads())
+        return loss(*args, **kwargs)
+
+    monkeypatch.setattr(torch.nn.functional, "cross_entropy", counting)
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        train_cnn_bow(small, ids, ids, CnnBowConfig(epochs=1, batch_size=64, threads=3))
+        assert seen == {3} and torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(before)
+
+
 def test_cnn_bow_learns_beyond_the_answer_prior(easy):
     """Training must change the model: on its own training questions the CNN + BoW classifier
     beats the majority answer by a wide margin (an untrained or never-stepped one does not)."""
