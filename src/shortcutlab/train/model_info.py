@@ -19,6 +19,7 @@ import sys
 from dataclasses import dataclass
 
 from shortcutlab.errors import TrainError
+from shortcutlab.train.model_zoo import is_zoo_name
 from shortcutlab.utils.registry import Registry
 
 ENTRY_POINT_GROUP = "shortcutlab.model_info"
@@ -56,6 +57,8 @@ def model_info(name: str) -> ModelInfo | None:
         declared = MODEL_INFO.find(name)
         if declared is not None:
             return declared
+        if is_zoo_name(name):  # timm:/torchvision: imply no algorithm and freeze nothing
+            return ModelInfo()
     from shortcutlab.train import models
 
     try:

@@ -17,11 +17,12 @@ import difflib
 import fnmatch
 from collections.abc import Callable
 from types import ModuleType
-from typing import Any
-
-from torch import nn
+from typing import TYPE_CHECKING, Any
 
 from shortcutlab.errors import TrainError
+
+if TYPE_CHECKING:  # torch loads when a network is built, not when a name is read
+    from torch import nn
 
 #: the prefixes and the library each names
 PREFIXES = ("timm", "torchvision")
