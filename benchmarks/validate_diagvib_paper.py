@@ -34,6 +34,10 @@ repository's machine ``--import ARCHIVE`` adds them to the folder; ``--import-lo
 imports the per-epoch logs of the 2026-11-27 GPU session (stopped early) and
 ``--import-zso-2026-11-25`` the ZSO numbers of benchmarks/RESULTS-gpu-h100.md (earlier
 code). ``benchmarks/fidelity_page.py`` turns the folder into docs/diagvib-fidelity.md.
+
+``--precision``/``--channels-last`` train every job so; ``--equivalence`` plans issue 31's
+check of the fast recipe instead of the studies: fp32 and bf16 + channels_last twins of ZSO and
+ZGO's shape row (sample 0, seeds 0 and 1), side by side, compared on the fidelity page.
 """
 
 from __future__ import annotations
@@ -208,6 +212,34 @@ def priority(jobs: Sequence[Job]) -> list[Job]:
     return [job for _, job in sorted(enumerate(jobs), key=key)]
 
 
+#: ``--equivalence``: the fast recipe (bf16 + channels_last) beside fp32 on the experiments
+#: issue 31 names: ZSO for every factor and ZGO's shape row, sample 0, two training seeds.
+EQUIVALENCE_STUDIES = ("ZSO", "ZGO")
+EQUIVALENCE_SEEDS = (0, 1)
+EQUIVALENCE_RECIPES = (("fp32", False), ("bf16", True))
+
+
+def equivalence_jobs(model: str, scale: float, config: TrainConfig,
+                     **sources: Any) -> list[Job]:
+    """The fp32 / bf16 + channels_last pairs of ``--equivalence``, each fp32 job followed by
+    its bf16 twin (same experiment, sample and seed), so that a chunk of an even number of jobs
+    holds whole pairs: by seed, then ZSO before ZGO, then factor. The fp32 jobs are the
+    campaign's own paper-recipe jobs (same ids): a record of either kind serves both."""
+    shape_row = [f"shape-{other}" for other in FACTORS if other != "shape"]
+
+    def plan(precision: str, channels_last: bool) -> list[Job]:
+        cfg = config.replace(precision=precision, channels_last=channels_last)
+        return [job for study, pairs in (("ZSO", None), ("ZGO", shape_row))
+                for job in build_jobs(model, [study], pairs, [0], list(EQUIVALENCE_SEEDS), scale,
+                                      cfg, **sources)]
+
+    planned = [plan(precision, channels_last) for precision, channels_last in EQUIVALENCE_RECIPES]
+    fp32, fast = planned[0], planned[1]
+    order = sorted(range(len(fp32)), key=lambda i: (
+        fp32[i].seed, EQUIVALENCE_STUDIES.index(fp32[i].experiment.split("/")[0]), i))
+    return [job for i in order for job in (fp32[i], fast[i])]
+
+
 def read_records(campaign: Path) -> list[dict[str, Any]]:
     """The record.json of every record of the campaign folder, sorted by record name."""
     root = campaign / RECORDS
@@ -292,7 +324,7 @@ def record_of(job: Job, result: dict[str, Any], commit: str, device_name: str,
         "scale": float(job.params.get("scale", 1.0)),
         "recipe": f"{job.train.describe_preset()}, head {job.params.get('head', '?')}, "
                   f"precision {job.train.precision}",
-        "precision": job.train.precision,
+        "precision": job.train.precision, "channels_last": job.train.channels_last,
         "device": device_name, "date": date, "commit": commit, "torch": torch.__version__,
         "sources": sources_of(job),
         "seconds_per_epoch": round(float(result.get("train_seconds", 0.0)) / max(epochs_run, 1),
@@ -500,6 +532,14 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--selection", default="paper", choices=["paper", "seeded"])
     p.add_argument("--head", default="full", choices=["full", "selected"])
     p.add_argument("--epochs", type=int, default=None, help="default: the preset's (30)")
+    p.add_argument("--precision", default="fp32", choices=["fp32", "bf16", "fp16"],
+                   help="training precision (the paper's: fp32)")
+    p.add_argument("--channels-last", action="store_true", help="channels_last memory layout")
+    p.add_argument("--equivalence", action="store_true",
+                   help="plan issue 31's fast-recipe check instead of the studies: ZSO (6 "
+                        "factors) and ZGO's shape row (5 pairs), sample 0, seeds 0 and 1, each "
+                        "in fp32 and in bf16 + channels_last, twins side by side (44 jobs); "
+                        "with --campaign, resumable chunks of whole pairs")
     p.add_argument("--textures", type=Path, default=None,
                    help=f"texture folder (default {REFERENCE_TEXTURES} when present, else "
                         "the built-in textures)")
@@ -534,6 +574,17 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
                    help="import the 2026-11-25 ZSO numbers of benchmarks/RESULTS-gpu-h100.md "
                         "into --campaign as 'earlier code' and stop")
     args = p.parse_args(argv)
+    if args.equivalence:
+        given = [flag for flag, value in (("--studies", args.studies != list(STUDIES)),
+                                          ("--pairs", args.pairs), ("--samples", args.samples),
+                                          ("--seeds", args.seeds != [0]),
+                                          ("--precision", args.precision != "fp32"),
+                                          ("--channels-last", args.channels_last)) if value]
+        if given:
+            p.error(f"--equivalence plans its own experiments, seeds and recipes; drop "
+                    f"{', '.join(given)}")
+        args.studies, args.samples, args.seeds = (list(EQUIVALENCE_STUDIES), [0],
+                                                  list(EQUIVALENCE_SEEDS))
     if args.samples is None:
         args.samples = [0, 1, 2, 3, 4] if args.campaign is not None else [0]
     importing = (args.import_archive, args.import_logs, args.import_zso_2026_11_25)
@@ -571,9 +622,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     config = TrainConfig(preset=args.preset, model=args.model)
     if args.epochs is not None:
         config = config.replace(epochs=args.epochs)
-    jobs = build_jobs(args.model, args.studies, args.pairs, args.samples, args.seeds,
-                      args.scale, config, selection=args.selection, head=args.head,
-                      mnist=args.mnist, textures=textures)
+    sources = {"selection": args.selection, "head": args.head, "mnist": args.mnist,
+               "textures": textures}
+    if args.equivalence:
+        jobs = equivalence_jobs(args.model, args.scale, config, **sources)
+    else:
+        config = config.replace(precision=args.precision, channels_last=args.channels_last)
+        jobs = build_jobs(args.model, args.studies, args.pairs, args.samples, args.seeds,
+                          args.scale, config, **sources)
     print(f"{len(jobs)} jobs: {args.model}, preset {jobs[0].train.describe_preset()}, head "
           f"{args.head}, selection {args.selection}, studies {' '.join(args.studies)}, scale "
           f"{args.scale:g}, samples {args.samples}, seeds {args.seeds}")
@@ -583,7 +639,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     chunk = jobs
     if args.campaign is not None:
         have = finished_ids(args.campaign)
-        missing = [job for job in priority(jobs) if job.job_id not in have]
+        ordered = jobs if args.equivalence else priority(jobs)  # twins stay side by side
+        missing = [job for job in ordered if job.job_id not in have]
         per_epoch = (args.seconds_per_epoch or measured_seconds_per_epoch(args.campaign)
                      or DEFAULT_SECONDS_PER_EPOCH)
         per_job = per_epoch * args.scale * config.epochs

@@ -79,3 +79,32 @@ def test_the_committed_page_fails_the_check_after_a_hand_edit(page, tmp_path) ->
     generated = text.split(page.BEGIN)[1]
     doc.write_text(text.replace(generated, generated.replace("0.622", "0.623", 1)))
     assert page.main(["--page", str(doc), "--check"]) == 1
+
+
+def test_precision_pairs_judge_bf16_by_the_fp32_runs_own_range(page) -> None:
+    """Per (experiment, seed): the best record of each precision (current before stopped
+    early), bf16 inside or outside the fp32 run's last-epochs range, unpaired records left out."""
+    def rec(experiment, precision, label, acc, low=None, high=None, record="r"):
+        return {"experiment": experiment, "seed": 0, "precision": precision, "label": label,
+                "epochs_run": 30, "record": record + precision + label, "test_acc": acc,
+                "acc_min": low, "acc_max": high}
+
+    import pandas as pd
+
+    table = pd.DataFrame([
+        rec("ZSO/hue/0", "fp32", "current", 0.90, 0.85, 0.95),
+        rec("ZSO/hue/0", "fp32", "stopped early", 0.10, 0.0, 0.2),  # outranked by current
+        rec("ZSO/hue/0", "bf16", "current", 0.92),
+        rec("ZGO/shape-hue/0", "fp32", "current", 0.50, 0.45, 0.55),
+        rec("ZGO/shape-hue/0", "bf16", "current", 0.30),
+        rec("ZSO/texture/0", "bf16", "current", 0.60),  # no fp32 twin
+        rec("ZSO/scale/0", "fp32", "earlier code", 0.70),  # fp32 range unknown
+        rec("ZSO/scale/0", "bf16", "current", 0.71),
+    ])
+    pairs = page.precision_pairs(table).set_index("experiment")
+    assert set(pairs.index) == {"ZSO/hue/0", "ZGO/shape-hue/0", "ZSO/scale/0"}
+    assert pairs.loc["ZSO/hue/0", "difference"] == pytest.approx(0.02)
+    assert pairs.loc["ZSO/hue/0", "within_fp32_range"] is True
+    assert pairs.loc["ZGO/shape-hue/0", "within_fp32_range"] is False
+    assert pairs.loc["ZSO/scale/0", "within_fp32_range"] is None
+    assert page.precision_pairs(table.iloc[:0]).empty

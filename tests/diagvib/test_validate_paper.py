@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from shortcutlab.diagvib.jobs import collect_jobs
+from shortcutlab.diagvib.jobs import build_jobs, collect_jobs
 from shortcutlab.diagvib.metrics import STUDIES
+from shortcutlab.train.config import TrainConfig
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "validate_diagvib_paper.py"
 TINY = ["--model", "small_cnn", "--studies", "ZSO", "--pairs", "hue-shape", "shape-hue",
@@ -159,3 +160,27 @@ def test_the_committed_campaign_keeps_its_labels(script) -> None:
     assert len(older) == 6 and {labels[n] for n in older} == {"earlier code"}
     zso = script.import_zso_2026_11_25  # the importer reads the committed results page
     assert zso.__defaults__[0].name == "RESULTS-gpu-h100.md"
+
+
+def test_equivalence_plans_fp32_and_bf16_twins_side_by_side(script, capsys) -> None:
+    """Issue 31's fast-recipe check: ZSO's 6 factors and ZGO's shape row, seeds 0 and 1, each
+    fp32 job followed by its bf16 + channels_last twin; the fp32 ones are the campaign's own
+    paper-recipe jobs (same ids), and the flags it plans itself are refused beside it."""
+    config = TrainConfig(preset="paper", model="small_cnn")
+    jobs = script.equivalence_jobs("small_cnn", 0.002, config, selection="paper", head="full")
+    assert len(jobs) == 44 and len({job.job_id for job in jobs}) == 44
+    for fp32, fast in zip(jobs[::2], jobs[1::2], strict=True):
+        assert (fp32.experiment, fp32.seed) == (fast.experiment, fast.seed)
+        assert (fp32.train.precision, fp32.train.channels_last) == ("fp32", False)
+        assert (fast.train.precision, fast.train.channels_last) == ("bf16", True)
+    experiments = {job.experiment for job in jobs}
+    assert {e for e in experiments if e.startswith("ZGO/")} == {
+        f"ZGO/shape-{f}/0" for f in ("position", "hue", "lightness", "scale", "texture")}
+    assert len([e for e in experiments if e.startswith("ZSO/")]) == 6
+    assert [job.seed for job in jobs[:22]] == [0] * 22  # seed 0's pairs first
+    paper = build_jobs("small_cnn", ["ZGO"], ["shape-hue"], [0], [0], 0.002, config,
+                       selection="paper", head="full")[0]
+    assert paper.job_id in {job.job_id for job in jobs}
+    with pytest.raises(SystemExit) as exc:
+        script.parse(["--equivalence", "--seeds", "3"])
+    assert exc.value.code == 2 and "drop --seeds" in capsys.readouterr().err
