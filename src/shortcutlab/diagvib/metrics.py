@@ -33,7 +33,7 @@ from shortcutlab.diagvib.factors import FACTORS
 from shortcutlab.diagvib.spec import STUDIES as _PAPER_STUDIES
 from shortcutlab.diagvib.spec import get_study, study_names
 from shortcutlab.errors import DiagvibError, unknown_choice
-from shortcutlab.utils.display import result_html, result_text
+from shortcutlab.utils.display import ShowsResult
 from shortcutlab.utils.sanitize import json_safe
 
 STUDIES: tuple[str, ...] = _PAPER_STUDIES  # the paper's nine, defined in spec
@@ -408,8 +408,8 @@ def _order(values: Iterable[str], order: Iterable[str]) -> list[str]:
     return sorted(set(values), key=lambda v: (rank.get(v, len(rank)), v))
 
 
-@dataclass(frozen=True)
-class DiagvibMetrics:
+@dataclass(frozen=True, repr=False)
+class DiagvibMetrics(ShowsResult):
     """All DiagViB-6 metrics of a job table as tidy DataFrames (see the module docstring).
 
     ``print(metrics)`` (and Jupyter's display) shows :meth:`headline`; the rest is in the
@@ -466,13 +466,8 @@ class DiagvibMetrics:
                             "(.unfit)")
         return title, self.headline(), notes
 
-    def __str__(self) -> str:
-        return result_text(*self._display())
 
-    __repr__ = __str__
 
-    def _repr_html_(self) -> str:
-        return result_html(*self._display())
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready nested dict: ``{"models": {label: {study: {"P", "FAAvg", "FAMin"},

@@ -38,7 +38,7 @@ from shortcutlab.imagenetx.annotations import (
     real_labels,
 )
 from shortcutlab.imagenetx.predictions import Predictions, PredictionSource, as_predictions
-from shortcutlab.utils.display import result_html, result_text
+from shortcutlab.utils.display import ShowsResult
 from shortcutlab.utils.imagenet import NUM_CLASSES
 from shortcutlab.utils.sanitize import finite_or_none as num
 
@@ -158,8 +158,8 @@ def engine_errors() -> Iterator[None]:
 
 
 
-@dataclass(frozen=True)
-class EvaluationResult:
+@dataclass(frozen=True, repr=False)
+class EvaluationResult(ShowsResult):
     """Per-model, per-factor and per-meta-label results of one evaluation.
 
     Arrays are indexed [model, factor] or [model, meta_label, factor] in the order of
@@ -357,13 +357,8 @@ class EvaluationResult:
                      ".to_dict() hold every number")
         return title, frame, notes
 
-    def __str__(self) -> str:
-        return result_text(*self._display())
 
-    __repr__ = __str__
 
-    def _repr_html_(self) -> str:
-        return result_html(*self._display())
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: model → ``average``, ``worst_factor`` (the lowest factor accuracy, as in

@@ -31,7 +31,7 @@ from shortcutlab.imagenetx.evaluate import (
     evaluate,
 )
 from shortcutlab.imagenetx.predictions import Predictions
-from shortcutlab.utils.display import result_html, result_text
+from shortcutlab.utils.display import ShowsResult
 from shortcutlab.utils.html import HtmlReport, literal_text
 from shortcutlab.utils.io import output_set
 
@@ -39,8 +39,8 @@ MAX_TABLE_MODELS = 30
 MAX_BAR_MODELS = 6
 
 
-@dataclass(frozen=True)
-class ImagenetXAnalysis:
+@dataclass(frozen=True, repr=False)
+class ImagenetXAnalysis(ShowsResult):
     """Everything the ImageNet-X report section shows, built once by :func:`analyse`; only
     ``result`` is required (a bare evaluation renders as a report too)."""
 
@@ -94,13 +94,8 @@ class ImagenetXAnalysis:
         notes.append("write_report(analysis, folder) draws it all; .to_dict() holds the numbers")
         return title, frame, notes
 
-    def __str__(self) -> str:
-        return result_text(*self._display())
 
-    __repr__ = __str__
 
-    def _repr_html_(self) -> str:
-        return result_html(*self._display())
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready results (per-model numbers, group tests, χ²)."""

@@ -32,20 +32,22 @@ from shortcutlab.stats.posthoc import (
     nemenyi_p_values,
 )
 from shortcutlab.stats.tables import ScoreTable, load_table, parse_table
-from shortcutlab.utils.display import result_html, result_text
+from shortcutlab.utils.display import ShowsResult
 from shortcutlab.utils.html import figure_to_png, literal_text
 from shortcutlab.utils.io import OutputSet, output_set
 from shortcutlab.utils.sanitize import finite_or_none
 
 
-@dataclass(frozen=True)
-class ComparisonResult(FriedmanResult):
+@dataclass(frozen=True, repr=False)
+class ComparisonResult(ShowsResult, FriedmanResult):
     """The omnibus tests (the :class:`FriedmanResult` fields) plus the post-hoc analysis;
     pure data plus writers.
 
     ``ranks``: mean rank per algorithm (1 = best); ``nemenyi``: algorithm × algorithm p-values;
     ``block_ranks``: the within-block ranks; ``std``/``n_runs`` are None for a wide table.
     """
+
+    _float_format = "{:.3g}"  # p-values of 1e-6 next to ranks of 2.5
 
     means: pd.DataFrame
     std: pd.DataFrame | None
@@ -99,14 +101,8 @@ class ComparisonResult(FriedmanResult):
                  "rest"]
         return title, self.ranks_frame(), notes
 
-    def __str__(self) -> str:
-        """The verdict, then the algorithms best first with mean rank and p vs the best."""
-        return result_text(*self._display(), float_format="{:.3g}")
 
-    __repr__ = __str__
 
-    def _repr_html_(self) -> str:
-        return result_html(*self._display(), float_format="{:.3g}")
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict; non-finite numbers (F = ∞ under perfect agreement, std of one run)

@@ -32,3 +32,24 @@ def result_html(title: str, frame: pd.DataFrame, notes: Sequence[str] = (),
     table = _cells(frame, float_format).to_html(escape=True, border=0) if len(frame) else ""
     extra = "".join(f"<br><small>{html.escape(n)}</small>" for n in notes)
     return f"<div><strong>{html.escape(title)}</strong>{table}{extra}</div>"
+
+
+class ShowsResult:
+    """Mixin of the result types: ``print(result)``, ``repr`` and Jupyter's display all come
+    from the class's ``_display()`` (title, headline table, notes), numbers formatted with
+    ``_float_format``. A dataclass using it is declared with ``repr=False`` (else the dataclass
+    writes its own field-by-field ``__repr__`` over this one)."""
+
+    _float_format = "{:.3f}"
+
+    def _display(self) -> tuple[str, pd.DataFrame, list[str]]:
+        raise NotImplementedError
+
+    def __str__(self) -> str:
+        return result_text(*self._display(), float_format=self._float_format)
+
+    def __repr__(self) -> str:
+        return self.__str__()
+
+    def _repr_html_(self) -> str:
+        return result_html(*self._display(), float_format=self._float_format)

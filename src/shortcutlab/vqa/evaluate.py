@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from shortcutlab.errors import DataNotFoundError, VQAError, unknown_choice
-from shortcutlab.utils.display import result_html, result_text
+from shortcutlab.utils.display import ShowsResult
 from shortcutlab.utils.sanitize import json_safe
 from shortcutlab.vqa.accuracy import METRICS, Metric, vqa_accuracies, vqa_vs_accuracy
 from shortcutlab.vqa.concepts import SHORTCUT_GROUPS, SHORTCUTS
@@ -57,10 +57,12 @@ NUMBER_RULES: tuple[str, ...] = ("wrong", "text")
 _HEADLINE = ("iid", "ood_mean", "gap", "language", "visual", "multimodal", "overall")
 
 
-class VQAScores(dict[str, Any]):
+class VQAScores(ShowsResult, dict[str, Any]):
     """A scoring result: the plain dict the functions document (keys and values unchanged,
     JSON-ready) that prints its headline (``print(scores)``, Jupyter): IID, the OOD mean, the
     gap, the three groups and each OOD set, as fractions."""
+
+    __repr__ = dict.__repr__  # ``repr`` stays the plain dict's
 
     def _display(self) -> tuple[str, pd.DataFrame, list[str]]:
         rows: dict[str, Any] = {k: self[k] for k in _HEADLINE if k in self}
@@ -72,11 +74,7 @@ class VQAScores(dict[str, Any]):
                  f"{self.get('missing', 0)} question(s) without a prediction")
         return title, frame, ["the dict holds counts, per-answer-type accuracies and the metric"]
 
-    def __str__(self) -> str:
-        return result_text(*self._display())
 
-    def _repr_html_(self) -> str:
-        return result_html(*self._display())
 
 
 class ParsedPredictions(dict[str, str]):
