@@ -17,7 +17,7 @@ import pandas as pd
 
 from shortcutlab.errors import FactorAnalysisError, unknown_choice
 
-__all__ = ["PREDICTION_FORMATS", "from_timm", "is_timm", "resolve_format"]
+__all__ = ["PREDICTION_FORMATS", "base_names", "from_timm", "is_timm", "resolve_format", "top1"]
 
 #: ``--predictions-format`` / ``predictions_format`` choices.
 PREDICTION_FORMATS = ("auto", "table", "timm")
@@ -43,8 +43,11 @@ def resolve_format(fmt: str, frame: pd.DataFrame, id_col: str, pred_col: str) ->
 
 
 def top1(values: pd.Series) -> pd.Series:
-    """The top-1 entry of each cell: the cell itself, or the first of a list (``[65 970 1]``,
-    ``['tench' 'goldfish']``, ``[0.9, 0.05]``)."""
+    """The top-1 entry of each cell: the cell itself (a number, or a name that may hold commas
+    and spaces), or the first of a list (``[65 970 1]``, ``['tench' 'goldfish']``,
+    ``[0.9, 0.05]``); a numeric column is returned as it is."""
+    if pd.api.types.is_numeric_dtype(values):
+        return values
     text = values.astype(str).str.strip()
     inner = text.str.slice(1).str.lstrip()
     quoted = inner.str.extract(r"^['\"]([^'\"]*)['\"]", expand=False)  # a name may hold spaces
@@ -52,7 +55,8 @@ def top1(values: pd.Series) -> pd.Series:
     return text.where(~text.str.startswith("["), quoted.fillna(bare))
 
 
-def _base_names(names: pd.Series) -> pd.Series:
+def base_names(names: pd.Series) -> pd.Series:
+    """File names without their folders (``/`` and ``\\`` both separate)."""
     return names.str.rsplit("/", n=1).str[-1].str.rsplit("\\", n=1).str[-1]
 
 
@@ -75,7 +79,7 @@ def from_timm(
             f"or label; found {list(map(str, frame.columns))[:12]}")
     names = frame["filename"].astype(str).str.strip()
     known = pd.Index(ids.astype(str))
-    candidates = [names, _base_names(names), _base_names(names).str.replace(
+    candidates = [names, base_names(names), base_names(names).str.replace(
         r"\.[^.]*$", "", regex=True)]
     matches = [int(pd.Index(c).isin(known).sum()) for c in candidates]
     chosen = candidates[int(np.argmax(matches))]

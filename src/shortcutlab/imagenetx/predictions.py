@@ -37,6 +37,8 @@ import numpy as np
 import pandas as pd
 
 from shortcutlab.errors import ImagenetXError, unknown_choice
+from shortcutlab.factor_analysis.timm import base_names as timm_base_names
+from shortcutlab.factor_analysis.timm import top1
 from shortcutlab.imagenetx.annotations import (
     PARTITION_CHOICES,
     load_annotations,
@@ -211,25 +213,7 @@ def _check_file_names(names: np.ndarray, partition: str, where: str, lines: np.n
 def base_names(names: Iterable[object]) -> np.ndarray:
     """File names without their folders (``/data/val/ILSVRC2012_val_00000001.JPEG`` ->
     ``ILSVRC2012_val_00000001.JPEG``; ``/`` and ``\\`` both separate)."""
-    text = pd.Series(list(names), dtype=str)
-    return text.str.rsplit("/", n=1).str[-1].str.rsplit("\\", n=1).str[-1].to_numpy(dtype=str)
-
-
-def _first_value(values: pd.Series) -> pd.Series:
-    """The top-1 entry of each value: the value itself, or the first of a top-k list such as
-    ``[65 970 1]`` (how timm's inference.py writes several indices or probabilities)."""
-    if pd.api.types.is_numeric_dtype(values):
-        return values
-    text = values.astype(str).str.strip().str.lstrip("[").str.lstrip()  # "[ 65 970   1]"
-    return text.str.split(r"[\s,\]]+", regex=True).str[0]
-
-
-def _first_label(values: pd.Series) -> pd.Series:
-    """The top-1 entry of timm's ``label`` cells: the cell itself (a description may hold
-    commas), or the first of a top-k list such as ``['n01440764' 'n01443537']``."""
-    text = values.astype(str).str.strip()
-    listed = text.str.startswith("[")
-    return text.where(~listed, text.str.extract(r"^\[\s*'?([^'\]]*)", expand=False))
+    return timm_base_names(pd.Series(list(names), dtype=str)).to_numpy(dtype=str)
 
 
 def _pick(frame: pd.DataFrame, given: str | None, candidates: tuple[str, ...], what: str,
@@ -271,14 +255,14 @@ def predictions_from_frame(
     lines = np.arange(len(frame)) + 2  # line 1 is the header
     names = base_names(frame[fcol])
     if ccol in _LABEL_COLUMNS:
-        classes = _wordnet_class_ids(_first_label(frame[ccol]), where, lines, ccol)
+        classes = _wordnet_class_ids(top1(frame[ccol]), where, lines, ccol)
     else:
-        classes = _check_class_ids(_first_value(frame[ccol]).to_numpy(), where, lines, ccol)
+        classes = _check_class_ids(top1(frame[ccol]).to_numpy(), where, lines, ccol)
     _check_file_names(names, partition, where, lines)
     probs = None
     pcol = _pick(frame, None, PROBABILITY_COLUMNS, "probability", where, "")
     if pcol is not None:
-        probs = pd.to_numeric(_first_value(frame[pcol]), errors="coerce").to_numpy()
+        probs = pd.to_numeric(top1(frame[pcol]), errors="coerce").to_numpy()
         bad = ~np.isfinite(probs) | (probs < 0) | (probs > 1)
         if bad.any():
             raise ImagenetXError(
