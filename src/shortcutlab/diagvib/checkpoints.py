@@ -149,7 +149,7 @@ def job_spread(epochs: pd.DataFrame, last: int = SPREAD_EPOCHS) -> pd.DataFrame:
         ["job_id", "epoch"], kind="stable", ignore_index=True)
     jobs = rows.groupby("job_id", sort=True)
     best = rows.loc[jobs["val_loss"].idxmin()]  # idxmin: the first (earliest) minimum
-    tail = rows.groupby("job_id", sort=True).tail(last).groupby("job_id", sort=True)["acc"]
+    tail = jobs.tail(last).groupby("job_id", sort=True)["acc"]
     return pd.DataFrame({  # one pass over all jobs: 1,230 of them in well under a second
         "job_id": best["job_id"].to_numpy(),
         "epochs_run": jobs.size().to_numpy(dtype="int64"),

@@ -342,17 +342,21 @@ class EvaluationResult(ShowsResult):
         }, index=pd.Index(list(self.models), name="model"))
         return frame
 
+    def shown(self, frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+        """A :meth:`headline` frame as printed: without the images column when every model
+        covers every image, cut to the first :data:`MAX_SHOWN` models (a note says so)."""
+        if (frame["images"] == self.n_images).all():
+            frame = frame.drop(columns="images")
+        if len(frame) <= MAX_SHOWN:
+            return frame, []
+        return frame.iloc[:MAX_SHOWN], [f"first {MAX_SHOWN} of {len(frame)} models shown"]
+
     def _display(self) -> tuple[str, pd.DataFrame, list[str]]:
         frame = self.headline()
         title = (f"ImageNet-X: {len(self.models)} model(s) on {self.n_images:,} images "
                  f"({self.which} factors, error type {self.error_type}); error ratio = "
                  "(1 − factor accuracy) / (1 − accuracy)")
-        notes = []
-        if (frame["images"] == self.n_images).all():
-            frame = frame.drop(columns="images")
-        if len(frame) > MAX_SHOWN:
-            notes.append(f"first {MAX_SHOWN} of {len(frame)} models shown")
-            frame = frame.iloc[:MAX_SHOWN]
+        frame, notes = self.shown(frame)
         notes.append(".table(metric), .summary(), .meta_table(model), .headline() and "
                      ".to_dict() hold every number")
         return title, frame, notes

@@ -22,7 +22,6 @@ from shortcutlab.errors import ImagenetXError
 from shortcutlab.imagenetx.analyses import ORIGINAL_LABELS
 from shortcutlab.imagenetx.annotations import Annotations, Which, load_annotations
 from shortcutlab.imagenetx.evaluate import (
-    MAX_SHOWN,
     BootstrapCI,
     ErrorType,
     EvaluationResult,
@@ -64,8 +63,6 @@ class ImagenetXAnalysis(ShowsResult):
         ratio, and one line per test that ran."""
         result = self.result
         frame = result.headline()
-        if (frame["images"] == result.n_images).all():
-            frame = frame.drop(columns="images")
         if self.ci is not None:
             worst = result.worst_factor_name
             cells = []
@@ -78,10 +75,8 @@ class ImagenetXAnalysis(ShowsResult):
             frame[f"its {self.ci.level:.0%} CI"] = cells
         title = (f"ImageNet-X analysis: {len(result.models)} model(s) on {result.n_images:,} "
                  f"images ({result.which} factors, error type {result.error_type})")
-        notes = list(self.notes)
-        if len(frame) > MAX_SHOWN:
-            notes.append(f"first {MAX_SHOWN} of {len(frame)} models shown")
-            frame = frame.iloc[:MAX_SHOWN]
+        frame, cut = result.shown(frame)
+        notes = [*self.notes, *cut]
         if self.group_tests is not None:
             hits = [str(f) for f in self.group_tests.index[self.group_tests["significant"]]]
             notes.append(f"Alexander-Govern across {len(set((self.groups or {}).values()))} "
