@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import functools
-import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -11,6 +9,7 @@ from typing import Any, get_type_hints
 
 import typer
 
+from shortcutlab.cli.options import option_group
 from shortcutlab.cli.output import json_option, print_json, print_json_file
 
 app = typer.Typer(
@@ -76,24 +75,9 @@ class FactorOptions:
 def factor_options(command: Callable[..., None]) -> Callable[..., None]:
     """Give ``command`` the :class:`FactorOptions` in place of its parameter ``inputs``, which
     receives them as one object."""
-    signature = inspect.signature(command, eval_str=True)
-    own = list(signature.parameters.values())
-    at = [p.name for p in own].index("inputs")
     types = get_type_hints(FactorOptions)
-    added = [inspect.Parameter(f.name, inspect.Parameter.POSITIONAL_OR_KEYWORD,
-                               default=f.metadata["option"], annotation=types[f.name])
-             for f in fields(FactorOptions)]
-    parameters = [*own[:at], *added, *own[at + 1:]]
-    names = [p.name for p in added]
-
-    @functools.wraps(command)
-    def wrapper(**kwargs: Any) -> None:
-        inputs = FactorOptions(**{name: kwargs.pop(name) for name in names})
-        command(**kwargs, inputs=inputs)
-
-    wrapper.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]
-    wrapper.__annotations__ = {p.name: p.annotation for p in parameters}
-    return wrapper
+    options = [(f.name, types[f.name], f.metadata["option"]) for f in fields(FactorOptions)]
+    return option_group(FactorOptions, "inputs", options)(command)
 
 
 @app.command("evaluate", short_help="Per-factor accuracy, error ratio and worst factors.")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -239,24 +239,41 @@ class BackendOptions:
 R = TypeVar("R")
 
 
+def option_group(group: Callable[..., Any], param: str,
+                 options: Sequence[tuple[str, Any, Any]]) -> Callable[[Callable[..., R]],
+                                                                Callable[..., R]]:
+    """A decorator giving a command ``options`` (name, type, typer option) in place of its
+    parameter ``param``, which receives them as one ``group(**values)`` (a dataclass such as
+    :class:`BackendOptions`): options several commands share are declared once."""
+    names = [name for name, _, _ in options]
+
+    def decorate(command: Callable[..., R]) -> Callable[..., R]:
+        signature = inspect.signature(command, eval_str=True)
+        own = list(signature.parameters.values())
+        at = [p.name for p in own].index(param)
+        added = [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                   default=option, annotation=kind)
+                 for name, kind, option in options]
+        parameters = [*own[:at], *added, *own[at + 1:]]
+
+        @functools.wraps(command)
+        def wrapper(**kwargs: Any) -> R:
+            values = group(**{name: kwargs.pop(name) for name in names})
+            return command(**kwargs, **{param: values})
+
+        wrapper.__signature__ = signature.replace(  # type: ignore[attr-defined]
+            parameters=parameters)
+        wrapper.__annotations__ = {p.name: p.annotation for p in parameters}
+        wrapper.__annotations__["return"] = signature.return_annotation
+        return wrapper
+
+    return decorate
+
+
 def backend_options(command: Callable[..., R]) -> Callable[..., R]:
     """Give ``command`` the backend options in place of its parameter ``run_on``, which
     receives them as one :class:`BackendOptions`."""
-    signature = inspect.signature(command, eval_str=True)
-    own = list(signature.parameters.values())
-    at = [p.name for p in own].index("run_on")
-    added = [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=option,
-                               annotation=kind) for name, kind, option in _backend_parameters()]
-    names = [p.name for p in added]
+    options = _backend_parameters()
+    names = [name for name, _, _ in options]
     assert names == [f.name for f in fields(BackendOptions)], names
-    parameters = [*own[:at], *added, *own[at + 1:]]
-
-    @functools.wraps(command)
-    def wrapper(**kwargs: Any) -> R:
-        run_on = BackendOptions(**{name: kwargs.pop(name) for name in names})
-        return command(**kwargs, run_on=run_on)
-
-    wrapper.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]
-    wrapper.__annotations__ = {p.name: p.annotation for p in parameters}
-    wrapper.__annotations__["return"] = signature.return_annotation
-    return wrapper
+    return option_group(BackendOptions, "run_on", options)(command)
