@@ -310,3 +310,26 @@ def test_original_labels_alone_draw_no_empty_figure(error_type, tmp_path):
     assert ("Error ratio per factor (dashed line" in html) is not trivial  # no empty bars
     assert ("No heatmap for original_labels" in html) is trivial
     assert ("by construction" in html) is trivial
+
+
+@pytest.mark.parametrize("where", ["a file", "under a file"])
+def test_report_refuses_a_bad_out_before_reading_or_analysing(tmp_path, monkeypatch, where):
+    """An --out that cannot become a folder is refused first, with the message writing it would
+    give (tests/cli/test_bad_inputs.py), not after minutes of bootstrap and figures."""
+    import shortcutlab.imagenetx.predictions as predictions
+    import shortcutlab.imagenetx.report as report
+
+    def never(*args, **kwargs):
+        raise AssertionError("the predictions were read before --out was checked")
+
+    monkeypatch.setattr(predictions, "gather_predictions", never)
+    monkeypatch.setattr(report, "analyse", never)
+    taken = tmp_path / "taken.txt"
+    taken.write_text("x")
+    out = taken if where == "a file" else taken / "sub" / "rep"
+    res = runner.invoke(app, ["imagenetx", "report", "--original-labels", "--out", str(out)])
+    assert res.exit_code == 2, res.output
+    reason = "File exists" if where == "a file" else "Not a directory"
+    assert (f"Error: {out}: {reason} (a file is where a folder should go; give a folder path)"
+            in res.output), res.output
+    assert taken.read_text() == "x" and sorted(p.name for p in tmp_path.iterdir()) == ["taken.txt"]
