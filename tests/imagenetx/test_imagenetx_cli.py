@@ -124,11 +124,13 @@ def test_report_with_groups(model_dir, tmp_path):
         assert got["mean_weak"] == pytest.approx(ratios.loc[["m0", "m1"], factor].mean())
 
 
-def test_report_with_the_authors_result_tables(model_dir, tmp_path):
-    """--results adds figures 4/1b/6/17 (here: synthetic tables of the same layout)."""
+@pytest.fixture(scope="module")
+def result_tables(tmp_path_factory):
+    """The authors' results folder layout, filled with synthetic tables (figures 4/1b/6/17)."""
     from .test_imagenetx_analyses import _fake_group
 
-    root = tmp_path / "results" / "val" / "top_factor"
+    results = tmp_path_factory.mktemp("results")
+    root = results / "val" / "top_factor"
     parts = {"crop": ("crop", [8, 30, 50, 70, 92]), "colorjitter": ("color", [0, 50, 100]),
              "gaussian_blur": ("smoothing", [0, 50, 100])}
     tables = {g: _fake_group(g, name, levels, {"pose": -0.2}, i)
@@ -142,20 +144,43 @@ def test_report_with_the_authors_result_tables(model_dir, tmp_path):
         folder.mkdir(parents=True)
         table.drop(columns="group").rename_axis("model").to_csv(
             folder / "accuracies_per_factor.csv")
-    for method in ("welch", "cubic"):
-        out = runner.invoke(app, ["imagenetx", "report", str(model_dir), "--bootstrap", "0",
-                                  "--results", str(tmp_path / "results"), "--spillover", method,
-                                  "--out", str(tmp_path / method)])
-        assert out.exit_code == 0, out.output
-        html = (tmp_path / method / "index.html").read_text()
+    return results
+
+
+@pytest.fixture(scope="module")
+def welch_report(model_dir, result_tables, tmp_path_factory):
+    """One report drawn once for the tests below: the three CSV models and the original labels
+    under error type class, with the authors' tables and the welch spill-over procedure."""
+    out = tmp_path_factory.mktemp("welch") / "rep"
+    res = runner.invoke(app, ["imagenetx", "report", str(model_dir), "--original-labels",
+                              "--bootstrap", "0", "--results", str(result_tables),
+                              "--spillover", "welch", "--out", str(out)])
+    return res, out
+
+
+WELCH_REPORT = pytest.mark.xdist_group("imagenetx_welch_report")  # one worker draws it once
+
+
+@WELCH_REPORT
+def test_report_with_the_authors_result_tables(model_dir, result_tables, welch_report, tmp_path):
+    """--results adds figures 4/1b/6/17 (here: synthetic tables of the same layout)."""
+    res, welch = welch_report
+    # the cubic procedure on one model's CSV (it has probabilities: calibration.csv)
+    cubic = tmp_path / "cubic"
+    out = runner.invoke(app, ["imagenetx", "report", str(model_dir / "m0.csv"), "--bootstrap",
+                              "0", "--results", str(result_tables), "--spillover", "cubic",
+                              "--out", str(cubic)])
+    for method, done, folder in (("welch", res, welch), ("cubic", out, cubic)):
+        assert done.exit_code == 0, done.output
+        html = (folder / "index.html").read_text()
         assert "figure 17" in html and "figure 7" in html and "Table 3" in html
-        data = json.loads((tmp_path / method / "imagenetx.json").read_text())
+        data = json.loads((folder / "imagenetx.json").read_text())
         assert data["result_tables"]["spillover_method"] == method
         assert len(data["result_tables"]["paper_claims"]) == 10
         assert data["result_tables"]["spillover"]["crop"]["pose"]["direction"] == "lower"
     assert "cubic fit" in html
-    assert (tmp_path / "cubic" / "table3.csv").is_file()
-    assert (tmp_path / "cubic" / "calibration.csv").is_file()  # CSVs with probabilities
+    assert (cubic / "table3.csv").is_file()
+    assert (cubic / "calibration.csv").is_file()  # CSVs with probabilities
     bad = runner.invoke(app, ["imagenetx", "report", str(model_dir), "--spillover", "loess"])
     assert bad.exit_code == 2 and "cubic" in bad.output
 
@@ -281,14 +306,14 @@ def test_original_labels_with_class_error_type_warn_on_stderr():
     assert quiet.exit_code == 0 and "by construction" not in quiet.stderr
 
 
+@WELCH_REPORT
 @pytest.mark.slow  # a full report of four models (~40 s on a loaded CPU)
-def test_report_leaves_out_the_original_labels_blank_figures_with_a_note(model_dir, tmp_path):
+def test_report_leaves_out_the_original_labels_blank_figures_with_a_note(welch_report):
     """Under error type class the original labels make no mistakes: no bars, no heatmap for
     them (it would be blank), and the HTML says why and which option scores them."""
-    out = runner.invoke(app, ["imagenetx", "report", str(model_dir), "--original-labels",
-                              "--bootstrap", "0", "--out", str(tmp_path / "rep")])
+    out, folder = welch_report
     assert out.exit_code == 0, out.output
-    html = (tmp_path / "rep" / "index.html").read_text()
+    html = (folder / "index.html").read_text()
     for model in ("m0", "m1", "m2"):
         assert f"{model}: error ratio per meta-label and factor." in html
     assert "original_labels: error ratio per meta-label" not in html
