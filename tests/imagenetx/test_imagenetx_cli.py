@@ -101,6 +101,9 @@ def test_report_with_groups(model_dir, tmp_path):
     html = (tmp_path / "rep" / "index.html").read_text()
     assert html.count("data:image/png;base64") >= 5
     assert "Alexander-Govern" in html and "Cramér" in html
+    # figures 8 and 9: Spearman maps over the validation and the training images
+    assert "(paper figure 8; only p ≤ 0.05 shown)" in html
+    assert "(paper figure 9; only p ≤ 0.05 shown)" in html
     data = json.loads((tmp_path / "rep" / "imagenetx.json").read_text())
     assert json.loads(out.stdout) == data
     # the synthetic models have probabilities, the original labels none: said, not skipped
