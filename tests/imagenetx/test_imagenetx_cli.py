@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -340,7 +341,7 @@ def test_original_labels_alone_draw_no_empty_figure(error_type, tmp_path):
     assert ("by construction" in html) is trivial
 
 
-@pytest.mark.parametrize("where", ["a file", "under a file"])
+@pytest.mark.parametrize("where", ["a file", "under a file", "read-only"])
 def test_report_refuses_a_bad_out_before_reading_or_analysing(tmp_path, monkeypatch, where):
     """An --out that cannot become a folder is refused first, with the message writing it would
     give (tests/cli/test_bad_inputs.py), not after minutes of bootstrap and figures."""
@@ -354,10 +355,17 @@ def test_report_refuses_a_bad_out_before_reading_or_analysing(tmp_path, monkeypa
     monkeypatch.setattr(report, "analyse", never)
     taken = tmp_path / "taken.txt"
     taken.write_text("x")
-    out = taken if where == "a file" else taken / "sub" / "rep"
+    out = {"a file": taken, "under a file": taken / "sub" / "rep",
+           "read-only": tmp_path / "new" / "rep"}[where]
+    if where == "read-only":  # as for a user without write permission (the tests run as root)
+        import os
+
+        monkeypatch.setattr(os, "access", lambda path, mode: Path(path) != tmp_path)
     res = runner.invoke(app, ["imagenetx", "report", "--original-labels", "--out", str(out)])
     assert res.exit_code == 2, res.output
-    reason = "File exists" if where == "a file" else "Not a directory"
-    assert (f"Error: {out}: {reason} (a file is where a folder should go; give a folder path)"
-            in res.output), res.output
+    reason = {"a file": "File exists", "under a file": "Not a directory",
+              "read-only": "Permission denied"}[where]
+    hint = ("choose a location you may write to" if where == "read-only"
+            else "a file is where a folder should go; give a folder path")
+    assert f"Error: {out}: {reason} ({hint})" in res.output, res.output
     assert taken.read_text() == "x" and sorted(p.name for p in tmp_path.iterdir()) == ["taken.txt"]
