@@ -311,7 +311,7 @@ def test_original_labels_with_class_error_type_warn_on_stderr():
 
 
 @WELCH_REPORT
-@pytest.mark.slow  # a full report of four models (~40 s on a loaded CPU)
+@pytest.mark.slow  # was a report of its own; now it reads the shared welch_report
 def test_report_leaves_out_the_original_labels_blank_figures_with_a_note(welch_report):
     """Under error type class the original labels make no mistakes: no bars, no heatmap for
     them (it would be blank), and the HTML says why and which option scores them."""
