@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from shortcutlab.imagenetx.annotations import load_annotations, original_val_labels
+from shortcutlab.imagenetx.predictions import Predictions, load_predictions
 
 
 @pytest.fixture(scope="session")
@@ -57,3 +58,14 @@ def package_frame(model_dir):
 
     models, _ = imagenet_x.load_model_predictions(str(model_dir))
     return imagenet_x.augment_model_predictions(imagenet_x.load_annotations(), models)
+
+
+@pytest.fixture(scope="session")
+def model_predictions(model_dir) -> Predictions:
+    """The three synthetic models read once with ``load_predictions([model_dir])``; read-only,
+    so a test (or the code under test) that would change them for the next one fails."""
+    predictions = load_predictions([model_dir])
+    for array in (predictions.file_names, predictions.classes, predictions.probabilities):
+        if array is not None:
+            array.setflags(write=False)
+    return predictions

@@ -12,12 +12,12 @@ from shortcutlab.errors import ImagenetXError
 from shortcutlab.imagenetx import analyses, spillover
 from shortcutlab.imagenetx.annotations import FACTORS, META_LABELS, load_annotations
 from shortcutlab.imagenetx.evaluate import error_ratio, evaluate
-from shortcutlab.imagenetx.predictions import Predictions, load_predictions
+from shortcutlab.imagenetx.predictions import Predictions
 
 
-def test_calibration_per_factor_matches_the_package(model_dir, top_val, package_frame):
+def test_calibration_per_factor_matches_the_package(model_predictions, top_val, package_frame):
     reference = compute_factor_calibration_errors(package_frame, list(FACTORS), "is_correct")
-    mine = analyses.calibration_by_factor(load_predictions([model_dir]), top_val, "class")
+    mine = analyses.calibration_by_factor(model_predictions, top_val, "class")
     reference = reference.loc[mine.index, mine.columns]
     np.testing.assert_allclose(mine.to_numpy(), reference.to_numpy(), rtol=0, atol=1e-12)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -101,6 +102,9 @@ def test_report_with_groups(model_dir, tmp_path):
     html = (tmp_path / "rep" / "index.html").read_text()
     assert html.count("data:image/png;base64") >= 5
     assert "Alexander-Govern" in html and "Cramér" in html
+    # figures 8 and 9: Spearman maps over the validation and the training images
+    assert "(paper figure 8; only p ≤ 0.05 shown)" in html
+    assert "(paper figure 9; only p ≤ 0.05 shown)" in html
     data = json.loads((tmp_path / "rep" / "imagenetx.json").read_text())
     assert json.loads(out.stdout) == data
     # the synthetic models have probabilities, the original labels none: said, not skipped
@@ -124,11 +128,13 @@ def test_report_with_groups(model_dir, tmp_path):
         assert got["mean_weak"] == pytest.approx(ratios.loc[["m0", "m1"], factor].mean())
 
 
-def test_report_with_the_authors_result_tables(model_dir, tmp_path):
-    """--results adds figures 4/1b/6/17 (here: synthetic tables of the same layout)."""
+@pytest.fixture(scope="module")
+def result_tables(tmp_path_factory):
+    """The authors' results folder layout, filled with synthetic tables (figures 4/1b/6/17)."""
     from .test_imagenetx_analyses import _fake_group
 
-    root = tmp_path / "results" / "val" / "top_factor"
+    results = tmp_path_factory.mktemp("results")
+    root = results / "val" / "top_factor"
     parts = {"crop": ("crop", [8, 30, 50, 70, 92]), "colorjitter": ("color", [0, 50, 100]),
              "gaussian_blur": ("smoothing", [0, 50, 100])}
     tables = {g: _fake_group(g, name, levels, {"pose": -0.2}, i)
@@ -142,20 +148,43 @@ def test_report_with_the_authors_result_tables(model_dir, tmp_path):
         folder.mkdir(parents=True)
         table.drop(columns="group").rename_axis("model").to_csv(
             folder / "accuracies_per_factor.csv")
-    for method in ("welch", "cubic"):
-        out = runner.invoke(app, ["imagenetx", "report", str(model_dir), "--bootstrap", "0",
-                                  "--results", str(tmp_path / "results"), "--spillover", method,
-                                  "--out", str(tmp_path / method)])
-        assert out.exit_code == 0, out.output
-        html = (tmp_path / method / "index.html").read_text()
+    return results
+
+
+@pytest.fixture(scope="module")
+def welch_report(model_dir, result_tables, tmp_path_factory):
+    """One report drawn once for the tests below: the three CSV models and the original labels
+    under error type class, with the authors' tables and the welch spill-over procedure."""
+    out = tmp_path_factory.mktemp("welch") / "rep"
+    res = runner.invoke(app, ["imagenetx", "report", str(model_dir), "--original-labels",
+                              "--bootstrap", "0", "--results", str(result_tables),
+                              "--spillover", "welch", "--out", str(out)])
+    return res, out
+
+
+WELCH_REPORT = pytest.mark.xdist_group("imagenetx_welch_report")  # one worker draws it once
+
+
+@WELCH_REPORT
+def test_report_with_the_authors_result_tables(model_dir, result_tables, welch_report, tmp_path):
+    """--results adds figures 4/1b/6/17 (here: synthetic tables of the same layout)."""
+    res, welch = welch_report
+    # the cubic procedure on one model's CSV (it has probabilities: calibration.csv)
+    cubic = tmp_path / "cubic"
+    out = runner.invoke(app, ["imagenetx", "report", str(model_dir / "m0.csv"), "--bootstrap",
+                              "0", "--results", str(result_tables), "--spillover", "cubic",
+                              "--out", str(cubic)])
+    for method, done, folder in (("welch", res, welch), ("cubic", out, cubic)):
+        assert done.exit_code == 0, done.output
+        html = (folder / "index.html").read_text()
         assert "figure 17" in html and "figure 7" in html and "Table 3" in html
-        data = json.loads((tmp_path / method / "imagenetx.json").read_text())
+        data = json.loads((folder / "imagenetx.json").read_text())
         assert data["result_tables"]["spillover_method"] == method
         assert len(data["result_tables"]["paper_claims"]) == 10
         assert data["result_tables"]["spillover"]["crop"]["pose"]["direction"] == "lower"
     assert "cubic fit" in html
-    assert (tmp_path / "cubic" / "table3.csv").is_file()
-    assert (tmp_path / "cubic" / "calibration.csv").is_file()  # CSVs with probabilities
+    assert (cubic / "table3.csv").is_file()
+    assert (cubic / "calibration.csv").is_file()  # CSVs with probabilities
     bad = runner.invoke(app, ["imagenetx", "report", str(model_dir), "--spillover", "loess"])
     assert bad.exit_code == 2 and "cubic" in bad.output
 
@@ -281,14 +310,14 @@ def test_original_labels_with_class_error_type_warn_on_stderr():
     assert quiet.exit_code == 0 and "by construction" not in quiet.stderr
 
 
-@pytest.mark.slow  # a full report of four models (~40 s on a loaded CPU)
-def test_report_leaves_out_the_original_labels_blank_figures_with_a_note(model_dir, tmp_path):
+@WELCH_REPORT
+@pytest.mark.slow  # was a report of its own; now it reads the shared welch_report
+def test_report_leaves_out_the_original_labels_blank_figures_with_a_note(welch_report):
     """Under error type class the original labels make no mistakes: no bars, no heatmap for
     them (it would be blank), and the HTML says why and which option scores them."""
-    out = runner.invoke(app, ["imagenetx", "report", str(model_dir), "--original-labels",
-                              "--bootstrap", "0", "--out", str(tmp_path / "rep")])
+    out, folder = welch_report
     assert out.exit_code == 0, out.output
-    html = (tmp_path / "rep" / "index.html").read_text()
+    html = (folder / "index.html").read_text()
     for model in ("m0", "m1", "m2"):
         assert f"{model}: error ratio per meta-label and factor." in html
     assert "original_labels: error ratio per meta-label" not in html
@@ -310,3 +339,33 @@ def test_original_labels_alone_draw_no_empty_figure(error_type, tmp_path):
     assert ("Error ratio per factor (dashed line" in html) is not trivial  # no empty bars
     assert ("No heatmap for original_labels" in html) is trivial
     assert ("by construction" in html) is trivial
+
+
+@pytest.mark.parametrize("where", ["a file", "under a file", "read-only"])
+def test_report_refuses_a_bad_out_before_reading_or_analysing(tmp_path, monkeypatch, where):
+    """An --out that cannot become a folder is refused first, with the message writing it would
+    give (tests/cli/test_bad_inputs.py), not after minutes of bootstrap and figures."""
+    import shortcutlab.imagenetx.predictions as predictions
+    import shortcutlab.imagenetx.report as report
+
+    def never(*args, **kwargs):
+        raise AssertionError("the predictions were read before --out was checked")
+
+    monkeypatch.setattr(predictions, "gather_predictions", never)
+    monkeypatch.setattr(report, "analyse", never)
+    taken = tmp_path / "taken.txt"
+    taken.write_text("x")
+    out = {"a file": taken, "under a file": taken / "sub" / "rep",
+           "read-only": tmp_path / "new" / "rep"}[where]
+    if where == "read-only":  # as for a user without write permission (the tests run as root)
+        import os
+
+        monkeypatch.setattr(os, "access", lambda path, mode: Path(path) != tmp_path)
+    res = runner.invoke(app, ["imagenetx", "report", "--original-labels", "--out", str(out)])
+    assert res.exit_code == 2, res.output
+    reason = {"a file": "File exists", "under a file": "Not a directory",
+              "read-only": "Permission denied"}[where]
+    hint = ("choose a location you may write to" if where == "read-only"
+            else "a file is where a folder should go; give a folder path")
+    assert f"Error: {out}: {reason} ({hint})" in res.output, res.output
+    assert taken.read_text() == "x" and sorted(p.name for p in tmp_path.iterdir()) == ["taken.txt"]

@@ -18,7 +18,6 @@ from shortcutlab.imagenetx.annotations import FACTORS, META_LABELS, load_annotat
 from shortcutlab.imagenetx.evaluate import ERROR_TYPES, bootstrap_ci, evaluate
 from shortcutlab.imagenetx.predictions import (
     Predictions,
-    load_predictions,
     original_labels_predictions,
 )
 
@@ -52,10 +51,10 @@ def test_ignore_empty_real_drops_images_without_real_labels(top_val):
     [("class", "is_correct"), ("metaclass", "is_metaclass_correct"),
      ("real_class", "is_correct_real")],
 )
-def test_matches_imagenet_x_package_top_factor(model_dir, top_val, package_frame, error_type,
-                                               column):
+def test_matches_imagenet_x_package_top_factor(model_predictions, top_val, package_frame,
+                                               error_type, column):
     reference = compute_factor_accuracies(package_frame, list(FACTORS), column)
-    mine = evaluate(load_predictions([model_dir]), top_val, error_type).summary(worst_classes=None)
+    mine = evaluate(model_predictions, top_val, error_type).summary(worst_classes=None)
     reference = reference.loc[list(mine.index), list(mine.columns)]
     np.testing.assert_allclose(mine.to_numpy(), reference.to_numpy(), rtol=0, atol=1e-12)
 
@@ -63,32 +62,32 @@ def test_matches_imagenet_x_package_top_factor(model_dir, top_val, package_frame
 @pytest.mark.parametrize(
     ("error_type", "column"), [("class", "is_correct"), ("real_class", "is_correct_real")]
 )
-def test_worst_100_classes_matches_the_authors_function(model_dir, top_val, package_frame,
+def test_worst_100_classes_matches_the_authors_function(model_predictions, top_val, package_frame,
                                                         error_type, column):
     """The authors' accuracies_per_factor.csv column ``worst_100_classes``."""
     reference = worst_k_class_acc(package_frame, k=100, error_type=column)
-    mine = evaluate(load_predictions([model_dir]), top_val, error_type).summary()
+    mine = evaluate(model_predictions, top_val, error_type).summary()
     assert "worst_100_classes" in mine.columns
     np.testing.assert_allclose(mine["worst_100_classes"].to_numpy(),
                                reference.loc[mine.index].to_numpy(), rtol=0, atol=1e-12)
     assert (mine["worst_100_classes"] < mine["average"]).all()
 
 
-def test_matches_imagenet_x_package_public_api_multi_factor(model_dir):
+def test_matches_imagenet_x_package_public_api_multi_factor(model_dir, model_predictions):
     reference = imagenet_x.get_factor_accuracies(
         str(model_dir), which_factor="multi", error_type="class"
     )
-    mine = evaluate(load_predictions([model_dir]), load_annotations("multi"), "class").summary(
+    mine = evaluate(model_predictions, load_annotations("multi"), "class").summary(
         worst_classes=None)
     reference = reference.loc[list(mine.index), list(mine.columns)]
     np.testing.assert_allclose(mine.to_numpy(), reference.to_numpy(), rtol=0, atol=1e-12)
 
 
-def test_meta_label_breakdown_matches_package(model_dir, top_val, package_frame):
+def test_meta_label_breakdown_matches_package(model_predictions, top_val, package_frame):
     reference = compute_factor_metaclass_accuracies(
         package_frame, list(FACTORS), "is_correct", list(META_LABELS)
     )
-    result = evaluate(load_predictions([model_dir]), top_val, "class")
+    result = evaluate(model_predictions, top_val, "class")
     for model in result.models:
         mine = result.meta_table(model, "accuracy")
         ref = reference.loc[model].reindex(list(META_LABELS))
@@ -98,18 +97,18 @@ def test_meta_label_breakdown_matches_package(model_dir, top_val, package_frame)
     assert long.loc[("m1", "dog", "pose"), "accuracy"] == reference.loc[("m1", "dog"), "pose"]
 
 
-def test_prevalence_shift_matches_package(model_dir, top_val, package_frame):
+def test_prevalence_shift_matches_package(model_predictions, top_val, package_frame):
     prevalence = Prevalence.__new__(Prevalence)  # its __init__ re-reads everything
     prevalence.all_df, prevalence.factors = package_frame, list(FACTORS)
-    result = evaluate(load_predictions([model_dir]), top_val, "class")
+    result = evaluate(model_predictions, top_val, "class")
     for model in result.models:
         ref = prevalence.compute_misclassification_shift(model).set_index("factor")["shift"]
         mine = result.table("prevalence_shift").loc[model]
         np.testing.assert_allclose(mine[list(FACTORS)], ref[list(FACTORS)], atol=1e-12)
 
 
-def test_error_ratio_definition_and_flat_dict(model_dir, top_val):
-    result = evaluate(load_predictions([model_dir]), top_val, "class")
+def test_error_ratio_definition_and_flat_dict(model_predictions, top_val):
+    result = evaluate(model_predictions, top_val, "class")
     acc = result.table("accuracy")
     expected = (1 - acc).div(1 - result.average, axis=0)
     pd.testing.assert_frame_equal(result.table("error_ratio"), expected)
@@ -132,8 +131,8 @@ def test_missing_predictions_are_left_out_like_an_inner_join(top_val):
     assert result.average[1] == pytest.approx(0.5, abs=1e-3)
 
 
-def test_vectorised_result_does_not_depend_on_chunking(model_dir, top_val):
-    preds = load_predictions([model_dir])
+def test_vectorised_result_does_not_depend_on_chunking(model_predictions, top_val):
+    preds = model_predictions
     a = evaluate(preds, top_val, "real_class", chunk_size=1)
     b = evaluate(preds, top_val, "real_class", chunk_size=256)
     np.testing.assert_array_equal(a.correct, b.correct)
@@ -145,8 +144,8 @@ def test_unknown_error_type_names_choices(top_val):
         evaluate(original_labels_predictions(), top_val, "top1")
 
 
-def test_bootstrap_is_reproducible_and_brackets_the_estimate(model_dir, top_val):
-    preds = load_predictions([model_dir]).select(["m0", "m2"])
+def test_bootstrap_is_reproducible_and_brackets_the_estimate(model_predictions, top_val):
+    preds = model_predictions.select(["m0", "m2"])
     ci = bootstrap_ci(preds, top_val, "class", n_boot=40, seed=3, boot_chunk=7)
     again = bootstrap_ci(preds.select(["m2"]), top_val, "class", n_boot=40, seed=3, boot_chunk=40)
     np.testing.assert_array_equal(ci.error_ratio[1], again.error_ratio[0])

@@ -17,12 +17,11 @@ from shortcutlab.imagenetx.figures import (
     group_comparison,
     meta_label_heatmap,
 )
-from shortcutlab.imagenetx.predictions import load_predictions
 
 
 @pytest.fixture(scope="module")
-def result_and_ci(model_dir, top_val):
-    preds = load_predictions([model_dir]).select(["m0", "m2"])
+def result_and_ci(model_predictions, top_val):
+    preds = model_predictions.select(["m0", "m2"])
     return evaluate(preds, top_val, "class"), bootstrap_ci(preds, top_val, "class", n_boot=20)
 
 

@@ -220,9 +220,10 @@ def report_cmd(
     from shortcutlab.errors import ImagenetXError
     from shortcutlab.imagenetx.predictions import gather_predictions
     from shortcutlab.imagenetx.report import analyse, no_calibration_note, write_report
-    from shortcutlab.utils.io import read_csv_file
+    from shortcutlab.utils.io import check_output_folder, read_csv_file
 
     kind, which_factors = _check_choices(error_type, which)
+    check_output_folder(out)  # a bad --out is refused now, not after the analysis and figures
     _warn_if_trivial(original_labels, error_type)
     predictions = gather_predictions(paths, original_labels=original_labels,
                                      file_col=file_col, pred_col=pred_col)

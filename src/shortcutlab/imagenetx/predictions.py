@@ -213,7 +213,9 @@ def _check_file_names(names: np.ndarray, partition: str, where: str, lines: np.n
 def base_names(names: Iterable[object]) -> np.ndarray:
     """File names without their folders (``/data/val/ILSVRC2012_val_00000001.JPEG`` ->
     ``ILSVRC2012_val_00000001.JPEG``; ``/`` and ``\\`` both separate)."""
-    return timm_base_names(pd.Series(list(names), dtype=str)).to_numpy(dtype=str)
+    series = (names.astype(str) if isinstance(names, pd.Series)
+              else pd.Series(list(names), dtype=str))
+    return timm_base_names(series).to_numpy(dtype=str)
 
 
 def _pick(frame: pd.DataFrame, given: str | None, candidates: tuple[str, ...], what: str,

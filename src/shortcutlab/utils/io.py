@@ -5,6 +5,7 @@ zip members under a size cap)."""
 
 from __future__ import annotations
 
+import errno
 import io
 import json
 import os
@@ -122,6 +123,22 @@ def output_set() -> Iterator[OutputSet]:
         raise
     finally:
         outputs._discard()
+
+
+def check_output_folder(folder: str | os.PathLike[str]) -> None:
+    """Raise the ``OSError`` that writing files into ``folder`` would raise (a file where the
+    folder goes, a path under a file, a folder one may not write to), creating nothing: a
+    command refuses a bad ``--out`` before a long computation instead of after it."""
+    path = Path(folder)
+    if (path.exists() or path.is_symlink()) and not path.is_dir():
+        raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), str(path))
+    existing = path
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():  # a path under a regular file
+        raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(path))
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(path))
 
 
 def write_text(target: str | os.PathLike[str], text: str) -> Path:
