@@ -216,6 +216,8 @@ def test_cli_on_diagvib(tmp_path: Path) -> None:
         "16",
         "--device",
         "cpu",
+        "--backend",  # in this process; the processes backend: the test below
+        "serial",
         "--out",
         str(tmp_path / "runs"),
         "--json",
@@ -258,13 +260,16 @@ def test_folder_jobs_run_in_fresh_worker_processes(
     folders: dict[str, Path], tmp_path: Path
 ) -> None:
     """Spawned workers register nothing: the backend hands them the job function with the job,
-    so a kind registered only in the parent (by build_protocol_jobs) runs there."""
-    planned = build_protocol_jobs([_experiment(folders)],
-                                  ProtocolSettings(("erm",), seeds=(0,), epochs=1))
+    so a kind registered only in the parent (by build_protocol_jobs) runs there; a DiagViB-6
+    dataset's job (the runner's ``diagvib`` kind) runs in the same worker."""
+    planned = build_protocol_jobs(["diagvib:ZGO/shape-texture/0", _experiment(folders)],
+                                  ProtocolSettings(("erm",), seeds=(0,), epochs=1, scale=0.001,
+                                                   batch_size=16))
     summary = run_protocol(planned, tmp_path / "out", backend="processes", workers=1,
                            device="cpu", progress=False)
-    assert len(summary.done) == 1, summary.failed
-    assert json.loads(json.dumps(planned[0].job.spec))["train_dir"] == str(
+    assert len(summary.done) == 2, summary.failed
+    assert set(load_epochs(tmp_path / "out")["dataset"]) == {"ZGO/shape-texture/0", "folders"}
+    assert json.loads(json.dumps(planned[1].job.spec))["train_dir"] == str(
         folders["train"].resolve()
     )
 

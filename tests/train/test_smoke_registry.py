@@ -10,7 +10,9 @@ takes (``Algorithm.supports``), and must then refuse the others with a TrainErro
 
 from __future__ import annotations
 
+import copy
 import functools
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +55,32 @@ def pairs() -> list[Any]:
                 marks = [pytest.mark.slow] if model in HEAVY else []
                 out.append(pytest.param(model, algorithm, id=f"{model}-{algorithm}", marks=marks))
     return out
+
+
+def _copies(factory: Callable[..., torch.nn.Module]) -> Callable[..., torch.nn.Module]:
+    """``factory``, building once per set of arguments and handing out deep copies (a fresh
+    instance each call, as the factory's own: Wide ResNet-50-2's random init costs ten times
+    its copy)."""
+    built: dict[str, torch.nn.Module] = {}
+
+    @functools.wraps(factory)
+    def build(*args: Any, **kwargs: Any) -> torch.nn.Module:
+        key = repr((args, sorted(kwargs.items())))
+        if key not in built:
+            built[key] = factory(*args, **kwargs)
+        return copy.deepcopy(built[key])
+
+    return build
+
+
+@pytest.fixture(scope="module", autouse=True)
+def built_once() -> Iterator[None]:
+    """Every registered architecture built through its own factory once per module, then
+    copied (the registry's entries are restored at the end)."""
+    with models.REGISTRY.scratch():
+        for name, factory in models.REGISTRY.items():
+            models.REGISTRY.register(name, _copies(factory), override=True)
+        yield
 
 
 @pytest.fixture(scope="module")

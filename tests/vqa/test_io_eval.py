@@ -93,6 +93,24 @@ def test_easy_vqa_ids_namespaced_and_attributes_consistent():
     assert (t.loc[color_q, "answer"] == t.loc[color_q, "color"]).all()
 
 
+def test_easy_vqa_is_read_once_per_process_and_callers_cannot_change_it(monkeypatch):
+    import copy
+
+    first = load_easy_vqa(50)
+    expected = copy.deepcopy(first.to_dict("list"))
+
+    def no_second_read(path: str) -> None:
+        raise AssertionError(f"image read again: {path}")
+
+    monkeypatch.setattr("shortcutlab.vqa.loaders._pixel_features", no_second_read)
+    first["answers"].iloc[0].append("changed")  # a caller changes its own copy in place
+    first["objects"].iloc[1].clear()
+    first.loc[0, "answer"] = "changed"
+    again = load_easy_vqa(50)
+    assert again.to_dict("list") == expected
+    assert len(load_easy_vqa(60)) == 60 and load_easy_vqa(60).iloc[:50].equals(again)
+
+
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     r = np.random.default_rng(0)

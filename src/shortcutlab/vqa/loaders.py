@@ -14,6 +14,7 @@ Formats, recognised by content, not by file name:
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -308,6 +309,16 @@ def load_easy_vqa(max_questions: int | None = None) -> pd.DataFrame:
     pairs (pixels where those are silent), fill ``objects`` and the extra columns ``shape``,
     ``color``. ``max_questions`` keeps a deterministic prefix (for tests and quick looks).
     """
+    df = _easy_vqa_frame()
+    if max_questions is not None:
+        df = df.iloc[:max_questions]
+    return make_table(df, source="easy-VQA")  # a copy with lists of its own: the cache stays
+
+
+@functools.cache
+def _easy_vqa_frame() -> pd.DataFrame:
+    """The whole embedded data set with its recovered attributes, built once per process (about
+    2 s of CPU, most of it the pixels of 5,000 images): the package's files do not change."""
     ev = _easy_vqa_module()
     frames = []
     for split, get_q, get_p in (
@@ -336,9 +347,7 @@ def load_easy_vqa(max_questions: int | None = None) -> pd.DataFrame:
         )
     df = pd.concat(frames, ignore_index=True)
     df["objects"] = [[c, s] for c, s in zip(df["color"], df["shape"], strict=True)]
-    if max_questions is not None:
-        df = df.iloc[:max_questions]
-    return make_table(df, source="easy-VQA")
+    return df
 
 
 # ------------------------------------------------------------------------------------- dispatch
