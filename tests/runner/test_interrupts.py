@@ -187,7 +187,9 @@ def test_ctrl_c_stops_a_processes_run_at_once_and_the_rerun_gives_the_same_bytes
                          ids=["ctrl-c-in-a-terminal", "sigterm"])
 def test_a_terminal_ctrl_c_or_sigterm_stops_a_processes_run(
         tmp_path: Path, sig: signal.Signals, group: bool) -> None:
-    res, sent, elapsed, log = _interrupt(tmp_path, "processes", signals=(sig,), group=group)
+    # one worker (each costs an interpreter and torch): the signal's path is what differs here
+    res, sent, elapsed, log = _interrupt(tmp_path, "processes", workers=1, started=2,
+                                         signals=(sig,), group=group)
     _check_stopped(res, sent, elapsed, log, tmp_path / "run", f"processes, {sig.name}")
     assert f"interrupted by {sig.name}" in res.stdout
     assert f"{sig.name}: starting no new job" in res.stderr
@@ -201,8 +203,8 @@ def test_ctrl_c_stops_a_serial_run_at_once(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_a_worker_that_ignores_the_stop_is_killed_after_the_grace_period(
         tmp_path: Path) -> None:
-    res, sent, elapsed, log = _interrupt(tmp_path, "processes", tag="stubborn", seconds=30,
-                                         started=2, grace=GRACE)
+    res, sent, elapsed, log = _interrupt(tmp_path, "processes", workers=1, tag="stubborn",
+                                         seconds=30, started=1, grace=GRACE)
     print(f"stubborn workers: exited {elapsed:.2f} s after the signal")
     assert res.returncode == 130, (res.stdout, res.stderr)
     assert GRACE <= elapsed < GRACE + 3
@@ -213,8 +215,9 @@ def test_a_worker_that_ignores_the_stop_is_killed_after_the_grace_period(
 
 
 def test_a_second_ctrl_c_exits_immediately(tmp_path: Path) -> None:
-    res, sent, elapsed, log = _interrupt(tmp_path, "processes", tag="stubborn", seconds=30,
-                                         started=2, signals=(signal.SIGINT, signal.SIGINT),
+    res, sent, elapsed, log = _interrupt(tmp_path, "processes", workers=1, tag="stubborn",
+                                         seconds=30, started=1,
+                                         signals=(signal.SIGINT, signal.SIGINT),
                                          gap=0.5)
     print(f"second Ctrl-C: exited {elapsed:.2f} s after it")
     assert res.returncode == 130 and elapsed < 1.5, (elapsed, res.stderr)
