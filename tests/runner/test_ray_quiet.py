@@ -60,7 +60,8 @@ def test_ray_run_prints_no_token_notice(tmp_path: Path, capfd, caplog, monkeypat
     monkeypatch.setitem(sys.modules, "ray", _fake_ray(calls, fail))
     monkeypatch.setattr(backends, "_reap_local_ray", lambda: None)
     logger = logging.getLogger(NOTICE)
-    monkeypatch.setattr(logger, "level", logging.INFO)  # as the user set it; put back after
+    monkeypatch.setattr(logger, "level", logger.level)  # put back after the test
+    logger.setLevel(logging.INFO)  # as the user set it (setLevel: clears the logging caches)
     job = Job(experiment="noop/quiet-x/0", kind="noop")
     stream = backends._ray([job], tmp_path, BackendContext(device="cpu", workers=2))
     with caplog.at_level(logging.DEBUG):
