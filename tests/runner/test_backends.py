@@ -14,18 +14,21 @@ from shortcutlab.runner.collect import collect
 from shortcutlab.runner.jobs import Job
 
 
-def _jobs(tag: str) -> list[Job]:
-    return [Job(experiment=f"noop/{tag}-x/{i}", kind="noop") for i in range(3)] + [
+def _jobs(tag: str, n: int = 3) -> list[Job]:
+    """``n`` jobs that succeed, then one that fails."""
+    return [Job(experiment=f"noop/{tag}-x/{i}", kind="noop") for i in range(n)] + [
         Job(experiment=f"noop/fail-{tag}/0", kind="noop")
     ]
 
 
 def _check(tmp_path, summary, jobs: list[Job]) -> None:
-    assert len(summary.done) == 3 and len(summary.failed) == 1
+    """All jobs but the last done, the last failed: in the summary and in the job table."""
+    n = len(jobs) - 1
+    assert len(summary.done) == n and len(summary.failed) == 1
     assert "failed on purpose" in summary.failed[0].error
     table = collect(tmp_path).set_index("job_id")
-    assert table.loc[[j.job_id for j in jobs[:3]], "status"].tolist() == ["done"] * 3
-    assert table.loc[jobs[3].job_id, "status"] == "failed"
+    assert table.loc[[j.job_id for j in jobs[:n]], "status"].tolist() == ["done"] * n
+    assert table.loc[jobs[n].job_id, "status"] == "failed"
 
 
 def test_process_pool(tmp_path) -> None:
@@ -37,8 +40,8 @@ def test_process_pool(tmp_path) -> None:
 @pytest.fixture(scope="module")
 def ray_instance():
     """One local Ray instance (2 CPUs, 1 faked GPU) for this module's Ray tests: a start costs
-    seconds, and run_jobs uses an instance it finds running (test_ray_quiet covers the run that
-    starts its own)."""
+    seconds, and run_jobs uses an instance it finds running (the Ray runs of test_interrupts,
+    test_faults and tests/train/test_model_paths start their own)."""
     ray = pytest.importorskip("ray")
     ray.init(num_cpus=2, num_gpus=1, include_dashboard=False, log_to_driver=False)
     try:
@@ -68,7 +71,8 @@ def test_slurm_via_submitit_debug_executor(tmp_path) -> None:
 def test_slurm_via_submitit_local_executor_spawns_processes(tmp_path, monkeypatch) -> None:
     """``--slurm-executor local``: the same submission through submitit's *local* executor,
     each job in a fresh interpreter (its pid is not ours), with memory/account/qos passed on
-    under the names submitit's SLURM executor takes."""
+    under the names submitit's SLURM executor takes. Two jobs (one fails): each interpreter
+    costs seconds."""
     import os
 
     submitit = pytest.importorskip("submitit")
@@ -80,13 +84,13 @@ def test_slurm_via_submitit_local_executor_spawns_processes(tmp_path, monkeypatc
         return original(self, **kwargs)
 
     monkeypatch.setattr(submitit.AutoExecutor, "update_parameters", record)
-    jobs = _jobs("local")
+    jobs = _jobs("local", n=1)
     opts = backends.slurm_options("local", timeout_min=5, mem_gb=2, account="lab", qos="low")
     opts.poll_seconds = 0.2
     summary = run_jobs(jobs, tmp_path, backend="slurm", slurm=opts, progress=False)
     _check(tmp_path, summary, jobs)
     pids = {json.loads((tmp_path / j.job_id / "result.json").read_text())["pid"]
-            for j in jobs[:3]}
+            for j in jobs[:1]}
     assert os.getpid() not in pids
     assert given["mem_gb"] == 2 and given["slurm_account"] == "lab" and given["slurm_qos"] == "low"
     assert {"account", "qos", "mem"} <= set(submitit.SlurmExecutor._valid_parameters())

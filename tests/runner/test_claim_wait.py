@@ -45,10 +45,11 @@ def test_the_cli_prints_the_wait_as_a_warning(tmp_path: Path, monkeypatch) -> No
 
     monkeypatch.setattr(claims, "STALE_SECONDS", 1.0)
     job = Job(experiment="noop/a-b/0", kind="noop")
-    _claimed_elsewhere(tmp_path / "r", job)
     real = backends.run_jobs
 
     def noop_run(jobs, out, **kw):  # run_jobs' signature
+        # claimed as the run starts: the command's own start-up may take longer than 1 s
+        _claimed_elsewhere(Path(out), job)
         return real([job], out, backend="serial", progress=False, wait_seconds=0.1)
 
     monkeypatch.setattr(backends, "run_jobs", noop_run)

@@ -127,7 +127,7 @@ def test_run_jobs_starts_and_stops_mps_even_when_interrupted(control, tmp_path,
 
     with pytest.raises(KeyboardInterrupt):
         run_jobs(jobs, tmp_path / "run", backend="processes", device="auto", jobs_per_gpu=2,
-                 progress=False, on_outcome=interrupt)
+                 workers=1, progress=False, on_outcome=interrupt)  # one worker: one start
     assert _calls(control) == ["start", "quit"]
     with pytest.raises(RunnerError, match="valid choices: auto, off"):
         run_jobs(jobs, tmp_path / "run", backend="serial", mps="on", progress=False)

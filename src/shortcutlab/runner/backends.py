@@ -80,6 +80,7 @@ log = logging.getLogger(__name__)
 
 #: Seconds the workers of an interrupted run get to abandon their jobs and release their
 #: claims before they are killed (a job stops at once unless it is inside a long native call).
+#: Read when a run stops, so that setting it (tests: a short grace) takes effect at once.
 STOP_GRACE_SECONDS = 3.0
 
 
@@ -396,9 +397,11 @@ def _pool(workers: int, devices: list[str]) -> ProcessPoolExecutor:
                                initargs=(os.getpid(), slots, devices))
 
 
-def _stop_workers(pool: ProcessPoolExecutor, grace: float = STOP_GRACE_SECONDS) -> None:
+def _stop_workers(pool: ProcessPoolExecutor, grace: float | None = None) -> None:
     """Cancel the queued jobs, send SIGTERM to every worker (each abandons its job and releases
-    its claim) and SIGKILL those still alive after ``grace`` seconds."""
+    its claim) and SIGKILL those still alive after ``grace`` seconds (default
+    :data:`STOP_GRACE_SECONDS`)."""
+    grace = STOP_GRACE_SECONDS if grace is None else grace
     procs = list((getattr(pool, "_processes", None) or {}).values())
     pool.shutdown(wait=False, cancel_futures=True)
     for proc in procs:

@@ -1,0 +1,51 @@
+"""A worker process that dies (``os._exit`` in native code, SIGKILL from the out-of-memory
+killer) fails only the job it ran, with an ``error.txt`` that exists and says so; the jobs that
+were pending, or running in the pool's other workers, finish in a fresh pool.
+
+Not in the suite's serial group (``tests/conftest.py``): these runs start no Ray instance and
+kill only their own workers, on no clock."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from shortcutlab.runner.backends import describe_failures, run_jobs
+from shortcutlab.runner.jobs import Job
+
+pytestmark = pytest.mark.skipif(os.name != "posix", reason="POSIX signals")
+
+
+def test_a_dead_worker_fails_only_its_own_job(tmp_path: Path) -> None:
+    """Both ways to die in one run: each breaks the pool it is in, and is reported with its
+    own reason; every other job finishes."""
+    others = [Job(experiment=f"noop/sleep-{i}/0", kind="noop") for i in range(4)]
+    reasons = {"die": "exit code 3", "sigkill": "killed by SIGKILL"}
+    dying = {Job(experiment=f"noop/{word}-x/0", kind="noop").job_id: reason
+             for word, reason in reasons.items()}
+    jobs = [others[0], Job(experiment="noop/die-x/0", kind="noop"), *others[1:3],
+            Job(experiment="noop/sigkill-x/0", kind="noop"), others[3]]
+    summary = run_jobs(jobs, tmp_path, backend="processes", workers=2, progress=False)
+    assert sorted(o.job_id for o in summary.failed) == sorted(dying)
+    assert sorted(o.job_id for o in summary.done) == sorted(j.job_id for j in others)
+    lines = describe_failures(summary, tmp_path)
+    assert len(lines) == 2
+    for outcome in summary.failed:
+        error = outcome.error
+        assert "worker process" in error and "died" in error, error
+        assert dying[outcome.job_id] in error, error
+        [line] = [x for x in lines if x.startswith(f"{outcome.job_id}: ")]
+        trace = Path(line.rsplit("(traceback: ", 1)[1].rstrip(")"))
+        assert trace == tmp_path / outcome.job_id / "error.txt"
+        assert trace.is_file() and error in trace.read_text()
+        assert not (tmp_path / outcome.job_id / "claim.json").exists()  # the next run retries
+
+
+def test_failure_lines_name_no_traceback_file_that_does_not_exist(tmp_path: Path) -> None:
+    from shortcutlab.runner.backends import RunSummary
+    from shortcutlab.runner.jobs import Outcome
+
+    summary = RunSummary([Outcome("abc", "failed", "cannot write the job folder")])
+    assert describe_failures(summary, tmp_path) == ["abc: cannot write the job folder"]
