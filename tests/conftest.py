@@ -5,6 +5,7 @@ exit (the suite writes nowhere but its temporary folders)."""
 import atexit
 import os
 import shutil
+import sys
 import tempfile
 
 import pytest
@@ -32,6 +33,23 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         words |= set(item.path.stem.lower().split("_"))
         if words & _SERIAL_WORDS:
             item.add_marker(pytest.mark.xdist_group(SERIAL_GROUP))
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Refuse to run when ``--dist loadgroup`` would not group (a pytest-xdist worker whose
+    grouped tests lack the ``@group`` suffix the scheduler reads: pytest 9.2 with xdist 3.8
+    did that silently, and Ray tests then ran side by side)."""
+    config = session.config
+    if not hasattr(config, "workerinput") or not config.getvalue("loadgroup"):
+        return
+    lost = [item.nodeid for item in session.items
+            if any(item.iter_markers("xdist_group")) and "@" not in item.nodeid]
+    if lost:
+        message = (f"pytest-xdist's --dist loadgroup did not tag {len(lost)} grouped test(s) "
+                   f"(e.g. {lost[0]}) under pytest {pytest.__version__}: install the pytest of "
+                   "constraints.txt")
+        print(f"\nERROR: {message}", file=sys.__stderr__, flush=True)  # xdist hides the raise
+        raise pytest.UsageError(message)
 
 
 @pytest.fixture

@@ -1,11 +1,19 @@
-"""The suite's own rules: caches go to the suite's temporary folder, never to ``~/.cache``."""
+"""The suite's own rules: caches go to the suite's temporary folder, never to ``~/.cache``;
+`make test`'s worker groups hold."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
+import pytest
+
 from shortcutlab.diagvib import sources
+
+CONFTEST = Path(__file__).with_name("conftest.py")
 
 
 def test_the_source_cache_lives_in_the_suites_temporary_folder() -> None:
@@ -13,3 +21,33 @@ def test_the_source_cache_lives_in_the_suites_temporary_folder() -> None:
     assert where is not None
     assert Path(tempfile.gettempdir()).resolve() in where.resolve().parents
     assert Path.home() / ".cache" not in where.parents
+
+
+GROUPED = '''
+import os
+import pytest
+
+@pytest.mark.xdist_group("one")
+@pytest.mark.parametrize("i", range(6))
+def test_grouped(i, tmp_path_factory):
+    out = os.environ["GROUP_OUT"]
+    with open(os.path.join(out, f"{i}.txt"), "w") as f:
+        f.write(os.environ.get("PYTEST_XDIST_WORKER", "none"))
+'''
+
+
+def test_loadgroup_runs_a_group_on_one_worker(tmp_path: Path) -> None:
+    """`make test`'s `--dist loadgroup` keeps an xdist_group on one worker (Ray tests and
+    clock-bound tests rely on it; pytest 9.2 with xdist 3.8 silently spread them)."""
+    pytest.importorskip("xdist")
+    (tmp_path / "test_grouped.py").write_text(GROUPED)
+    (tmp_path / "conftest.py").write_text(CONFTEST.read_text())
+    out = tmp_path / "out"
+    out.mkdir()
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-c", os.devnull,
+         "--rootdir", str(tmp_path), "-n", "2", "--dist", "loadgroup", str(tmp_path)],
+        env={**os.environ, "GROUP_OUT": str(out)}, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    workers = {p.read_text() for p in out.glob("*.txt")}
+    assert len(list(out.glob("*.txt"))) == 6 and len(workers) == 1, workers
