@@ -10,12 +10,13 @@ pandas and matplotlib per block; add ``fresh`` for a block that needs a brand-ne
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import subprocess
 import sys
-from dataclasses import dataclass
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -127,7 +128,6 @@ def fork_server() -> Iterator[Callable[[], ForkServer]]:
 
     def get() -> ForkServer:
         if not started:
-            import importlib.util
             names = {n for n in imported_modules(BLOCKS)
                      if importlib.util.find_spec(n.split(".")[0]) is not None}
             started.append(ForkServer(names, _env()))
