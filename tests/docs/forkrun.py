@@ -1,53 +1,72 @@
-"""Run Python snippets as if by ``python -c`` in a fresh interpreter, without paying its start-up.
+"""Run Python snippets and ``shortcutlab`` commands as a fresh process would, without paying
+the start-up of torch, pandas and matplotlib each time.
 
 A server process (a fresh ``python``, never the pytest worker: torch's OpenMP pool may be running
-there and a forked child could hang) imports the heavy libraries once and then, for each request,
-forks a child that runs the snippet in the folder asked for, with ``sys.argv == ["-c"]``, a fresh
-``__main__``, stdin from /dev/null and stdout/stderr to files; the exit status is what ``python
--c`` would return (``SystemExit`` handled the same way, an uncaught exception printed and 1). The
-server never runs user code itself, so every child starts from the same untouched state; it
-refuses to start if an import left a second thread running (forking would copy a lock held).
+there and a forked child could hang) imports the heavy libraries once, runs nothing else, and
+listens on a Unix socket. Each request hands over three file descriptors (the stdin, stdout and
+stderr of the run), a folder, an environment and what to run; the server forks a manager that
+forks the run, waits for it and answers its exit status, so the server itself never blocks and
+runs may overlap (``shortcutlab a | shortcutlab b``). A run is set up as its fresh counterpart:
+
+- ``code``: as ``python -c code`` (``sys.argv == ["-c"]``, the folder first on ``sys.path``);
+- ``script``, ``argv``: as the console script ``script`` (its folder first on ``sys.path``,
+  ``sys.argv == [script, *argv]``) calling ``shortcutlab.cli.main.main``;
+
+both with a new ``__main__``, ``SystemExit`` and uncaught exceptions turned into the same exit
+status and message, and ``atexit`` handlers run. ``shim`` writes a ``shortcutlab`` executable
+that forwards its command line this way, for bash blocks. The server refuses to start if an
+import left a second thread running (forking would copy a lock held).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import select
 import signal
+import socket
 import subprocess
 import sys
-from collections.abc import Iterable, Mapping
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 SERVER = r'''
-import atexit, builtins, importlib, json, os, sys, threading, traceback, types
+import atexit, builtins, importlib, json, os, selectors, socket, sys, threading, traceback, types
 
-for name in json.loads(sys.argv[1]):
+for name in json.loads(sys.argv[2]):
     importlib.import_module(name)
 if threading.active_count() != 1:
     sys.exit(f"forkrun: preloading started threads: {threading.enumerate()}")
-reply = os.fdopen(os.dup(1), "w")
-os.dup2(2, 1)  # a stray print of the server must not garble its replies
+listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+listener.bind(sys.argv[1] + ".new")
+listener.listen(64)
+os.rename(sys.argv[1] + ".new", sys.argv[1])  # the name appears once it accepts
 sys.stdout.flush()
 sys.stderr.flush()
 
 
-def child(request):
-    reply.close()
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(devnull, 0)
+def run(request, fds):
+    for target, fd in enumerate(fds):
+        os.dup2(fd, target)
+        os.close(fd)
     sys.stdin = open(0, closefd=False)
-    for fd, path in ((1, request["stdout"]), (2, request["stderr"])):
-        os.dup2(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644), fd)
     os.chdir(request["cwd"])
-    sys.argv[:] = ["-c"]
+    os.environ.clear()
+    os.environ.update(request["env"])
     main = types.ModuleType("__main__")
     main.__builtins__ = builtins
     sys.modules["__main__"] = main
+    if "code" in request:
+        sys.argv[:] = ["-c"]
+        code = compile(request["code"], "<string>", "exec")
+    else:
+        sys.argv[:] = [request["script"], *request["argv"]]
+        sys.path[0] = os.path.dirname(request["script"])
+        code = compile("import sys\nfrom shortcutlab.cli.main import main\nsys.exit(main())\n",
+                       request["script"], "exec")
     status = 0
     try:
-        exec(compile(request["code"], "<string>", "exec"), main.__dict__)
+        exec(code, main.__dict__)
     except SystemExit as stop:
         if stop.code is None:
             status = 0
@@ -56,7 +75,7 @@ def child(request):
         else:
             print(stop.code, file=sys.stderr)
             status = 1
-    except BaseException as error:  # printed as python -c does: without this frame
+    except BaseException as error:  # printed as python does: without this frame
         traceback.print_exception(type(error), error, error.__traceback__.tb_next)
         status = 1
     try:
@@ -67,58 +86,125 @@ def child(request):
         os._exit(status & 0xFF)
 
 
-for line in sys.stdin:
-    request = json.loads(line)
+def manage(conn):
+    data, fds, _, _ = socket.recv_fds(conn, 1 << 20, 3)
+    while not data.endswith(b"\n"):
+        data += conn.recv(1 << 20)
+    request = json.loads(data)
     pid = os.fork()
     if pid == 0:
+        conn.close()
         try:
-            child(request)
+            run(request, fds)
         finally:
             os._exit(70)
-    reply.write(json.dumps({"pid": pid}) + "\n")
-    reply.flush()
+    for fd in fds:
+        os.close(fd)
+    conn.sendall(json.dumps({"pid": pid}).encode() + b"\n")
     _, status = os.waitpid(pid, 0)
-    reply.write(json.dumps({"returncode": os.waitstatus_to_exitcode(status)}) + "\n")
-    reply.flush()
+    conn.sendall(json.dumps({"returncode": os.waitstatus_to_exitcode(status)}).encode() + b"\n")
+
+
+selector = selectors.DefaultSelector()
+selector.register(listener, selectors.EVENT_READ)
+selector.register(sys.stdin, selectors.EVENT_READ)  # closed by the client: time to go
+while True:
+    events = selector.select(timeout=1.0)
+    if any(key.fileobj is sys.stdin for key, _ in events) and not sys.stdin.read(1):
+        break
+    if any(key.fileobj is listener for key, _ in events):
+        conn, _ = listener.accept()
+        if os.fork() == 0:
+            listener.close()
+            try:
+                manage(conn)
+            finally:
+                os._exit(0)
+        conn.close()
+    try:
+        while os.waitpid(-1, os.WNOHANG)[0]:
+            pass
+    except ChildProcessError:
+        pass
+'''
+
+SHIM = '''#!{python} -S
+"""Forwards this command to the fork server at {socket} (tests/docs/forkrun.py)."""
+import json, os, socket, sys
+
+conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+conn.connect({socket!r})
+request = {{"cwd": os.getcwd(), "env": dict(os.environ), "script": {script!r},
+           "argv": sys.argv[1:]}}
+socket.send_fds(conn, [json.dumps(request).encode() + b"\\n"], [0, 1, 2])
+reply = b""
+while True:
+    data = conn.recv(65536)
+    if not data:
+        sys.exit("shortcutlab (fork server shim): the server hung up")
+    reply += data
+    if reply.count(b"\\n") == 2:
+        code = json.loads(reply.split(b"\\n")[1])["returncode"]
+        sys.exit(code if code >= 0 else 128 - code)  # killed by a signal: as bash says it
 '''
 
 
 class ForkServer:
-    """One server process; ``run`` one snippet at a time, ``close`` when done."""
+    """One server process; ``run`` a snippet or ``shim`` for the CLI; ``close`` when done."""
 
     def __init__(self, preload: Iterable[str], env: Mapping[str, str]) -> None:
+        self._dir = Path(tempfile.mkdtemp(prefix="forkrun-"))
+        self.socket = str(self._dir / "socket")
         self._proc = subprocess.Popen(
-            [sys.executable, "-c", SERVER, json.dumps(sorted(set(preload)))],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=dict(env))
-        self._pending = b""
+            [sys.executable, "-c", SERVER, self.socket, json.dumps(sorted(set(preload)))],
+            stdin=subprocess.PIPE, env=dict(env))
+        while not os.path.exists(self.socket):
+            try:
+                code = self._proc.wait(timeout=0.05)
+            except subprocess.TimeoutExpired:
+                continue
+            raise RuntimeError(f"the fork server did not start (exit {code})")
 
-    def run(self, code: str, cwd: Path, stdout: Path, stderr: Path,
+    def run(self, code: str, cwd: Path, env: Mapping[str, str], stdout: Path, stderr: Path,
             timeout: float) -> int:
-        """The exit status of ``code`` run in ``cwd``; its output lands in the two files."""
-        assert self._proc.stdin is not None
-        request = {"code": code, "cwd": str(cwd), "stdout": str(stdout), "stderr": str(stderr)}
-        self._proc.stdin.write(json.dumps(request).encode() + b"\n")
-        self._proc.stdin.flush()
-        pid = self._reply(timeout)["pid"]
-        try:
-            return int(self._reply(timeout)["returncode"])
-        except TimeoutError:
-            os.kill(pid, signal.SIGKILL)
-            raise
+        """The exit status of ``python -c code`` in ``cwd``; its output lands in the two files."""
+        request = {"code": code, "cwd": str(cwd), "env": dict(env)}
+        with open(os.devnull, "rb") as stdin, open(stdout, "wb") as out, open(stderr, "wb") as err:
+            return self._request(request, [stdin.fileno(), out.fileno(), err.fileno()], timeout)
 
-    def _reply(self, timeout: float) -> dict[str, int]:
-        assert self._proc.stdout is not None
-        fd = self._proc.stdout.fileno()
-        while b"\n" not in self._pending:  # raw reads: a buffered reader could hide a line
-            ready, _, _ = select.select([fd], [], [], timeout)
-            if not ready:
-                raise TimeoutError(f"no answer from the fork server in {timeout} s")
-            data = os.read(fd, 65536)
-            if not data:
-                raise RuntimeError(f"the fork server died (exit {self._proc.wait()})")
-            self._pending += data
-        line, self._pending = self._pending.split(b"\n", 1)
-        return dict(json.loads(line))
+    def _request(self, request: dict[str, object], fds: Sequence[int], timeout: float) -> int:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+            conn.settimeout(timeout)
+            conn.connect(self.socket)
+            socket.send_fds(conn, [json.dumps(request).encode() + b"\n"], list(fds))
+            reply = b""
+            pid = None
+            try:
+                while reply.count(b"\n") < 2:
+                    data = conn.recv(65536)
+                    if not data:
+                        raise RuntimeError("the fork server hung up")
+                    reply += data
+                    if pid is None and b"\n" in reply:
+                        pid = json.loads(reply.split(b"\n")[0])["pid"]
+            except TimeoutError:
+                if pid is not None:
+                    os.kill(pid, signal.SIGKILL)
+                raise
+            return int(json.loads(reply.split(b"\n")[1])["returncode"])
+
+    def shim(self) -> Path:
+        """A folder holding a ``shortcutlab`` executable that runs through this server, as the
+        installed console script next to ``sys.executable`` would."""
+        bin_dir = self._dir / "bin"
+        if not bin_dir.exists():
+            bin_dir.mkdir()
+            script = str(Path(sys.executable).parent / "shortcutlab")
+            path = bin_dir / "shortcutlab"
+            path.write_text(SHIM.format(python=sys.executable, socket=self.socket,
+                                        script=script))
+            path.chmod(0o755)
+        return bin_dir
 
     def close(self) -> None:
         if self._proc.stdin is not None:
@@ -128,3 +214,8 @@ class ForkServer:
         except subprocess.TimeoutExpired:
             self._proc.kill()
             self._proc.wait()
+        for path in (self._dir / "bin" / "shortcutlab", self._dir / "socket"):
+            path.unlink(missing_ok=True)
+        for folder in (self._dir / "bin", self._dir):
+            if folder.exists():
+                folder.rmdir()

@@ -120,15 +120,21 @@ def test_imported_modules_are_read_from_python_blocks_only(tmp_path: Path) -> No
     assert imported_modules(runnable_blocks(doc)) == {"numpy", "os.path", "pandas.api"}
 
 
+# what the command line imports besides (the blocks' own imports are added)
+CLI_PRELOAD = {"shortcutlab.cli.main", "shortcutlab.stats", "scipy.stats", "matplotlib.pyplot",
+               "torch", "torchvision"}
+
+
 @pytest.fixture(scope="module")
 def fork_server() -> Iterator[Callable[[], ForkServer]]:
-    """Started on first use: one per module and worker, preloading what the blocks import
-    (modules the blocks write themselves, such as ``my_models``, are left out)."""
+    """Started on first use: one per module and worker, preloading what the blocks and the
+    command line import (modules the blocks write themselves, such as ``my_models``, are left
+    out)."""
     started: list[ForkServer] = []
 
     def get() -> ForkServer:
         if not started:
-            names = {n for n in imported_modules(BLOCKS)
+            names = {n for n in imported_modules(BLOCKS) | CLI_PRELOAD
                      if importlib.util.find_spec(n.split(".")[0]) is not None}
             started.append(ForkServer(names, _env()))
         return started[0]
@@ -158,10 +164,42 @@ def test_fork_server_runs_like_python_c(fork_server: Callable[[], ForkServer],
                                   cwd=tmp_path / "fresh" / str(i), env=_env(),
                                   capture_output=True, text=True, stdin=subprocess.DEVNULL)
         out, err = tmp_path / "out", tmp_path / "err"
-        status = server.run(code + ending, tmp_path / "forked" / str(i), out, err, 60)
+        status = server.run(code + ending, tmp_path / "forked" / str(i), _env(), out, err, 60)
         assert (status, out.read_text(), err.read_text()) == (
             expected.returncode, expected.stdout, expected.stderr), ending
     assert [expected.returncode, "ValueError: no" in expected.stderr] == [1, True]
+
+
+def test_fork_server_runs_the_cli_like_its_script(fork_server: Callable[[], ForkServer],
+                                                  tmp_path: Path) -> None:
+    """A bash script calling ``shortcutlab`` prints the same and exits the same through the
+    server's shim as through the installed script: output, pipes, errors (exit 2), a model
+    module looked up from the working directory, a usage error."""
+    script = (
+        "shortcutlab --version\n"
+        "shortcutlab diagvib factors | head -3\n"
+        "printf 'b,x,y\\na,1,2\\nc,3,4\\n' > s.csv\n"
+        "shortcutlab stats compare s.csv --json | head -c 300; echo\n"
+        "shortcutlab stats compare missing.csv || echo \"exit $?\"\n"
+        "echo 'def f(n): raise SystemExit(\"built \" + str(n))' > mine.py\n"
+        "shortcutlab diagvib run --model mine:f --study ZSO --pairs hue-shape --samples 0"
+        " --scale 0.002 --epochs 1 --backend serial --out runs || echo \"exit $?\"\n"
+        "shortcutlab diagvib run --model nowhere:f --study ZSO --out runs2 || echo \"exit $?\"\n"
+        "shortcutlab stats nosuch\n")
+    results = []
+    for how, path in (("fresh", ""), ("forked", f"{fork_server().shim()}{os.pathsep}")):
+        cwd = tmp_path / how
+        cwd.mkdir()
+        env = _env()
+        env["PATH"] = path + env["PATH"]
+        done = subprocess.run(["bash", "-uo", "pipefail", "-c", script], cwd=cwd, env=env,
+                              capture_output=True, text=True, timeout=300)
+        results.append((done.returncode, done.stdout, done.stderr.replace(str(cwd), "CWD")))
+    assert results[0] == results[1]
+    returncode, stdout, stderr = results[0]
+    assert returncode == 2 and stdout.count("exit 2") == 3, (stdout, stderr)
+    assert '"df_convention": "textbook"' in stdout and "model 'mine:f': building it failed" in stderr
+    assert "nowhere" in stderr and "No such command 'nosuch'" in stderr
 
 
 def _run(block: Block, cwd: Path,
@@ -169,8 +207,10 @@ def _run(block: Block, cwd: Path,
     env = _env()
     if block.language == "python" and "fresh" not in block.flags:
         out, err = cwd.parent / f"{cwd.name}.stdout", cwd.parent / f"{cwd.name}.stderr"
-        status = fork_server().run(block.code, cwd, out, err, TIMEOUT)
+        status = fork_server().run(block.code, cwd, env, out, err, TIMEOUT)
         return subprocess.CompletedProcess([], status, out.read_text(), err.read_text())
+    if "fresh" not in block.flags:  # bash: its shortcutlab commands run through the server
+        env["PATH"] = f"{fork_server().shim()}{os.pathsep}{env['PATH']}"
     if block.language == "python":
         cmd = [sys.executable, "-c", block.code]
     elif block.language in ("bash", "sh", "shell"):
