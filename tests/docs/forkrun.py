@@ -168,7 +168,7 @@ class ForkServer:
     def run(self, code: str, cwd: Path, env: Mapping[str, str], stdout: Path, stderr: Path,
             timeout: float) -> int:
         """The exit status of ``python -c code`` in ``cwd``; its output lands in the two files."""
-        request = {"code": code, "cwd": str(cwd), "env": dict(env)}
+        request: dict[str, object] = {"code": code, "cwd": str(cwd), "env": dict(env)}
         with open(os.devnull, "rb") as stdin, open(stdout, "wb") as out, open(stderr, "wb") as err:
             return self._request(request, [stdin.fileno(), out.fileno(), err.fileno()], timeout)
 

@@ -198,7 +198,8 @@ def test_fork_server_runs_the_cli_like_its_script(fork_server: Callable[[], Fork
     assert results[0] == results[1]
     returncode, stdout, stderr = results[0]
     assert returncode == 2 and stdout.count("exit 2") == 3, (stdout, stderr)
-    assert '"df_convention": "textbook"' in stdout and "model 'mine:f': building it failed" in stderr
+    assert '"df_convention": "textbook"' in stdout
+    assert "model 'mine:f': building it failed" in stderr
     assert "nowhere" in stderr and "No such command 'nosuch'" in stderr
 
 
