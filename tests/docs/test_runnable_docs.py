@@ -5,8 +5,10 @@ be self-contained: it creates its inputs and runs on the CPU.
 
 A Python block runs as ``python -c`` would, in a child forked from an interpreter that imported
 the blocks' libraries once and ran nothing else (``forkrun``), which saves a start-up of torch,
-pandas and matplotlib per block; add ``fresh`` for a block that needs a brand-new interpreter
-(e.g. one that checks what is imported). Bash blocks run in ``bash`` as written."""
+pandas and matplotlib per block. Bash blocks run in ``bash`` as written, with a ``shortcutlab``
+first on ``PATH`` that runs each command the same way. Add ``fresh`` for a block that needs
+brand-new interpreters (e.g. one that checks what is imported). The entry point's own start-up is
+tested where it matters (tests/cli, tests/diagvib: real subprocesses)."""
 
 from __future__ import annotations
 
