@@ -126,6 +126,7 @@ while True:
             pass
     except ChildProcessError:
         pass
+os._exit(0)  # nothing to clean up: skip tearing down torch and friends
 '''
 
 SHIM = '''#!{python} -S
