@@ -15,7 +15,9 @@ runs may overlap (``shortcutlab a | shortcutlab b``). A run is set up as its fre
 both with a new ``__main__``, ``SystemExit`` and uncaught exceptions turned into the same exit
 status and message, and ``atexit`` handlers run. ``shim`` writes a ``shortcutlab`` executable
 that forwards its command line this way, for bash blocks. The server refuses to start if an
-import left a second thread running (forking would copy a lock held).
+import left a second thread running (forking would copy a lock held). What differs from a fresh
+process: the preloaded modules are already imported, so an environment variable that a library
+reads at import time keeps the server's value (a block that sets one needs ``fresh``).
 """
 
 from __future__ import annotations
