@@ -27,6 +27,7 @@ SERIAL_GROUP = "serial"
 _SERIAL_WORDS = {"ray", "killed", "death"}  # in the test's or its file's name
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist tags the groups of `--dist loadgroup`
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         words = set(item.name.split("[", 1)[0].lower().split("_"))

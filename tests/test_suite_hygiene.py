@@ -29,16 +29,23 @@ import pytest
 
 @pytest.mark.xdist_group("one")
 @pytest.mark.parametrize("i", range(6))
-def test_grouped(i, tmp_path_factory):
-    out = os.environ["GROUP_OUT"]
-    with open(os.path.join(out, f"{i}.txt"), "w") as f:
+def test_grouped(i):
+    _mark(f"one-{i}")
+
+@pytest.mark.parametrize("i", range(6))
+def test_ray_start(i):  # grouped by tests/conftest.py's name rule (the `serial` group)
+    _mark(f"serial-{i}")
+
+def _mark(name):
+    with open(os.path.join(os.environ["GROUP_OUT"], name + ".txt"), "w") as f:
         f.write(os.environ.get("PYTEST_XDIST_WORKER", "none"))
 '''
 
 
 def test_loadgroup_runs_a_group_on_one_worker(tmp_path: Path) -> None:
     """`make test`'s `--dist loadgroup` keeps an xdist_group on one worker (Ray tests and
-    clock-bound tests rely on it; pytest 9.2 with xdist 3.8 silently spread them)."""
+    clock-bound tests rely on it; pytest 9.2 with xdist 3.8 silently spread them, and the
+    name-rule marks of tests/conftest.py came after xdist's tagging until it ran first)."""
     pytest.importorskip("xdist")
     (tmp_path / "test_grouped.py").write_text(GROUPED)
     (tmp_path / "conftest.py").write_text(CONFTEST.read_text())
@@ -49,5 +56,7 @@ def test_loadgroup_runs_a_group_on_one_worker(tmp_path: Path) -> None:
          "--rootdir", str(tmp_path), "-n", "2", "--dist", "loadgroup", str(tmp_path)],
         env={**os.environ, "GROUP_OUT": str(out)}, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    workers = {p.read_text() for p in out.glob("*.txt")}
-    assert len(list(out.glob("*.txt"))) == 6 and len(workers) == 1, workers
+    for group in ("one", "serial"):
+        ran = list(out.glob(f"{group}-*.txt"))
+        workers = {p.read_text() for p in ran}
+        assert len(ran) == 6 and len(workers) == 1 and "none" not in workers, (group, workers)
