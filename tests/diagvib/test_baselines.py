@@ -191,6 +191,7 @@ def test_the_trainer_runs_each_baseline_with_checkpoint_selection() -> None:
         assert res.val_loss == res.epochs["val_loss"].min()
 
 
+@pytest.mark.slow  # 3 s or more on 2 idle cores (make test-fast leaves it out)
 def test_a_fresh_process_finds_the_baselines_through_the_entry_points() -> None:
     """Nothing imports shortcutlab.diagvib: the engine's registries load the entry points
     declared in pyproject.toml on their first lookup, and the engine itself names no baseline."""

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from shortcutlab.diagvib.jobs import build_jobs
 from shortcutlab.runner.jobs import Job, JobOutput, run_one
@@ -58,6 +59,7 @@ def fake_training(job: Job, device: str) -> JobOutput:
     return JobOutput(result, pd.DataFrame(rows))
 
 
+@pytest.mark.slow  # 3 s or more on 2 idle cores (make test-fast leaves it out)
 def test_reading_a_run_folder_imports_no_torch(tmp_path) -> None:
     folder = tmp_path / "run"
     jobs = [job for model in ("small_cnn", "rn50_in", "vae")

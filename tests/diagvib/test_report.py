@@ -106,6 +106,7 @@ def test_aggregate_and_chgo_figures(table):
     assert heights == sorted(round(v, 6) for v in expected)
 
 
+@pytest.mark.slow  # 3 s or more on 2 idle cores (make test-fast leaves it out)
 def test_write_report_files_match_metrics(table, tmp_path):
     out = tmp_path / "report"
     index = write_report(table, out)

@@ -87,6 +87,7 @@ def _files(campaign: Path) -> dict[str, object]:
     return out
 
 
+@pytest.mark.slow  # 3 s or more on 2 idle cores (make test-fast leaves it out)
 def test_campaign_chunks_resumed_twice_equal_one_run(script, tmp_path, monkeypatch,
                                                       capsys) -> None:
     monkeypatch.delenv("OUT", raising=False)
