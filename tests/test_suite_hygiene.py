@@ -42,6 +42,7 @@ def _mark(name):
 '''
 
 
+@pytest.mark.slow  # 2 s or more on 2 idle cores (make test-fast leaves it out)
 def test_loadgroup_runs_a_group_on_one_worker(tmp_path: Path) -> None:
     """`make test`'s `--dist loadgroup` keeps an xdist_group on one worker (Ray tests and
     clock-bound tests rely on it; pytest 9.2 with xdist 3.8 silently spread them, and the

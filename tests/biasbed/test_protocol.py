@@ -256,7 +256,7 @@ def test_cli_on_diagvib(tmp_path: Path) -> None:
     assert res.exit_code == 2 and "predicts 'texture'" in res.output
 
 
-@pytest.mark.slow  # 3 s or more on 2 idle cores (make test-fast leaves it out)
+@pytest.mark.slow  # 2 s or more on 2 idle cores (make test-fast leaves it out)
 def test_folder_jobs_run_in_fresh_worker_processes(
     folders: dict[str, Path], tmp_path: Path
 ) -> None:

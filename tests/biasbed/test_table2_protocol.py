@@ -30,6 +30,9 @@ from shortcutlab.errors import StatsError
 from tests.biasbed.adain_pair import write_adain_pair
 from tests.biasbed.conftest import write_folder
 
+# its module-scoped fixtures are computed once: every test of the module on one xdist worker
+pytestmark = pytest.mark.xdist_group("test_table2_protocol")
+
 WNIDS = {"n02106662": 0, "n02123045": 1, "n04591713": 2}  # dog, cat, bottle
 CATEGORIES = {"dog": 0, "cat": 1, "bottle": 2}
 TEST_SETS = {  # name -> (classes, head or None for auto-detection)

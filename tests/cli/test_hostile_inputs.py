@@ -284,6 +284,7 @@ def test_metrics_prints_model_names_with_markup_as_typed(tmp_path) -> None:
     assert "[/x]:smile:" in _ok(["diagvib", "metrics", str(jobs)])
 
 
+@pytest.mark.slow  # 2 s or more on 2 idle cores (make test-fast leaves it out)
 def test_report_draws_model_names_with_dollars_as_typed(tmp_path) -> None:
     from tests.diagvib.tables import synthetic_table
 
@@ -322,7 +323,7 @@ def imagenetx_dollar_report(tmp_path_factory) -> Path:
 IMAGENETX_REPORT = pytest.mark.xdist_group("imagenetx_dollar_report")  # drawn once, one worker
 
 
-@pytest.mark.slow  # 3 s or more on 2 idle cores (make test-fast leaves it out)
+@pytest.mark.slow  # 2 s or more on 2 idle cores (make test-fast leaves it out)
 @IMAGENETX_REPORT
 def test_imagenetx_report_draws_model_names_with_dollars_as_typed(
         imagenetx_dollar_report) -> None:
@@ -484,7 +485,7 @@ def test_vqa_score_names_a_damaged_release_zip(tmp_path) -> None:
              "IID-Test.zip: not a readable zip file", out)
 
 
-@pytest.mark.slow  # 3 s or more on 2 idle cores (make test-fast leaves it out)
+@pytest.mark.slow  # 2 s or more on 2 idle cores (make test-fast leaves it out)
 @IMAGENETX_REPORT
 def test_imagenetx_report_failing_part_way_leaves_the_old_report_whole(
         tmp_path, monkeypatch, imagenetx_dollar_report) -> None:

@@ -17,7 +17,7 @@ TINY = {"pairs": ["hue-shape", "shape-hue"], "scale": 0.002, "backend": "serial"
         "config": benchmark_demo.DEMO_CONFIG.replace(epochs=1, batch_size=16)}
 
 
-@pytest.mark.slow  # 3 s or more on 2 idle cores (make test-fast leaves it out)
+@pytest.mark.slow  # 2 s or more on 2 idle cores (make test-fast leaves it out)
 def test_benchmark_stage_trains_and_reports(tmp_path) -> None:
     lines = benchmark_demo.run_benchmark_demo(tmp_path, Console(quiet=True), **TINY)
     table = collect(tmp_path / "runs")

@@ -91,6 +91,7 @@ def test_lens_output_has_the_input_shape_and_range_and_starts_as_identity() -> N
     assert float(edited.min()) >= 0.0 and float(edited.max()) <= 1.0
 
 
+@pytest.mark.slow  # 2 s or more on 2 idle cores (make test-fast leaves it out)
 def test_asr_lens_learns_to_edit_and_features_see_the_lens_output() -> None:
     algo, batch = _algorithm("asr")
     algo.train()
@@ -134,6 +135,7 @@ def test_vae_probe_keeps_labels_out_of_the_encoder_and_joint_lets_them_in() -> N
     assert encoder_grad("joint") > 0.0
 
 
+@pytest.mark.slow  # 2 s or more on 2 idle cores (make test-fast leaves it out)
 def test_factor_vae_discriminator_learns_to_tell_codes_from_permutations() -> None:
     algo, batch = _algorithm("factor_vae")
     torch.manual_seed(1)
@@ -191,7 +193,7 @@ def test_the_trainer_runs_each_baseline_with_checkpoint_selection() -> None:
         assert res.val_loss == res.epochs["val_loss"].min()
 
 
-@pytest.mark.slow  # 3 s or more on 2 idle cores (make test-fast leaves it out)
+@pytest.mark.slow  # 2 s or more on 2 idle cores (make test-fast leaves it out)
 def test_a_fresh_process_finds_the_baselines_through_the_entry_points() -> None:
     """Nothing imports shortcutlab.diagvib: the engine's registries load the entry points
     declared in pyproject.toml on their first lookup, and the engine itself names no baseline."""

@@ -15,6 +15,9 @@ from shortcutlab.diagvib.checkpoints import (
 )
 from shortcutlab.errors import DiagvibError
 
+# its module-scoped fixtures are computed once: every test of the module on one xdist worker
+pytestmark = pytest.mark.xdist_group("test_checkpoints")
+
 RNG = np.random.default_rng(3)
 
 

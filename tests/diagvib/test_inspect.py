@@ -60,7 +60,7 @@ def test_asr_figure_shows_input_lens_output_and_difference() -> None:
         figures_for(erm, _images())
 
 
-@pytest.mark.slow  # 3 s or more on 2 idle cores (make test-fast leaves it out)
+@pytest.mark.slow  # 2 s or more on 2 idle cores (make test-fast leaves it out)
 def test_inspect_command_writes_figures_caches_weights_and_the_report_links_them(
         tmp_path) -> None:
     out = tmp_path / "runs"

@@ -59,7 +59,7 @@ def fake_training(job: Job, device: str) -> JobOutput:
     return JobOutput(result, pd.DataFrame(rows))
 
 
-@pytest.mark.slow  # 3 s or more on 2 idle cores (make test-fast leaves it out)
+@pytest.mark.slow  # 2 s or more on 2 idle cores (make test-fast leaves it out)
 def test_reading_a_run_folder_imports_no_torch(tmp_path) -> None:
     folder = tmp_path / "run"
     jobs = [job for model in ("small_cnn", "rn50_in", "vae")

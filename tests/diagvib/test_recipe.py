@@ -60,7 +60,7 @@ def _textures(folder: Path) -> Path:
     return folder
 
 
-@pytest.mark.slow  # 3 s or more on 2 idle cores (make test-fast leaves it out)
+@pytest.mark.slow  # 2 s or more on 2 idle cores (make test-fast leaves it out)
 def test_the_documented_recipe_runs_at_small_scale(tmp_path) -> None:
     run_cmd, report_cmd = recipe()
     assert run_cmd[:3] == ["shortcutlab", "diagvib", "run"]

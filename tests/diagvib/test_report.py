@@ -106,7 +106,7 @@ def test_aggregate_and_chgo_figures(table):
     assert heights == sorted(round(v, 6) for v in expected)
 
 
-@pytest.mark.slow  # 3 s or more on 2 idle cores (make test-fast leaves it out)
+@pytest.mark.slow  # 2 s or more on 2 idle cores (make test-fast leaves it out)
 def test_write_report_files_match_metrics(table, tmp_path):
     out = tmp_path / "report"
     index = write_report(table, out)
@@ -168,6 +168,7 @@ def test_load_job_tables(table, tmp_path):
         load_job_table(tmp_path / "empty")
 
 
+@pytest.mark.slow  # 2 s or more on 2 idle cores (make test-fast leaves it out)
 def test_cli_metrics_json_and_report(small, tmp_path):
     path = tmp_path / "jobs.csv"
     small.to_csv(path, index=False)
@@ -213,6 +214,7 @@ def test_the_former_top_level_report_is_an_alias_that_says_so(monkeypatch, tmp_p
     assert calls[0][2]["error_bars"] == "std" and calls[0][2]["checkpoint"] == "last"
 
 
+@pytest.mark.slow  # 2 s or more on 2 idle cores (make test-fast leaves it out)
 def test_zso_zgo_only_draws_one_aggregate_figure(table, tmp_path):
     two = table[table["study"].isin(["ZSO", "ZGO"])]
     html = write_report(two, tmp_path).read_text(encoding="utf-8")

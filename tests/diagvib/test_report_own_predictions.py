@@ -4,6 +4,7 @@ checkpoint selection and no training recipe that never happened; a run's report 
 from __future__ import annotations
 
 import pandas as pd
+import pytest
 
 from shortcutlab.diagvib.report import build_report, predictions_only
 from tests.diagvib.tables import synthetic_table
@@ -28,6 +29,7 @@ def test_predictions_only_report_names_no_training() -> None:
     assert "of the predictions given for mine" in html and "job_row" in html
 
 
+@pytest.mark.slow  # 2 s or more on 2 idle cores (make test-fast leaves it out)
 def test_mixed_report_says_which_model_is_which() -> None:
     run = synthetic_table(models=("resnet18",), studies=("ZSO", "ZGO"))
     assert "scale" in run.columns

@@ -127,7 +127,7 @@ def _matrix_numbers(ax: object) -> dict[tuple[int, int], str]:
             for t in ax.texts}
 
 
-@pytest.mark.slow  # 3 s or more on 2 idle cores (make test-fast leaves it out)
+@pytest.mark.slow  # 2 s or more on 2 idle cores (make test-fast leaves it out)
 def test_a_user_study_takes_its_place_in_the_figures(
         registry: None, monkeypatch: pytest.MonkeyPatch) -> None:
     register_study(Study("FGO-50", weights=fgo_50, sequences={"FGO": 0.5}))
@@ -328,7 +328,7 @@ def _report_shown(table: pd.DataFrame, monkeypatch: pytest.MonkeyPatch) -> tuple
     return html, shown
 
 
-@pytest.mark.slow  # 3 s or more on 2 idle cores (make test-fast leaves it out)
+@pytest.mark.slow  # 2 s or more on 2 idle cores (make test-fast leaves it out)
 def test_the_paper_studies_are_drawn_as_in_the_paper(
         registry: None, monkeypatch: pytest.MonkeyPatch) -> None:
     table = synthetic_table(models=("a", "b"), studies=BUILT_IN_STUDIES, samples=(0, 1))

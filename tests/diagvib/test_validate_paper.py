@@ -34,6 +34,7 @@ def test_defaults_are_the_paper_recipe_over_every_study(script) -> None:
     assert {study for study, _, _ in script.statements()} == {"ZSO", "ZGO", "CGO", "CHGO", "FGO"}
 
 
+@pytest.mark.slow  # 2 s or more on 2 idle cores (make test-fast leaves it out)
 def test_two_budgeted_calls_end_as_one_call(script, tmp_path, capsys) -> None:
     assert script.main([*TINY, "--budget-seconds", "0.1", "--out", str(tmp_path / "a")]) == 0
     first = capsys.readouterr().out
@@ -87,7 +88,7 @@ def _files(campaign: Path) -> dict[str, object]:
     return out
 
 
-@pytest.mark.slow  # 3 s or more on 2 idle cores (make test-fast leaves it out)
+@pytest.mark.slow  # 2 s or more on 2 idle cores (make test-fast leaves it out)
 def test_campaign_chunks_resumed_twice_equal_one_run(script, tmp_path, monkeypatch,
                                                       capsys) -> None:
     monkeypatch.delenv("OUT", raising=False)

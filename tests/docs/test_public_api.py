@@ -57,6 +57,7 @@ assert "torch" not in sys.modules
 """
 
 
+@pytest.mark.slow  # 2 s or more on 2 idle cores (make test-fast leaves it out)
 def test_statistics_and_imagenetx_work_without_torch(tmp_path: Path) -> None:
     scores = tmp_path / "scores.csv"
     scores.write_text("dataset,a,b,c\nd1,0.8,0.7,0.6\nd2,0.9,0.6,0.5\nd3,0.7,0.65,0.6\n")

@@ -1,7 +1,8 @@
 """Docs that run: every fenced block of README.md and docs/*.md whose info string says
 ``runnable`` (```` ```python runnable ```` or ```` ```bash runnable ````; add ``slow`` for a block
-that takes 3 s or more, the suite's rule for `make test-fast`) is executed, each in a fresh folder, so examples cannot rot. A block must
-be self-contained: it creates its inputs and runs on the CPU.
+that takes 2 s or more, the suite's rule for `make test-fast`) is executed, each in a fresh
+folder, so examples cannot rot. A block must be self-contained: it creates its inputs and runs
+on the CPU.
 
 A Python block runs as ``python -c`` would, in a child forked from an interpreter that imported
 the blocks' libraries once and ran nothing else (``forkrun``), which saves a start-up of torch,
@@ -172,7 +173,7 @@ def test_fork_server_runs_like_python_c(fork_server: Callable[[], ForkServer],
     assert [expected.returncode, "ValueError: no" in expected.stderr] == [1, True]
 
 
-@pytest.mark.slow  # 3 s or more on 2 idle cores (make test-fast leaves it out)
+@pytest.mark.slow  # 2 s or more on 2 idle cores (make test-fast leaves it out)
 def test_fork_server_runs_the_cli_like_its_script(fork_server: Callable[[], ForkServer],
                                                   tmp_path: Path) -> None:
     """A bash script calling ``shortcutlab`` prints the same and exits the same through the

@@ -14,6 +14,9 @@ from shortcutlab.imagenetx.annotations import FACTORS, META_LABELS, load_annotat
 from shortcutlab.imagenetx.evaluate import error_ratio, evaluate
 from shortcutlab.imagenetx.predictions import Predictions
 
+# its module-scoped fixtures are computed once: every test of the module on one xdist worker
+pytestmark = pytest.mark.xdist_group("test_imagenetx_analyses")
+
 
 def test_calibration_per_factor_matches_the_package(model_predictions, top_val, package_frame):
     reference = compute_factor_calibration_errors(package_frame, list(FACTORS), "is_correct")

@@ -90,7 +90,7 @@ def test_evaluate_bad_rows_are_reported(tmp_path):
     assert out.exit_code == 2 and "on lines 2" in out.output
 
 
-@pytest.mark.slow  # 3 s or more on 2 idle cores (make test-fast leaves it out)
+@pytest.mark.slow  # 2 s or more on 2 idle cores (make test-fast leaves it out)
 def test_report_with_groups(model_dir, tmp_path):
     groups = tmp_path / "groups.csv"
     pd.DataFrame({"model": ["m0", "m1", "m2", "original_labels"],
@@ -166,7 +166,7 @@ def welch_report(model_dir, result_tables, tmp_path_factory):
 WELCH_REPORT = pytest.mark.xdist_group("imagenetx_welch_report")  # one worker draws it once
 
 
-@pytest.mark.slow  # 3 s or more on 2 idle cores (make test-fast leaves it out)
+@pytest.mark.slow  # 2 s or more on 2 idle cores (make test-fast leaves it out)
 @WELCH_REPORT
 def test_report_with_the_authors_result_tables(model_dir, result_tables, welch_report, tmp_path):
     """--results adds figures 4/1b/6/17 (here: synthetic tables of the same layout)."""

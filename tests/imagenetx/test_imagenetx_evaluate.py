@@ -21,6 +21,9 @@ from shortcutlab.imagenetx.predictions import (
     original_labels_predictions,
 )
 
+# its module-scoped fixtures are computed once: every test of the module on one xdist worker
+pytestmark = pytest.mark.xdist_group("test_imagenetx_evaluate")
+
 
 def test_original_labels_against_real_reproduce_published_figures(top_val):
     """The imagenet-x package's 'human' row: 0.835220 on 46,110 images, pose ratio 0.746."""

@@ -31,7 +31,7 @@ def _check(tmp_path, summary, jobs: list[Job]) -> None:
     assert table.loc[jobs[n].job_id, "status"] == "failed"
 
 
-@pytest.mark.slow  # 3 s or more on 2 idle cores (make test-fast leaves it out)
+@pytest.mark.slow  # 2 s or more on 2 idle cores (make test-fast leaves it out)
 def test_process_pool(tmp_path) -> None:
     jobs = _jobs("proc")
     summary = run_jobs(jobs, tmp_path, backend="processes", workers=2, progress=False)
@@ -51,7 +51,7 @@ def ray_instance():
         ray.shutdown()
 
 
-@pytest.mark.slow  # 3 s or more on 2 idle cores (make test-fast leaves it out)
+@pytest.mark.slow  # 2 s or more on 2 idle cores (make test-fast leaves it out)
 def test_ray_local_instance(tmp_path, ray_instance) -> None:
     jobs = _jobs("ray")
     summary = run_jobs(jobs, tmp_path, backend="ray", device="cpu", progress=False)
@@ -70,7 +70,7 @@ def test_slurm_via_submitit_debug_executor(tmp_path) -> None:
     assert (tmp_path / ".submitit").is_dir()
 
 
-@pytest.mark.slow  # 3 s or more on 2 idle cores (make test-fast leaves it out)
+@pytest.mark.slow  # 2 s or more on 2 idle cores (make test-fast leaves it out)
 def test_slurm_via_submitit_local_executor_spawns_processes(tmp_path, monkeypatch) -> None:
     """``--slurm-executor local``: the same submission through submitit's *local* executor,
     each job in a fresh interpreter (its pid is not ours), with memory/account/qos passed on

@@ -18,7 +18,7 @@ from shortcutlab.runner.jobs import Job
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="POSIX signals")
 
 
-@pytest.mark.slow  # 3 s or more on 2 idle cores (make test-fast leaves it out)
+@pytest.mark.slow  # 2 s or more on 2 idle cores (make test-fast leaves it out)
 def test_a_dead_worker_fails_only_its_own_job(tmp_path: Path) -> None:
     """Both ways to die in one run: each breaks the pool it is in, and is reported with its
     own reason; every other job finishes."""

@@ -341,6 +341,7 @@ def test_old_temporary_table_files_are_removed(tmp_path) -> None:
 # ----------------------------------------------------------------------------- concurrency
 
 
+@pytest.mark.slow  # 2 s or more on 2 idle cores (make test-fast leaves it out)
 def test_two_runs_on_one_folder_share_the_work(tmp_path, monkeypatch, clean) -> None:
     log = tmp_path / "runlog.txt"
     monkeypatch.setenv(fake_jobs.RUNLOG, str(log))

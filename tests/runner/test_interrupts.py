@@ -169,7 +169,7 @@ def _job_files(out: Path) -> dict[str, bytes]:
             for name in (RESULT_FILE, EPOCHS_FILE, "done")}
 
 
-@pytest.mark.slow  # 3 s or more on 2 idle cores (make test-fast leaves it out)
+@pytest.mark.slow  # 2 s or more on 2 idle cores (make test-fast leaves it out)
 def test_ctrl_c_stops_a_processes_run_at_once_and_the_rerun_gives_the_same_bytes(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     res, sent, elapsed, log = _interrupt(tmp_path, "processes")
@@ -196,7 +196,7 @@ def test_a_terminal_ctrl_c_or_sigterm_stops_a_processes_run(
     assert f"{sig.name}: starting no new job" in res.stderr
 
 
-@pytest.mark.slow  # 3 s or more on 2 idle cores (make test-fast leaves it out)
+@pytest.mark.slow  # 2 s or more on 2 idle cores (make test-fast leaves it out)
 def test_ctrl_c_stops_a_serial_run_at_once(tmp_path: Path) -> None:
     res, sent, elapsed, log = _interrupt(tmp_path, "serial", started=2)
     _check_stopped(res, sent, elapsed, log, tmp_path / "run", "serial")
@@ -216,7 +216,7 @@ def test_a_worker_that_ignores_the_stop_is_killed_after_the_grace_period(
     assert [p for p in _folders(tmp_path / "run") if (p / "claim.json").exists()] == []
 
 
-@pytest.mark.slow  # 3 s or more on 2 idle cores (make test-fast leaves it out)
+@pytest.mark.slow  # 2 s or more on 2 idle cores (make test-fast leaves it out)
 def test_a_second_ctrl_c_exits_immediately(tmp_path: Path) -> None:
     res, sent, elapsed, log = _interrupt(tmp_path, "processes", workers=1, tag="stubborn",
                                          seconds=30, started=1,

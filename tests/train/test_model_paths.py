@@ -30,7 +30,7 @@ def _env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(SRC), "OMP_NUM_THREADS": "1"}
 
 
-@pytest.mark.slow  # 3 s or more on 2 idle cores (make test-fast leaves it out)
+@pytest.mark.slow  # 2 s or more on 2 idle cores (make test-fast leaves it out)
 @pytest.mark.usefixtures("scratch_registries")
 def test_model_by_import_path_from_the_command_line(tmp_path: Path, monkeypatch) -> None:
     """`diagvib run --model my_models:tiny` in the user's folder (the command in-process, as

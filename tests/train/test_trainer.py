@@ -89,6 +89,7 @@ def test_training_learns_and_records_every_epoch_and_tag() -> None:
     assert {f"test_acc@{t}" for t in tags} <= set(summary)
 
 
+@pytest.mark.slow  # 2 s or more on 2 idle cores (make test-fast leaves it out)
 def test_same_config_same_numbers_whatever_the_runtime_options() -> None:
     """Loader workers and the evaluation batch size change nothing in training (train_loss,
     accuracies and counts are equal to the bit). The validation loss is equal to ~1e-12:

@@ -16,6 +16,9 @@ from shortcutlab.vqa.baselines import (
 )
 from shortcutlab.vqa.loaders import load_easy_vqa
 
+# its module-scoped fixtures are computed once: every test of the module on one xdist worker
+pytestmark = pytest.mark.xdist_group("test_baselines")
+
 
 def _frame(rows):
     return pd.DataFrame(rows, columns=["question_id", "QT", "question", "answer"])

@@ -9,6 +9,9 @@ from shortcutlab.vqa.concepts import SHORTCUTS, compute_concepts
 from shortcutlab.vqa.planted import planted_study
 from shortcutlab.vqa.synthetic import CONCEPTS, synthetic_vqa
 
+# its module-scoped fixtures are computed once: every test of the module on one xdist worker
+pytestmark = pytest.mark.xdist_group("test_planted")
+
 OVERLAP_BOUND = 0.05  # largest coincidence |A n B| / |A| allowed between two OOD test sets
 
 

@@ -178,6 +178,7 @@ def _digests(folder):
     return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir())}
 
 
+@pytest.mark.slow  # 2 s or more on 2 idle cores (make test-fast leaves it out)
 def test_same_seed_gives_the_same_bytes(tmp_path):
     table = _synthetic(n=500, seed=1)
     write_splits(build_splits(table, BuildConfig(seed=5)), tmp_path / "a")

@@ -73,6 +73,7 @@ def test_each_strategy_picks_its_own_checkpoint(samples):
         select_checkpoints(samples, [])
 
 
+@pytest.mark.slow  # 2 s or more on 2 idle cores (make test-fast leaves it out)
 def test_cnn_bow_checkpoints_learn_and_cli_writes_table_4(tmp_path):
     table = load_easy_vqa(600)
     splits = build_splits(table)
