@@ -51,3 +51,16 @@ def test_the_runners_workers_keep_freed_memory(monkeypatch) -> None:
         for sig, handler in handlers.items():
             signal.signal(sig, handler)
     assert calls == ["kept"]
+
+
+def test_the_shortcutlab_command_keeps_freed_memory(monkeypatch, capsys) -> None:
+    from shortcutlab.cli import main as cli_main
+    from shortcutlab.utils import malloc
+
+    calls: list[str] = []
+    monkeypatch.setattr(malloc, "keep_freed_memory", lambda: calls.append("kept"))
+    monkeypatch.setattr(sys, "argv", ["shortcutlab", "--version"])
+    with pytest.raises(SystemExit) as exc:
+        cli_main.main()
+    assert exc.value.code == 0 and calls == ["kept"]
+    assert capsys.readouterr().out.startswith("shortcutlab ")

@@ -70,6 +70,11 @@ wrap_commands(app)
 
 
 def main() -> None:
+    """The ``shortcutlab`` command (and ``python -m shortcutlab``): a process of its own, whose
+    training keeps freed memory for reuse (:func:`shortcutlab.utils.malloc.keep_freed_memory`)."""
+    from shortcutlab.utils.malloc import keep_freed_memory
+
+    keep_freed_memory()
     app()
 
 

@@ -28,7 +28,8 @@ NEVER_TRIM = 2**31 - 1
 def keep_freed_memory() -> bool:
     """In this process, keep freed blocks up to :data:`MMAP_THRESHOLD` for reuse and never
     trim the heap (glibc on Linux; elsewhere nothing). Returns whether glibc accepted it.
-    Meant for job worker processes, which the runner owns, not for a user's own process."""
+    Meant for processes the tool owns (the runner's job workers, the ``shortcutlab`` command),
+    not for a user's own Python process."""
     if not sys.platform.startswith("linux"):
         return False
     try:
