@@ -10,8 +10,6 @@ import tempfile
 
 import pytest
 
-from shortcutlab.utils.malloc import keep_freed_memory
-
 SCRATCH = tempfile.mkdtemp(prefix="shortcutlab-tests-")
 atexit.register(shutil.rmtree, SCRATCH, True)
 
@@ -19,9 +17,6 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 os.environ["SHORTCUTLAB_CACHE_DIR"] = os.path.join(SCRATCH, "cache")
 os.environ["XDG_CACHE_HOME"] = os.path.join(SCRATCH, "xdg-cache")
 os.environ["MPLCONFIGDIR"] = os.path.join(SCRATCH, "matplotlib")
-
-# The suite's processes train like the runner's workers: freed memory stays in the heap.
-keep_freed_memory()
 
 
 # Tests that must not run beside each other under pytest-xdist (`make test` runs 2 workers with
