@@ -50,3 +50,47 @@ def test_failure_lines_name_no_traceback_file_that_does_not_exist(tmp_path: Path
 
     summary = RunSummary([Outcome("abc", "failed", "cannot write the job folder")])
     assert describe_failures(summary, tmp_path) == ["abc: cannot write the job folder"]
+
+
+class _PoolThatBreaksAfter:
+    """A stand-in for the worker pool: runs each job in this process; for ``finished`` the
+    job completes (its ``done`` written) and then the pool breaks before the reply arrives,
+    as when a worker is stopped between the two."""
+
+    def __init__(self, finished: str, ran: list[str]) -> None:
+        self.finished, self.ran = finished, ran
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+    def submit(self, fn, job, out, device, run):
+        from concurrent.futures import Future
+        from concurrent.futures.process import BrokenProcessPool
+
+        from shortcutlab.runner.jobs import run_one
+
+        future: Future = Future()
+        self.ran.append(job.job_id)
+        outcome = run_one(job, out, device, run)
+        if job.job_id == self.finished:
+            future.set_exception(BrokenProcessPool("a worker died"))
+        else:
+            future.set_result(outcome)
+        return future
+
+
+def test_a_job_that_finished_as_the_pool_broke_counts_as_done(tmp_path: Path,
+                                                              monkeypatch) -> None:
+    from shortcutlab.runner import backends
+
+    jobs = [Job(experiment=f"noop/sleep-{i}/0", kind="noop") for i in range(3)]
+    ran: list[str] = []
+    monkeypatch.setattr(backends, "_pool", lambda workers, devices: _PoolThatBreaksAfter(
+        jobs[1].job_id, ran))
+    summary = run_jobs(jobs, tmp_path, backend="processes", workers=2, progress=False)
+    assert sorted(o.job_id for o in summary.done) == sorted(j.job_id for j in jobs)
+    assert not summary.skipped and not summary.failed
+    assert sorted(ran) == sorted(j.job_id for j in jobs)  # nothing ran twice

@@ -345,7 +345,8 @@ def device_slots(device: str, jobs_per_gpu: int) -> list[str]:
 def _processes(jobs: list[Job], out: Path, context: BackendContext) -> Iterator[Outcome]:
     """Run ``jobs`` in a pool of spawned workers. A worker that dies (killed, out of memory,
     ``os._exit``) breaks the whole pool: the job it ran is reported failed (with an
-    ``error.txt`` saying so) and every other unfinished job is run again in a fresh pool."""
+    ``error.txt`` saying so) and every other unfinished job is run again in a fresh pool (one
+    that finished as the pool broke, its reply lost, counts as done, not as skipped)."""
     device, workers, jobs_per_gpu = context.device, context.workers, context.jobs_per_gpu
     devices = device_slots(device, jobs_per_gpu)
     job_device = "cuda" if devices and device.startswith("cuda:") else device
@@ -377,6 +378,10 @@ def _processes(jobs: list[Job], out: Path, context: BackendContext) -> Iterator[
                 if proc.exitcode not in (None, 0, -signal.SIGTERM)}  # SIGTERM: the pool's
         pending = []
         for job in broken:
+            if is_done(job_dir(out, job)):  # it finished as the pool broke: only its reply
+                progressed = True          # was lost (the next pool would call it skipped)
+                yield Outcome(job.job_id, "done")
+                continue
             claim = read_claim(job_dir(out, job)) or {}
             pid = claim.get("pid")
             if isinstance(pid, int) and pid in died and claim.get("host") == socket.gethostname():
