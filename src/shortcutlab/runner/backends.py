@@ -378,11 +378,12 @@ def _processes(jobs: list[Job], out: Path, context: BackendContext) -> Iterator[
                 if proc.exitcode not in (None, 0, -signal.SIGTERM)}  # SIGTERM: the pool's
         pending = []
         for job in broken:
-            if is_done(job_dir(out, job)):  # it finished as the pool broke: only its reply
-                progressed = True          # was lost (the next pool would call it skipped)
+            path = job_dir(out, job)
+            if is_done(path):  # it finished as the pool broke: only its reply was lost
+                progressed = True  # (the next pool would call it skipped)
                 yield Outcome(job.job_id, "done")
                 continue
-            claim = read_claim(job_dir(out, job)) or {}
+            claim = read_claim(path) or {}
             pid = claim.get("pid")
             if isinstance(pid, int) and pid in died and claim.get("host") == socket.gethostname():
                 progressed = True
