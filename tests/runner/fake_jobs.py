@@ -23,6 +23,8 @@ from shortcutlab.runner.jobs import Job, JobOutput, register_job_kind
 
 KIND = "noop"
 RUNLOG = "SHORTCUTLAB_TEST_RUNLOG"
+#: an environment variable the job reports, to show which environment its worker has
+MARK = "SHORTCUTLAB_TEST_MARK"
 _WAITS = {"sleep": 0.2, "slow": 1.0, "hang": 60.0}
 
 
@@ -63,6 +65,7 @@ def noop_job(job: Job, device: str) -> JobOutput:
     )
     result = {"best_epoch": 0, "epochs_run": 1, "val_loss": 0.0, "val_acc": 1.0,
               "test_acc": 1.0, "train_seconds": 0.0, "pid": os.getpid(),
+              "parent_pid": os.getppid(), "mark": os.environ.get(MARK),
               "visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES", ""),
               "torch_threads": torch.get_num_threads()}
     return JobOutput(result, epochs)

@@ -4,6 +4,7 @@ sharing and pinning with a faked device count."""
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -12,6 +13,7 @@ from shortcutlab.runner import backends
 from shortcutlab.runner.backends import SlurmOptions, device_slots, run_jobs
 from shortcutlab.runner.collect import collect
 from shortcutlab.runner.jobs import Job
+from tests.runner import fake_jobs
 
 
 def _jobs(tag: str, n: int = 3) -> list[Job]:
@@ -31,11 +33,23 @@ def _check(tmp_path, summary, jobs: list[Job]) -> None:
     assert table.loc[jobs[n].job_id, "status"] == "failed"
 
 
-@pytest.mark.slow  # 2 s or more on 2 idle cores (make test-fast leaves it out)
-def test_process_pool(tmp_path) -> None:
-    jobs = _jobs("proc")
-    summary = run_jobs(jobs, tmp_path, backend="processes", workers=2, progress=False)
-    _check(tmp_path, summary, jobs)
+def _results(out, jobs: list[Job]) -> list[dict]:
+    return [json.loads((out / job.job_id / "result.json").read_text()) for job in jobs]
+
+
+def test_process_pool(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Jobs without a GPU run in workers forked from a fork server (not children of this
+    process), and each pool's workers have this process's environment as it is when the pool
+    starts, not the one the server started with."""
+    for run in ("first", "second"):
+        monkeypatch.setenv(fake_jobs.MARK, run)
+        jobs = _jobs(f"proc-{run}")
+        summary = run_jobs(jobs, tmp_path / run, backend="processes", workers=2, device="cpu",
+                           progress=False)
+        _check(tmp_path / run, summary, jobs)
+        results = _results(tmp_path / run, jobs[:-1])
+        assert {r["mark"] for r in results} == {run}
+        assert {r["parent_pid"] for r in results} != {os.getpid()}
 
 
 @pytest.fixture(scope="module")
@@ -137,6 +151,7 @@ def test_process_workers_are_pinned_to_one_fake_gpu_each(
     jobs = [Job(experiment=f"noop/slow-gpu/{i}", kind="noop") for i in range(4)]
     summary = run_jobs(jobs, tmp_path, backend="processes", device="auto", progress=False)
     assert len(summary.done) == 4
+    assert {r["parent_pid"] for r in _results(tmp_path, jobs)} == {os.getpid()}  # spawned
     seen = {}
     for job in jobs:
         result = json.loads((tmp_path / job.job_id / "result.json").read_text())

@@ -88,7 +88,7 @@ def test_a_job_that_finished_as_the_pool_broke_counts_as_done(tmp_path: Path,
 
     jobs = [Job(experiment=f"noop/sleep-{i}/0", kind="noop") for i in range(3)]
     ran: list[str] = []
-    monkeypatch.setattr(backends, "_pool", lambda workers, devices: _PoolThatBreaksAfter(
+    monkeypatch.setattr(backends, "_pool", lambda workers, *_: _PoolThatBreaksAfter(
         jobs[1].job_id, ran))
     summary = run_jobs(jobs, tmp_path, backend="processes", workers=2, progress=False)
     assert sorted(o.job_id for o in summary.done) == sorted(j.job_id for j in jobs)

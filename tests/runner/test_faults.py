@@ -381,18 +381,6 @@ def test_two_runs_on_one_folder_share_the_work(tmp_path, monkeypatch, clean) -> 
 # ----------------------------------------------------------------------------- orphans
 
 
-def _children(pid: int) -> list[int]:
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid:
-            found.append(int(stat.parent.name))
-    return found
-
-
 _MAIN = """
 import sys
 from shortcutlab.runner import Job, run_jobs
@@ -437,8 +425,10 @@ def _kill_main_and_check(tmp_path: Path, backend: str, n: int,
 @pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_workers_die_with_a_killed_main_process(tmp_path) -> None:
-    # the workers and multiprocessing's resource tracker
-    _kill_main_and_check(tmp_path, "processes", 2, _children)
+    from shortcutlab.runner.reaper import descendants
+
+    # the fork server, the workers it forked and multiprocessing's resource tracker
+    _kill_main_and_check(tmp_path, "processes", 2, descendants)
 
 
 @pytest.mark.slow

@@ -3,6 +3,7 @@ set it up."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -46,7 +47,7 @@ def test_the_runners_workers_keep_freed_memory(monkeypatch) -> None:
     monkeypatch.setattr(backends, "_die_with_parent", lambda parent: None)
     handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        backends._init_worker(0, None, [])
+        backends._init_worker(0, None, [], dict(os.environ))
     finally:
         for sig, handler in handlers.items():
             signal.signal(sig, handler)

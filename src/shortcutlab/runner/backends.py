@@ -28,6 +28,7 @@ import importlib.util
 import logging
 import multiprocessing
 import os
+import select
 import signal
 import socket
 import subprocess
@@ -255,9 +256,12 @@ def _serial(jobs: list[Job], out: Path, context: BackendContext) -> Iterator[Out
         yield run_one(job, out, context.device, _function(job))
 
 
-def _die_with_parent(parent: int) -> None:
-    """End this worker when the process that started it ends, even by SIGKILL: the kernel's
-    parent-death signal on Linux, and a watch thread everywhere (and as a fallback)."""
+def _die_with_parent(main: int) -> None:
+    """End this worker when the main process that started it ends, even by SIGKILL: the
+    kernel's parent-death signal on Linux for a spawned worker, and a watch thread on the main
+    process everywhere (a forked worker's parent, the fork server, outlives it while any of
+    its workers lives)."""
+    parent = os.getppid()
     if sys.platform.startswith("linux"):
         import ctypes
 
@@ -266,16 +270,43 @@ def _die_with_parent(parent: int) -> None:
             libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
         except (OSError, AttributeError):
             pass
-    if os.getppid() != parent:  # the parent died before the signal was armed
+    main_ended = _end_watch(main)
+    if os.getppid() != parent or main_ended(0.0):  # it died before the signal was armed
         os._exit(1)
 
     def watch() -> None:
-        while True:
-            time.sleep(1.0)
-            if os.getppid() != parent:
-                os._exit(1)
+        while not main_ended(1.0) and os.getppid() == parent:
+            pass
+        os._exit(1)
 
     threading.Thread(target=watch, name="shortcutlab-parent-watch", daemon=True).start()
+
+
+def _end_watch(pid: int) -> Callable[[float], bool]:
+    """A function that waits up to ``timeout`` seconds for process ``pid`` to end and says
+    whether it has (a zombie, not yet reaped, has ended): a pidfd on Linux, polling
+    elsewhere."""
+    try:
+        fd = os.pidfd_open(pid)
+    except (AttributeError, OSError):  # no pidfd here, or no such process
+        def poll(timeout: float) -> bool:
+            if not _alive(pid):
+                return True
+            time.sleep(timeout)
+            return not _alive(pid)
+
+        return poll
+    return lambda timeout: bool(select.select([fd], [], [], timeout)[0])
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, another user's (a reused pid)
+        return True
+    return True
 
 
 class _Stop(BaseException):
@@ -314,13 +345,17 @@ def _run_in_worker(job: Job, out: Path, device: str, run: JobFunction) -> Outcom
         _in_job = False
 
 
-def _init_worker(parent: int, slots: Any, devices: list[str]) -> None:
-    """Worker start: die with the parent; ignore SIGINT (a Ctrl-C reaches the whole process
+def _init_worker(main: int, slots: Any, devices: list[str], environ: dict[str, str]) -> None:
+    """Worker start: die with the main process; take its environment as it is now (a fork
+    server's is the one it started with); ignore SIGINT (a Ctrl-C reaches the whole process
     group: the main process decides) and stop on SIGTERM; take the next device slot
     (``CUDA_VISIBLE_DEVICES`` set before CUDA starts in this fresh process); keep freed memory
     for reuse (:func:`~shortcutlab.utils.malloc.keep_freed_memory`: ~10 % of a small CNN's
     CPU job)."""
-    _die_with_parent(parent)
+    _die_with_parent(main)
+    if environ != os.environ:
+        os.environ.clear()
+        os.environ.update(environ)
     keep_freed_memory()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, _on_sigterm)
@@ -343,7 +378,7 @@ def device_slots(device: str, jobs_per_gpu: int) -> list[str]:
 
 
 def _processes(jobs: list[Job], out: Path, context: BackendContext) -> Iterator[Outcome]:
-    """Run ``jobs`` in a pool of spawned workers. A worker that dies (killed, out of memory,
+    """Run ``jobs`` in a pool of worker processes (:func:`_pool`). A worker that dies (killed, out of memory,
     ``os._exit``) breaks the whole pool: the job it ran is reported failed (with an
     ``error.txt`` saying so) and every other unfinished job is run again in a fresh pool (one
     that finished as the pool broke, its reply lost, counts as done, not as skipped)."""
@@ -354,7 +389,7 @@ def _processes(jobs: list[Job], out: Path, context: BackendContext) -> Iterator[
     while pending:
         broken: list[Job] = []
         progressed = False
-        with _pool(workers, devices) as pool:
+        with _pool(workers, devices, {_function(job).__module__ for job in pending}) as pool:
             futures = {pool.submit(_run_in_worker, job, out, job_device, _function(job)): job
                        for job in pending}
             workers_of_pool = dict(getattr(pool, "_processes", None) or {})
@@ -398,13 +433,20 @@ def _processes(jobs: list[Job], out: Path, context: BackendContext) -> Iterator[
             return
 
 
-def _pool(workers: int, devices: list[str]) -> ProcessPoolExecutor:
-    """A pool of ``workers`` spawned processes that die with this one, each pinned to its
-    device slot."""
-    ctx = multiprocessing.get_context("spawn")
+def _pool(workers: int, devices: list[str], modules: Iterable[str] = ()) -> ProcessPoolExecutor:
+    """A pool of ``workers`` processes that die with this one, each pinned to its device slot
+    (``devices``; none: the jobs use no GPU). Workers without a GPU are forked from a server
+    that imported torch and ``modules`` once (a fresh interpreter costs ~3 s of CPU per
+    worker); GPU workers are spawned fresh: CUDA must start after a worker's device is pinned,
+    in a process no fork came from."""
+    if not devices and "forkserver" in multiprocessing.get_all_start_methods():
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload(["torch", *sorted(set(modules) - {"__main__"})])
+    else:
+        ctx = multiprocessing.get_context("spawn")
     slots = ctx.Value("i", 0)
     return ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker,
-                               initargs=(os.getpid(), slots, devices))
+                               initargs=(os.getpid(), slots, devices, dict(os.environ)))
 
 
 def _stop_workers(pool: ProcessPoolExecutor, grace: float | None = None) -> None:
