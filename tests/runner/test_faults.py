@@ -388,7 +388,7 @@ from tests.runner import fake_jobs
 fake_jobs.register()
 backend, n, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 jobs = [Job(experiment=f"noop/hang-{backend}/{i}", kind="noop") for i in range(n)]
-run_jobs(jobs, out, backend=backend, workers=n, progress=False)
+run_jobs(jobs, out, backend=backend, workers=n, device="cpu", progress=False)
 """
 
 

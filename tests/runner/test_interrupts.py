@@ -86,7 +86,7 @@ backend, out, workers, tag = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.arg
 if sys.argv[5]:
     backends.STOP_GRACE_SECONDS = float(sys.argv[5])
 try:
-    run_jobs(jobs_of(tag), out, backend=backend, workers=workers, progress=False)
+    run_jobs(jobs_of(tag), out, backend=backend, workers=workers, device="cpu", progress=False)
 except RunInterrupted as exc:
     print(exc, flush=True)
     sys.exit(130)
@@ -177,8 +177,9 @@ def test_ctrl_c_stops_a_processes_run_at_once_and_the_rerun_gives_the_same_bytes
     _check_stopped(res, sent, elapsed, log, out, "processes, SIGINT to the main process")
     monkeypatch.setenv(SECONDS, "0")
     clean = tmp_path / "clean"
-    assert len(run_jobs(jobs_of(), clean, backend="serial", progress=False).done) == N_JOBS
-    resumed = run_jobs(jobs_of(), out, backend="serial", progress=False)
+    assert len(run_jobs(jobs_of(), clean, backend="serial", device="cpu",
+                        progress=False).done) == N_JOBS
+    resumed = run_jobs(jobs_of(), out, backend="serial", device="cpu", progress=False)
     assert len(resumed.done) + len(resumed.skipped) == N_JOBS and not resumed.failed
     assert _job_files(out) == _job_files(clean)
 
