@@ -8,13 +8,16 @@ stderr of the run), a folder, an environment and what to run; the server forks a
 forks the run, waits for it and answers its exit status, so the server itself never blocks and
 runs may overlap (``shortcutlab a | shortcutlab b``). A run is set up as its fresh counterpart:
 
-- ``code``: as ``python -c code`` (``sys.argv == ["-c"]``, the folder first on ``sys.path``);
+- ``code``: as ``python -c code`` (``sys.argv == ["-c"]``, the folder first on ``sys.path``),
+  or with ``argv`` and ``filename`` as ``python -c code ARGS`` or ``python - ARGS``;
 - ``script``, ``argv``: as the console script ``script`` (its folder first on ``sys.path``,
   ``sys.argv == [script, *argv]``) calling ``shortcutlab.cli.main.main``;
 
 both with a new ``__main__``, ``SystemExit`` and uncaught exceptions turned into the same exit
 status and message, and ``atexit`` handlers run. ``shim`` writes a ``shortcutlab`` executable
-that forwards its command line this way, for bash blocks. The server refuses to start if an
+that forwards its command line this way, for bash blocks, and a ``python`` one that forwards
+``python -c CODE ...`` and ``python - ...`` (the script read from its stdin) and runs the real
+interpreter for anything else. The server refuses to start if an
 import left a second thread running (forking would copy a lock held). What differs from a fresh
 process: the preloaded modules are already imported, so an environment variable that a library
 reads at import time keeps the server's value (a block that sets one needs ``fresh``).
@@ -59,8 +62,8 @@ def run(request, fds):
     main.__builtins__ = builtins
     sys.modules["__main__"] = main
     if "code" in request:
-        sys.argv[:] = ["-c"]
-        code = compile(request["code"], "<string>", "exec")
+        sys.argv[:] = request.get("argv", ["-c"])
+        code = compile(request["code"], request.get("filename", "<string>"), "exec")
     else:
         sys.argv[:] = [request["script"], *request["argv"]]
         sys.path[0] = os.path.dirname(request["script"])
@@ -135,16 +138,34 @@ SHIM = '''#!{python} -S
 """Forwards this command to the fork server at {socket} (tests/docs/forkrun.py)."""
 import json, os, socket, sys
 
-conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-conn.connect({socket!r})
 request = {{"cwd": os.getcwd(), "env": dict(os.environ), "script": {script!r},
            "argv": sys.argv[1:]}}
+'''
+
+PYTHON_SHIM = '''#!{python} -S
+"""``python -c CODE ...`` and ``python - ...`` through the fork server at {socket}; anything
+else runs {python} itself (tests/docs/forkrun.py)."""
+import json, os, socket, sys
+
+args = sys.argv[1:]
+if len(args) >= 2 and args[0] == "-c":
+    code, argv, filename = args[1], ["-c", *args[2:]], "<string>"
+elif args[:1] == ["-"]:
+    code, argv, filename = sys.stdin.read(), args, "<stdin>"
+else:
+    os.execv({python!r}, [{python!r}, *args])
+request = {{"cwd": os.getcwd(), "env": dict(os.environ), "code": code, "argv": argv,
+           "filename": filename}}
+'''
+
+FORWARD = '''conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+conn.connect({socket!r})
 socket.send_fds(conn, [json.dumps(request).encode() + b"\\n"], [0, 1, 2])
 reply = b""
 while True:
     data = conn.recv(65536)
     if not data:
-        sys.exit("shortcutlab (fork server shim): the server hung up")
+        sys.exit("{name} (fork server shim): the server hung up")
     reply += data
     if reply.count(b"\\n") == 2:
         code = json.loads(reply.split(b"\\n")[1])["returncode"]
@@ -198,15 +219,17 @@ class ForkServer:
 
     def shim(self) -> Path:
         """A folder holding a ``shortcutlab`` executable that runs through this server, as the
-        installed console script next to ``sys.executable`` would."""
+        installed console script next to ``sys.executable`` would, and a ``python`` one."""
         bin_dir = self._dir / "bin"
         if not bin_dir.exists():
             bin_dir.mkdir()
             script = str(Path(sys.executable).parent / "shortcutlab")
-            path = bin_dir / "shortcutlab"
-            path.write_text(SHIM.format(python=sys.executable, socket=self.socket,
-                                        script=script))
-            path.chmod(0o755)
+            for name, head in (("shortcutlab", SHIM), ("python", PYTHON_SHIM)):
+                path = bin_dir / name
+                path.write_text(head.format(python=sys.executable, socket=self.socket,
+                                            script=script)
+                                + FORWARD.format(socket=self.socket, name=name))
+                path.chmod(0o755)
         return bin_dir
 
     def close(self) -> None:
@@ -217,7 +240,8 @@ class ForkServer:
         except subprocess.TimeoutExpired:
             self._proc.kill()
             self._proc.wait()
-        for path in (self._dir / "bin" / "shortcutlab", self._dir / "socket"):
+        for path in (self._dir / "bin" / "shortcutlab", self._dir / "bin" / "python",
+                     self._dir / "socket"):
             path.unlink(missing_ok=True)
         for folder in (self._dir / "bin", self._dir):
             if folder.exists():

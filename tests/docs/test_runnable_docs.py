@@ -176,11 +176,17 @@ def test_fork_server_runs_like_python_c(fork_server: Callable[[], ForkServer],
 @pytest.mark.slow  # 2 s or more on 2 idle cores (make test-fast leaves it out)
 def test_fork_server_runs_the_cli_like_its_script(fork_server: Callable[[], ForkServer],
                                                   tmp_path: Path) -> None:
-    """A bash script calling ``shortcutlab`` prints the same and exits the same through the
-    server's shim as through the installed script: output, pipes, errors (exit 2), a model
-    module looked up from the working directory, a usage error."""
+    """A bash script calling ``shortcutlab`` and ``python`` prints the same and exits the same
+    through the server's shims as through the installed script and interpreter: output, pipes,
+    errors (exit 2), a model module looked up from the working directory, a usage error;
+    ``python -c`` and ``python -`` with arguments, a script on stdin that exits with a message,
+    and a form the shim hands to the real interpreter (``-m``)."""
     script = (
         "shortcutlab --version\n"
+        "python -c 'import sys; print(sys.argv, __name__, sys.path[0] == \"\")' a b\n"
+        "printf 'import sys\\nprint(sys.argv, __name__)\\nsys.exit(\"bye\")\\n' | python - x"
+        " || echo \"exit $?\"\n"
+        "python -m shortcutlab --version\n"
         "shortcutlab diagvib factors | head -3\n"
         "printf 'b,x,y\\na,1,2\\nc,3,4\\n' > s.csv\n"
         "shortcutlab stats compare s.csv --json | head -c 300; echo\n"
@@ -201,6 +207,8 @@ def test_fork_server_runs_the_cli_like_its_script(fork_server: Callable[[], Fork
     assert results[0] == results[1]
     returncode, stdout, stderr = results[0]
     assert returncode == 2 and stdout.count("exit 2") == 2, (stdout, stderr)
+    assert "['-c', 'a', 'b'] __main__ True" in stdout and "['-', 'x'] __main__" in stdout
+    assert "exit 1" in stdout and "bye" in stderr
     assert '"df_convention": "textbook"' in stdout
     assert "model 'mine:f': building it failed" in stderr
     assert "No such command 'nosuch'" in stderr

@@ -163,9 +163,10 @@ def test_process_workers_are_pinned_to_one_fake_gpu_each(
 
 @pytest.mark.slow
 def test_ray_tasks_share_a_fake_gpu(tmp_path, ray_instance) -> None:
-    jobs = [Job(experiment=f"noop/ray-gpu/{i}", kind="noop") for i in range(3)]
+    # two jobs, each on a fresh Ray worker (Ray ends a GPU task's worker after it)
+    jobs = [Job(experiment=f"noop/ray-gpu/{i}", kind="noop") for i in range(2)]
     summary = run_jobs(jobs, tmp_path, backend="ray", jobs_per_gpu=2, progress=False)
-    assert len(summary.done) == 3
+    assert len(summary.done) == 2
     devices = {json.loads((tmp_path / j.job_id / "result.json").read_text())[
         "visible_devices"] for j in jobs}
     assert devices == {"0"}
