@@ -40,6 +40,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
+from multiprocessing.context import BaseContext
 from pathlib import Path
 from typing import Any
 
@@ -378,10 +379,11 @@ def device_slots(device: str, jobs_per_gpu: int) -> list[str]:
 
 
 def _processes(jobs: list[Job], out: Path, context: BackendContext) -> Iterator[Outcome]:
-    """Run ``jobs`` in a pool of worker processes (:func:`_pool`). A worker that dies (killed, out of memory,
-    ``os._exit``) breaks the whole pool: the job it ran is reported failed (with an
-    ``error.txt`` saying so) and every other unfinished job is run again in a fresh pool (one
-    that finished as the pool broke, its reply lost, counts as done, not as skipped)."""
+    """Run ``jobs`` in a pool of worker processes (:func:`_pool`). A worker that dies
+    (killed, out of memory, ``os._exit``) breaks the whole pool: the job it ran is reported
+    failed (with an ``error.txt`` saying so) and every other unfinished job is run again in a
+    fresh pool (one that finished as the pool broke, its reply lost, counts as done, not as
+    skipped)."""
     device, workers, jobs_per_gpu = context.device, context.workers, context.jobs_per_gpu
     devices = device_slots(device, jobs_per_gpu)
     job_device = "cuda" if devices and device.startswith("cuda:") else device
@@ -439,11 +441,10 @@ def _pool(workers: int, devices: list[str], modules: Iterable[str] = ()) -> Proc
     that imported torch and ``modules`` once (a fresh interpreter costs ~3 s of CPU per
     worker); GPU workers are spawned fresh: CUDA must start after a worker's device is pinned,
     in a process no fork came from."""
+    ctx: BaseContext = multiprocessing.get_context("spawn")
     if not devices and "forkserver" in multiprocessing.get_all_start_methods():
         ctx = multiprocessing.get_context("forkserver")
-        ctx.set_forkserver_preload(["torch", *sorted(set(modules) - {"__main__"})])
-    else:
-        ctx = multiprocessing.get_context("spawn")
+        multiprocessing.set_forkserver_preload(["torch", *sorted(set(modules) - {"__main__"})])
     slots = ctx.Value("i", 0)
     return ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker,
                                initargs=(os.getpid(), slots, devices, dict(os.environ)))
