@@ -17,6 +17,10 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 os.environ["SHORTCUTLAB_CACHE_DIR"] = os.path.join(SCRATCH, "cache")
 os.environ["XDG_CACHE_HOME"] = os.path.join(SCRATCH, "xdg-cache")
 os.environ["MPLCONFIGDIR"] = os.path.join(SCRATCH, "matplotlib")
+# Under pytest-xdist each worker has a core of its own: one OpenMP/torch thread each (two
+# workers of two threads on two cores compete), set before any test module imports torch.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
 # Tests that must not run beside each other under pytest-xdist (`make test` runs 2 workers with

@@ -107,16 +107,39 @@ def test_the_budget_stops_before_a_section_and_the_next_call_goes_on(check, monk
     assert exc.value.code == 2 and "scale=0.002" in capsys.readouterr().err
 
 
+def test_each_epoch_section_hands_its_recipe_to_the_epoch_jobs(check, monkeypatch) -> None:
+    """What the end-to-end run below leaves to this test: every epoch section's precision,
+    channels_last, CUDA graphs, compile and job count reach the processes that run the epochs."""
+    calls: list[dict] = []
+
+    def fake_bench_epoch(device, scale, jobs_list, precision, channels_last, model, **kwargs):
+        calls.append({"device": device, "jobs": jobs_list, "precision": precision,
+                      "channels_last": channels_last, "model": model, **kwargs})
+        return {jobs_list[0]: {"epoch_s": 1.0, "step_mode": "graph"}}
+
+    monkeypatch.setattr(check.pipeline, "bench_epoch", fake_bench_epoch)
+    args = check.parse_args([*TINY, "--jobs", "3"])
+    for name, (precision, channels_last, graphs, shared, compile) in check.EPOCHS.items():
+        result = check.run_epoch(name, args)
+        call = calls[-1]
+        assert call == {"device": "cpu", "jobs": [3 if shared else 1], "precision": precision,
+                        "channels_last": channels_last, "model": "small_cnn",
+                        "cuda_graphs": graphs, "compile": compile}, name
+        assert result["jobs"] == (3 if shared else 1) and result["cuda_graphs"] == graphs
+    assert {c["cuda_graphs"] for c in calls} == {"auto", "off"}  # both kinds of section
+    assert {c["precision"] for c in calls} == {"fp32", "bf16"}
+
+
 @pytest.mark.slow
 def test_gpu_check_runs_end_to_end_on_cpu(tmp_path: Path) -> None:
-    """The real thing at tiny scale (about 20 s of CPU; minutes of wall time on a loaded
-    machine): the CUDA tests skip, the ceiling and the epoch sections land in the file. Two
-    epoch sections cover what the five vary (fp32 and bf16 + channels_last, CUDA graphs off
-    and auto, one job and two at once: each a process of its own); the fake-section tests
-    above run all five through the same code."""
+    """The real thing at tiny scale (about 15 s of CPU; minutes of wall time on a loaded
+    machine): the CUDA tests skip, the ceiling and an epoch section (bf16 + channels_last, two
+    jobs at once, each a process of its own) land in the file. The test above checks that
+    every epoch section hands its own recipe to those processes; the fake-section tests run
+    all sections through the same code."""
     out = tmp_path / "check.json"
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "OMP_NUM_THREADS": "1"}
-    sections = ["cuda_tests", "ceiling", "epoch_graphs_off", "epoch_shared_bf16"]
+    sections = ["cuda_tests", "ceiling", "epoch_shared_bf16"]
     proc = subprocess.run([sys.executable, str(SCRIPT), *TINY, "--out", str(out),
                            "--only", *sections], cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=900)
@@ -127,14 +150,9 @@ def test_gpu_check_runs_end_to_end_on_cpu(tmp_path: Path) -> None:
     assert len(tests) == 6 and all(v == "skipped" for k, v in tests.items() if "cpu" not in k)
     ceiling = data["sections"]["ceiling"]["result"]
     assert ceiling["fp32"]["rates"]["train_8"] > 0 and ceiling["fp32"]["epoch_floor_s"] > 0
-    summary = data["summary"]
-    assert summary["epoch_graphs_off"]["step_mode"] == "eager: cuda_graphs is off"
-    shared = summary["epoch_shared_bf16"]
+    shared = data["summary"]["epoch_shared_bf16"]
     assert shared["step_mode"].startswith("eager: device cpu")
     assert shared["jobs"] == 2 and shared["recipe"] == "bf16+channels_last"
-    assert summary["epoch_graphs_off"]["jobs"] == 1
-    assert summary["epoch_graphs_off"]["recipe"] == "fp32"
-    for row in summary.values():
-        assert row["ratio_to_ceiling"] == pytest.approx(
-            row["job_epoch_s_aggregate"] / row["ceiling_s"])
+    assert shared["ratio_to_ceiling"] == pytest.approx(
+        shared["job_epoch_s_aggregate"] / shared["ceiling_s"])
     assert "x the ceiling" in proc.stdout and "all sections done" in proc.stdout
