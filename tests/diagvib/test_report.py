@@ -19,6 +19,7 @@ from shortcutlab.diagvib.figures import (
     plot_chgo_improvement,
     plot_factor_aggregates,
 )
+from shortcutlab.diagvib import report as report_module
 from shortcutlab.diagvib.metrics import compute_metrics
 from shortcutlab.diagvib.report import (
     format_mean_err,
@@ -252,3 +253,16 @@ def test_report_states_the_setup_and_flags_runs_that_did_not_fit(tmp_path):
     # one dataset sample: no standard errors anywhere
     zso = html.split("(ZSO)</h2>")[1].split("<table")[1].split("</table>")[0]
     assert "±" not in zso
+
+
+def test_an_unwritable_folder_is_refused_before_anything_is_read(small, tmp_path, monkeypatch):
+    """A file where the report's folder goes fails at once (no figure drawn, no run read)."""
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    drawn = []
+    monkeypatch.setattr(report_module, "build_report", lambda *a, **k: drawn.append(1))
+    with pytest.raises(NotADirectoryError):
+        write_report([tmp_path / "no-such-run"], blocker / "report")
+    with pytest.raises(FileExistsError):
+        write_report(small, blocker)
+    assert drawn == [] and blocker.read_text() == "x"

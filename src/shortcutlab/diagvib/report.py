@@ -33,7 +33,7 @@ from shortcutlab.diagvib.metrics import (
 from shortcutlab.diagvib.spec import get_study, sequence_names, studies_in_sequence, study_names
 from shortcutlab.errors import DiagvibError
 from shortcutlab.utils.html import HtmlReport, literal_text
-from shortcutlab.utils.io import output_set
+from shortcutlab.utils.io import check_output_folder, output_set
 
 Section = Callable[[HtmlReport, pd.DataFrame], None]
 _TABLE_FILES = ("jobs.parquet", "jobs.csv")
@@ -428,7 +428,8 @@ def write_report(
     on a failure, none); return the path of ``index.html``. ``sources`` is a job table or run
     directories / table files; ``checkpoint``: the epoch each job's accuracies are read at
     (:mod:`shortcutlab.diagvib.checkpoints`; other rules than the paper's need run
-    directories)."""
+    directories). An ``out_dir`` that cannot be written is refused before anything is read."""
+    check_output_folder(out_dir)  # a bad folder is refused now, not after the figures
     cp = parse_checkpoint(checkpoint)
     if isinstance(sources, pd.DataFrame) and not cp.is_default:
         raise DiagvibError(f"checkpoint rule {cp.name} needs the jobs' per-epoch records: give "
