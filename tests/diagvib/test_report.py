@@ -13,13 +13,13 @@ from matplotlib.figure import Figure
 from typer.testing import CliRunner
 
 from shortcutlab.cli.main import app
+from shortcutlab.diagvib import report as report_module
 from shortcutlab.diagvib.factors import FACTORS
 from shortcutlab.diagvib.figures import (
     plot_accuracy_matrices,
     plot_chgo_improvement,
     plot_factor_aggregates,
 )
-from shortcutlab.diagvib import report as report_module
 from shortcutlab.diagvib.metrics import compute_metrics
 from shortcutlab.diagvib.report import (
     format_mean_err,
