@@ -12,8 +12,10 @@ For Ray and SLURM the output folder must be on a file system every worker node s
 Several runs may share one output folder: each job is claimed by the process that runs it, a run
 that finds a job claimed by another live run waits for it (and takes it over if its owner dies),
 so every job runs once and each run ends with the whole table. Worker processes of the
-``processes`` backend die with the run that started them. On GPUs, ``jobs_per_gpu`` jobs share
-one device and, on a machine with several, each worker process is pinned to one of them.
+``processes`` backend die with the run that started them; without a GPU they are forked from a
+server that imported torch once (:func:`_pool`), on GPUs spawned fresh. On GPUs,
+``jobs_per_gpu`` jobs share one device and, on a machine with several, each worker process is
+pinned to one of them.
 
 Interrupts: the first SIGINT (Ctrl-C) or SIGTERM stops the run at once: no new job is claimed,
 the running ones are abandoned (their claims released; workers that do not stop within
