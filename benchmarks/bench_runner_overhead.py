@@ -85,7 +85,7 @@ def main() -> None:
         starts = {"spawned (baseline)": pool_start(Path(tmp) / "spawned", spawned_pool)}
         for name in ("forked, first pool", "forked, next pool"):
             starts[name] = pool_start(Path(tmp) / name.split()[-2],
-                                      lambda: backends._pool(2, [], [__name__]))
+                                      lambda: backends._pool(2, []))
         out = Path(tmp) / "runs"
         jobs, t_build = timed(lambda: [Job(experiment=f"noop/a-b/{i}", kind="noop")
                                        for i in range(n)])

@@ -440,13 +440,16 @@ def _processes(jobs: list[Job], out: Path, context: BackendContext) -> Iterator[
 def _pool(workers: int, devices: list[str], modules: Iterable[str] = ()) -> ProcessPoolExecutor:
     """A pool of ``workers`` processes that die with this one, each pinned to its device slot
     (``devices``; none: the jobs use no GPU). Workers without a GPU are forked from a server
-    that imported torch and ``modules`` once (a fresh interpreter costs ~3 s of CPU per
-    worker); GPU workers are spawned fresh: CUDA must start after a worker's device is pinned,
-    in a process no fork came from."""
+    that imported torch and the shortcutlab ones of the jobs' ``modules`` once (a fresh
+    interpreter costs ~3 s of CPU per worker; another package's module is imported by each
+    worker, as its import might start a thread, which a fork must not copy); GPU workers are
+    spawned fresh: CUDA must start after a worker's device is pinned, in a process no fork
+    came from."""
     ctx: BaseContext = multiprocessing.get_context("spawn")
     if not devices and "forkserver" in multiprocessing.get_all_start_methods():
         ctx = multiprocessing.get_context("forkserver")
-        multiprocessing.set_forkserver_preload(["torch", *sorted(set(modules) - {"__main__"})])
+        ours = sorted(m for m in set(modules) if m.split(".")[0] == "shortcutlab")
+        multiprocessing.set_forkserver_preload(["torch", *ours])
     slots = ctx.Value("i", 0)
     return ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker,
                                initargs=(os.getpid(), slots, devices, dict(os.environ)))
