@@ -34,6 +34,14 @@ def test_benchmark_stage_trains_and_reports(tmp_path) -> None:
     before = (tmp_path / "report" / "metrics.json").read_bytes()
     benchmark_demo.run_benchmark_demo(tmp_path, Console(quiet=True), **TINY)
     assert (tmp_path / "report" / "metrics.json").read_bytes() == before
+    # runs of other settings in the same folder (an earlier version's demo): each demo reports
+    # its own jobs, never a mix (which the report would refuse)
+    other = {**TINY, "pairs": ["hue-shape"], "config": TINY["config"].replace(lr=0.01)}
+    benchmark_demo.run_benchmark_demo(tmp_path, Console(quiet=True), **other)
+    assert len(collect(tmp_path / "runs")) == 6
+    assert json.loads((tmp_path / "report" / "metrics.json").read_bytes()) != json.loads(before)
+    benchmark_demo.run_benchmark_demo(tmp_path, Console(quiet=True), **TINY)
+    assert (tmp_path / "report" / "metrics.json").read_bytes() == before
 
 
 def test_demo_index_links_reports(tmp_path, monkeypatch) -> None:

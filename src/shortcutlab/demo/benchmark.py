@@ -13,9 +13,9 @@ from pathlib import Path
 from rich.console import Console
 
 from shortcutlab.diagvib.factors import FACTORS
-from shortcutlab.diagvib.jobs import build_jobs, collect_jobs
+from shortcutlab.diagvib.jobs import build_jobs
 from shortcutlab.diagvib.metrics import CHANCE, compute_metrics
-from shortcutlab.diagvib.report import write_report
+from shortcutlab.diagvib.report import load_job_table, write_report
 from shortcutlab.runner.backends import Backend, run_jobs
 from shortcutlab.train.config import TrainConfig
 
@@ -48,8 +48,12 @@ def run_benchmark_demo(
                        progress=progress)
     console.print(f"{len(summary.done)} trained, {len(summary.skipped)} already done, "
                   f"{len(summary.failed)} failed in {summary.seconds:.0f} s")
-    index = write_report([runs], out / "report", title="DiagViB-6 demo: small CNN, ZSO and ZGO")
-    metrics = compute_metrics(collect_jobs(runs))
+    # this demo's jobs only: the folder may hold runs of other settings (an earlier version's
+    # demo, a user's own), which one report must not mix with these
+    table = load_job_table(runs)
+    table = table[table["job_id"].isin({job.job_id for job in jobs})]
+    index = write_report(table, out / "report", title="DiagViB-6 demo: small CNN, ZSO and ZGO")
+    metrics = compute_metrics(table)
     lines = [f"benchmark runs ({len(jobs)} jobs): {runs}",
              f"DiagViB-6 report: {index}"]
     if summary.failed:
