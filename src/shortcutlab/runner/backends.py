@@ -439,14 +439,15 @@ def _processes(jobs: list[Job], out: Path, context: BackendContext) -> Iterator[
 
 def _pool(workers: int, devices: list[str], modules: Iterable[str] = ()) -> ProcessPoolExecutor:
     """A pool of ``workers`` processes that die with this one, each pinned to its device slot
-    (``devices``; none: the jobs use no GPU). Workers without a GPU are forked from a server
-    that imported torch and the shortcutlab ones of the jobs' ``modules`` once (a fresh
-    interpreter costs ~3 s of CPU per worker; another package's module is imported by each
-    worker, as its import might start a thread, which a fork must not copy); GPU workers are
-    spawned fresh: CUDA must start after a worker's device is pinned, in a process no fork
-    came from."""
+    (``devices``; none: the jobs use no GPU). On Linux, workers without a GPU are forked from
+    a server that imported torch and the shortcutlab ones of the jobs' ``modules`` once (a
+    fresh interpreter costs ~3 s of CPU per worker; another package's module is imported by
+    each worker, as its import might start a thread, which a fork must not copy). GPU workers
+    are spawned fresh: CUDA must start after a worker's device is pinned, in a process no fork
+    came from; so are all workers elsewhere (macOS: forking after its system frameworks are
+    loaded is unsafe, which is why spawn is Python's default there)."""
     ctx: BaseContext = multiprocessing.get_context("spawn")
-    if not devices and "forkserver" in multiprocessing.get_all_start_methods():
+    if not devices and sys.platform.startswith("linux"):
         ctx = multiprocessing.get_context("forkserver")
         ours = sorted(m for m in set(modules) if m.split(".")[0] == "shortcutlab")
         multiprocessing.set_forkserver_preload(["torch", *ours])
