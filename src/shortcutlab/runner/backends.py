@@ -52,6 +52,7 @@ from shortcutlab.runner.claims import (
     describe_wait,
     drop_if_stale,
     is_stale,
+    pid_alive,
     read_claim,
 )
 from shortcutlab.runner.jobs import (
@@ -293,23 +294,13 @@ def _end_watch(pid: int) -> Callable[[float], bool]:
         fd = os.pidfd_open(pid)
     except (AttributeError, OSError):  # no pidfd here, or no such process
         def poll(timeout: float) -> bool:
-            if not _alive(pid):
+            if not pid_alive(pid):
                 return True
             time.sleep(timeout)
-            return not _alive(pid)
+            return not pid_alive(pid)
 
         return poll
     return lambda timeout: bool(select.select([fd], [], [], timeout)[0])
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # alive, another user's (a reused pid)
-        return True
-    return True
 
 
 class _Stop(BaseException):

@@ -46,7 +46,8 @@ def read_claim(path: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else {}
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (a zombie does, until reaped)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -71,7 +72,7 @@ def is_stale(path: Path, stale_seconds: float | None = None) -> bool:
     pid, host = claim.get("pid"), claim.get("host")
     if not (isinstance(pid, int) and isinstance(host, str) and isinstance(claim.get("token"), str)):
         return _age(path / CLAIM_FILE) > UNREADABLE_GRACE_SECONDS  # junk, or being written
-    if host == _host() and isinstance(pid, int) and not _pid_alive(pid):
+    if host == _host() and isinstance(pid, int) and not pid_alive(pid):
         return True
     limit = STALE_SECONDS if stale_seconds is None else stale_seconds
     return _age(path / CLAIM_FILE) > limit
@@ -91,7 +92,7 @@ def describe_wait(path: Path) -> str:
     a heartbeat."""
     claim = read_claim(path) or {}
     pid, host = claim.get("pid"), claim.get("host")
-    if host == _host() and isinstance(pid, int) and _pid_alive(pid):
+    if host == _host() and isinstance(pid, int) and pid_alive(pid):
         return "until it ends (at once if that process dies)"
     left = max(STALE_SECONDS - _age(path / CLAIM_FILE), 0.0)
     return (f"until it ends, or for up to {left:.0f} s more if its owner stopped (no heartbeat "
