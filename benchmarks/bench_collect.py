@@ -1,7 +1,8 @@
-"""Reading a DiagViB-6 run folder: ``diagvib collect`` and ``diagvib metrics`` in a fresh process.
+"""Reading a DiagViB-6 run folder in a fresh process: ``diagvib collect``, ``metrics``, ``report``.
 
 Issue 31's targets: a 2-job folder in < 1 s and < 200 MB, the 1,230-job benchmark folder in
-< 10 s, without importing torch or the trainer. Builds synthetic run folders (the benchmark's
+< 10 s, without importing torch or the trainer (and the HTML report of that folder, which
+a user of the full benchmark draws next). Builds synthetic run folders (the benchmark's
 real jobs, from ``build_jobs``: 2, and all 1,230 of resnet18 for one training seed; results and
 30-epoch tables written by the runner's own ``run_one`` with a fake training function), then
 runs each command in a fresh interpreter and prints its wall time, its CPU time, its peak RSS
@@ -107,7 +108,8 @@ def main() -> None:
             made = build_folder(folder, n)
             print(f"{made} synthetic jobs written in {time.perf_counter() - t0:.1f} s", flush=True)
             for command in (["diagvib", "collect", str(folder)],
-                            ["diagvib", "metrics", str(folder), "--json"]):
+                            ["diagvib", "metrics", str(folder), "--json"],
+                            ["diagvib", "report", str(folder), "--out", str(folder / "report")]):
                 if command[1] == "metrics":
                     (folder / "jobs.csv").unlink(missing_ok=True)  # read the folder itself
                     (folder / "jobs.parquet").unlink(missing_ok=True)
