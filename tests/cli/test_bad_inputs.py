@@ -102,6 +102,7 @@ def _outputs(w: Work, out: Path) -> dict[str, list[str]]:
         "vqa score": ["vqa", "score", str(w.preds), "--splits", str(w.splits), "--out", str(out)],
         "vqa baselines": ["vqa", "baselines", "--splits", str(w.splits), "--model",
                           "answer-prior", "--out", str(out)],
+        "vqa figures": ["vqa", "figures", str(w.splits), "--out", str(out)],
         "imagenetx evaluate": ["imagenetx", "evaluate", "--original-labels", "--out", str(out)],
         "imagenetx report": ["imagenetx", "report", "--original-labels", "--out", str(out)],
         "diagvib report": ["diagvib", "report", str(w.run), "--out", str(out)],
@@ -141,8 +142,8 @@ OUTPUT_CASES = [
     (cmd, kind)
     for cmd in ("diagvib render", "diagvib render --png", "diagvib traverse", "diagvib studies",
                 "diagvib export", "diagvib collect", "diagvib run", "stats compare",
-                "stats select", "vqa build", "vqa score", "vqa baselines", "imagenetx evaluate",
-                "imagenetx report", "diagvib report", "report")
+                "stats select", "vqa build", "vqa score", "vqa baselines", "vqa figures",
+                "imagenetx evaluate", "imagenetx report", "diagvib report", "report")
     for kind in ("folder", "file", "blocked")
     if _is_an_error(cmd, kind)
 ]

@@ -118,6 +118,21 @@ def _write(tmp: Path, name: str, text: str) -> str:
     return str(tmp / name)
 
 
+def _vqa_build(tmp: Path, build_json: str | None = None) -> str:
+    """A small `vqa build` folder (its build.json replaced by ``build_json``)."""
+    import pandas as pd
+
+    from shortcutlab.vqa import build_splits, make_table, write_splits
+
+    pairs = [("sky", "blue")] * 30 + [("sky", "grey")] * 3 + [("grass", "green")] * 20
+    rows = [{"question_id": i, "image_id": i, "question": f"What color is the {w}?",
+             "answers": [a]} for i, (w, a) in enumerate(pairs)]  # fmt: skip
+    write_splits(build_splits(make_table(pd.DataFrame(rows))), tmp / "build", figures=False)
+    if build_json is not None:
+        (tmp / "build" / "build.json").write_text(build_json)
+    return str(tmp / "build")
+
+
 EPOCHS = "run,epoch,val_acc,test_acc\na,0,0.5,0.5\na,{},0.6,0.6\n"
 
 CASES: dict[str, Case] = {
@@ -204,6 +219,18 @@ CASES: dict[str, Case] = {
         lambda t, o: ["vqa", "build", "--data", _write(t, "d.csv", "question_id,image_id,"
                       "question,answers\n1,2,what?,yes\n"), "--seed", "-1", "--out", str(o)],
         "Error: Invalid value for '--seed'"),
+    "vqa figures of a folder that is no build": Case(
+        lambda t, o: ["vqa", "figures", str(t), "--out", str(o)],
+        "is not a complete VQA-VS split folder (no build.json)"),
+    "vqa figures of an unknown group": Case(
+        lambda t, o: ["vqa", "figures", _vqa_build(t), "--group", "KW=skyy", "--out", str(o)],
+        "KW has no group 'skyy' in this build; close: 'sky'; valid choices"),
+    "vqa figures of an unknown shortcut": Case(
+        lambda t, o: ["vqa", "figures", _vqa_build(t), "--group", "KV=sky", "--out", str(o)],
+        "unknown shortcut 'KV'; valid choices: QT, KW, KWP"),
+    "vqa figures of a damaged build.json": Case(
+        lambda t, o: ["vqa", "figures", _vqa_build(t, "[1, 2"), "--out", str(o)],
+        "build.json: not the configuration of a build"),
     # accepted, with a warning
     "metrics of one folder twice": Case(
         lambda t, o: ["diagvib", "metrics", str(_jobs_csv(t)), str(_jobs_csv(t))],

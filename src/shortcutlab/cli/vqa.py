@@ -505,3 +505,55 @@ def analyze(
     if "head_tail" in result:
         console.print((100 * result["head_tail"]).round(2).to_string())
     console.print(f"wrote {out}/ ({', '.join(sorted([*frames, *figs]))})")
+
+
+@app.command(short_help="Draw the paper's Figs. 4, 8 and 10 from a build.")
+def figures(
+    build_dir: Path = typer.Argument(..., help="Folder written by `vqa build`."),
+    out: Path = typer.Option(..., "--out", help="Folder for the figures and their data."),
+    group: list[str] = typer.Option(
+        None,
+        "--group",
+        help="SHORTCUT=CONCEPT, e.g. 'QT=what sport is' or 'KW=sky': draw this group of the "
+        "shortcut (repeatable). Default: the largest group with OOD test questions (Figs. 4, "
+        "10); 'what sport is' / 'sky' or the largest QT / KW group (Fig. 8).",
+    ),  # fmt: skip
+    answers: int = typer.Option(30, "--answers", min=1, help="Most answers drawn per panel."),
+    as_json: bool = json_option(),
+) -> None:
+    """The paper's answer-distribution figures from a build: fig4.png and fig10.png (per group,
+    training vs OOD test answers, and the IID test answers by count with the tail the rule
+    selects and its threshold), fig8.png (train, val and IID test answers of a QT and a KW
+    group), with their data in answer_distributions.csv and figure_groups.csv."""
+    from shortcutlab.vqa.distributions import parse_groups
+    from shortcutlab.vqa.store import read_build_config, read_samples, write_answer_figures
+
+    groups = parse_groups(group or [])
+    samples = read_samples(build_dir)
+    config = read_build_config(build_dir)
+    written, table = write_answer_figures(samples, config, out, groups, answers)
+    if as_json:
+        print_json({"out": str(out), "files": sorted(p.name for p in written),
+                    "groups": table.to_dict(orient="records")})  # fmt: skip
+        return
+    console = PlainConsole()
+    console.print(_groups_table(table))
+    console.print(f"wrote {out}/ ({', '.join(sorted(p.name for p in written))})")
+
+
+def _groups_table(groups) -> Table:
+    """The groups drawn, within 80 columns: sizes, OOD test questions, tail answers, threshold."""
+    from rich import box
+
+    t = Table(title="Groups drawn (figure_groups.csv)", box=box.SIMPLE_HEAD,
+              padding=(0, 0, 0, 1), pad_edge=False)  # fmt: skip
+    for col in ("figs", "shortcut", "group", "train", "val", "test", "OOD", "tail\nanswers",
+                "threshold"):  # fmt: skip
+        t.add_column(col, justify="left" if col in ("figs", "shortcut", "group") else "right",
+                     overflow="fold" if col == "group" else "ellipsis")  # fmt: skip
+    for row in groups.itertuples(index=False):
+        t.add_row(row.figures, row.shortcut, row.concept,
+                  *(f"{getattr(row, c):,}" for c in ("train", "val", "test", "ood")),
+                  f"{row.tail_answers:,} of {row.test_answers:,}",
+                  f"{row.threshold:.3g}" if row.imbalanced else "balanced")  # fmt: skip
+    return t

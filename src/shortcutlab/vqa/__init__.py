@@ -39,6 +39,11 @@ from shortcutlab.vqa.concepts import (
     ConceptConfig,
     compute_concepts,
 )
+from shortcutlab.vqa.distributions import (
+    GroupDistribution,
+    figure_groups,
+    group_distribution,
+)
 from shortcutlab.vqa.evaluate import (
     VQAScores,
     accuracies,
@@ -67,8 +72,14 @@ from shortcutlab.vqa.splits import (
     imbalance_degree,
     jaccard_matrix,
     normalized_entropy,
+    tail_threshold,
 )
-from shortcutlab.vqa.store import read_samples, write_splits
+from shortcutlab.vqa.store import (
+    read_build_config,
+    read_samples,
+    write_answer_figures,
+    write_splits,
+)
 from shortcutlab.vqa.synthetic import synthetic_vqa
 from shortcutlab.vqa.table import make_table
 
@@ -82,6 +93,7 @@ __all__ = [
     "BuildConfig",
     "CnnBowConfig",
     "ConceptConfig",
+    "GroupDistribution",
     "VQASplits",
     "VQAScores",
     "VQAVSRelease",
@@ -92,6 +104,8 @@ __all__ = [
     "coincidence_matrix",
     "compute_concepts",
     "concept_prior",
+    "figure_groups",
+    "group_distribution",
     "group_flags",
     "imbalance_degree",
     "inject_correlation",
@@ -107,6 +121,7 @@ __all__ = [
     "planted_study",
     "prior_predictions",
     "question_type_prior",
+    "read_build_config",
     "read_release",
     "read_samples",
     "read_test_annotations",
@@ -117,11 +132,13 @@ __all__ = [
     "score_table",
     "select_checkpoints",
     "synthetic_vqa",
+    "tail_threshold",
     "train_cnn_bow",
     "train_cnn_bow_epochs",
     "training_vocabulary",
     "vqa_accuracies",
     "vqa_accuracy",
     "vqa_vs_accuracy",
+    "write_answer_figures",
     "write_splits",
 ]

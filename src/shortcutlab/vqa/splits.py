@@ -39,6 +39,7 @@ __all__ = [
     "normalized_entropy",
     "split_questions",
     "statistics_table",
+    "tail_threshold",
 ]
 
 SPLITS: tuple[str, ...] = ("train", "val", "test")
@@ -166,13 +167,28 @@ def group_flags(
     with np.errstate(divide="ignore", invalid="ignore"):
         ent = np.where(m > 1, h / np.log(np.maximum(m, 2)), float(one_answer_entropy))
     imb = (ent < entropy_threshold) & (m > 1)  # one answer: nothing rare to hold out
-    frac = Fraction(str(tail_factor)).limit_denominator(10**6)
+    frac = _tail_fraction(tail_factor)
     lhs, rhs = cnt * m[g] * frac.denominator, frac.numerator * size[g]
     rare_pair = lhs <= rhs if tail_inclusive else lhs < rhs
     sample_imb = imb[concept]
     tail = sample_imb & rare_pair[inv]
     head = sample_imb & ~rare_pair[inv]
     return GroupFlags(head, tail, ent, size, size > 0, imb & (size > 0))
+
+
+def _tail_fraction(tail_factor: float) -> Fraction:
+    """``tail_factor`` as the exact fraction :func:`group_flags` compares counts with."""
+    return Fraction(str(tail_factor)).limit_denominator(10**6)
+
+
+def tail_threshold(group_size: int, n_answers: int, tail_factor: float = 1.2) -> float:
+    """The answer count that :func:`group_flags` compares with in an imbalanced group of
+    ``group_size`` samples and ``n_answers`` distinct answers: ``tail_factor`` x the mean count
+    per answer. Answers counted below it (at or below it with ``tail_inclusive``) are the tail;
+    :func:`group_flags` makes the comparison exactly, in fractions. NaN for an empty group."""
+    if n_answers <= 0:
+        return float("nan")
+    return float(_tail_fraction(tail_factor) * group_size / n_answers)
 
 
 def imbalance_degree(flags: GroupFlags) -> float:
