@@ -38,6 +38,8 @@ _EXPORTS: dict[str, str] = {
     "plot_panel": "figures", "plot_factor_aggregate": "figures", "add_colour_bar": "figures",
     "plot_chgo_improvement": "figures", "plot_pair_symmetry": "figures",
     "add_comparison_section": "comparison", "compare_study": "comparison",
+    # the β-VAE experiment (appendix A.2, fig. A3)
+    "BetaVaePlan": "beta_vae", "SettingSplit": "beta_vae", "run_beta_vae": "beta_vae",
 }
 
 __all__ = sorted(_EXPORTS)
