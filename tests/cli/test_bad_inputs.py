@@ -93,6 +93,8 @@ def _outputs(w: Work, out: Path) -> dict[str, list[str]]:
                             "0.001", "--out", str(out)],
         "diagvib export": ["diagvib", "export", "ZSO/hue/0", "--scale", "0.001", "--limit", "2",
                            "--out", str(out)],
+        "diagvib study-figures": ["diagvib", "study-figures", "--image-size", "32", "--out",
+                                  str(out)],
         "diagvib collect": ["diagvib", "collect", str(w.run), "--out", str(out)],
         "diagvib run": ["diagvib", "run", "--model", "small_cnn", "--study", "ZSO", "--scale",
                         "0.001", "--out", str(out)],
@@ -141,9 +143,9 @@ def _is_an_error(command: str, kind: str) -> bool:
 OUTPUT_CASES = [
     (cmd, kind)
     for cmd in ("diagvib render", "diagvib render --png", "diagvib traverse", "diagvib studies",
-                "diagvib export", "diagvib collect", "diagvib run", "stats compare",
-                "stats select", "vqa build", "vqa score", "vqa baselines", "vqa figures",
-                "imagenetx evaluate", "imagenetx report", "diagvib report", "report")
+                "diagvib study-figures", "diagvib export", "diagvib collect", "diagvib run",
+                "stats compare", "stats select", "vqa build", "vqa score", "vqa baselines",
+                "vqa figures", "imagenetx evaluate", "imagenetx report", "diagvib report", "report")
     for kind in ("folder", "file", "blocked")
     if _is_an_error(cmd, kind)
 ]

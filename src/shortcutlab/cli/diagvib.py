@@ -1,9 +1,9 @@
 """``shortcutlab diagvib ...``: the DiagViB-6 command group.
 
 Commands live in small modules, each exposing ``register(app)``:
-``diagvib_render`` (factors, render, traverse), ``diagvib_studies`` (studies, export),
-``diagvib_run`` (run, collect), ``diagvib_metrics`` (metrics), ``diagvib_inspect`` (inspect),
-``diagvib_beta_vae`` (beta-vae), ``diagvib_report`` (report).
+``diagvib_render`` (factors, render, traverse), ``diagvib_studies`` (studies, study-figures,
+export), ``diagvib_run`` (run, collect), ``diagvib_metrics`` (metrics), ``diagvib_inspect``
+(inspect), ``diagvib_beta_vae`` (beta-vae), ``diagvib_report`` (report).
 """
 
 from __future__ import annotations

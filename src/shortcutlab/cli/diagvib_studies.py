@@ -1,4 +1,4 @@
-"""``shortcutlab diagvib studies`` and ``shortcutlab diagvib export``."""
+"""``shortcutlab diagvib studies``, ``study-figures`` and ``export``."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, cast
 import typer
 
 from shortcutlab.cli.options import (
+    check_samples,
+    equalize_textures_option,
     mnist_option,
     pairs_option,
     samples_option,
@@ -52,6 +54,72 @@ def studies(
                     "seconds": round(seconds, 3)})
         return
     PlainConsole().print(f"wrote {len(names)} experiment specs and {index} in {seconds:.2f} s")
+
+
+def _check_sample(sample: int) -> int:
+    check_samples([sample])
+    return sample
+
+
+def study_figures(
+    out: Path = typer.Option(..., "--out", help="Folder for fig1.png, fig3.png, figA1.png and "
+                             "cell_shares.csv."),
+    pair: str = typer.Option("shape-hue", "--pair", help="predicted-correlated pair of "
+                             "every panel, e.g. hue-texture (shape-hue: Fig. 1's)."),
+    sample: int = typer.Option(
+        2, "--sample", callback=_check_sample, help="Dataset sample id 0-4 (2: with --selection "
+        "paper, Fig. 1's shapes 2, 4, 3)."),
+    selection: str = typer.Option(
+        "paper", help="Classes and CGO/CHGO cells: paper (the authors' five samples, the "
+        "default here) or seeded (from --seed)."),
+    seed: int = typer.Option(0, min=0, help="Benchmark seed (the seeded selection's classes "
+                             "and cells)."),
+    study: list[str] = typer.Option(
+        None, "--study", help="Studies of fig3.png, in order (repeatable; default the nine in "
+        "the order of Fig. 3's caption: ZSO FGO-5 FGO-10 FGO-20 ZGO CGO-1 CGO-2 CGO-3 CHGO)."),
+    example: str = typer.Option("CGO-2", "--example", help="Study of fig1.png (CGO-2: the "
+                                "paper's Fig. 1)."),
+    image_seed: int = typer.Option(0, "--image-seed", min=0, help="Pixel seed of the images "
+                                   "(0: the dataset's default)."),
+    image_size: int = typer.Option(128, "--image-size", help="Image side in pixels of "
+                                   "fig1.png's images (32..1024)."),
+    mnist: Path = mnist_option(),
+    textures: Path = textures_option("Drawn in figA1.png. "),
+    equalize_textures: bool = equalize_textures_option(),
+    as_json: bool = json_option("Print {out, files, experiments, example, textures, shares: "
+                                "[one row of cell_shares.csv per cell]} as one JSON object."),
+) -> None:
+    """Draw the studies from their specifications: fig3.png (paper Fig. 3), one 3×3 panel of
+    class cells per study, training cells × sized by their share of the training images, test
+    cells ○; fig1.png (Fig. 1), one experiment's cells filled with its own images; figA1.png
+    (Fig. A1), the textures in use; and cell_shares.csv, every cell's train/test share and
+    image count at the paper's sizes. Rows are the classes of the predicted factor, columns
+    those of the correlated one."""
+    from shortcutlab.cli.diagvib_render import _generator
+    from shortcutlab.diagvib.render import check_image_size
+    from shortcutlab.diagvib.study_figures import study_specs, write_study_figures
+    from shortcutlab.utils.io import check_output_folder
+
+    chosen = study or None
+    sel = cast("Selection", selection)  # checked by study_specs
+    study_specs(pair, sample=sample, selection=sel, seed=seed, studies=chosen)
+    study_specs(pair, sample=sample, selection=sel, seed=seed, studies=[example])
+    check_image_size(image_size)
+    check_output_folder(out)  # all refused before the image sources load
+    generator = _generator(mnist, textures, 0, image_size, equalize_textures)
+    result = write_study_figures(out, pair=pair, sample=sample, selection=sel, seed=seed,
+                                 studies=chosen, example=example, generator=generator,
+                                 image_seed=image_seed)
+    files = {key: str(path) for key, path in result.files.items()}
+    if as_json:
+        print_json({"out": str(out), "files": files, "experiments": result.experiments,
+                    "example": result.example, "textures": result.textures,
+                    "shares": result.rows})
+        return
+    PlainConsole().print(
+        f"wrote to {out}: fig3.png ({len(result.experiments)} studies, {pair}, {selection} "
+        f"sample {sample}), fig1.png ({result.example}), figA1.png ({result.textures} "
+        f"textures), cell_shares.csv")
 
 
 def export(
@@ -118,6 +186,9 @@ def export(
 
 def register(app: typer.Typer) -> None:
     app.command("studies", short_help="Write the benchmark: one YAML spec per experiment.")(studies)
+    app.command(
+        "study-figures", short_help="Draw the studies' cells and images (paper figs. 1, 3, A1)."
+    )(study_figures)
     app.command(
         "export", short_help="Render one split of an experiment to an .npz or PNGs."
     )(export)

@@ -38,6 +38,12 @@ _EXPORTS: dict[str, str] = {
     "plot_panel": "figures", "plot_factor_aggregate": "figures", "add_colour_bar": "figures",
     "plot_chgo_improvement": "figures", "plot_pair_symmetry": "figures",
     "add_comparison_section": "comparison", "compare_study": "comparison",
+    # pictures of the studies and textures (figs. 1, 3, A1), drawn from the specs
+    "CellShares": "study_figures", "cell_shares": "study_figures",
+    "cell_images": "study_figures", "example_cells": "study_figures",
+    "plot_study_cells": "study_figures", "study_overview_figure": "study_figures",
+    "study_example_figure": "study_figures", "textures_figure": "study_figures",
+    "study_specs": "study_figures", "write_study_figures": "study_figures",
     # the β-VAE experiment (appendix A.2, fig. A3)
     "BetaVaePlan": "beta_vae", "SettingSplit": "beta_vae", "run_beta_vae": "beta_vae",
 }
