@@ -11,7 +11,8 @@ claims of section 3.3.
 Then the analyses beyond the factor tables: ``worst_100_classes`` against the authors' column
 (same four models and human row), figure 4's model set and families (209 models in the paper),
 the family test of figure 1b, figure 17, and the paper's ten spill-over claims under the
-authors' cubic-fit procedure and shortcutlab's Welch procedure.
+authors' cubic-fit procedure and shortcutlab's Welch procedure; figure 2's factor shares and
+figure 12's ViT prevalence shift (the numbers of docs/imagenetx-fidelity.md).
 
 Run: ``.venv/bin/python benchmarks/validate_imagenetx.py [--data DIR]``.
 """
@@ -21,9 +22,13 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
+
+if TYPE_CHECKING:
+    from shortcutlab.imagenetx.predictions import Predictions
 
 DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "data" / "imagenet-x"
 
@@ -136,7 +141,32 @@ def main() -> int:
               f"{levels[0] if group != 'crop' else 8.0}: {int(per_level['significant'].sum())} of "
               f"{len(per_level)} (strength, factor) pairs significant at 0.05")
     print(f"\npaper's augmentation claims reproduced (significant, same sign): {agree}/{total}")
-    return 0 if worst < 1e-9 and _paper_analyses(args.data / "results") else 2
+    figure12 = _figures_2_and_12(models)
+    return 0 if worst < 1e-9 and _paper_analyses(args.data / "results") and figure12 else 2
+
+
+def _figures_2_and_12(models: Predictions) -> bool:
+    """Figure 2's shares (annotations only) and figure 12: ViT's prevalence shift per factor,
+    whose negative factors the paper names (pose, brightness, pattern, partial views)."""
+    from shortcutlab.imagenetx.analyses import factor_shares
+    from shortcutlab.imagenetx.annotations import load_annotations
+    from shortcutlab.imagenetx.evaluate import evaluate
+
+    shares = factor_shares()
+    table = shares.pivot(index="factor", columns=["partition", "which"], values="share")
+    print("\nfigure 2: share of images with each factor selected (%)")
+    print((100 * table.loc[shares["factor"].unique()]).round(1).to_string())
+    result = evaluate(models, load_annotations("top"), "class")
+    if "ViT" not in result.models:
+        print("figure 12: no ViT among the predictions")
+        return False
+    shift = result.table("prevalence_shift").loc["ViT"].sort_values(ascending=False)
+    print("\nfigure 12: ViT prevalence shift (top factor, class):")
+    print(shift.round(3).to_string())
+    robust = set(shift.index[shift < 0])
+    ok = robust == {"pose", "brighter", "pattern", "partial_view"}
+    print(f"negative for {sorted(robust)}: the paper's four -> {'agrees' if ok else 'DIFFERS'}")
+    return ok
 
 
 def _paper_analyses(results: Path) -> bool:

@@ -46,6 +46,66 @@ def test_accuracy_by_active_factors_counts_images_by_number_of_factors():
     assert counts.loc[2, "val"] == int((n_active == 2).sum())
 
 
+@pytest.fixture(scope="module")
+def figure2_shares() -> pd.DataFrame:
+    return analyses.factor_shares()
+
+
+def test_figure2_factor_shares_equal_a_count_of_each_annotation_table(figure2_shares):
+    shares = figure2_shares
+    sets = list(dict.fromkeys(zip(shares["partition"], shares["which"], strict=True)))
+    assert sets == [("train", "multi"), ("val", "multi"), ("train", "top"), ("val", "top")]
+    for (partition, which), part in shares.groupby(["partition", "which"], sort=False):
+        # Counted again from the annotation table's 0/1 columns (pandas, not the factor matrix).
+        table = load_annotations(which, partition).to_frame()[list(FACTORS)]
+        assert part["factor"].tolist() == list(FACTORS)
+        assert part["count"].tolist() == table.sum().tolist(), (partition, which)
+        assert (part["images"] == len(table)).all()  # images with no factor count too
+        np.testing.assert_allclose(part["share"], table.mean(), rtol=1e-12)
+        # Shares add up to the mean number of factors per image (multi) or, with one factor
+        # per image, to the share of images that have one (top; 6 train, 2 val have none).
+        per_image = table.sum(axis=1)
+        expected = per_image.mean() if which == "multi" else (per_image > 0).mean()
+        assert part["share"].sum() == pytest.approx(expected, rel=1e-12)
+        assert bool(per_image.max() == 1) == (which == "top")
+    assert len(shares.query("partition == 'val'").drop_duplicates("images")) == 1
+    assert shares.query("partition == 'val'")["images"].iloc[0] == 46_110  # prototypes out
+
+
+def test_figure2_is_the_authors_count_over_their_annotation_reader(figure2_shares):
+    """The authors' figure 2 (imagenet-x's factor_distribution_comparison) divides each
+    factor's sum by the rows of their load_annotations table: checked on the training subset's
+    all-factor table (0.1 s to read with their reader; every table is counted above)."""
+    from imagenet_x.utils import load_annotations as package_annotations
+
+    frame = package_annotations("multi", "train")
+    theirs = frame[list(FACTORS)].sum() / len(frame)
+    ours = figure2_shares.query("partition == 'train' and which == 'multi'")
+    np.testing.assert_allclose(ours["share"], theirs.to_numpy(), rtol=1e-12)
+
+
+def test_figure2_claims_of_the_paper_in_numbers(figure2_shares):
+    """Section 2.1: pose and background are selected for "around 80 %" of the validation
+    images; the top factor reduces them clearly; train and val share the most common factors
+    (docs/imagenetx-fidelity.md gives the numbers)."""
+    share = figure2_shares.set_index(["partition", "which", "factor"])["share"].sort_index()
+    assert share["val", "multi", "pose"] == pytest.approx(0.867, abs=5e-4)
+    assert share["val", "multi", "background"] == pytest.approx(0.771, abs=5e-4)
+    assert share["val", "top", "pose"] == pytest.approx(0.327, abs=5e-4)
+    assert share["val", "top", "background"] == pytest.approx(0.320, abs=5e-4)
+    for partition in ("train", "val"):
+        for which in ("multi", "top"):
+            top4 = share[partition, which].nlargest(4).index
+            assert set(top4) == {"pose", "background", "pattern", "color"}
+    # ... but pattern is far more common in the training subset (61 % against 34 %)
+    assert share["train", "multi", "pattern"] - share["val", "multi", "pattern"] > 0.25
+
+
+def test_factor_shares_refuse_a_repeated_set(top_val):
+    with pytest.raises(ImagenetXError, match="repeated"):
+        analyses.factor_shares(top_val, load_annotations("top", "val", filter_prototypes=False))
+
+
 def test_table3_listing_robust_and_susceptible_with_counts(top_val):
     # Wrong exactly on the 'dog' images with the texture factor and on those with pose: in the
     # dog meta-label texture is the most susceptible factor and pose is never robust.

@@ -106,6 +106,8 @@ def test_report_with_groups(model_dir, tmp_path):
     # figures 8 and 9: Spearman maps over the validation and the training images
     assert "(paper figure 8; only p ≤ 0.05 shown)" in html
     assert "(paper figure 9; only p ≤ 0.05 shown)" in html
+    assert "top factor only (paper figure 2)" in html  # and its numbers beside the report
+    assert len(pd.read_csv(tmp_path / "rep" / "factor_shares.csv")) == 4 * 16
     data = json.loads((tmp_path / "rep" / "imagenetx.json").read_text())
     assert json.loads(out.stdout) == data
     # the synthetic models have probabilities, the original labels none: said, not skipped
@@ -341,6 +343,8 @@ def test_original_labels_alone_draw_no_empty_figure(error_type, tmp_path):
     assert ("Error ratio per factor (dashed line" in html) is not trivial  # no empty bars
     assert ("No heatmap for original_labels" in html) is trivial
     assert ("by construction" in html) is trivial
+    # no dataset statistics: no figure 2 and no factor_shares.csv
+    assert "paper figure 2" not in html and not (tmp_path / "rep" / "factor_shares.csv").exists()
 
 
 @pytest.mark.parametrize("where", ["a file", "under a file", "read-only"])

@@ -13,6 +13,7 @@ from shortcutlab.imagenetx.evaluate import bootstrap_ci, evaluate
 from shortcutlab.imagenetx.figures import (
     active_factors_bars,
     error_ratio_bars,
+    factor_shares_bars,
     factor_vs_overall,
     group_comparison,
     meta_label_heatmap,
@@ -106,3 +107,25 @@ def test_active_factors_bars_heights():
     fig = active_factors_bars(counts)
     heights = sorted(p.get_height() for p in fig.axes[0].patches)
     assert heights == sorted(counts.to_numpy().ravel().tolist())
+
+
+def test_factor_shares_bars_heights_order_and_legend(top_val):
+    from shortcutlab.imagenetx.analyses import factor_shares
+    from shortcutlab.imagenetx.annotations import load_annotations
+
+    shares = factor_shares(load_annotations("multi", "val"), top_val)
+    fig = factor_shares_bars(shares)
+    assert len(fig.axes) == 4  # 16 factors, 4 to a panel, each on its own scale
+    table = shares.pivot(index="factor", columns="which", values="share")
+    mean = table.mean(axis=1).sort_values(ascending=False, kind="stable")
+    drawn = []
+    for ax in fig.axes:
+        names = [t.get_text().replace(" ", "_") for t in ax.get_xticklabels()]
+        drawn += names
+        bars = [c for c in ax.containers if isinstance(c, BarContainer)]
+        assert [b.get_label() for b in bars] == ["val, all factors", "val, top factor"]
+        for bar, which in zip(bars, ("multi", "top"), strict=True):
+            heights = [p.get_height() for p in bar.patches]
+            np.testing.assert_allclose(heights, table.loc[names, which].to_numpy())
+    assert drawn == mean.index.tolist()
+    assert drawn[:2] == ["pose", "background"]

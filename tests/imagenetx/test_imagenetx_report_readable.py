@@ -19,7 +19,13 @@ from shortcutlab.imagenetx.figures import (
     meta_label_heatmap,
     text_colour,
 )
-from shortcutlab.imagenetx.report import analyse, chi2_table
+from shortcutlab.imagenetx.report import (
+    ImagenetXAnalysis,
+    analyse,
+    chi2_table,
+    factor_shares_table,
+    write_report,
+)
 from shortcutlab.imagenetx.statistics import chi2_train_vs_val
 from shortcutlab.utils.html import HtmlReport, figure_to_png, literal_text
 
@@ -115,6 +121,33 @@ def test_chi2_table_fits_the_page_one_row_per_factor():
     assert header.count("<th") == 5  # the factor names, then four columns
 
 
+def test_report_draws_figure2_beside_the_annotation_sections_and_writes_its_csv(tmp_path,
+                                                                                top_val):
+    """Figure 2 in "The annotations themselves", its numbers in factor_shares.csv and the JSON
+    (a model right on 50 images keeps the rest of the report to a few lines)."""
+    import json
+
+    from shortcutlab.imagenetx.analyses import factor_shares
+    from shortcutlab.imagenetx.predictions import Predictions
+
+    shares = factor_shares(load_annotations("top", "train"), top_val)
+    few = top_val.take(np.arange(50))
+    result = evaluate(Predictions(("m",), few.file_names, few.labels[None, :]), few)
+    html = write_report(ImagenetXAnalysis(result, factor_shares=shares), tmp_path).read_text()
+    section = html.split("<h3>The annotations themselves</h3>")[1]
+    assert "top factor only (paper figure 2)" in section and "data:image/png;base64" in section
+    written = pd.read_csv(tmp_path / "factor_shares.csv")
+    pd.testing.assert_frame_equal(written, shares)
+    assert json.loads((tmp_path / "imagenetx.json").read_text())["factor_shares"][0] == {
+        **shares.iloc[0].to_dict(), "count": int(shares["count"].iloc[0])}
+    table = factor_shares_table(shares)
+    assert list(table.columns) == ["train top", "val top", "train top %", "val top %"]
+    assert table.loc["partial view", "val top"] == shares.query(
+        "partition == 'val' and factor == 'partial_view'")["count"].item()
+    assert table["val top %"].sum() == pytest.approx(100, abs=0.1)
+    assert table.to_html().count("<tr>") == len(FACTORS) + 1  # shown as one row per factor
+
+
 def test_figure9_is_the_training_spearman_of_the_package(model_predictions):
     """Figure 9 = figure 8 over the training images: equal to imagenet-x's
     spearman_corr_heatmaps on its training annotations (drawn in the report: see
@@ -138,4 +171,9 @@ def test_figure9_is_the_training_spearman_of_the_package(model_predictions):
     np.testing.assert_allclose(pvals.loc[ours, ours].to_numpy()[off],
                                expected_p.loc[theirs, theirs].to_numpy()[off], atol=1e-12)
     assert not np.allclose(a[off], analysis.spearman[0].loc[ours, ours].to_numpy()[off])
+    # figure 2 beside it: the four annotation sets of the paper
+    from shortcutlab.imagenetx.analyses import factor_shares
+
+    assert analysis.factor_shares is not None
+    pd.testing.assert_frame_equal(analysis.factor_shares, factor_shares())
     # that the report draws both maps is checked on the report test_imagenetx_cli.py draws once

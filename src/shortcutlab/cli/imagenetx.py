@@ -215,7 +215,7 @@ def report_cmd(
                                 "on stdout; the report's path goes to stderr."),
 ) -> None:
     """Write an HTML report: error ratios with CIs, group tests, meta-label heatmaps, data stats,
-    figures 4, 7, per-factor calibration, table 3 (and figures 1b, 4, 6, 17 with --results)."""
+    figures 2, 4, 7, per-factor calibration, table 3 (and figures 1b, 4, 6, 17 with --results)."""
 
     from shortcutlab.errors import ImagenetXError
     from shortcutlab.imagenetx.predictions import gather_predictions
@@ -244,7 +244,7 @@ def report_cmd(
     )
     path = write_report(analysis, out, title)
     typer.echo(f"report written to {path} (imagenetx.json, summary.csv, meta_labels.csv, "
-               "table3.csv beside it)", err=as_json)
+               "table3.csv, factor_shares.csv beside it)", err=as_json)
     if analysis.calibration is None:  # say why calibration.csv is missing, on one line
         typer.echo(no_calibration_note(analysis.result.models), err=True)
     if as_json:

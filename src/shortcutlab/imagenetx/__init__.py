@@ -33,7 +33,8 @@ _EXPORTS: dict[str, str] = {
     "add_imagenetx_section": "report", "analyse": "report", "write_report": "report",
     **{name: "analyses" for name in (
         "load_model_families", "model_families", "read_result_tables", "figure4_models",
-        "active_factor_counts", "accuracy_by_active_factors", "calibration_by_factor",
+        "factor_shares", "active_factor_counts", "accuracy_by_active_factors",
+        "calibration_by_factor",
         "wilson_interval", "meta_label_listing", "listing_text", "tailored_augmentation")},
     **{name: "spillover" for name in ("group_spillover", "claim_verdicts")},
 }

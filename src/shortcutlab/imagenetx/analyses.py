@@ -6,6 +6,8 @@
 * :func:`read_result_tables` — the authors' ``accuracies_per_factor.csv`` tables of a results
   folder, one row per (group, model).
 * :func:`figure4_models` — the models of figure 4 (ImageNet testbed plus self-supervised ones).
+* :func:`factor_shares` — figure 2: share of images with each factor selected, train and val,
+  all factors and top factor.
 * :func:`active_factor_counts`, :func:`accuracy_by_active_factors` — figure 7.
 * :func:`calibration_by_factor` — expected calibration error per factor (15 bins, as the
   package's ``compute_factor_calibration_errors``).
@@ -28,7 +30,14 @@ from scipy import stats
 
 from shortcutlab.errors import DataNotFoundError, ImagenetXError, unknown_choice
 from shortcutlab.factor_analysis import counts as engine
-from shortcutlab.imagenetx.annotations import FACTORS, META_LABELS, Annotations
+from shortcutlab.imagenetx.annotations import (
+    FACTORS,
+    META_LABELS,
+    Annotations,
+    Partition,
+    Which,
+    load_annotations,
+)
 from shortcutlab.imagenetx.evaluate import (
     CHUNK,
     ErrorType,
@@ -138,6 +147,39 @@ def figure4_models(tables: pd.DataFrame, error_type: ErrorType = "class") -> pd.
     frame = frame.assign(family=model_families(frame.index).to_numpy())
     keep = set(MAIN_FAMILIES) | ({ORIGINAL_LABELS} if error_type == "real_class" else set())
     return frame[frame["family"].isin(keep)]
+
+
+#: Figure 2's four annotation sets (partition, factor selection), in the paper's legend order.
+FIGURE2_SETS: tuple[tuple[Partition, Which], ...] = (
+    ("train", "multi"), ("val", "multi"), ("train", "top"), ("val", "top"),
+)
+
+
+def factor_shares(*annotations: Annotations) -> pd.DataFrame:
+    """Figure 2: for each annotation set and factor, the images with the factor selected
+    (``count``), the set's images (``images``) and ``share`` = count / images, as the authors'
+    ``factor_distribution_comparison`` (images with no factor selected count in ``images``).
+
+    With no argument, the four sets the paper draws (:data:`FIGURE2_SETS`: train and val, all
+    factors ``multi`` and the top factor ``top``, prototypes filtered). One row per set and
+    factor (sets in the order given, factors in :data:`FACTORS` order), columns partition,
+    which, factor, count, images, share. Over a ``multi`` set the shares add up to the mean
+    number of factors per image; over a ``top`` set to the share of images with a factor.
+    """
+    sets = annotations or tuple(load_annotations(w, p) for p, w in FIGURE2_SETS)
+    keys = [(a.partition, a.which) for a in sets]
+    repeated = sorted({k for k in keys if keys.count(k) > 1})
+    if repeated:
+        raise ImagenetXError(f"each (partition, factor selection) once; repeated: {repeated}")
+    parts = []
+    for ann in sets:
+        count = ann.factors.sum(axis=0).astype(np.int64)
+        share = count / len(ann) if len(ann) else np.full(len(FACTORS), np.nan)
+        parts.append(pd.DataFrame({
+            "partition": ann.partition, "which": ann.which, "factor": list(FACTORS),
+            "count": count, "images": len(ann), "share": share,
+        }))
+    return pd.concat(parts, ignore_index=True)
 
 
 def active_factor_counts(*annotations: Annotations) -> pd.DataFrame:

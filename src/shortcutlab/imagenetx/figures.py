@@ -6,6 +6,8 @@
 * :func:`meta_label_heatmap` — error ratio per meta-label and factor for one model (figures
   5/13), small cells framed with their count in a colour that reads on the cell.
 * :func:`factor_vs_overall` — factor accuracy against overall accuracy by family (figure 4).
+* :func:`factor_shares_bars` — share of images with each factor selected, train and val, all
+  factors and top factor (figure 2).
 * :func:`active_factors_bars` — images and accuracy by number of active factors (figure 7).
 * :func:`augmentation_comparison` — tailored against universal augmentation (figure 17).
 * :func:`correlation_heatmap` — Spearman correlations, blank where not significant (figures 8
@@ -185,6 +187,44 @@ def factor_vs_overall(
     if title:
         fig.suptitle(title, y=0.01, fontsize=9)
     fig.tight_layout(rect=(0, 0, 1, 0.93))
+    return fig
+
+
+#: Figure 2's colours (the authors' palette), one per annotation set in legend order.
+SET_COLOURS = ("#264653", "#2a9d8f", "#e9c46a", "#f4a261", "#e76f51")
+_SELECTION = {"multi": "all factors", "top": "top factor"}
+
+
+def factor_shares_bars(shares: pd.DataFrame, per_panel: int = 4) -> Figure:
+    """Figure 2: share of images with each factor selected, one bar per annotation set
+    (``train, all factors`` ... in the order of :func:`~shortcutlab.imagenetx.analyses.
+    factor_shares` output), factors ordered by their mean share and drawn ``per_panel`` to a
+    panel, each panel on its own scale (shares run from 90 % to 0.1 %), as the authors."""
+    from matplotlib.ticker import PercentFormatter
+
+    sets = list(dict.fromkeys(zip(shares["partition"], shares["which"], strict=True)))
+    table = shares.pivot_table(index="factor", columns=["partition", "which"], values="share",
+                               sort=False)
+    order = table.mean(axis=1).sort_values(ascending=False, kind="stable").index.tolist()
+    panels = [order[i : i + per_panel] for i in range(0, len(order), per_panel)]
+    fig = Figure(figsize=(2.6 * len(panels) + 0.4, 3.4))
+    axes = fig.subplots(1, len(panels), squeeze=False).ravel()
+    width = 0.8 / len(sets)
+    for ax, factors in zip(axes, panels, strict=True):
+        x = np.arange(len(factors))
+        for i, (partition, which) in enumerate(sets):
+            ax.bar(x + (i - (len(sets) - 1) / 2) * width,
+                   table.loc[factors, (partition, which)].to_numpy(dtype=float), width,
+                   color=SET_COLOURS[i % len(SET_COLOURS)],
+                   label=f"{partition}, {_SELECTION.get(which, which)}")
+        ax.set_xticks(x, _pretty(factors), rotation=30, ha="right")
+        ax.yaxis.set_major_formatter(PercentFormatter(xmax=1))
+        ax.grid(axis="y", linewidth=0.6, alpha=0.4, linestyle="--")
+        ax.set_axisbelow(True)
+    axes[0].set_ylabel("images with the factor selected")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="upper center", ncol=len(sets), fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0, 1, 0.9))
     return fig
 
 

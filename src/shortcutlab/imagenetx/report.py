@@ -4,7 +4,8 @@
 drawn, group tests, dataset statistics); :func:`add_imagenetx_section` renders it into a shared
 :class:`~shortcutlab.utils.html.HtmlReport`; :func:`write_report` writes ``index.html`` with
 ``imagenetx.json``, ``summary.csv`` (the authors' table layout), ``meta_labels.csv``,
-``table3.csv``, ``active_factors.csv`` and (with probabilities) ``calibration.csv`` beside it.
+``table3.csv``, ``active_factors.csv``, ``factor_shares.csv`` (figure 2) and (with
+probabilities) ``calibration.csv`` beside it.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import pandas as pd
 
 from shortcutlab.errors import ImagenetXError
 from shortcutlab.imagenetx.analyses import ORIGINAL_LABELS
-from shortcutlab.imagenetx.annotations import Annotations, Which, load_annotations
+from shortcutlab.imagenetx.annotations import Annotations, Partition, Which, load_annotations
 from shortcutlab.imagenetx.evaluate import (
     BootstrapCI,
     ErrorType,
@@ -57,6 +58,7 @@ class ImagenetXAnalysis(ShowsResult):
     listing: pd.DataFrame | None = None
     paper: PaperTables | None = None
     spearman_train: tuple[pd.DataFrame, pd.DataFrame] | None = None
+    factor_shares: pd.DataFrame | None = None
 
     def _display(self) -> tuple[str, pd.DataFrame, list[str]]:
         """The evaluation's headline, the bootstrap interval of each worst factor's error
@@ -114,6 +116,8 @@ class ImagenetXAnalysis(ShowsResult):
             out["accuracy_by_active_factors"] = _records(self.active_accuracy, orient="index")
         if self.listing is not None:
             out["table3"] = _records(self.listing, orient="records")
+        if self.factor_shares is not None:
+            out["factor_shares"] = _records(self.factor_shares, orient="records")
         if self.paper is not None:
             out["result_tables"] = self.paper.to_dict()
         return out
@@ -226,21 +230,32 @@ def analyse(
     group_tests = None
     if group_map:
         group_tests = statistics.alexander_govern_by_factor(result.table("error_ratio"), group_map)
-    spearman = spearman_train = chi2 = active_counts = None
+    spearman = spearman_train = chi2 = active_counts = shares = None
     if dataset_statistics:
         train = load_annotations(annotations.which, "train")
         spearman = statistics.spearman_factors_meta_labels(annotations)
         spearman_train = statistics.spearman_factors_meta_labels(train)
         chi2 = statistics.chi2_train_vs_val(train, annotations)
         active_counts = analyses.active_factor_counts(multi, load_annotations("multi", "train"))
+        shares = analyses.factor_shares(*(_annotation_set(annotations, partition, which)
+                                          for partition, which in analyses.FIGURE2_SETS))
     return ImagenetXAnalysis(
         result, ci=ci, groups=group_map, group_tests=group_tests, spearman=spearman, chi2=chi2,
         spearman_train=spearman_train, notes=tuple(notes),
         families=analyses.model_families(result.models, families),
         calibration=calibration, active_counts=active_counts,
         active_accuracy=analyses.accuracy_by_active_factors(predictions, multi, error_type),
-        listing=analyses.meta_label_listing(result), paper=paper,
+        listing=analyses.meta_label_listing(result), paper=paper, factor_shares=shares,
     )
+
+
+def _annotation_set(given: Annotations, partition: Partition, which: Which) -> Annotations:
+    """``given`` when it is that set, else the package's (prototypes filtered as ``given``)."""
+    if (given.partition, given.which) == (partition, which):
+        return given
+    if given.filtered:
+        return load_annotations(which, partition)  # the cached call the other sections make
+    return load_annotations(which, partition, filter_prototypes=False)
 
 
 def add_imagenetx_section(
@@ -324,8 +339,18 @@ def add_imagenetx_section(
     report.paragraph("Prevalence shift of each factor among the mistakes ((P(f | wrong) − P(f)) / "
                      "P(f)):")
     report.table(shift.T)
-    if analysis.spearman is not None:
+    if analysis.factor_shares is not None or analysis.spearman is not None:
         report.heading("The annotations themselves", level=3)
+    if analysis.factor_shares is not None:
+        report.figure(
+            figures.factor_shares_bars(analysis.factor_shares),
+            "Share of the images with each factor selected, in the annotated training subset "
+            "and the validation set, with all the factors the annotator ticked and with the top "
+            "factor only (paper figure 2); factors ordered by mean share, each panel on its own "
+            "scale. factor_shares.csv holds the counts.",
+        )
+        report.table(factor_shares_table(analysis.factor_shares), float_format="{:.1f}")
+    if analysis.spearman is not None:
         corr, pvals = analysis.spearman
         report.figure(
             figures.correlation_heatmap(corr, pvals),
@@ -350,6 +375,25 @@ def add_imagenetx_section(
             "differences are significant; V measures how large they are)."
         )
         report.table(chi2_table(chi2["counts"]), float_format="{:.1f}")
+
+
+def factor_shares_table(shares: pd.DataFrame) -> pd.DataFrame:
+    """Figure 2's numbers as a narrow table: one row per factor, its image count in each
+    annotation set (``train all``, ``val all``, ``train top``, ``val top``), then the shares in
+    percent."""
+    names = {"multi": "all", "top": "top"}
+    label = shares["partition"] + " " + shares["which"].map(names).fillna(shares["which"])
+    frame = shares.assign(set=label)
+    counts = frame.pivot(index="factor", columns="set", values="count")
+    percent = 100 * frame.pivot(index="factor", columns="set", values="share")
+    order = list(dict.fromkeys(label))
+    factors = list(dict.fromkeys(shares["factor"]))
+    table = pd.concat([counts.loc[factors, order].astype("int64").astype(object),
+                       percent.loc[factors, order].round(1).add_suffix(" %")], axis=1)
+    table.index = [str(i).replace("_", " ") for i in table.index]
+    table.index.name = "factor"
+    table.columns.name = None
+    return table
 
 
 def chi2_table(counts: pd.DataFrame) -> pd.DataFrame:
@@ -470,7 +514,9 @@ def write_report(
     out_dir: str | os.PathLike[str],
     title: str = "ImageNet-X error analysis",
 ) -> Path:
-    """Write ``index.html``, ``imagenetx.json``, ``summary.csv``, ``meta_labels.csv``."""
+    """Write ``index.html``, ``imagenetx.json``, ``summary.csv``, ``meta_labels.csv`` and the
+    other tables of the analysis (``table3.csv``, ``active_factors.csv``,
+    ``factor_shares.csv``, ``calibration.csv``) where it has them, all or none."""
     analysis = results if isinstance(results, ImagenetXAnalysis) else ImagenetXAnalysis(results)
     out = Path(out_dir)
     report = HtmlReport(title)
@@ -484,6 +530,8 @@ def write_report(
         tables["calibration.csv"] = analysis.calibration.to_csv()
     if analysis.active_accuracy is not None:
         tables["active_factors.csv"] = analysis.active_accuracy.to_csv()
+    if analysis.factor_shares is not None:
+        tables["factor_shares.csv"] = analysis.factor_shares.to_csv(index=False)
     with output_set() as outputs:  # every file or none (old ones stay on a failure)
         outputs.write_json(out / "imagenetx.json", analysis.to_dict())
         for name, text in tables.items():
