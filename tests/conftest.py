@@ -66,3 +66,21 @@ def scratch_registries():
 
     with models.REGISTRY.scratch(), algorithms.REGISTRY.scratch(), JOB_KINDS.scratch():
         yield
+
+
+@pytest.fixture
+def budget_spent_after_first_round(monkeypatch):
+    """Make a time budget of ``run_jobs`` run out right after its first round has started,
+    whatever the machine's load: the runner's clock reads 0 s at the run's start and at the
+    first round's check, then an hour (a real 0.1 s budget could run out before the first
+    round on a loaded machine, and a real job can take less than any larger one)."""
+    import time
+    import types
+
+    from shortcutlab.runner import backends
+
+    readings = iter([0.0, 0.0])
+    clock = types.SimpleNamespace(**{name: getattr(time, name) for name in dir(time)
+                                     if not name.startswith("_")})
+    clock.perf_counter = lambda: next(readings, 3600.0)
+    monkeypatch.setattr(backends, "time", clock)

@@ -35,8 +35,10 @@ def test_defaults_are_the_paper_recipe_over_every_study(script) -> None:
 
 
 @pytest.mark.slow  # 2 s or more on 2 idle cores (make test-fast leaves it out)
-def test_two_budgeted_calls_end_as_one_call(script, tmp_path, capsys) -> None:
+def test_two_budgeted_calls_end_as_one_call(script, tmp_path, capsys, monkeypatch,
+                                            budget_spent_after_first_round) -> None:
     assert script.main([*TINY, "--budget-seconds", "0.1", "--out", str(tmp_path / "a")]) == 0
+    monkeypatch.undo()  # the real clock again
     first = capsys.readouterr().out
     assert "1 of 2 jobs remain" in first and "textures built-in" in first
     assert "head full" in first and "selection paper" in first

@@ -14,9 +14,12 @@ def _jobs() -> list[Job]:
     return [Job(experiment=f"noop/sleep-x/{i}", kind="noop") for i in range(4)]
 
 
-def test_budget_stops_starting_jobs_and_the_next_call_goes_on(tmp_path) -> None:
+def test_budget_stops_starting_jobs_and_the_next_call_goes_on(tmp_path, monkeypatch,
+                                                              budget_spent_after_first_round
+                                                              ) -> None:
     jobs = _jobs()
     first = run_jobs(jobs, tmp_path / "a", backend="serial", progress=False, budget_seconds=0.1)
+    monkeypatch.undo()  # the real clock again
     # the first job starts (the budget is checked before each start), then the budget is spent
     assert len(first.done) == 1 and len(first.remaining) == 3
     assert set(first.remaining) == {j.job_id for j in jobs[1:]}
