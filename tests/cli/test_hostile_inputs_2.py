@@ -31,6 +31,17 @@ BIASBED_RUN = ["biasbed", "run", "--algorithm", "erm", "--dataset", "diagvib:ZGO
                "--scale", "0.002", "--epochs", "1", "--device", "cpu"]
 
 
+def _images(tmp: Path) -> Path:
+    from tests.biasbed.conftest import write_folder
+
+    return write_folder(tmp / "sketch", {"airplane": 0, "bear": 1}, 2, 0)
+
+
+def _no_images(tmp: Path) -> Path:
+    (tmp / "sketch" / "airplane").mkdir(parents=True)
+    return tmp / "sketch"
+
+
 @dataclass(frozen=True)
 class Case:
     """``make(tmp, out)`` writes the case's inputs under ``tmp`` and returns the arguments;
@@ -231,6 +242,15 @@ CASES: dict[str, Case] = {
     "vqa figures of a damaged build.json": Case(
         lambda t, o: ["vqa", "figures", _vqa_build(t, "[1, 2"), "--out", str(o)],
         "build.json: not the configuration of a build"),
+    "biasbed samples of a folder without images": Case(
+        lambda t, o: ["biasbed", "samples", "--test-dir", f"sketch={_no_images(t)}", "--out",
+                      str(o)], "has no image files in its class subfolders"),
+    "biasbed samples --per-set 0": Case(
+        lambda t, o: ["biasbed", "samples", "--test-dir", f"sketch={_images(t)}", "--per-set",
+                      "0", "--out", str(o)], "--per-set 0 is out of range; valid: 1 to 32"),
+    "biasbed samples --out a folder": Case(
+        lambda t, o: ["biasbed", "samples", "--test-dir", f"sketch={_images(t)}", "--out",
+                      str(t)], "a folder is where a file should go"),
     # accepted, with a warning
     "metrics of one folder twice": Case(
         lambda t, o: ["diagvib", "metrics", str(_jobs_csv(t)), str(_jobs_csv(t))],

@@ -206,6 +206,11 @@ class ImageFolderDataset(Dataset):
                 self.skipped[cls] = len(files)
                 continue
             self.samples.extend((f, label_index[target]) for f in files)
+        if not self.samples and not any(self.skipped.values()):
+            raise BiasbedDataError(
+                f"image folder {str(self.root)!r} has no image files in its class subfolders "
+                f"(files ending in {', '.join(IMAGE_EXTENSIONS)})"
+            )
         if not self.samples:
             raise BiasbedDataError(
                 f"image folder {str(self.root)!r} has no images in the label space; its classes "

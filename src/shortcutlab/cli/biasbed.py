@@ -1,4 +1,4 @@
-"""``shortcutlab biasbed run`` and ``report``: the BiasBed multi-run protocol from the shell."""
+"""``shortcutlab biasbed run``, ``report``, ``stylize`` and ``samples``: BiasBed from the shell."""
 
 from __future__ import annotations
 
@@ -237,6 +237,47 @@ def stylize(
     if as_json:
         print_json({"written": summary.written, "skipped": summary.skipped,
                     "styles": summary.styles, "styles_too_small": summary.styles_too_small})
+
+
+@app.command(short_help="Draw sample images of every dataset folder (paper Fig. 1).")
+def samples(
+    test_dir: list[str] = typer.Option(
+        None, "--test-dir", help="Test image folder as NAME=DIR; repeat for several."
+    ),
+    train_dir: list[str] = typer.Option(
+        None, "--train-dir", help="Training image folder (<dir>/<class>/*), or NAME=DIR; "
+        "repeatable, as for `biasbed run`."
+    ),
+    val_dir: list[str] = typer.Option(
+        None, "--val-dir", help="Validation image folder, or NAME=DIR; repeatable."
+    ),
+    name: str = typer.Option("folders", help="Name of a --train-dir/--val-dir given as DIR."),
+    per_set: int = typer.Option(6, help="Images drawn per folder (1-32)."),
+    seed: int = typer.Option(0, min=0, help="Seed of the draw: the same seed, the same files."),
+    size: int = typer.Option(128, help="Pixels per image side (resized, "
+                             "centre-cropped; 16-512)."),
+    out: Path = typer.Option(..., "--out", help="Figure file (.png, .pdf or .svg; PNG without "
+                             "a suffix) in an existing folder."),
+    as_json: bool = json_option("Print the chosen files of every folder (role, name, dir, "
+                                "images, classes, files with their class) as one JSON object "
+                                "on stdout."),
+) -> None:
+    """Draw PER_SET random images of every folder, one row per folder, each captioned with its
+    class folder: BiasBed's Figure 1 from your data, and a check that each folder holds what its
+    name says before the runs. Folders are named and read as `biasbed run` reads them.
+    """
+    from shortcutlab.biasbed.samples import check_figure_path, draw_samples, sample_sets
+    from shortcutlab.utils.console import PlainConsole
+
+    check_figure_path(out)  # a bad --out is refused before the folders are read
+    sets = sample_sets(train_dir or [], val_dir or [], test_dir or [], name=name,
+                       per_set=per_set, seed=seed, size=size)
+    draw_samples(sets, out)
+    PlainConsole(stderr=as_json).print(
+        f"wrote {len(sets)} rows of up to {per_set} images (seed {seed}) to {out}")
+    if as_json:
+        print_json({"out": str(out), "seed": seed, "per_set": per_set, "size": size,
+                    "sets": [s.to_dict() for s in sets]})
 
 
 @app.command(short_help="Write the BiasBed report: selection rules and statistics.")
