@@ -24,7 +24,6 @@ from shortcutlab.diagvib.study_figures import (
     CellShares,
     cell_shares,
     example_cells,
-    render_seed,
     study_example_figure,
     study_overview_figure,
     study_specs,
@@ -167,7 +166,7 @@ def test_figure1_shows_the_experiments_own_images(specs, generator) -> None:
         local = tables[role].local[cell.index]
         assert (local[FACTORS.index("shape")], local[FACTORS.index("hue")]) == (cell.row,
                                                                                 cell.column)
-        again = generator.render(tables[role].classes[[cell.index]], seed=render_seed(spec, 1),
+        again = generator.render(tables[role].classes[[cell.index]], seed=spec.render_seed(1),
                                  split=role, indices=[cell.index])
         assert cell.image is not None and (cell.image == again[0]).all()
     fig = study_example_figure(spec, generator, seed=1)

@@ -30,7 +30,6 @@ from shortcutlab.diagvib.presets import HEADS, Head
 from shortcutlab.diagvib.spec import N_SELECTED, SPLITS, ExperimentSpec, assign_classes
 from shortcutlab.errors import DiagvibError, SpecError, unknown_choice
 from shortcutlab.utils.io import write_npz_streaming
-from shortcutlab.utils.rng import torch_seed
 
 if TYPE_CHECKING:
     from shortcutlab.diagvib.restyle import FactorRestyler
@@ -113,7 +112,7 @@ class DiagvibDataset(Dataset):
         self.seed = 0 if seed is None else int(seed)
         self.spec_hash = spec.content_hash()
         self.image_hash = spec.image_hash()
-        self.render_seed = torch_seed(self.seed, "diagvib-render", self.image_hash)
+        self.render_seed = spec.render_seed(self.seed)
         self._assignment = assign_classes(spec, split)
         self.head = head
         self._labels = self._assignment.labels

@@ -43,7 +43,7 @@ from shortcutlab.diagvib.sources import SPLITS, check_split
 from shortcutlab.errors import SpecError, unknown_choice
 from shortcutlab.utils.io import load_yaml
 from shortcutlab.utils.registry import Registry
-from shortcutlab.utils.rng import rng
+from shortcutlab.utils.rng import rng, torch_seed
 
 StudyName = Literal["ZSO", "ZGO", "CGO-1", "CGO-2", "CGO-3", "CHGO", "FGO-5", "FGO-10", "FGO-20"]
 STUDIES: tuple[StudyName, ...] = get_args(StudyName)
@@ -349,6 +349,11 @@ class ExperimentSpec(BaseModel):
         if self.name == own:
             data["name"] = f"{self.study}/{self.correlated}-{self.predicted}/{self.sample}"
         return ExperimentSpec(**data)
+
+    def render_seed(self, seed: int = 0) -> int:
+        """The renderer's seed of this experiment's images for pixel seed ``seed`` (keyed by
+        :meth:`image_hash`: a ZGO pair renders the same images)."""
+        return torch_seed(seed, "diagvib-render", self.image_hash())
 
     def image_hash(self) -> str:
         """Identity of this experiment's images (keys its class table and render seed):

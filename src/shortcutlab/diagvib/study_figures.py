@@ -43,7 +43,6 @@ from shortcutlab.diagvib.studies import experiment_names, make_experiment
 from shortcutlab.errors import SpecError, unknown_choice
 from shortcutlab.utils.html import literal_text
 from shortcutlab.utils.io import check_output_folder, output_set
-from shortcutlab.utils.rng import torch_seed
 
 if TYPE_CHECKING:
     from shortcutlab.diagvib.render import ImageGenerator
@@ -265,13 +264,6 @@ class ExampleCell:
                         if s > 0)
 
 
-def render_seed(spec: ExperimentSpec, seed: int = 0) -> int:
-    """The generator seed of ``spec``'s images for dataset pixel seed ``seed``: the one
-    :class:`~shortcutlab.diagvib.dataset.DiagvibDataset` renders with, so the pictures are the
-    dataset's own images."""
-    return torch_seed(seed, "diagvib-render", spec.image_hash())
-
-
 def example_cells(spec: ExperimentSpec, generator: ImageGenerator, *,
                   columns: str | None = None, seed: int = 0) -> list[ExampleCell]:
     """One image per cell of ``spec`` (row-major): the first image of the cell in the training
@@ -295,7 +287,7 @@ def example_cells(spec: ExperimentSpec, generator: ImageGenerator, *,
         mine = [(cell, index) for cell, (s, index) in picks.items() if s == split]
         if mine:
             idx = np.array([index for _, index in mine], dtype=np.int64)
-            rendered = generator.render(tables[split][idx], seed=render_seed(spec, seed),
+            rendered = generator.render(tables[split][idx], seed=spec.render_seed(seed),
                                         split=split, indices=idx)
             images.update({cell: rendered[k] for k, (cell, _) in enumerate(mine)})
     out = []
