@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 
+from shortcutlab.errors import TrainError
 from shortcutlab.train import algorithms
 from shortcutlab.train.algorithms.base import Algorithm
 from shortcutlab.train.config import TrainConfig
@@ -18,6 +19,7 @@ from shortcutlab.train.trainer import (
     EpochBatches,
     evaluate,
     train,
+    train_epoch,
 )
 from tests.train.fake_data import FakeDiagvib
 
@@ -171,3 +173,28 @@ def test_keep_best_state_of_a_real_model() -> None:
     res = train(CFG, **DATA, keep_best_state=True)
     assert res.best_state is not None
     assert any(k.endswith("head.weight") for k in res.best_state)
+
+
+def test_train_epoch_means_the_named_outputs_per_item_and_refuses_non_finite_ones() -> None:
+    """The trainer's epoch (also the β-VAE experiment's): per-item means of the outputs named,
+    tensors and floats alike, the step counted on, ``on_step`` after each step; a missing or
+    non-finite output is an error naming it and the step."""
+    algo = algorithms.create_algorithm("erm", 3, TrainConfig(algorithm="erm"))
+    batches = [{"x": torch.zeros(n, 3, 8, 8), "y": torch.zeros(n, dtype=torch.long)}
+               for n in (2, 6)]
+    outputs = iter([{"loss": torch.tensor(1.0), "kl": 4.0}, {"loss": 3.0, "kl": torch.tensor(0.0)}])
+    calls: list[int] = []
+    means, step = train_epoch(algo, batches, lambda b: next(outputs), torch.device("cpu"),
+                              epoch=0, step=5, keys=("loss", "kl"),
+                              on_step=lambda: calls.append(algo.step))
+    assert means == {"loss": (1 * 2 + 3 * 6) / 8, "kl": 4 * 2 / 8}
+    assert step == 7 and calls == [5, 6]
+    cpu = torch.device("cpu")
+    with pytest.raises(TrainError, match="no finite 'kl' at step 0"):
+        train_epoch(algo, batches, lambda b: {"loss": 1.0}, cpu, epoch=0, step=0,
+                    keys=("loss", "kl"))
+    with pytest.raises(TrainError, match="no finite 'loss' at step 3"):
+        train_epoch(algo, batches, lambda b: {"loss": float("nan")}, cpu, epoch=1, step=3)
+    nan = torch.tensor(float("nan"))  # a tensor is checked once, at the end of the epoch
+    with pytest.raises(TrainError, match="no finite 'loss' in steps 3-4 \\(epoch 1\\)"):
+        train_epoch(algo, batches, lambda b: {"loss": nan}, cpu, epoch=1, step=3)

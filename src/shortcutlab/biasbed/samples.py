@@ -12,6 +12,7 @@ the picture is a check that each folder holds what its name says, before the run
 from __future__ import annotations
 
 import errno
+import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ from shortcutlab.biasbed.datasets import (
     parse_test_dirs,
 )
 from shortcutlab.errors import unknown_choice
+from shortcutlab.utils.checks import range_problem
 from shortcutlab.utils.io import atomic_path, check_output_folder
 
 __all__ = ["FORMATS", "PER_SET", "SIZES", "SampleSet", "check_figure_path", "draw_samples",
@@ -67,10 +69,10 @@ class SampleSet:
                           for f, c in zip(self.files, self.classes, strict=True)]}
 
 
-def _check_range(option: str, value: int, bounds: tuple[int, int]) -> None:
-    low, high = bounds
-    if not low <= value <= high:
-        raise BiasbedDataError(f"{option} {value} is out of range; valid: {low} to {high}")
+def _check_range(option: str, value: int, bounds: tuple[float, float]) -> None:
+    problem = range_problem(option, value, *bounds, integer=True)
+    if problem is not None:
+        raise BiasbedDataError(problem)
 
 
 def check_figure_path(out: str | os.PathLike[str]) -> Path:
@@ -106,8 +108,7 @@ def sample_sets(
     class folders) and loaded ``size`` pixels square."""
     _check_range("--per-set", per_set, PER_SET)
     _check_range("--size", size, SIZES)
-    if seed < 0:
-        raise BiasbedDataError(f"--seed must be >= 0, got {seed}")
+    _check_range("--seed", seed, (0, math.inf))
     if not (train_dirs or val_dirs or test_dirs):
         raise BiasbedDataError("no image folder given; give at least one --test-dir NAME=DIR "
                                "(or --train-dir / --val-dir DIR or NAME=DIR)")

@@ -57,6 +57,7 @@ from shortcutlab.diagvib.factors import FACTOR_TABLE, FACTORS
 from shortcutlab.diagvib.spec import CUSTOM_STUDY, ExperimentSpec
 from shortcutlab.diagvib.studies import scaled_sizes, select_classes
 from shortcutlab.errors import DiagvibError, unknown_choice
+from shortcutlab.utils.checks import range_problem
 from shortcutlab.utils.io import check_output_folder, output_set
 
 if TYPE_CHECKING:
@@ -170,16 +171,10 @@ class SettingSplit(Dataset):
 # --------------------------------------------------------------------------- the plan
 
 
-def _check_number(name: str, value: Any, low: float, high: float, *, integer: bool = False,
-                  low_open: bool = False) -> None:
-    ok = (isinstance(value, (int, float)) and not isinstance(value, bool)
-          and math.isfinite(value) and (not integer or float(value).is_integer())
-          and (value > low if low_open else value >= low) and value <= high)
-    if not ok:
-        kind = "an integer" if integer else "a number"
-        lower = f"> {low:g}" if low_open else f">= {low:g}"
-        upper = "" if math.isinf(high) else f" and <= {high:g}"
-        raise DiagvibError(f"{name} must be {kind} {lower}{upper} (got {value!r})")
+def _check_number(name: str, value: Any, low: float, high: float, **kind: bool) -> None:
+    problem = range_problem(name, value, low, high, **kind)
+    if problem is not None:
+        raise DiagvibError(problem)
 
 
 @dataclass(frozen=True)
@@ -275,14 +270,11 @@ def _latent() -> int:
 # --------------------------------------------------------------------------- training
 
 
-def _batch(ds: SettingSplit, idx: np.ndarray, device: torch.device) -> dict[str, torch.Tensor]:
-    """Images (uint8 -> [0, 1]) and labels of ``idx``, rendered on the host, on ``device``."""
-    import torch
-
+def _images(ds: SettingSplit, idx: np.ndarray, device: torch.device) -> torch.Tensor:
+    """Images ``idx`` of ``ds`` (uint8 -> [0, 1]), rendered on the host, on ``device``."""
     from shortcutlab.train.normalization import to_unit_float
 
-    return {"x": to_unit_float(ds.render(idx).to(device)),
-            "y": torch.from_numpy(ds.labels[idx]).to(device)}
+    return to_unit_float(ds.render(idx).to(device))
 
 
 def train_beta_vae(config: TrainConfig, train_ds: SettingSplit, stats: Any,
@@ -290,42 +282,37 @@ def train_beta_vae(config: TrainConfig, train_ds: SettingSplit, stats: Any,
                    on_step: Callable[[], None] | None = None) -> tuple[VAE, dict[str, float]]:
     """Train ``config`` (a ``vae`` config) on ``train_ds`` for ``config.epochs`` epochs, inputs
     normalised with ``stats``; the algorithm at the end and the last epoch's mean ``bce`` and
-    ``kl`` (the training loss's terms). Deterministic for the config on a given device: weights
-    and sampling noise are seeded from ``config.seed`` as the trainer seeds them, batches come
-    from :class:`~shortcutlab.train.trainer.EpochBatches`."""
+    ``kl`` (the training loss's terms). The trainer's own step and epoch
+    (:func:`~shortcutlab.train.trainer.training_step`, eager;
+    :func:`~shortcutlab.train.trainer.train_epoch`) without its per-epoch evaluation: the
+    weights of the last epoch are the ones measured. Batches are rendered here, without a
+    DataLoader (whose iterator draws from torch's RNG, the VAE's noise). Deterministic for the
+    config on a given device: weights and sampling noise are seeded from ``config.seed`` as the
+    trainer seeds them, batches come from :class:`~shortcutlab.train.trainer.EpochBatches`."""
     import torch
 
     import shortcutlab.diagvib.baselines  # noqa: F401  (registers the vae model and algorithm)
     from shortcutlab.train.algorithms import create_algorithm
-    from shortcutlab.train.trainer import EpochBatches
+    from shortcutlab.train.trainer import EpochBatches, train_epoch, training_step
     from shortcutlab.utils.rng import torch_seed
 
     sampler = EpochBatches(len(train_ds), config.batch_size, config.seed, config.drop_last)
-    sums = {"recon": 0.0, "kl": 0.0}
+    means: dict[str, float] = {}
     with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
         torch.manual_seed(torch_seed(config.seed, "torch"))
         algo = create_algorithm(config.algorithm, int(train_ds.num_classes), config)
         algo.input_norm.set_stats(stats)
-        algo.to(device).train()
+        algo.to(device)
+        run_step = training_step(algo, config, device, why_eager="a β-VAE run steps eagerly")
         step = 0
         for epoch in range(config.epochs):
             sampler.set_epoch(epoch)
-            sums, seen = {"recon": 0.0, "kl": 0.0}, 0
-            for chunk in sampler:
-                idx = np.asarray(chunk, dtype=np.int64)
-                batch = _batch(train_ds, idx, device)
-                batch["x"] = algo.input_norm(batch["x"])
-                algo.step = step
-                out = algo.update(batch)
-                for key in sums:
-                    sums[key] += float(out[key]) * len(idx)
-                seen += len(idx)
-                step += 1
-                if on_step is not None:
-                    on_step()
-            sums = {k: v / max(seen, 1) for k, v in sums.items()}
+            batches = ({"x": train_ds.render(idx), "y": torch.from_numpy(train_ds.labels[idx])}
+                       for idx in map(np.asarray, sampler))
+            means, step = train_epoch(algo, batches, run_step, device, epoch=epoch, step=step,
+                                      keys=("loss", "recon", "kl"), on_step=on_step)
     algo.eval()
-    return cast("VAE", algo), {"train_bce": sums["recon"], "train_kl": sums["kl"]}
+    return cast("VAE", algo), {"train_bce": means["recon"], "train_kl": means["kl"]}
 
 
 def mean_image(ds: SettingSplit, batch: int = 256) -> np.ndarray:
@@ -357,7 +344,7 @@ def reconstruction_metrics(algo: VAE, test_ds: SettingSplit, device: torch.devic
     with torch.no_grad():
         for a in range(0, len(test_ds), batch):
             idx = np.arange(a, min(len(test_ds), a + batch))
-            x = algo.input_norm(_batch(test_ds, idx, device)["x"])
+            x = algo.input_norm(_images(test_ds, idx, device))
             mu, logvar = net.encode(x)
             logits = net.decode(mu)
             target = net.fit(algo.pixels(x))

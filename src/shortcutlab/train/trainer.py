@@ -407,6 +407,59 @@ def compile_networks(algorithm: Algorithm) -> list[str]:
     return names
 
 
+def training_step(algo: Algorithm, config: TrainConfig, device: torch.device,
+                  why_eager: str | None) -> Callable[[dict[str, Any]], Mapping[str, Any]]:
+    """The training step of ``config`` for ``algo``: inputs made float, normalised and laid out
+    (``channels_last``), ``algo.update`` under the config's precision; one CUDA graph when
+    ``why_eager`` is None (:func:`cuda_graph_plan` said it is safe), eager otherwise."""
+
+    def one_step(batch: dict[str, Any]) -> Mapping[str, Any]:
+        batch["x"] = _prepare_inputs(algo, batch["x"], config.channels_last)
+        with _autocast(device, config.precision, cache=why_eager is not None):
+            return algo.update(batch)
+
+    return one_step if why_eager is not None else GraphedStep(one_step, _optimizers(algo))
+
+
+def train_epoch(algo: Algorithm, batches: Iterable[Mapping[str, Any]],
+                run_step: Callable[[dict[str, Any]], Mapping[str, Any]], device: torch.device,
+                *, epoch: int, step: int, keys: tuple[str, ...] = ("loss",),
+                on_step: Callable[[], None] | None = None) -> tuple[dict[str, float], int]:
+    """One training epoch: every batch moved to ``device`` and given to ``run_step`` (see
+    :func:`training_step`), ``algo.step`` counting on from ``step``. Returns the per-item means
+    of the step outputs named in ``keys`` (``loss`` first: it must be there and finite) and the
+    step count after the epoch. Tensor outputs are summed on the device, with no host round trip
+    per step (the GPU never waits for Python), and checked once at the end. ``on_step`` is
+    called after every step (a progress bar)."""
+    algo.train()
+    algo.start_epoch(epoch)  # step learning-rate schedule (BiasBed recipe)
+    sums: dict[str, float | torch.Tensor] = dict.fromkeys(keys, 0.0)
+    seen, first_step = 0, step
+    for batch in batches:
+        batch = _to_device(batch, device)
+        algo.step = step
+        out = run_step(batch)
+        for key in keys:
+            value = out.get(key)
+            if value is None or (not isinstance(value, torch.Tensor)
+                                 and not math.isfinite(value)):
+                raise TrainError(f"algorithm {algo.config.algorithm!r} returned no finite "
+                                 f"{key!r} at step {step}: {out}")
+            n = len(batch["y"])
+            sums[key] = sums[key] + (value.detach().double() * n
+                                     if isinstance(value, torch.Tensor) else value * n)
+        seen += len(batch["y"])
+        step += 1
+        if on_step is not None:
+            on_step()
+    means = {key: float(total) / max(seen, 1) for key, total in sums.items()}
+    for key, mean in means.items():
+        if not math.isfinite(mean):
+            raise TrainError(f"algorithm {algo.config.algorithm!r} returned no finite {key!r} "
+                             f"in steps {first_step}-{step - 1} (epoch {epoch})")
+    return means, step
+
+
 @torch.inference_mode()
 def evaluate(
     algorithm: Algorithm,
@@ -630,15 +683,7 @@ def _fit(
             for name, ds in {"__val__": val_ds, **test_sets}.items()
         }
     forward: dict[str, Any] = {"precision": config.precision, "channels_last": config.channels_last}
-
-    def one_step(batch: dict[str, Any]) -> Mapping[str, Any]:
-        batch["x"] = _prepare_inputs(algo, batch["x"], config.channels_last)
-        with _autocast(device, config.precision, cache=why_eager is not None):
-            return algo.update(batch)
-
-    run_step: Callable[[dict[str, Any]], Mapping[str, Any]] = one_step
-    if why_eager is None:
-        run_step = GraphedStep(one_step, _optimizers(algo))
+    run_step = training_step(algo, config, device, why_eager)
     rows: list[dict[str, Any]] = []
     best: tuple[float, int] = (math.inf, -1)
     best_evals: dict[str, EvalResult] = {}
@@ -646,37 +691,14 @@ def _fit(
     since_best, step, epoch = 0, 0, -1
     stopped_early = False
     for epoch in range(config.epochs):
-        algo.train()
         sampler.set_epoch(epoch)
-        algo.start_epoch(epoch)  # step learning-rate schedule (BiasBed recipe)
-        loss_sum: float | torch.Tensor = 0.0
-        seen, first_step = 0, step
-        for batch in train_loader:
-            batch = _to_device(batch, device)
-            algo.step = step
-            out = run_step(batch)
-            loss = out.get("loss")
-            if loss is None or (not isinstance(loss, torch.Tensor) and not math.isfinite(loss)):
-                raise TrainError(
-                    f"algorithm {config.algorithm!r} returned no finite 'loss' at step "
-                    f"{step}: {out}"
-                )
-            # A tensor loss stays on the device: no host round trip per step (the GPU never
-            # waits for Python); it is checked once per epoch below.
-            loss_sum = loss_sum + loss.detach().double() * len(batch["y"]) if isinstance(
-                loss, torch.Tensor) else loss_sum + loss * len(batch["y"])
-            seen += len(batch["y"])
-            step += 1
-        loss_sum = float(loss_sum)
-        if not math.isfinite(loss_sum):
-            raise TrainError(f"algorithm {config.algorithm!r} returned no finite 'loss' in "
-                             f"steps {first_step}-{step - 1} (epoch {epoch})")
+        means, step = train_epoch(algo, train_loader, run_step, device, epoch=epoch, step=step)
         val = evaluate(algo, val_ds, device=device, loader=eval_loaders["__val__"], **forward)
         tests = {
             name: evaluate(algo, ds, device=device, loader=eval_loaders[name], **forward)
             for name, ds in test_sets.items()
         }
-        train_loss = loss_sum / max(seen, 1)
+        train_loss = means["loss"]
         base = {"epoch": epoch, "train_loss": train_loss, "val_loss": val.loss, "val_acc": val.acc}
         for name, res in tests.items():
             rows.append({**base, "test_set": name, "tag": "all", "acc": res.acc, "n": res.n})
