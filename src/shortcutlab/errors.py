@@ -33,6 +33,10 @@ class RunnerError(ShortcutlabError):
     """Problems scheduling, running or collecting jobs."""
 
 
+class ProtocolError(ShortcutlabError):
+    """Bad BiasBed protocol settings or an output folder without protocol results."""
+
+
 class StatsError(ShortcutlabError):
     """Invalid input to a statistical test or comparison table."""
 

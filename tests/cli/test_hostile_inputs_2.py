@@ -247,7 +247,7 @@ CASES: dict[str, Case] = {
                       str(o)], "has no image files in its class subfolders"),
     "biasbed samples --per-set 0": Case(
         lambda t, o: ["biasbed", "samples", "--test-dir", f"sketch={_images(t)}", "--per-set",
-                      "0", "--out", str(o)], "--per-set 0 is out of range; valid: 1 to 32"),
+                      "0", "--out", str(o)], "--per-set must be an integer >= 1 and <= 32 (got 0)"),
     "biasbed samples --out a folder": Case(
         lambda t, o: ["biasbed", "samples", "--test-dir", f"sketch={_images(t)}", "--out",
                       str(t)], "a folder is where a file should go"),

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from shortcutlab.diagvib.jobs import describe_experiment
+from shortcutlab.errors import ProtocolError
 from shortcutlab.runner.jobs import Job, JobKind, JobOutput
 
 if TYPE_CHECKING:
@@ -45,8 +46,6 @@ def folders_job(job: Job, device: str) -> JobOutput:
     from shortcutlab.utils.device import resolve_device
 
     if job.spec is None:
-        from shortcutlab.biasbed.protocol import ProtocolError
-
         raise ProtocolError(f"job {job.job_id} of kind {FOLDERS_KIND} has no folder spec")
     folder = folder_from_spec(job.spec)
     train_ds, val_ds, tests = folder.datasets()

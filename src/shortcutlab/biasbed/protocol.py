@@ -51,7 +51,7 @@ from shortcutlab.diagvib import jobs as diagvib_jobs
 from shortcutlab.diagvib.presets import default_head
 from shortcutlab.diagvib.restyle import style_hparams
 from shortcutlab.diagvib.studies import make_experiment
-from shortcutlab.errors import ShortcutlabError, StatsError, unknown_choice
+from shortcutlab.errors import ProtocolError, StatsError, unknown_choice
 from shortcutlab.runner.backends import RunSummary, SlurmOptions, run_jobs
 from shortcutlab.runner.collect import collect_epochs
 from shortcutlab.runner.jobs import Job
@@ -91,10 +91,6 @@ BIASBED_LR = {"erm": 1e-4, "sagnet": 1e-4}
 BIASBED_PRESET = BIASBED.name
 #: Epochs of a run without a preset and without ``epochs`` (a quick comparison).
 FAST_EPOCHS = 10
-
-
-class ProtocolError(ShortcutlabError):
-    """Bad protocol settings or an output folder without protocol results."""
 
 
 @dataclass(frozen=True)

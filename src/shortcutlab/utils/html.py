@@ -59,11 +59,6 @@ def literal_text(fig: Figure | None = None) -> Iterator[None]:
         yield
 
 
-def escape_math(text: str) -> str:
-    """``text`` shown literally by matplotlib even where mathtext is on (``$`` -> ``\\$``)."""
-    return text.replace("$", r"\$")
-
-
 def figure_to_png(fig: Figure, dpi: int = 110) -> bytes:
     """Render a matplotlib figure to PNG bytes (no pyplot; names literal, numbers with their
     mathtext, see :func:`literal_names`)."""

@@ -10,7 +10,10 @@ from matplotlib.figure import Figure
 from matplotlib.text import Text
 from matplotlib.ticker import FixedFormatter, Formatter, FuncFormatter
 
-from shortcutlab.utils.html import escape_math
+
+def escape_math(text: str) -> str:
+    """``text`` shown literally by matplotlib even where mathtext is on (``$`` -> ``\\$``)."""
+    return text.replace("$", r"\$")
 
 
 def literal_names(fig: Figure) -> Figure:
