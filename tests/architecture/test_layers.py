@@ -198,3 +198,79 @@ def test_the_concept_checker_catches_a_planted_name(tmp_path: Path, line: str,
     (engine / "fine.py").write_text('x = y.shape\nmode = "scale up"\n', encoding="utf-8")
     (engine / "planted.py").write_text(line + "\n", encoding="utf-8")
     assert benchmark_concepts(tmp_path) == {("train/planted.py", concept)}
+
+
+# ------------------------------------------------------------------ no import circles
+#: Module loops that stay, by design: a name is checked against a registry whose entries are
+#: made of the checking module's own type. Each closes only inside a function (at a registry's
+#: first lookup) or under TYPE_CHECKING, so importing one module never runs the other.
+ALLOWED_CIRCLES = {
+    # an ExperimentSpec checks its study against the study registry; the paper's studies
+    # (registered at the first lookup) are made of specs
+    frozenset({"diagvib/spec.py", "diagvib/studies.py"}),
+    # a TrainConfig checks its preset and algorithm against their registries; presets are
+    # validated as TrainConfigs, algorithms are built from one
+    frozenset({"train/config.py", "train/presets.py", "train/algorithms/__init__.py",
+               "train/algorithms/base.py"}),
+}
+
+
+def _module_files(root: Path) -> dict[str, str]:
+    """Dotted module name -> file (relative to ``root``, the ``shortcutlab`` folder)."""
+    files = {}
+    for path in root.rglob("*.py"):
+        rel = path.relative_to(root)
+        parts = ["shortcutlab", *rel.with_suffix("").parts]
+        if parts[-1] == "__init__":
+            parts.pop()
+        files[".".join(parts)] = rel.as_posix()
+    return files
+
+
+def import_circles(root: Path) -> set[frozenset[str]]:
+    """The files under ``root`` that import each other in a loop (strongly connected groups of
+    two or more), every import counted: inside functions and under TYPE_CHECKING too. ``from
+    package import module`` leads to the module."""
+    from scipy.sparse import coo_array
+    from scipy.sparse.csgraph import connected_components
+
+    files = _module_files(root)
+    names = sorted(set(files.values()))
+    index = {name: i for i, name in enumerate(names)}
+    edges = set()
+    for rel in files.values():
+        for node in ast.walk(ast.parse((root / rel).read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                targets = [f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in files
+                           else node.module for a in node.names]
+            elif isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            else:
+                continue
+            edges |= {(index[rel], index[files[t]]) for t in targets
+                      if t in files and files[t] != rel}
+    if not edges:
+        return set()
+    rows, cols = zip(*sorted(edges), strict=True)
+    graph = coo_array(([1] * len(rows), (rows, cols)), shape=(len(names), len(names)))
+    _, labels = connected_components(graph, directed=True, connection="strong")
+    groups: dict[int, set[str]] = {}
+    for name, label in zip(names, labels, strict=True):
+        groups.setdefault(int(label), set()).add(name)
+    return {frozenset(g) for g in groups.values() if len(g) > 1}
+
+
+def test_no_import_circles_but_the_registries() -> None:
+    assert import_circles(PACKAGE_ROOT) == ALLOWED_CIRCLES
+
+
+def test_the_circle_finder_finds_a_planted_loop(tmp_path: Path) -> None:
+    tree = tmp_path / "shortcutlab"
+    (tree / "utils").mkdir(parents=True)
+    (tree / "utils" / "__init__.py").write_text("")
+    (tree / "utils" / "a.py").write_text("from shortcutlab.utils import b\n")
+    (tree / "utils" / "b.py").write_text("def f():\n    from shortcutlab.utils.c import x\n")
+    (tree / "utils" / "c.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                                         "    import shortcutlab.utils.a\n")
+    (tree / "utils" / "d.py").write_text("import shortcutlab.utils.a\n")
+    assert import_circles(tree) == {frozenset({"utils/a.py", "utils/b.py", "utils/c.py"})}

@@ -19,17 +19,32 @@ Nothing here imports torch: tensors are recognised when torch is already loaded.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from shortcutlab.diagvib.metrics import TAG_PREFIX
-from shortcutlab.diagvib.spec import N_SELECTED
+from shortcutlab.diagvib.spec import N_SELECTED, ExperimentSpec
 from shortcutlab.errors import DiagvibError
 from shortcutlab.train.metrics import as_labels, is_tensor, mean_per_class_accuracy
 
-if TYPE_CHECKING:
-    from shortcutlab.diagvib.dataset import DiagvibDataset
+
+class LabelledSplit(Protocol):
+    """What scoring reads of a split (a :class:`~shortcutlab.diagvib.dataset.DiagvibDataset`):
+    its experiment and split name, one label and one cell tag per image."""
+
+    @property
+    def spec(self) -> ExperimentSpec: ...
+    @property
+    def split(self) -> str: ...
+    @property
+    def labels(self) -> np.ndarray: ...
+    @property
+    def tags(self) -> np.ndarray: ...
+    @property
+    def num_classes(self) -> int: ...
+    def __len__(self) -> int: ...
+
 
 def _as_labels(preds: np.ndarray, n: int, what: str = "predictions") -> np.ndarray:
     return as_labels(preds, n, what, error=DiagvibError)
@@ -104,7 +119,7 @@ def evaluate_predictions(
     return results, "\n".join(lines) + "\n"
 
 
-def _split_predictions(dataset: DiagvibDataset, y_pred: Any,
+def _split_predictions(dataset: LabelledSplit, y_pred: Any,
                        indices: Any | None) -> tuple[np.ndarray, np.ndarray]:
     """(predictions, dataset indices) after checking they cover the split or the given indices."""
     preds = _to_numpy(y_pred)
@@ -128,7 +143,7 @@ def _split_predictions(dataset: DiagvibDataset, y_pred: Any,
 
 
 def evaluate_dataset(
-    dataset: DiagvibDataset, y_pred: Any, indices: Any | None = None
+    dataset: LabelledSplit, y_pred: Any, indices: Any | None = None
 ) -> tuple[dict[str, float], str]:
     """:func:`evaluate_predictions` of ``y_pred`` on ``dataset``'s labels and cell tags.
 
@@ -142,7 +157,7 @@ def evaluate_dataset(
 
 
 def job_row(
-    dataset: DiagvibDataset,
+    dataset: LabelledSplit,
     y_pred: Any,
     *,
     model: str,

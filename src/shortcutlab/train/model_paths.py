@@ -64,17 +64,16 @@ def resolve_model_path(name: str) -> Callable[..., Any]:
     return obj
 
 
-def register_model_path(name: str) -> str:
-    """Register the factory ``module:factory`` (or ``timm:``/``torchvision:<arch>``) names
-    under that name (once); returns it."""
-    from shortcutlab.train import model_zoo, models
+def factory_for(name: str) -> Callable[..., Any]:
+    """The factory that ``module:factory`` (or ``timm:``/``torchvision:<arch>``) names, built
+    once to check it (:func:`shortcutlab.train.models.check_model_name` registers it under
+    that name)."""
+    from shortcutlab.train import model_zoo
 
-    if name not in models.list_models():
-        factory = (model_zoo.zoo_factory(name) if model_zoo.is_zoo_name(name)
-                   else resolve_model_path(name))
-        _check_builds(name, factory)
-        models.register_model(factory, name=name)
-    return name
+    factory = (model_zoo.zoo_factory(name) if model_zoo.is_zoo_name(name)
+               else resolve_model_path(name))
+    _check_builds(name, factory)
+    return factory
 
 
 def _check_builds(name: str, factory: Callable[..., Any]) -> None:

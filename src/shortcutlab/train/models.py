@@ -91,9 +91,10 @@ def implied_algorithm(model: str) -> str | None:
 def check_model_name(name: str) -> str:
     """``name`` if registered, else a TrainError listing the valid choices."""
     if name not in REGISTRY and ":" in name:  # module:factory, see model_paths
-        from shortcutlab.train.model_paths import register_model_path
+        from shortcutlab.train.model_paths import factory_for
 
-        return register_model_path(name)
+        register_model(factory_for(name), name=name)
+        return name
     return REGISTRY.check(name)
 
 
