@@ -1,4 +1,5 @@
-"""Models, algorithms and the trainer for benchmark runs (DiagViB-6 appendix A.2).
+"""Models, algorithms, training presets and the trainer, for any labelled image dataset (an
+engine: the areas add their papers' recipes as presets, e.g. DiagViB-6's appendix A.2 as ``paper``).
 
 Public names load on first use, so ``shortcutlab.train.config`` (and the runner, which carries a
 :class:`TrainConfig` per job) does not import torch. Extend with :func:`register_model` /

@@ -1,4 +1,5 @@
-"""Training loop of paper appendix A.2, with per-epoch records for later model selection.
+"""The training loop, with per-epoch records for later model selection (the protocol of the
+DiagViB-6 paper's appendix A.2, which every area's runs share).
 
 Cross entropy and the configured optimiser, Adam or SGD (inside the algorithm), at most
 ``config.epochs`` epochs, early stopping once the validation loss has not improved for
