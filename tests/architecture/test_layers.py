@@ -274,3 +274,29 @@ def test_the_circle_finder_finds_a_planted_loop(tmp_path: Path) -> None:
                                          "    import shortcutlab.utils.a\n")
     (tree / "utils" / "d.py").write_text("import shortcutlab.utils.a\n")
     assert import_circles(tree) == {frozenset({"utils/a.py", "utils/b.py", "utils/c.py"})}
+
+
+# ------------------------------------------------------------------ private names stay home
+def private_imports(root: Path) -> list[str]:
+    """``from shortcutlab.x import _name`` anywhere under ``root``: a name used by another
+    module is part of its module's interface, so it carries no leading underscore."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("shortcutlab"):
+                found += [f"{path.relative_to(root)}:{node.lineno} {node.module}.{a.name}"
+                          for a in node.names
+                          if a.name.startswith("_") and not a.name.startswith("__")]
+    return found
+
+
+def test_no_module_imports_another_modules_private_name() -> None:
+    assert private_imports(PACKAGE_ROOT) == []
+
+
+def test_the_private_import_finder_finds_one(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("from shortcutlab.utils.io import _x, y\n"
+                                   "from shortcutlab import __version__\n"
+                                   "def f():\n    from shortcutlab.b import _z\n")
+    assert private_imports(tmp_path) == ["a.py:1 shortcutlab.utils.io._x",
+                                         "a.py:4 shortcutlab.b._z"]

@@ -16,7 +16,7 @@ from shortcutlab.errors import TrainError
 from shortcutlab.runner.jobs import Job
 from shortcutlab.train import trainer
 from shortcutlab.train.algorithms import create_algorithm, list_algorithms
-from shortcutlab.train.algorithms.base import Algorithm, AlgorithmContext, _optimizers
+from shortcutlab.train.algorithms.base import Algorithm, AlgorithmContext, optimizers_of
 from shortcutlab.train.algorithms.stylized import AdaINStyleTransfer
 from shortcutlab.train.config import TrainConfig
 from shortcutlab.train.models import implied_algorithm, list_models
@@ -84,7 +84,7 @@ def test_every_step_goes_through_the_scaler_and_unscales_exactly(
             inside[0] = False
 
     scaler.step = scaler_step  # type: ignore[method-assign]
-    for i, opt in enumerate(_optimizers(algo)):
+    for i, opt in enumerate(optimizers_of(algo)):
         def opt_step(*args: Any, _real: Any = opt.step, _i: int = i, **kwargs: Any) -> Any:
             assert inside[0], f"optimiser {_i} of {name} stepped outside the gradient scaler"
             stepped[_i] = stepped.get(_i, 0) + 1
@@ -95,7 +95,7 @@ def test_every_step_goes_through_the_scaler_and_unscales_exactly(
         torch.manual_seed(2)  # the same global draws (VAE sampling) for both
         out = each.update(_batch())
         assert torch.isfinite(torch.as_tensor(out["loss"])).all()
-    assert sorted(stepped) == list(range(len(_optimizers(algo)))), "not every optimiser stepped"
+    assert sorted(stepped) == list(range(len(optimizers_of(algo)))), "not every optimiser stepped"
     assert scaler.get_scale() == 2.0**16  # no step was skipped
     a, b = _params(plain), _params(algo)
     for key in a:

@@ -184,8 +184,8 @@ def test_a_failed_capture_falls_back_to_eager_steps_and_says_why() -> None:
             raise RuntimeError("operation not permitted when stream is capturing\nmore")
         return graphed_algo.update(dict(b))
 
-    runner = trainer.GraphedStep(step, trainer._optimizers(graphed_algo), cuda=_FakeCuda)
-    for opt in trainer._optimizers(graphed_algo):  # capturable Adam needs CUDA tensors
+    runner = trainer.GraphedStep(step, trainer.optimizers_of(graphed_algo), cuda=_FakeCuda)
+    for opt in trainer.optimizers_of(graphed_algo):  # capturable Adam needs CUDA tensors
         for group in opt.param_groups:
             group["capturable"] = False
     losses = [float(runner(batch)["loss"]) for _ in range(6)]

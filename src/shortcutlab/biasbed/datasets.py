@@ -140,7 +140,7 @@ def _add(mapping: dict[str, str], source: str, target: str, path: Path) -> None:
     mapping[source] = target
 
 
-def _list_classes(root: Path) -> list[str]:
+def list_classes(root: Path) -> list[str]:
     if not root.is_dir():
         raise DataNotFoundError(
             f"image folder {str(root)!r} does not exist; it must hold one subfolder per class"
@@ -195,7 +195,7 @@ class ImageFolderDataset(Dataset):
         mapping = dict(class_map or {})
         self.samples: list[tuple[Path, int]] = []
         self.skipped: dict[str, int] = {}
-        for cls in _list_classes(self.root):
+        for cls in list_classes(self.root):
             files = sorted(
                 p
                 for p in (self.root / cls).rglob("*")
@@ -330,7 +330,7 @@ class FolderExperiment:
         mapping = self.mapping()
         if mapping is not None:
             return tuple(sorted(set(mapping.values())))
-        return tuple(_list_classes(Path(self.train_dir)))
+        return tuple(list_classes(Path(self.train_dir)))
 
     def datasets(
         self,
@@ -359,13 +359,13 @@ class FolderExperiment:
         """The head of test set ``name``: given, or detected from its class folders."""
         from shortcutlab.biasbed.imagenet import detect_head
 
-        return self.test_heads.get(name) or detect_head(_list_classes(Path(self.test_dirs[name])))
+        return self.test_heads.get(name) or detect_head(list_classes(Path(self.test_dirs[name])))
 
     def _head_dataset(self, name: str, root: Path, mode: str) -> ImageFolderDataset:
         from shortcutlab.biasbed.imagenet import head_labels, make_head
 
         head = self.head_of(name)
-        outside = sorted(set(_list_classes(Path(root))) - set(head_labels(head)))
+        outside = sorted(set(list_classes(Path(root))) - set(head_labels(head)))
         if outside:
             raise BiasbedDataError(
                 f"test folder {str(root)!r} ({head} head) has classes outside its label space: "
@@ -475,8 +475,8 @@ def folder_experiments(
     if not train_dirs or not val_dirs or not test_dirs:
         raise BiasbedDataError("an image-folder dataset needs --train-dir, --val-dir and at "
                                "least one --test-dir NAME=DIR")
-    trains = _named_dirs(train_dirs, name, "--train-dir")
-    vals = _named_dirs(val_dirs, name, "--val-dir")
+    trains = named_dirs(train_dirs, name, "--train-dir")
+    vals = named_dirs(val_dirs, name, "--val-dir")
     if list(trains) != list(vals):
         raise BiasbedDataError(
             f"--train-dir names {list(trains)} and --val-dir names {list(vals)} must match")
@@ -498,7 +498,7 @@ def folder_experiments(
     ) for label, root in trains.items()}
 
 
-def _named_dirs(items: Sequence[str], default: str, option: str) -> dict[str, Path]:
+def named_dirs(items: Sequence[str], default: str, option: str) -> dict[str, Path]:
     """``DIR`` (named ``default``) or ``NAME=DIR`` items, in order; names unique."""
     out: dict[str, Path] = {}
     for item in items:

@@ -23,8 +23,8 @@ import numpy as np
 from shortcutlab.biasbed.datasets import (
     BiasbedDataError,
     ImageFolderDataset,
-    _list_classes,
-    _named_dirs,
+    list_classes,
+    named_dirs,
     parse_test_dirs,
 )
 from shortcutlab.errors import unknown_choice
@@ -113,13 +113,13 @@ def sample_sets(
         raise BiasbedDataError("no image folder given; give at least one --test-dir NAME=DIR "
                                "(or --train-dir / --val-dir DIR or NAME=DIR)")
     folders = [("train", label, root)
-               for label, root in _named_dirs(train_dirs, name, "--train-dir").items()]
+               for label, root in named_dirs(train_dirs, name, "--train-dir").items()]
     folders += [("val", label, root)
-                for label, root in _named_dirs(val_dirs, name, "--val-dir").items()]
+                for label, root in named_dirs(val_dirs, name, "--val-dir").items()]
     folders += [("test", label, root) for label, root in parse_test_dirs(test_dirs).items()]
     sets = []
     for role, label, root in folders:
-        classes = _list_classes(root)
+        classes = list_classes(root)
         data = ImageFolderDataset(root, classes, image_size=size, name=label)
         rng = np.random.default_rng(seed)  # per folder: adding a folder changes no other row
         chosen = np.sort(rng.choice(len(data), size=min(per_set, len(data)), replace=False))

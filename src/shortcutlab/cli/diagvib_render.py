@@ -62,8 +62,8 @@ def factors(
     PlainConsole().print(table)
 
 
-def _generator(mnist: Path | None, textures: Path | None, shape_seed: int,
-               image_size: int = 128, equalize: bool = False) -> ImageGenerator:
+def build_generator(mnist: Path | None, textures: Path | None, shape_seed: int,
+                    image_size: int = 128, equalize: bool = False) -> ImageGenerator:
     from shortcutlab.diagvib.render import ImageGenerator, check_image_size
     from shortcutlab.diagvib.sources import load_shapes, load_textures
 
@@ -144,7 +144,7 @@ def render(
     check_split(split)
     fixed = parse_assignments(set_ or [])
     backend, dev = _backend(device)
-    gen = _generator(mnist, textures, shape_seed, image_size, equalize_textures)
+    gen = build_generator(mnist, textures, shape_seed, image_size, equalize_textures)
     size = gen.image_size
     _check_space(out, n * (3 * size * size + 300))  # images + classes and factor values
     classes = random_classes(n, seed=seed, split=split, fixed=fixed)
@@ -204,7 +204,7 @@ def traverse(
     """Draw the figure-2 traversal: one column per factor, its classes varying down the column."""
     from shortcutlab.diagvib.gallery import save_traversal
 
-    save_traversal(out, _generator(mnist, textures, 0, equalize=equalize_textures), seed=seed)
+    save_traversal(out, build_generator(mnist, textures, 0, equalize=equalize_textures), seed=seed)
     PlainConsole().print(f"wrote the factor traversal to {out}")
 
 

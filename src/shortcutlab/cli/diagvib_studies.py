@@ -95,7 +95,7 @@ def study_figures(
     (Fig. A1), the textures in use; and cell_shares.csv, every cell's train/test share and
     image count at the paper's sizes. Rows are the classes of the predicted factor, columns
     those of the correlated one."""
-    from shortcutlab.cli.diagvib_render import _generator
+    from shortcutlab.cli.diagvib_render import build_generator
     from shortcutlab.diagvib.render import check_image_size
     from shortcutlab.diagvib.study_figures import study_specs, write_study_figures
     from shortcutlab.utils.io import check_output_folder
@@ -106,7 +106,7 @@ def study_figures(
     study_specs(pair, sample=sample, selection=sel, seed=seed, studies=[example])
     check_image_size(image_size)
     check_output_folder(out)  # all refused before the image sources load
-    generator = _generator(mnist, textures, 0, image_size, equalize_textures)
+    generator = build_generator(mnist, textures, 0, image_size, equalize_textures)
     result = write_study_figures(out, pair=pair, sample=sample, selection=sel, seed=seed,
                                  studies=chosen, example=example, generator=generator,
                                  image_seed=image_seed)

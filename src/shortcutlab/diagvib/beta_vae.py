@@ -380,17 +380,17 @@ def reconstruction_grid(inputs: dict[str, torch.Tensor],
     """Fig. A3 as one grid: per setting a row of test inputs, then one row of their
     reconstructions per β (labelled with the run's test MSE). ``inputs[setting]``: pixels in
     [0, 1]; ``reconstructions[setting][beta]``: the same images decoded."""
-    from shortcutlab.diagvib.inspect import _grid, _to_image
+    from shortcutlab.diagvib.inspect import figure_grid, to_image
 
     rows, labels = [], []
     for setting in inputs:
-        rows.append([_to_image(im) for im in inputs[setting]])
+        rows.append([to_image(im) for im in inputs[setting]])
         labels.append(f"{setting}: input")
         for beta, recon in reconstructions[setting].items():
-            rows.append([_to_image(im) for im in recon])
+            rows.append([to_image(im) for im in recon])
             labels.append(f"β={_fmt(beta)}\nMSE {mse[(beta, setting)]:.3g}")
-    return _grid(rows, labels, title="β-VAE reconstructions: position free over three classes "
-                 "vs fixed at the centre (cf. paper fig. A3)", size=1.1)
+    return figure_grid(rows, labels, title="β-VAE reconstructions: position free over three "
+                       "classes vs fixed at the centre (cf. paper fig. A3)", size=1.1)
 
 
 # --------------------------------------------------------------------------- the experiment

@@ -46,7 +46,7 @@ class LabelledSplit(Protocol):
     def __len__(self) -> int: ...
 
 
-def _as_labels(preds: np.ndarray, n: int, what: str = "predictions") -> np.ndarray:
+def predicted_labels(preds: np.ndarray, n: int, what: str = "predictions") -> np.ndarray:
     return as_labels(preds, n, what, error=DiagvibError)
 
 
@@ -77,7 +77,7 @@ def evaluate_predictions(
     accuracy) — and a readable summary. All accuracies are fractions in [0, 1].
     """
     target = _to_numpy(y_true).reshape(-1).astype(np.int64)
-    preds = _as_labels(_to_numpy(y_pred), target.shape[0])
+    preds = predicted_labels(_to_numpy(y_pred), target.shape[0])
     tags = _to_numpy(tags).reshape(-1).astype(str)
     if tags.shape[0] != target.shape[0]:
         raise DiagvibError(f"{tags.shape[0]} tags for {target.shape[0]} targets")
@@ -119,8 +119,8 @@ def evaluate_predictions(
     return results, "\n".join(lines) + "\n"
 
 
-def _split_predictions(dataset: LabelledSplit, y_pred: Any,
-                       indices: Any | None) -> tuple[np.ndarray, np.ndarray]:
+def split_predictions(dataset: LabelledSplit, y_pred: Any,
+                      indices: Any | None) -> tuple[np.ndarray, np.ndarray]:
     """(predictions, dataset indices) after checking they cover the split or the given indices."""
     preds = _to_numpy(y_pred)
     if indices is None:
@@ -150,7 +150,7 @@ def evaluate_dataset(
     ``y_pred``: one class id (or score row) per image in dataset order, or per entry of
     ``indices`` (the items' ``index``, e.g. after a shuffled loader or on a subset).
     """
-    preds, idx = _split_predictions(dataset, y_pred, indices)
+    preds, idx = split_predictions(dataset, y_pred, indices)
     results, text = evaluate_predictions(preds, dataset.labels[idx], dataset.tags[idx],
                                          num_classes=dataset.num_classes)
     return results, f"{dataset.spec.name} ({dataset.split}):\n{text}"

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from shortcutlab.diagvib.evaluation import _as_labels, _split_predictions
+from shortcutlab.diagvib.evaluation import predicted_labels, split_predictions
 from shortcutlab.diagvib.factors import FACTORS
 from shortcutlab.errors import DiagvibError, unknown_choice
 from shortcutlab.factor_analysis import FactorReport, analyse_factors
@@ -62,7 +62,7 @@ def factor_inputs(
     else:
         meta = source.metadata()
         predicted = source.spec.predicted if predicted is None else predicted
-        preds, idx = _split_predictions(source, y_pred, indices)
+        preds, idx = split_predictions(source, y_pred, indices)
     if predicted is not None and predicted not in FACTORS:
         raise DiagvibError(unknown_choice("predicted factor", predicted, FACTORS))
     factors = [f for f in FACTORS if include_predicted or f != predicted]
@@ -70,7 +70,7 @@ def factor_inputs(
     annotations = meta[columns].rename(columns={"index": "id"})
     predictions = pd.DataFrame({
         "id": meta["index"].to_numpy()[idx],
-        "prediction": _as_labels(np.asarray(preds), len(idx)),
+        "prediction": predicted_labels(np.asarray(preds), len(idx)),
     })
     return annotations, predictions
 

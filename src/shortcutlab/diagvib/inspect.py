@@ -68,13 +68,13 @@ TRAVERSAL_VALUES = tuple(np.linspace(-2.5, 2.5, 7).round(3).tolist())
 # --------------------------------------------------------------------------- figures
 
 
-def _to_image(t: torch.Tensor) -> np.ndarray:
+def to_image(t: torch.Tensor) -> np.ndarray:
     """(3, H, W) tensor in [0, 1] -> (H, W, 3) numpy array."""
     return t.detach().cpu().clamp(0, 1).permute(1, 2, 0).numpy()
 
 
-def _grid(rows: Sequence[Sequence[np.ndarray]], row_labels: Sequence[str],
-          col_labels: Sequence[str] = (), title: str = "", size: float = 1.3) -> Figure:
+def figure_grid(rows: Sequence[Sequence[np.ndarray]], row_labels: Sequence[str],
+                col_labels: Sequence[str] = (), title: str = "", size: float = 1.3) -> Figure:
     n_rows, n_cols = len(rows), max(len(r) for r in rows)
     fig = Figure(figsize=(size * n_cols + 0.8, size * n_rows + (0.5 if title else 0.2)),
                  layout="constrained")
@@ -105,8 +105,8 @@ def reconstruction_figure(algo: _Vae, x: torch.Tensor) -> Figure:
     with torch.no_grad():
         recon = algo.reconstruct(x)
         pixels = algo.pixels(x)
-    return _grid([[_to_image(p) for p in pixels], [_to_image(r) for r in recon]],
-                 ["input", "reconstruction"], title="VAE reconstructions (cf. paper fig. A3)")
+    return figure_grid([[to_image(p) for p in pixels], [to_image(r) for r in recon]],
+                       ["input", "reconstruction"], title="VAE reconstructions (cf. paper fig. A3)")
 
 
 def latent_order(algo: _Vae, x: torch.Tensor) -> list[int]:
@@ -134,9 +134,9 @@ def traversal_figure(algo: _Vae, x: torch.Tensor, index: int = 0,
         for d in dims:
             codes = mu.repeat(len(values), 1)
             codes[:, d] = torch.tensor(values, dtype=codes.dtype, device=codes.device)
-            rows.append([_to_image(im) for im in torch.sigmoid(algo.network.decode(codes))])
-    return _grid(rows, [f"z{d}" for d in dims], [f"{v:+.1f}" for v in values],
-                 title="Latent traversal (cf. paper fig. A2)", size=1.0)
+            rows.append([to_image(im) for im in torch.sigmoid(algo.network.decode(codes))])
+    return figure_grid(rows, [f"z{d}" for d in dims], [f"{v:+.1f}" for v in values],
+                       title="Latent traversal (cf. paper fig. A2)", size=1.0)
 
 
 def lens_figure(algo: _Asr, x: torch.Tensor, gain: float = 4.0) -> Figure:
@@ -147,9 +147,9 @@ def lens_figure(algo: _Asr, x: torch.Tensor, gain: float = 4.0) -> Figure:
         pixels = algo.pixels(x)
         out = algo.lens_output(x)
     diff = ((out - pixels).abs() * gain).clamp(0, 1)
-    return _grid([[_to_image(t) for t in ts] for ts in (pixels, out, diff)],
-                 ["input", "lens output", f"|difference| x{gain:g}"],
-                 title="ASR lens outputs (cf. paper figs. A4, A9)")
+    return figure_grid([[to_image(t) for t in ts] for ts in (pixels, out, diff)],
+                       ["input", "lens output", f"|difference| x{gain:g}"],
+                       title="ASR lens outputs (cf. paper figs. A4, A9)")
 
 
 def figures_for(algo: Algorithm, x: torch.Tensor, traversals: int = 2) -> dict[str, Figure]:

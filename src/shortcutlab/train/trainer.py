@@ -35,7 +35,7 @@ from torch.utils.data import DataLoader, Dataset, Sampler
 
 from shortcutlab.errors import TrainError
 from shortcutlab.train.algorithms import create_algorithm
-from shortcutlab.train.algorithms.base import Algorithm, AlgorithmContext, _optimizers
+from shortcutlab.train.algorithms.base import Algorithm, AlgorithmContext, optimizers_of
 from shortcutlab.train.config import TrainConfig
 from shortcutlab.train.metrics import mean_per_class_accuracy, top1_accuracy
 from shortcutlab.train.models import expects_imagenet_inputs
@@ -304,7 +304,7 @@ def cuda_graph_plan(mode: str, device: torch.device, config: TrainConfig, algori
         return "precision fp16 (the gradient scaler decides on the host whether to step)"
     if config.lr_milestones:
         return "a learning-rate schedule (lr_milestones) changes the captured step"
-    kinds = sorted({type(opt).__name__ for opt in _optimizers(algorithm)})
+    kinds = sorted({type(opt).__name__ for opt in optimizers_of(algorithm)})
     if kinds != ["Adam"]:
         return f"optimiser {', '.join(kinds) or '(none)'} (only Adam's step is captured)"
     if compiled:
@@ -419,7 +419,7 @@ def training_step(algo: Algorithm, config: TrainConfig, device: torch.device,
         with _autocast(device, config.precision, cache=why_eager is not None):
             return algo.update(batch)
 
-    return one_step if why_eager is not None else GraphedStep(one_step, _optimizers(algo))
+    return one_step if why_eager is not None else GraphedStep(one_step, optimizers_of(algo))
 
 
 def train_epoch(algo: Algorithm, batches: Iterable[Mapping[str, Any]],

@@ -48,7 +48,7 @@ FORMATS = (
 
 
 # ---------------------------------------------------------------------------------- JSON family
-def _read_json_bytes(raw: bytes, name: str) -> Any:
+def read_json_bytes(raw: bytes, name: str) -> Any:
     try:
         return json.loads(raw)
     except UnicodeDecodeError as exc:
@@ -73,11 +73,11 @@ def _json_documents(path: Path) -> list[tuple[str, Any]]:
                 if base.lower().endswith(".json"):
                     name = f"{path}:{info.filename}"
                     raw = read_zip_member(zf, info, name, VQAError)
-                    docs.append((name, _read_json_bytes(raw, name)))
+                    docs.append((name, read_json_bytes(raw, name)))
         if not docs:
             raise VQAError(f"{path}: the zip holds no .json files")
         return docs
-    return [(str(path), _read_json_bytes(path.read_bytes(), str(path)))]
+    return [(str(path), read_json_bytes(path.read_bytes(), str(path)))]
 
 
 def _kind(doc: Any) -> str:

@@ -37,7 +37,7 @@ from shortcutlab.utils.io import open_zip, read_zip_member
 from shortcutlab.vqa.accuracy import VOCABULARY_MIN_COUNT, training_vocabulary
 from shortcutlab.vqa.concepts import SHORTCUTS
 from shortcutlab.vqa.evaluate import score_sets
-from shortcutlab.vqa.loaders import _read_json_bytes as _load_json
+from shortcutlab.vqa.loaders import read_json_bytes as _load_json
 
 __all__ = [
     "LAYOUT",

@@ -136,7 +136,7 @@ class Algorithm(nn.Module):
         (``lr_milestones``/``lr_gamma``); no-op without milestones. The trainer calls it."""
         if not self.config.lr_milestones:
             return
-        for opt in _optimizers(self):
+        for opt in optimizers_of(self):
             for group in opt.param_groups:
                 base = group.setdefault("base_lr", group["lr"])
                 group["lr"] = self.config.learning_rate(epoch, base)
@@ -285,7 +285,7 @@ class _Together:
         return True
 
 
-def _optimizers(module: nn.Module) -> list[torch.optim.Optimizer]:
+def optimizers_of(module: nn.Module) -> list[torch.optim.Optimizer]:
     """The optimisers held as attributes of ``module`` (``optimizer``, ``opt_f``, ...)."""
     return [v for v in vars(module).values() if isinstance(v, torch.optim.Optimizer)]
 
