@@ -105,7 +105,7 @@ def accuracy(scale: float, epochs: int, samples: list[int], out: Path, batch_siz
     (``which``: ``paper`` = resnet18 and the registered baselines, ``small`` = :data:`SMALL_SET`;
     ``lr``: the protocol's learning rate, the VAEs' own stays 1e-4; ``only``: these labels)."""
     from shortcutlab.diagvib.jobs import build_jobs, collect_jobs
-    from shortcutlab.runner.backends import run_jobs
+    from shortcutlab.runner.runs import run_jobs
 
     settings = SMALL_SET if which == "small" else [(*b, {}) for b in BASELINES]
     print(f"\n## ZSO texture, set {which}, scale {scale:g} ({len(samples)} sample(s) {samples}), "

@@ -28,7 +28,7 @@ import json, resource, sys, tempfile, time
 import torch
 from shortcutlab.demo.benchmark import DEMO_CONFIG, DEMO_SCALE
 from shortcutlab.diagvib.jobs import build_jobs, collect_jobs
-from shortcutlab.runner.backends import run_jobs
+from shortcutlab.runner.runs import run_jobs
 from shortcutlab.utils.malloc import keep_freed_memory
 
 channels_last, keep = json.loads(sys.argv[1])

@@ -19,8 +19,8 @@ from pathlib import Path
 import pandas as pd
 
 from shortcutlab.diagvib.jobs import build_jobs
-from shortcutlab.runner.backends import run_jobs
 from shortcutlab.runner.jobs import Job
+from shortcutlab.runner.runs import run_jobs
 from shortcutlab.train.config import TrainConfig
 
 

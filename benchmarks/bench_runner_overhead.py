@@ -21,10 +21,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from shortcutlab.runner import backends
-from shortcutlab.runner.backends import run_jobs
+from shortcutlab.runner import local_processes
 from shortcutlab.runner.collect import collect, collect_epochs, write_table
 from shortcutlab.runner.jobs import Job, JobOutput, register_job_kind
+from shortcutlab.runner.runs import run_jobs
 
 
 def noop_job(job: Job, device: str) -> JobOutput:
@@ -42,7 +42,7 @@ def pool_start(out: Path, make_pool) -> tuple[float, float]:
     cpu = _cpu_seconds()
     start = time.perf_counter()
     with make_pool() as pool:
-        futures = [pool.submit(backends._run_in_worker, job, out, "cpu", noop_job)
+        futures = [pool.submit(local_processes._run_in_worker, job, out, "cpu", noop_job)
                    for job in jobs]
         assert {f.result().status for f in futures} == {"done"}
     wall = time.perf_counter() - start
@@ -68,7 +68,7 @@ def _cpu_seconds() -> float:
 
 def spawned_pool() -> ProcessPoolExecutor:
     ctx = multiprocessing.get_context("spawn")
-    return ProcessPoolExecutor(2, mp_context=ctx, initializer=backends._init_worker,
+    return ProcessPoolExecutor(2, mp_context=ctx, initializer=local_processes._init_worker,
                                initargs=(os.getpid(), ctx.Value("i", 0), [], dict(os.environ)))
 
 
@@ -85,7 +85,7 @@ def main() -> None:
         starts = {"spawned (baseline)": pool_start(Path(tmp) / "spawned", spawned_pool)}
         for name in ("forked, first pool", "forked, next pool"):
             starts[name] = pool_start(Path(tmp) / name.split()[-2],
-                                      lambda: backends._pool(2, []))
+                                      lambda: local_processes._pool(2, []))
         out = Path(tmp) / "runs"
         jobs, t_build = timed(lambda: [Job(experiment=f"noop/a-b/{i}", kind="noop")
                                        for i in range(n)])

@@ -72,8 +72,8 @@ from shortcutlab.diagvib.metrics import (
 )
 from shortcutlab.diagvib.report import format_mean_err, write_report
 from shortcutlab.errors import ShortcutlabError
-from shortcutlab.runner.backends import run_jobs
 from shortcutlab.runner.jobs import EPOCHS_FILE, JOB_FILE, RESULT_FILE, Job, is_done
+from shortcutlab.runner.runs import run_jobs
 from shortcutlab.train.config import TrainConfig
 
 REFERENCE_TEXTURES = Path(__file__).resolve().parents[2] / "shared/data/diagvib6-paper/textures"

@@ -77,10 +77,10 @@ def budget_spent_after_first_round(monkeypatch):
     import time
     import types
 
-    from shortcutlab.runner import backends
+    from shortcutlab.runner import runs
 
     readings = iter([0.0, 0.0])
     clock = types.SimpleNamespace(**{name: getattr(time, name) for name in dir(time)
                                      if not name.startswith("_")})
     clock.perf_counter = lambda: next(readings, 3600.0)
-    monkeypatch.setattr(backends, "time", clock)
+    monkeypatch.setattr(runs, "time", clock)

@@ -10,7 +10,7 @@ import torch
 from typer.testing import CliRunner
 
 from shortcutlab.cli.main import app
-from shortcutlab.runner.backends import RunSummary
+from shortcutlab.runner.runs import RunSummary
 from shortcutlab.train.models import create_model
 
 

@@ -199,13 +199,13 @@ def test_a_job_table_with_a_duplicated_id_is_refused(tmp_path, command: str) -> 
 
 
 def test_a_run_with_failed_jobs_exits_1_naming_them_not_2(tmp_path, monkeypatch) -> None:
-    from shortcutlab.runner import backends
+    from shortcutlab.runner import runs
     from shortcutlab.runner.jobs import Outcome
 
     def failing(jobs, out, **kw):  # the real run_jobs signature
-        return backends.RunSummary([Outcome(jobs[0].job_id, "failed", "RuntimeError: boom")])
+        return runs.RunSummary([Outcome(jobs[0].job_id, "failed", "RuntimeError: boom")])
 
-    monkeypatch.setattr(backends, "run_jobs", failing)
+    monkeypatch.setattr(runs, "run_jobs", failing)
     res = runner.invoke(app, ["diagvib", "run", "--model", "small_cnn", "--study", "ZSO",
                               "--samples", "0", "--out", str(tmp_path / "r")])
     assert res.exit_code == 1, res.output
@@ -260,13 +260,13 @@ def test_stats_compare_prints_block_and_algorithm_names_as_typed(tmp_path) -> No
 
 def test_diagvib_run_prints_its_folder_and_failures_with_markup_as_typed(tmp_path,
                                                                          monkeypatch) -> None:
-    from shortcutlab.runner import backends
+    from shortcutlab.runner import runs
     from shortcutlab.runner.jobs import Outcome
 
     def failing(jobs, out, **kw):  # the real run_jobs signature
-        return backends.RunSummary([Outcome(jobs[0].job_id, "failed", "boom [/red] :x:")])
+        return runs.RunSummary([Outcome(jobs[0].job_id, "failed", "boom [/red] :x:")])
 
-    monkeypatch.setattr(backends, "run_jobs", failing)
+    monkeypatch.setattr(runs, "run_jobs", failing)
     out = tmp_path / MARKUP
     res = runner.invoke(app, ["diagvib", "run", "--model", "small_cnn", "--study", "ZSO",
                               "--samples", "0", "--out", str(out)])

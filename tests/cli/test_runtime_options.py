@@ -10,7 +10,7 @@ from typing import Any
 from typer.testing import CliRunner
 
 from shortcutlab.cli.main import app
-from shortcutlab.runner.backends import RunSummary
+from shortcutlab.runner.runs import RunSummary
 from shortcutlab.train.runtime import COMPILE_ENV, CUDA_GRAPHS_ENV
 
 runner = CliRunner()
@@ -27,7 +27,7 @@ def test_runtime_options_reach_the_jobs_and_leave_their_ids(tmp_path: Path,
                       "compile": os.environ.get(COMPILE_ENV), **kwargs})
         return RunSummary([])
 
-    monkeypatch.setattr("shortcutlab.runner.backends.run_jobs", fake_run_jobs)
+    monkeypatch.setattr("shortcutlab.runner.runs.run_jobs", fake_run_jobs)
     monkeypatch.delenv(CUDA_GRAPHS_ENV, raising=False)
     base = runner.invoke(app, [*RUN, "--out", str(tmp_path / "a")])
     given = runner.invoke(app, [*RUN, "--cuda-graphs", "off", "--compile", "--jobs-per-gpu",

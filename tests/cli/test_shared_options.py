@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 import shortcutlab.biasbed.protocol  # noqa: F401  (binds the real run_jobs before any patch)
 from shortcutlab.cli.main import app
 from shortcutlab.cli.options import BackendOptions
-from shortcutlab.runner.backends import RunSummary
+from shortcutlab.runner.runs import RunSummary
 
 runner = CliRunner()
 COMMANDS = {
@@ -84,7 +84,7 @@ def test_every_backend_option_reaches_the_runner(
         calls.append({"jobs": list(jobs), **kwargs})
         return RunSummary([])
 
-    monkeypatch.setattr("shortcutlab.runner.backends.run_jobs", fake_run_jobs)
+    monkeypatch.setattr("shortcutlab.runner.runs.run_jobs", fake_run_jobs)
     monkeypatch.setattr("shortcutlab.biasbed.protocol.run_jobs", fake_run_jobs)
     out = tmp_path / "run"
     res = runner.invoke(app, [*COMMANDS[command], *GIVEN, "--device", "cpu", "--out", str(out)])

@@ -10,8 +10,8 @@ import pytest
 
 from shortcutlab.diagvib.jobs import KIND, SETTING_COLUMNS, build_jobs, describe_experiment
 from shortcutlab.errors import DataNotFoundError, RunnerError, SpecError
-from shortcutlab.runner.backends import run_jobs
 from shortcutlab.runner.jobs import Job, job_kinds
+from shortcutlab.runner.runs import run_jobs
 from shortcutlab.train.config import TrainConfig
 from shortcutlab.train.presets import get_preset
 

@@ -26,7 +26,7 @@ from shortcutlab.diagvib.report import build_report, format_mean_err
 from shortcutlab.diagvib.spec import Study, get_study, register_study, studies_in_sequence
 from shortcutlab.diagvib.studies import experiment_names, make_experiment
 from shortcutlab.errors import SpecError
-from shortcutlab.runner.backends import run_jobs
+from shortcutlab.runner.runs import run_jobs
 from shortcutlab.train.config import TrainConfig
 from shortcutlab.utils.html import HtmlReport
 from tests.diagvib.tables import synthetic_table

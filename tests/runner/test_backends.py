@@ -9,10 +9,12 @@ import os
 import pytest
 
 from shortcutlab.errors import RunnerError
-from shortcutlab.runner import backends
-from shortcutlab.runner.backends import SlurmOptions, device_slots, run_jobs
+from shortcutlab.runner import backend_api
+from shortcutlab.runner.backend_api import SlurmOptions, slurm_options
 from shortcutlab.runner.collect import collect
 from shortcutlab.runner.jobs import Job
+from shortcutlab.runner.local_processes import device_slots
+from shortcutlab.runner.runs import run_jobs
 from tests.runner import fake_jobs
 
 
@@ -102,7 +104,7 @@ def test_slurm_via_submitit_local_executor_spawns_processes(tmp_path, monkeypatc
 
     monkeypatch.setattr(submitit.AutoExecutor, "update_parameters", record)
     jobs = _jobs("local", n=1)
-    opts = backends.slurm_options("local", timeout_min=5, mem_gb=2, account="lab", qos="low")
+    opts = slurm_options("local", timeout_min=5, mem_gb=2, account="lab", qos="low")
     opts.poll_seconds = 0.2
     summary = run_jobs(jobs, tmp_path, backend="slurm", slurm=opts, progress=False)
     _check(tmp_path, summary, jobs)
@@ -113,7 +115,7 @@ def test_slurm_via_submitit_local_executor_spawns_processes(tmp_path, monkeypatc
     assert {"account", "qos", "mem"} <= set(submitit.SlurmExecutor._valid_parameters())
     with pytest.raises(RunnerError, match="unknown SLURM executor 'lsf'; valid choices: slurm, "
                        "local"):
-        backends.slurm_options("lsf")
+        slurm_options("lsf")
 
 
 def test_slurm_without_slurm_is_a_clear_error(tmp_path) -> None:
@@ -128,12 +130,12 @@ def test_slurm_without_slurm_is_a_clear_error(tmp_path) -> None:
 
 
 def test_device_slots_share_and_pin_gpus(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(backends, "gpu_count", lambda: 2)
+    monkeypatch.setattr(backend_api, "gpu_count", lambda: 2)
     assert device_slots("cpu", 3) == []
     assert device_slots("auto", 2) == ["0", "0", "1", "1"]
     assert device_slots("cuda", 1) == ["0", "1"]
     assert device_slots("cuda:1", 3) == ["1", "1", "1"]
-    monkeypatch.setattr(backends, "gpu_count", lambda: 0)
+    monkeypatch.setattr(backend_api, "gpu_count", lambda: 0)
     assert device_slots("auto", 2) == []
 
 
@@ -147,7 +149,7 @@ def test_process_workers_are_pinned_to_one_fake_gpu_each(
     tmp_path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Two (faked) GPUs, one job per GPU: two workers, each seeing only its own device."""
-    monkeypatch.setattr(backends, "gpu_count", lambda: 2)
+    monkeypatch.setattr(backend_api, "gpu_count", lambda: 2)
     jobs = [Job(experiment=f"noop/slow-gpu/{i}", kind="noop") for i in range(4)]
     summary = run_jobs(jobs, tmp_path, backend="processes", device="auto", progress=False)
     assert len(summary.done) == 4
@@ -176,12 +178,8 @@ def test_a_registered_backend_runs_the_jobs_with_the_run_settings(tmp_path) -> N
     """A user backend, registered like a model: run_jobs hands it the not-yet-done jobs and one
     BackendContext, and writes the table of what it yields; the CLI option names it."""
     from shortcutlab.cli.options import BackendOptions
-    from shortcutlab.runner.backends import (
-        BACKENDS,
-        BackendContext,
-        list_backends,
-        register_backend,
-    )
+    from shortcutlab.runner.backend_api import BackendContext
+    from shortcutlab.runner.backends import BACKENDS, list_backends, register_backend
     from shortcutlab.runner.jobs import job_kind, run_one
 
     seen: list[tuple[list[str], BackendContext]] = []

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from shortcutlab.errors import RunnerError
-from shortcutlab.runner.backends import run_jobs
 from shortcutlab.runner.collect import collect
 from shortcutlab.runner.jobs import Job
+from shortcutlab.runner.runs import run_jobs
 
 
 def _jobs() -> list[Job]:

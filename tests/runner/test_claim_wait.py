@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from shortcutlab.runner import claims
-from shortcutlab.runner.backends import run_jobs
 from shortcutlab.runner.jobs import Job, write_job_file
+from shortcutlab.runner.runs import run_jobs
 
 
 def _claimed_elsewhere(out: Path, job: Job) -> Path:
@@ -40,19 +40,19 @@ def test_waiting_on_another_hosts_claim_is_named_once(tmp_path: Path, monkeypatc
 def test_the_cli_prints_the_wait_as_a_warning(tmp_path: Path, monkeypatch) -> None:
     from typer.testing import CliRunner
 
-    import shortcutlab.runner.backends as backends
+    import shortcutlab.runner.runs as runs
     from shortcutlab.cli.main import app
 
     monkeypatch.setattr(claims, "STALE_SECONDS", 1.0)
     job = Job(experiment="noop/a-b/0", kind="noop")
-    real = backends.run_jobs
+    real = runs.run_jobs
 
     def noop_run(jobs, out, **kw):  # run_jobs' signature
         # claimed as the run starts: the command's own start-up may take longer than 1 s
         _claimed_elsewhere(Path(out), job)
         return real([job], out, backend="serial", progress=False, wait_seconds=0.1)
 
-    monkeypatch.setattr(backends, "run_jobs", noop_run)
+    monkeypatch.setattr(runs, "run_jobs", noop_run)
     res = CliRunner().invoke(app, ["diagvib", "run", "--model", "small_cnn", "--study", "ZSO",
                                    "--samples", "0", "--out", str(tmp_path / "r")])
     assert res.exit_code == 0, res.output

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from shortcutlab.runner.backends import describe_failures, run_jobs
 from shortcutlab.runner.jobs import Job
+from shortcutlab.runner.runs import describe_failures, run_jobs
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="POSIX signals")
 
@@ -45,8 +45,8 @@ def test_a_dead_worker_fails_only_its_own_job(tmp_path: Path) -> None:
 
 
 def test_failure_lines_name_no_traceback_file_that_does_not_exist(tmp_path: Path) -> None:
-    from shortcutlab.runner.backends import RunSummary
     from shortcutlab.runner.jobs import Outcome
+    from shortcutlab.runner.runs import RunSummary
 
     summary = RunSummary([Outcome("abc", "failed", "cannot write the job folder")])
     assert describe_failures(summary, tmp_path) == ["abc: cannot write the job folder"]
@@ -84,11 +84,11 @@ class _PoolThatBreaksAfter:
 
 def test_a_job_that_finished_as_the_pool_broke_counts_as_done(tmp_path: Path,
                                                               monkeypatch) -> None:
-    from shortcutlab.runner import backends
+    from shortcutlab.runner import local_processes
 
     jobs = [Job(experiment=f"noop/sleep-{i}/0", kind="noop") for i in range(3)]
     ran: list[str] = []
-    monkeypatch.setattr(backends, "_pool", lambda workers, *_: _PoolThatBreaksAfter(
+    monkeypatch.setattr(local_processes, "_pool", lambda workers, *_: _PoolThatBreaksAfter(
         jobs[1].job_id, ran))
     summary = run_jobs(jobs, tmp_path, backend="processes", workers=2, progress=False)
     assert sorted(o.job_id for o in summary.done) == sorted(j.job_id for j in jobs)

@@ -16,16 +16,16 @@ from typer.testing import CliRunner
 
 from shortcutlab.cli.main import app
 from shortcutlab.errors import RunnerError
-from shortcutlab.runner import backends
 from shortcutlab.runner import jobs as jobs_mod
-from shortcutlab.runner.backends import (
+from shortcutlab.runner import runs
+from shortcutlab.runner.jobs import ERROR_FILE, Job
+from shortcutlab.runner.runs import (
     JobTableError,
     RunInterrupted,
     RunSummary,
     describe_failures,
     run_jobs,
 )
-from shortcutlab.runner.jobs import ERROR_FILE, Job
 
 runner = CliRunner()
 DIAGVIB_RUN = ["diagvib", "run", "--model", "small_cnn", "--study", "ZSO", "--pairs",
@@ -34,7 +34,7 @@ DIAGVIB_RUN = ["diagvib", "run", "--model", "small_cnn", "--study", "ZSO", "--pa
 BIASBED_RUN = ["biasbed", "run", "--algorithm", "erm", "--dataset",
                "diagvib:ZGO/shape-texture/0", "--scale", "0.002", "--epochs", "1",
                "--device", "cpu"]
-REAL_RUN_JOBS = backends.run_jobs
+REAL_RUN_JOBS = runs.run_jobs
 NOOP = [Job(experiment="noop/a-b/0", kind="noop"), Job(experiment="noop/fail-x/0", kind="noop")]
 
 
@@ -88,7 +88,7 @@ def test_the_commands_print_the_summary_and_every_failure_before_the_table_probl
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, full_disk: None, command: str
 ) -> None:
     target = importlib.import_module("shortcutlab.biasbed.protocol") if command == "biasbed" \
-        else backends
+        else runs
     monkeypatch.setattr(target, "run_jobs", _with_noop_jobs())
     args = BIASBED_RUN if command == "biasbed" else DIAGVIB_RUN
     res = runner.invoke(app, [*args, "--out", str(tmp_path / "run")])
@@ -105,7 +105,7 @@ def test_the_commands_print_the_summary_and_every_failure_before_the_table_probl
 
 def test_a_run_whose_only_problem_is_the_table_exits_2_after_its_summary(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, full_disk: None) -> None:
-    monkeypatch.setattr(backends, "run_jobs", _with_noop_jobs(fail=False))
+    monkeypatch.setattr(runs, "run_jobs", _with_noop_jobs(fail=False))
     res = runner.invoke(app, [*DIAGVIB_RUN, "--out", str(tmp_path / "run")])
     assert res.exit_code == 2, res.output
     lines = _lines(res.output)
@@ -122,7 +122,7 @@ def test_an_interrupted_run_prints_its_line_and_exits_130(
                              RunSummary([], interrupted="SIGINT"))
 
     target = importlib.import_module("shortcutlab.biasbed.protocol") if command == "biasbed" \
-        else backends
+        else runs
     monkeypatch.setattr(target, "run_jobs", interrupted)
     args = BIASBED_RUN if command == "biasbed" else DIAGVIB_RUN
     res = runner.invoke(app, [*args, "--out", str(tmp_path / "run")])

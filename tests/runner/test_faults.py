@@ -28,9 +28,9 @@ import pytest
 from shortcutlab.errors import RunnerError
 from shortcutlab.runner import claims
 from shortcutlab.runner import jobs as jobs_mod
-from shortcutlab.runner.backends import run_jobs
 from shortcutlab.runner.collect import collect, collect_epochs
 from shortcutlab.runner.jobs import Job, job_status
+from shortcutlab.runner.runs import run_jobs
 from tests.runner import fake_jobs
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork (POSIX)")
@@ -322,7 +322,7 @@ def test_a_live_claim_is_waited_for(tmp_path, monkeypatch: pytest.MonkeyPatch) -
             claims.release(path, token)
             finished.append(out)
 
-    monkeypatch.setattr("shortcutlab.runner.backends.time.sleep", finish_elsewhere)
+    monkeypatch.setattr("shortcutlab.runner.runs.time.sleep", finish_elsewhere)
     summary = _run([job], tmp_path)
     assert finished[0].status == "done"
     assert [(o.status, o.note) for o in summary.outcomes] == [("skipped", "done by another run")]

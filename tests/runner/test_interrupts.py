@@ -19,7 +19,6 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from shortcutlab.runner.backends import run_jobs
 from shortcutlab.runner.jobs import (
     EPOCHS_FILE,
     ERROR_FILE,
@@ -28,6 +27,7 @@ from shortcutlab.runner.jobs import (
     JobOutput,
     register_job_kind,
 )
+from shortcutlab.runner.runs import run_jobs
 from tests.runner.fake_jobs import append_line, process_alive
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
@@ -78,13 +78,13 @@ def jobs_of(tag: str = "run") -> list[Job]:
 
 _MAIN = """
 import sys
-from shortcutlab.runner import backends
-from shortcutlab.runner.backends import RunInterrupted, run_jobs
+from shortcutlab.runner import backend_api
+from shortcutlab.runner.runs import RunInterrupted, run_jobs
 from tests.runner.test_interrupts import jobs_of, register
 register()
 backend, out, workers, tag = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 if sys.argv[5]:
-    backends.STOP_GRACE_SECONDS = float(sys.argv[5])
+    backend_api.STOP_GRACE_SECONDS = float(sys.argv[5])
 try:
     run_jobs(jobs_of(tag), out, backend=backend, workers=workers, device="cpu", progress=False)
 except RunInterrupted as exc:

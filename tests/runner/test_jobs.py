@@ -9,7 +9,6 @@ import pytest
 
 from shortcutlab.errors import RunnerError
 from shortcutlab.runner import jobs as jobs_mod
-from shortcutlab.runner.backends import run_jobs
 from shortcutlab.runner.collect import (
     EPOCH_TABLE_COLUMNS,
     JOB_COLUMNS,
@@ -18,6 +17,7 @@ from shortcutlab.runner.collect import (
     write_table,
 )
 from shortcutlab.runner.jobs import Job, JobOutput, job_kinds, job_status, register_job_kind
+from shortcutlab.runner.runs import run_jobs
 from tests.runner import fake_jobs
 
 

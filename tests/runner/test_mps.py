@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 
 from shortcutlab.errors import RunnerError
-from shortcutlab.runner import backends, mps
-from shortcutlab.runner.backends import run_jobs
+from shortcutlab.runner import backend_api, mps
 from shortcutlab.runner.jobs import Job
 from shortcutlab.runner.mps import (
     LOG_ENV,
@@ -21,6 +20,7 @@ from shortcutlab.runner.mps import (
     parse_jobs_per_gpu,
     resolve_jobs_per_gpu,
 )
+from shortcutlab.runner.runs import run_jobs
 
 FAKE = """#!/bin/sh
 if [ "$1" = "-d" ]; then
@@ -118,7 +118,7 @@ def test_where_mps_may_not_be_started_the_run_says_so_and_goes_on(control, monke
 
 def test_run_jobs_starts_and_stops_mps_even_when_interrupted(control, tmp_path,
                                                              monkeypatch) -> None:
-    monkeypatch.setattr(backends, "gpu_count", lambda: 1)
+    monkeypatch.setattr(backend_api, "gpu_count", lambda: 1)
     jobs = [Job(experiment=f"noop/mps-x/{i}", kind="noop") for i in range(2)]
 
     def interrupt(_outcome: object) -> None:

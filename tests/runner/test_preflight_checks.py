@@ -13,16 +13,11 @@ from typer.testing import CliRunner
 
 from shortcutlab.cli.main import app
 from shortcutlab.errors import RunnerError
-from shortcutlab.runner.backends import (
-    BACKENDS,
-    BackendContext,
-    SlurmOptions,
-    backend_unavailable,
-    register_backend,
-    run_jobs,
-)
+from shortcutlab.runner.backend_api import BackendContext, SlurmOptions
+from shortcutlab.runner.backends import BACKENDS, backend_unavailable, register_backend
 from shortcutlab.runner.jobs import Job, job_kind, run_one
 from shortcutlab.runner.preflight import check_backend
+from shortcutlab.runner.runs import run_jobs
 
 REASON = ("backend farm: the lab's GPU farm is down for maintenance until Monday; "
           "use --backend processes")

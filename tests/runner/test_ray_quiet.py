@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from shortcutlab.runner import backends
-from shortcutlab.runner.backends import BackendContext
+from shortcutlab.runner import cluster_backends
+from shortcutlab.runner.backend_api import BackendContext
 from shortcutlab.runner.jobs import Job
 
 NOTICE = "ray._private.authentication.authentication_token_setup"
@@ -58,12 +58,13 @@ def test_ray_run_prints_no_token_notice(tmp_path: Path, capfd, caplog, monkeypat
                                         fail: bool) -> None:
     calls: list[dict[str, object]] = []
     monkeypatch.setitem(sys.modules, "ray", _fake_ray(calls, fail))
-    monkeypatch.setattr(backends, "_reap_local_ray", lambda: None)
+    monkeypatch.setattr(cluster_backends, "_reap_local_ray", lambda: None)
     logger = logging.getLogger(NOTICE)
     monkeypatch.setattr(logger, "level", logger.level)  # put back after the test
     logger.setLevel(logging.INFO)  # as the user set it (setLevel: clears the logging caches)
     job = Job(experiment="noop/quiet-x/0", kind="noop")
-    stream = backends._ray([job], tmp_path, BackendContext(device="cpu", workers=2))
+    stream = cluster_backends.ray_backend([job], tmp_path,
+                                          BackendContext(device="cpu", workers=2))
     with caplog.at_level(logging.DEBUG):
         if fail:
             with pytest.raises(RuntimeError, match="the fake Ray stops here"):

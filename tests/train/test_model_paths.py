@@ -94,7 +94,7 @@ def test_notebook_model_on_worker_processes_is_refused_with_the_reason(tmp_path:
     models.register_model(nb_net, name="nb_net")
     monkeypatch.delattr(sys.modules["__main__"], "__file__", raising=False)
     from shortcutlab.diagvib.jobs import build_jobs
-    from shortcutlab.runner.backends import run_jobs
+    from shortcutlab.runner.runs import run_jobs
     from shortcutlab.train.config import TrainConfig
 
     jobs = build_jobs("nb_net", ["ZSO"], ["hue-shape"], [0], [0], 0.002,

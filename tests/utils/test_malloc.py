@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from shortcutlab.runner import backends
+from shortcutlab.runner import local_processes
 
 PROBE = r"""
 import ctypes, sys
@@ -43,11 +43,11 @@ def test_a_16_mib_block_comes_from_the_heap_once_freed_memory_is_kept() -> None:
 
 def test_the_runners_workers_keep_freed_memory(monkeypatch) -> None:
     calls: list[str] = []
-    monkeypatch.setattr(backends, "keep_freed_memory", lambda: calls.append("kept"))
-    monkeypatch.setattr(backends, "_die_with_parent", lambda parent: None)
+    monkeypatch.setattr(local_processes, "keep_freed_memory", lambda: calls.append("kept"))
+    monkeypatch.setattr(local_processes, "_die_with_parent", lambda parent: None)
     handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        backends._init_worker(0, None, [], dict(os.environ))
+        local_processes._init_worker(0, None, [], dict(os.environ))
     finally:
         for sig, handler in handlers.items():
             signal.signal(sig, handler)

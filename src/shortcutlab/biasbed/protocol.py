@@ -52,10 +52,11 @@ from shortcutlab.diagvib.presets import default_head
 from shortcutlab.diagvib.restyle import style_hparams
 from shortcutlab.diagvib.studies import make_experiment
 from shortcutlab.errors import ProtocolError, StatsError, unknown_choice
-from shortcutlab.runner.backends import RunSummary, SlurmOptions, run_jobs
+from shortcutlab.runner.backend_api import SlurmOptions
 from shortcutlab.runner.collect import collect_epochs
 from shortcutlab.runner.jobs import Job
 from shortcutlab.runner.preflight import check_backend
+from shortcutlab.runner.runs import RunSummary, run_jobs
 from shortcutlab.stats.compare import ComparisonResult, compare
 from shortcutlab.stats.selection import RULES, compare_rules, runs_for_comparison, select
 from shortcutlab.train.config import TrainConfig

@@ -147,7 +147,7 @@ def run(
     from dataclasses import replace
 
     from shortcutlab.biasbed.protocol import parse_hparams, plan_from_options, run_protocol
-    from shortcutlab.runner.backends import JobTableError, RunInterrupted, describe_failures
+    from shortcutlab.runner.runs import JobTableError, RunInterrupted, describe_failures
     from shortcutlab.train.trainer import check_precision
     from shortcutlab.utils.console import PlainConsole, styled
     from shortcutlab.utils.device import resolve_device

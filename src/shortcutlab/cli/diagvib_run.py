@@ -95,7 +95,7 @@ def run(
     """
     from shortcutlab.diagvib.jobs import DiagvibParams, build_jobs
     from shortcutlab.diagvib.presets import DIAGVIB_PRESET
-    from shortcutlab.runner.backends import (
+    from shortcutlab.runner.runs import (
         JobTableError,
         RunInterrupted,
         describe_failures,

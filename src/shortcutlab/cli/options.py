@@ -211,14 +211,14 @@ class BackendOptions:
     def check(self) -> None:
         """Refuse an unknown or unavailable backend (or SLURM executor) with one line, before
         a command plans or writes anything."""
-        from shortcutlab.runner.backends import slurm_options
+        from shortcutlab.runner.backend_api import slurm_options
         from shortcutlab.runner.preflight import check_backend
 
         check_backend(self.backend, slurm_options(self.slurm_executor).cluster)
 
     def run_kwargs(self) -> dict[str, Any]:
         """Keyword arguments of :func:`shortcutlab.runner.run_jobs` (and ``run_protocol``)."""
-        from shortcutlab.runner.backends import slurm_options
+        from shortcutlab.runner.backend_api import slurm_options
         from shortcutlab.runner.mps import check_mps_mode, parse_jobs_per_gpu
 
         slurm = slurm_options(

@@ -16,7 +16,8 @@ from shortcutlab.diagvib.factors import FACTORS
 from shortcutlab.diagvib.jobs import build_jobs
 from shortcutlab.diagvib.metrics import CHANCE, compute_metrics
 from shortcutlab.diagvib.report import load_job_table, write_report
-from shortcutlab.runner.backends import Backend, run_jobs
+from shortcutlab.runner.backends import Backend
+from shortcutlab.runner.runs import run_jobs
 from shortcutlab.train.config import TrainConfig
 
 DEMO_STUDIES: tuple[str, ...] = ("ZSO", "ZGO")

@@ -5,17 +5,8 @@ entry-point group (DiagViB-6: ``diagvib``), found on the first lookup, or regist
 :func:`register_job_kind`. Backends are a registry too (:func:`register_backend`).
 """
 
-from shortcutlab.runner.backends import (
-    BACKENDS,
-    BackendContext,
-    JobTableError,
-    RunInterrupted,
-    RunSummary,
-    SlurmOptions,
-    list_backends,
-    register_backend,
-    run_jobs,
-)
+from shortcutlab.runner.backend_api import BackendContext, SlurmOptions
+from shortcutlab.runner.backends import BACKENDS, list_backends, register_backend
 from shortcutlab.runner.collect import collect, collect_epochs, write_table
 from shortcutlab.runner.jobs import (
     Job,
@@ -29,6 +20,7 @@ from shortcutlab.runner.jobs import (
     register_job_kind,
     run_one,
 )
+from shortcutlab.runner.runs import JobTableError, RunInterrupted, RunSummary, run_jobs
 
 __all__ = [
     "BACKENDS", "BackendContext", "Job", "JobFileError", "JobKind", "JobOutput", "JobTableError",

@@ -10,7 +10,8 @@ package or scheduler is missing, and a user's backend says why it cannot run in 
 from __future__ import annotations
 
 from shortcutlab.errors import RunnerError
-from shortcutlab.runner.backends import BackendContext, SlurmOptions, backend_unavailable
+from shortcutlab.runner.backend_api import BackendContext, SlurmOptions
+from shortcutlab.runner.backends import backend_unavailable
 
 
 def check_backend(backend: str, slurm_cluster: str | None = None) -> None:

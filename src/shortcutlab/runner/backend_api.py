@@ -1,0 +1,122 @@
+"""What a run hands a backend, and what every backend may use.
+
+A backend is a function ``fn(jobs, out, context) -> Iterator[Outcome]`` (:data:`BackendFunction`)
+that yields one outcome per job, as :func:`~shortcutlab.runner.jobs.run_one` returns it; the
+run's settings come in a :class:`BackendContext` (SLURM's in :class:`SlurmOptions`), and an
+optional :data:`BackendCheck` says when it cannot run here. The backends share what is here: the
+job's function resolved in the run's process (:func:`job_function`), the outcome of a job whose
+worker died (:func:`job_lost`), the GPUs this process sees (:func:`gpu_count`) and how long the
+workers of a stopping run get (:data:`STOP_GRACE_SECONDS`). The registry (:mod:`.backends`), the
+built-in backends (:mod:`.local_processes`, :mod:`.cluster_backends`) and the run (:mod:`.runs`)
+build on this module, which imports none of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from shortcutlab.errors import RunnerError, unknown_choice
+from shortcutlab.runner.claims import drop_if_stale
+from shortcutlab.runner.jobs import ERROR_FILE, Job, JobFunction, Outcome, job_dir, job_kind
+from shortcutlab.utils.io import write_text
+
+#: Seconds the workers of an interrupted run get to abandon their jobs and release their
+#: claims before they are killed (a job stops at once unless it is inside a long native call).
+#: Read (as ``backend_api.STOP_GRACE_SECONDS``) when a run stops, so that setting it here
+#: (tests: a short grace) takes effect at once.
+STOP_GRACE_SECONDS = 3.0
+
+
+#: ``--slurm-executor``: ``slurm`` submits with sbatch; ``local`` runs the same submission
+#: through submitit's local executor (one fresh process per job, no SLURM needed).
+SLURM_EXECUTORS = ("slurm", "local")
+
+
+@dataclass
+class SlurmOptions:
+    """submitit/SLURM settings. ``cluster``: None = real SLURM (an error if there is none),
+    ``"local"`` = submitit's local executor (fresh processes, no SLURM: tests, dry runs on a
+    laptop), ``"debug"`` = submitit's in-process debug executor. ``mem_gb``, ``account`` and
+    ``qos``: sbatch's ``--mem``, ``--account`` and ``--qos`` (None: the cluster's default)."""
+
+    partition: str | None = None
+    timeout_min: int = 240
+    gpus_per_node: int = 0
+    cpus_per_task: int = 4
+    mem_gb: int | None = None
+    account: str | None = None
+    qos: str | None = None
+    array_parallelism: int = 256
+    cluster: str | None = None
+    folder: str | None = None
+    poll_seconds: float = 1.0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def slurm_options(executor: str = "slurm", **settings: Any) -> SlurmOptions:
+    """SlurmOptions of the command line: ``executor`` one of :data:`SLURM_EXECUTORS`."""
+    if executor not in SLURM_EXECUTORS:
+        raise RunnerError(unknown_choice("SLURM executor", executor, SLURM_EXECUTORS))
+    for key in ("mem_gb", "timeout_min", "cpus_per_task"):
+        if settings.get(key) is not None and settings[key] < 1:
+            raise RunnerError(f"SLURM {key} must be >= 1 (got {settings[key]})")
+    return SlurmOptions(cluster=None if executor == "slurm" else executor, **settings)
+
+
+@dataclass(frozen=True)
+class BackendContext:
+    """What :func:`~shortcutlab.runner.runs.run_jobs` tells every backend besides the jobs and
+    the output folder: ``device`` of the jobs (``auto``, ``cpu``, ``cuda``, ``cuda:1``),
+    ``workers`` (jobs at a time), ``jobs_per_gpu`` (jobs sharing one GPU), ``ray_address`` (a
+    Ray cluster to join; None starts a local one) and ``slurm`` (the SLURM settings; None: the
+    defaults). A backend reads what it needs and ignores the rest."""
+
+    device: str = "auto"
+    workers: int = 1
+    jobs_per_gpu: int = 1
+    ray_address: str | None = None
+    slurm: SlurmOptions | None = None
+
+
+#: ``fn(jobs, out, context)``: run ``jobs`` (none done yet) under the folder ``out``, yielding
+#: one :class:`Outcome` per job as it settles, each from ``run_one(job, out, device, run)``
+#: with ``run = job_kind(job.kind).run`` resolved in this process; ``busy`` outcomes (a job
+#: claimed by another run) are waited for by run_jobs.
+BackendFunction = Callable[[list[Job], Path, BackendContext], Iterator[Outcome]]
+
+
+#: ``check(context) -> reason``: None when the backend can run here with the run's settings
+#: (``context``'s device, ray_address and slurm; workers and jobs_per_gpu are left at their
+#: defaults), else one line saying why not and what to do (a missing package, no scheduler).
+#: Cheap and side-effect free: commands call it before they write anything (:mod:`.preflight`),
+#: and :func:`~shortcutlab.runner.runs.run_jobs` before it writes a job folder.
+BackendCheck = Callable[[BackendContext], str | None]
+
+
+def job_function(job: Job) -> JobFunction:
+    """The job's function, resolved in the run's process so that workers receive it with the
+    job."""
+    return job_kind(job.kind).run
+
+
+def job_lost(out: Path, job: Job, reason: str) -> Outcome:
+    """The outcome of a job whose worker failed outside
+    :func:`~shortcutlab.runner.jobs.run_one`: its ``error.txt`` holds ``reason`` (so the failure
+    line's traceback path exists) and the dead worker's claim is removed."""
+    path = job_dir(out, job)
+    with suppress(OSError):
+        write_text(path / ERROR_FILE, f"{reason}\n")
+        drop_if_stale(path)
+    return Outcome(job.job_id, "failed", reason)
+
+
+def gpu_count() -> int:
+    """CUDA devices this process sees (0 without torch's CUDA). Its callers read it as
+    ``backend_api.gpu_count``, so that a test replacing it here reaches them all."""
+    import torch
+
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
