@@ -52,7 +52,6 @@ def beta_vae(
     β. Deterministic for a seed on a given device.
     """
     from shortcutlab.diagvib.beta_vae import BetaVaePlan, describe_claim, run_beta_vae
-    from shortcutlab.utils.console import PlainConsole
     from shortcutlab.utils.io import check_output_folder
     from shortcutlab.utils.progress import progress_bar
 
@@ -60,8 +59,7 @@ def beta_vae(
                             batch_size=batch_size, image_size=image_size, seed=seed,
                             images=images, device=device)
     check_output_folder(out)
-    console = PlainConsole(stderr=True)
-    with progress_bar(disable=not console.is_terminal) as bar:
+    with progress_bar() as bar:
         task = bar.add_task("training", total=plan.total_steps)
 
         def step(label: str) -> None:

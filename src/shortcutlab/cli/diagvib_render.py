@@ -152,13 +152,12 @@ def render(
     arrays = dict(class_names(classes))
     arrays.update({f"value_{k}": real[k] for k in ("position", "hue", "lightness", "scale")})
     first: list[np.ndarray] = []
-    console = PlainConsole(stderr=True)
 
     def chunks() -> Iterator[np.ndarray]:
         # one buffer for every chunk (the writer has copied a chunk out before asking for the
         # next): no fresh pages to fault in per chunk
         buffer = np.empty((min(n, RENDER_CHUNK), 3, size, size), dtype=np.uint8)
-        with progress_bar(disable=not console.is_terminal) as bar:
+        with progress_bar() as bar:
             task = bar.add_task("rendering", total=n)
             for a in range(0, n, RENDER_CHUNK):
                 idx = np.arange(a, min(n, a + RENDER_CHUNK))
