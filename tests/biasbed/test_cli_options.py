@@ -148,7 +148,7 @@ def test_fp16_reaches_the_jobs_or_is_refused_where_the_device_cannot(
     assert {j.train.precision for j in jobs} == {"fp16"} and "fp16" in res.output
     meta = json.loads((tmp_path / "o" / "protocol.json").read_text())["jobs"]
     assert {m["precision"] for m in meta.values()} == {"fp16"}
-    monkeypatch.setattr("shortcutlab.train.trainer.precision_available",
+    monkeypatch.setattr("shortcutlab.train.precision.precision_available",
                         lambda precision, device: precision != "fp16")
     res = CliRunner().invoke(app, _base(folders, tmp_path / "p") + ["--precision", "fp16"])
     assert res.exit_code == 2 and len(calls) == 1

@@ -10,8 +10,9 @@ import pytest
 import torch
 
 from shortcutlab.errors import TrainError
+from shortcutlab.train.batches import DeviceBatches, EpochBatches, makes_device_batches
 from shortcutlab.train.config import TrainConfig
-from shortcutlab.train.trainer import DeviceBatches, EpochBatches, makes_device_batches, train
+from shortcutlab.train.trainer import train
 from tests.train.fake_data import FakeDiagvib
 
 

@@ -20,7 +20,8 @@ from shortcutlab.train.algorithms.base import Algorithm, AlgorithmContext, optim
 from shortcutlab.train.algorithms.stylized import AdaINStyleTransfer
 from shortcutlab.train.config import TrainConfig
 from shortcutlab.train.models import implied_algorithm, list_models
-from shortcutlab.train.trainer import check_precision, train
+from shortcutlab.train.precision import check_precision, make_grad_scaler
+from shortcutlab.train.trainer import train
 from tests.train.fake_data import FakeDiagvib
 
 CPU = torch.device("cpu")
@@ -141,7 +142,7 @@ def test_fp16_training_uses_a_scaler_and_changes_the_numbers(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     made: list[torch.amp.GradScaler] = []
-    real = trainer.make_grad_scaler
+    real = make_grad_scaler
 
     def spy(precision: str, device: torch.device) -> torch.amp.GradScaler | None:
         scaler = real(precision, device)
@@ -149,7 +150,7 @@ def test_fp16_training_uses_a_scaler_and_changes_the_numbers(
             made.append(scaler)
         return scaler
 
-    monkeypatch.setattr(trainer, "make_grad_scaler", spy)
+    monkeypatch.setattr(trainer, "make_grad_scaler", spy)  # where train() looks it up
     base = train(CFG, **_data())
     assert made == []
     half = train(CFG.replace(precision="fp16"), **_data())
@@ -175,7 +176,7 @@ def test_a_device_without_fp16_is_refused_in_one_line(monkeypatch: pytest.Monkey
     assert "precision 'fp16' is not available on device meta" in str(err.value)
     assert str(err.value).endswith("valid choices there: fp32") and "\n" not in str(err.value)
     check_precision("fp16", CPU)  # torch autocasts to float16 on CPU
-    monkeypatch.setattr(trainer, "precision_available",
+    monkeypatch.setattr("shortcutlab.train.precision.precision_available",
                         lambda precision, device: precision != "fp16")
     with pytest.raises(TrainError, match="valid choices there: fp32, bf16$"):
         train(CFG.replace(precision="fp16"), **_data())

@@ -12,14 +12,15 @@ import pytest
 import torch
 
 from shortcutlab.errors import TrainError
-from shortcutlab.train import trainer
+from shortcutlab.train import step_modes
 from shortcutlab.train.algorithms import create_algorithm
-from shortcutlab.train.algorithms.base import Algorithm
+from shortcutlab.train.algorithms.base import Algorithm, optimizers_of
 from shortcutlab.train.algorithms.erm import ERM
 from shortcutlab.train.algorithms.infodrop import InfoDrop
 from shortcutlab.train.config import TrainConfig
 from shortcutlab.train.runtime import CUDA_GRAPHS_ENV, runtime_options
-from shortcutlab.train.trainer import cuda_graph_plan, train
+from shortcutlab.train.step_modes import cuda_graph_plan
+from shortcutlab.train.trainer import train
 from tests.train.fake_data import FakeDiagvib
 
 CUDA = torch.device("cuda")  # a device object only: nothing below touches CUDA without one
@@ -102,10 +103,10 @@ def test_compile_option_compiles_in_place_and_changes_no_number(monkeypatch) -> 
     """torch.compile with the ``eager`` backend (Dynamo's tracing without code generation: the
     default inductor needs a minute of C++ compilation on a small CPU): parameter names stay,
     numbers equal eager training's."""
-    monkeypatch.setattr(trainer, "COMPILE_BACKEND", "eager")
+    monkeypatch.setattr(step_modes, "COMPILE_BACKEND", "eager")
     algo = create_algorithm("erm", 3, CFG)
     names = list(algo.state_dict())
-    assert trainer.compile_networks(algo) == ["network"]
+    assert step_modes.compile_networks(algo) == ["network"]
     assert algo.network._compiled_call_impl is not None and list(algo.state_dict()) == names
     cfg = CFG.replace(epochs=1)
     plain, compiled = train(cfg, **DATA), train(cfg, **DATA, compile=True)
@@ -184,17 +185,17 @@ def test_a_failed_capture_falls_back_to_eager_steps_and_says_why() -> None:
             raise RuntimeError("operation not permitted when stream is capturing\nmore")
         return graphed_algo.update(dict(b))
 
-    runner = trainer.GraphedStep(step, trainer.optimizers_of(graphed_algo), cuda=_FakeCuda)
-    for opt in trainer.optimizers_of(graphed_algo):  # capturable Adam needs CUDA tensors
+    runner = step_modes.GraphedStep(step, optimizers_of(graphed_algo), cuda=_FakeCuda)
+    for opt in optimizers_of(graphed_algo):  # capturable Adam needs CUDA tensors
         for group in opt.param_groups:
             group["capturable"] = False
     losses = [float(runner(batch)["loss"]) for _ in range(6)]
     eager = [float(eager_algo.update(dict(batch))["loss"]) for _ in range(6)]
-    assert losses == eager and runner.warmed == trainer.GRAPH_WARMUP_STEPS
+    assert losses == eager and runner.warmed == step_modes.GRAPH_WARMUP_STEPS
     assert runner.graph is None and runner.failed == (
         "the CUDA graph capture failed (RuntimeError: operation not permitted when stream is "
         "capturing)")
     for a, b in zip(graphed_algo.parameters(), eager_algo.parameters(), strict=True):
         assert torch.equal(a, b)
-    assert trainer._step_mode(runner, None) == f"eager: {runner.failed}"
-    assert trainer._step_mode(object(), None) == "graph"
+    assert step_modes.step_mode_of(runner, None) == f"eager: {runner.failed}"
+    assert step_modes.step_mode_of(object(), None) == "graph"

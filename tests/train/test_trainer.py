@@ -12,11 +12,11 @@ import torch
 from shortcutlab.errors import TrainError
 from shortcutlab.train import algorithms
 from shortcutlab.train.algorithms.base import Algorithm
+from shortcutlab.train.batches import EpochBatches
 from shortcutlab.train.config import TrainConfig
 from shortcutlab.train.metrics import mean_per_class_accuracy, top1_accuracy
 from shortcutlab.train.trainer import (
     EPOCH_COLUMNS,
-    EpochBatches,
     evaluate,
     train,
     train_epoch,

@@ -148,7 +148,7 @@ def run(
 
     from shortcutlab.biasbed.protocol import parse_hparams, plan_from_options, run_protocol
     from shortcutlab.runner.runs import JobTableError, RunInterrupted, describe_failures
-    from shortcutlab.train.trainer import check_precision
+    from shortcutlab.train.precision import check_precision
     from shortcutlab.utils.console import PlainConsole, styled
     from shortcutlab.utils.device import resolve_device
 

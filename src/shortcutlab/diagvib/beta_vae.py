@@ -237,7 +237,7 @@ class BetaVaePlan:
 
     @property
     def steps_per_epoch(self) -> int:
-        from shortcutlab.train.trainer import EpochBatches
+        from shortcutlab.train.batches import EpochBatches
 
         n = scaled_sizes(self.scale)["train"]
         return len(EpochBatches(n, self.batch_size, self.seed, drop_last=True))
@@ -288,12 +288,13 @@ def train_beta_vae(config: TrainConfig, train_ds: SettingSplit, stats: Any,
     weights of the last epoch are the ones measured. Batches are rendered here, without a
     DataLoader (whose iterator draws from torch's RNG, the VAE's noise). Deterministic for the
     config on a given device: weights and sampling noise are seeded from ``config.seed`` as the
-    trainer seeds them, batches come from :class:`~shortcutlab.train.trainer.EpochBatches`."""
+    trainer seeds them, batches come from :class:`~shortcutlab.train.batches.EpochBatches`."""
     import torch
 
     import shortcutlab.diagvib.baselines  # noqa: F401  (registers the vae model and algorithm)
     from shortcutlab.train.algorithms import create_algorithm
-    from shortcutlab.train.trainer import EpochBatches, train_epoch, training_step
+    from shortcutlab.train.batches import EpochBatches
+    from shortcutlab.train.trainer import train_epoch, training_step
     from shortcutlab.utils.rng import torch_seed
 
     sampler = EpochBatches(len(train_ds), config.batch_size, config.seed, config.drop_last)

@@ -184,9 +184,10 @@ class DiagvibDataset(Dataset):
 
     @property
     def device_batch(self) -> Callable[[torch.Tensor, str | torch.device], dict[str, Any]] | None:
-        """``device_batch(indices, device)``: a batch made on ``device`` (used by the trainer's
-        ``DeviceBatches`` on CUDA), or None when a ``transform`` is set (transforms run per image
-        on the host). See :meth:`batch_on_device`."""
+        """``device_batch(indices, device)``: a batch made on ``device`` (read on CUDA by the
+        trainer's :class:`~shortcutlab.train.batches.DeviceBatches`), or None when a
+        ``transform`` is set (transforms run per image on the host). See
+        :meth:`batch_on_device`."""
         return None if self.transform is not None else self.batch_on_device
 
     def batch_on_device(self, indices: torch.Tensor, device: str | torch.device) -> dict[str, Any]:

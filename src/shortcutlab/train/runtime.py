@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from shortcutlab.errors import TrainError, unknown_choice
 
 #: ``cuda_graphs`` choices: ``auto`` captures the training step as a CUDA graph where it is safe
-#: (see :func:`shortcutlab.train.trainer.cuda_graph_plan`), ``off`` never does.
+#: (see :func:`shortcutlab.train.step_modes.cuda_graph_plan`), ``off`` never does.
 CUDA_GRAPH_MODES = ("auto", "off")
 #: The environment variables carrying the options to jobs run in other processes.
 CUDA_GRAPHS_ENV = "SHORTCUTLAB_CUDA_GRAPHS"

@@ -12,18 +12,22 @@ those of the epoch with the lowest validation loss. Accuracy is the MEAN PER-CLA
 (recall averaged over the classes present).
 
 Determinism: given (config, datasets) the result is the same in every process and for any
-number of DataLoader workers: shuffling comes from ``rng(seed, "shuffle", epoch)``, weight
-initialisation and other torch draws from a torch RNG forked and seeded from ``config.seed``.
+number of DataLoader workers: shuffling comes from ``rng(seed, "shuffle", epoch)``
+(:class:`~shortcutlab.train.batches.EpochBatches`), weight initialisation and other torch draws
+from a torch RNG forked and seeded from ``config.seed``.
+
+The loop's parts live beside it: which items make each batch, and batches made on the device
+instead of by a DataLoader, in :mod:`shortcutlab.train.batches`; mixed precision in
+:mod:`shortcutlab.train.precision`; how the step runs (one CUDA graph or eager, torch.compile)
+in :mod:`shortcutlab.train.step_modes`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import math
 import time
-import warnings
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +40,13 @@ from torch.utils.data import DataLoader, Dataset, Sampler
 from shortcutlab.errors import TrainError
 from shortcutlab.train.algorithms import create_algorithm
 from shortcutlab.train.algorithms.base import Algorithm, AlgorithmContext, optimizers_of
+from shortcutlab.train.batches import (
+    DEVICE_EVAL_BATCH_SIZE,
+    DeviceBatches,
+    DeviceItems,
+    EpochBatches,
+    makes_device_batches,
+)
 from shortcutlab.train.config import TrainConfig
 from shortcutlab.train.metrics import mean_per_class_accuracy, top1_accuracy
 from shortcutlab.train.models import expects_imagenet_inputs
@@ -46,41 +57,17 @@ from shortcutlab.train.normalization import (
     channel_stats,
     to_unit_float,
 )
+from shortcutlab.train.precision import autocast_for, check_precision, make_grad_scaler
 from shortcutlab.train.runtime import check_cuda_graphs, compile_default, cuda_graphs_default
-from shortcutlab.utils.rng import rng, torch_seed
+from shortcutlab.train.step_modes import (
+    GraphedStep,
+    compile_networks,
+    cuda_graph_plan,
+    step_mode_of,
+)
+from shortcutlab.utils.rng import torch_seed
 
 EPOCH_COLUMNS = ("epoch", "train_loss", "val_loss", "val_acc", "test_set", "tag", "acc", "n")
-
-
-class EpochBatches(Sampler[list[int]]):
-    """Shuffled batches of indices, a pure function of (seed, epoch).
-
-    A last batch of a single sample is dropped (BatchNorm cannot train on it); with
-    ``drop_last`` any incomplete last batch is (as the DiagViB-6 authors' loader does), unless it
-    is the only batch.
-    """
-
-    def __init__(self, n: int, batch_size: int, seed: int, drop_last: bool = False) -> None:
-        self.n, self.batch_size, self.seed, self.epoch = n, batch_size, seed, 0
-        self.drop_last = drop_last
-
-    def set_epoch(self, epoch: int) -> None:
-        self.epoch = epoch
-
-    def _batches(self) -> list[np.ndarray]:
-        order = rng(self.seed, "shuffle", self.epoch).permutation(self.n)
-        chunks = [order[i : i + self.batch_size] for i in range(0, self.n, self.batch_size)]
-        short = len(chunks[-1]) < self.batch_size if self.drop_last else len(chunks[-1]) == 1
-        if len(chunks) > 1 and short:
-            chunks.pop()
-        return chunks
-
-    def __iter__(self) -> Iterator[list[int]]:
-        for chunk in self._batches():
-            yield chunk.tolist()
-
-    def __len__(self) -> int:
-        return len(self._batches())
 
 
 @dataclass
@@ -155,268 +142,22 @@ def _loader(
                       pin_memory=pin, persistent_workers=num_workers > 0)
 
 
-#: Evaluation batch size when batches are made on the device (``eval_batch_size=None``).
-DEVICE_EVAL_BATCH_SIZE = 1024
-
-
-def makes_device_batches(dataset: Dataset) -> bool:
-    """Whether ``dataset`` can make its batches on an accelerator: it has a method
-    ``device_batch(indices: Tensor, device) -> dict`` returning at least ``x`` (uint8 or float
-    images) and ``y`` on that device (DiagViB-6 datasets render there)."""
-    return callable(getattr(dataset, "device_batch", None))
-
-
-class DeviceBatches:
-    """Batches made on ``device`` by ``dataset.device_batch``: images never pass through the host
-    and no DataLoader runs. Indices come from ``sampler`` (lists of indices, e.g.
-    :class:`EpochBatches`; the epoch's whole order is copied to the device once) or, without
-    one, in order, ``batch_size`` at a time."""
-
-    def __init__(self, dataset: Dataset, device: torch.device, *, sampler: Sampler | None = None,
-                 batch_size: int = DEVICE_EVAL_BATCH_SIZE) -> None:
-        self.dataset, self.device, self.sampler, self.batch_size = (
-            dataset, device, sampler, batch_size)
-
-    def __iter__(self) -> Iterator[dict[str, Any]]:
-        n = len(self.dataset)  # type: ignore[arg-type]
-        chunks = ([np.asarray(c, dtype=np.int64) for c in self.sampler] if self.sampler is not None
-                  else [np.arange(a, min(n, a + self.batch_size)) for a in
-                        range(0, n, self.batch_size)])
-        if not chunks:
-            return
-        order = torch.from_numpy(np.concatenate(chunks)).to(self.device)
-        position = 0
-        for chunk in chunks:
-            yield self.dataset.device_batch(  # type: ignore[attr-defined]
-                order[position:position + len(chunk)], self.device)
-            position += len(chunk)
-
-    def __len__(self) -> int:
-        if self.sampler is not None:
-            return len(self.sampler)  # type: ignore[arg-type]
-        return -(-len(self.dataset) // self.batch_size)  # type: ignore[arg-type]
-
-
-class _DeviceItems(Dataset):
-    """A view of a device-batch dataset as items (``x`` only) for :func:`channel_stats`: each
-    DataLoader batch is rendered on the device in one call."""
-
-    def __init__(self, dataset: Dataset, device: torch.device) -> None:
-        self.dataset, self.device = dataset, device
-
-    def __len__(self) -> int:
-        return len(self.dataset)  # type: ignore[arg-type]
-
-    def __getitems__(self, indices: list[int]) -> list[dict[str, torch.Tensor]]:
-        idx = torch.as_tensor(indices, dtype=torch.int64).to(self.device)
-        x = self.dataset.device_batch(idx, self.device)["x"]  # type: ignore[attr-defined]
-        return [{"x": image} for image in x]
-
-
-#: The autocast dtype of each mixed precision (``fp32``: no autocast).
-AUTOCAST_DTYPES: dict[str, torch.dtype] = {"bf16": torch.bfloat16, "fp16": torch.float16}
-
-
-def precision_available(precision: str, device: torch.device) -> bool:
-    """Whether torch can autocast to ``precision`` on ``device`` (and, for fp16, scale the
-    loss there); fp32 always."""
-    dtype = AUTOCAST_DTYPES.get(precision)
-    if dtype is None:
-        return precision == "fp32"
-    available = getattr(torch.amp, "is_autocast_available", None)  # torch >= 2.4
-    if available is not None and not available(device.type):
-        return False
-    if device.type == "cuda" and dtype == torch.bfloat16 and not torch.cuda.is_bf16_supported():
-        return False
-    with warnings.catch_warnings(record=True) as caught:  # torch warns and disables itself
-        warnings.simplefilter("always")
-        try:
-            torch.autocast(device.type, dtype=dtype)
-            if dtype == torch.float16 and not _grad_scaler(device).is_enabled():
-                return False
-        except (RuntimeError, AttributeError):  # an older torch without it on this device
-            return False
-    return not caught
-
-
-def _grad_scaler(device: torch.device) -> Any:
-    """torch's GradScaler for ``device`` (``torch.amp`` from torch 2.3, CUDA's before)."""
-    if hasattr(torch.amp, "GradScaler"):
-        return torch.amp.GradScaler(device.type)
-    if device.type != "cuda":
-        raise AttributeError("no GradScaler for this device in this torch")
-    return torch.cuda.amp.GradScaler()
-
-
-def check_precision(precision: str, device: torch.device) -> None:
-    """TrainError naming the precisions ``device`` can run, unless it can run ``precision``."""
-    if not precision_available(precision, device):
-        valid = [p for p in ("fp32", *AUTOCAST_DTYPES) if precision_available(p, device)]
-        raise TrainError(f"precision {precision!r} is not available on device {device} with "
-                         f"torch {torch.__version__}; valid choices there: {', '.join(valid)}")
-
-
-def make_grad_scaler(precision: str, device: torch.device) -> torch.amp.GradScaler | None:
-    """The loss scaler of ``precision="fp16"`` (torch's GradScaler on ``device``), else None."""
-    return _grad_scaler(device) if precision == "fp16" else None
-
-
-def _autocast(device: torch.device, precision: str, cache: bool = True) -> Any:
-    """Autocast to bfloat16 (``bf16``) or float16 (``fp16``) on ``device``, else nothing;
-    :func:`check_precision` has refused devices that cannot. ``cache=False`` for CUDA graphs
-    (autocast's weight cache must not outlive a capture)."""
-    dtype = AUTOCAST_DTYPES.get(precision)
-    if dtype is None:
-        return contextlib.nullcontext()
-    return torch.autocast(device.type, dtype=dtype, cache_enabled=cache)
-
-
 def _prepare_inputs(algorithm: Algorithm, x: torch.Tensor, channels_last: bool) -> torch.Tensor:
     """uint8 or [0, 1] images -> normalised float, NHWC in memory with ``channels_last``."""
     x = algorithm.input_norm(to_unit_float(x))
     return x.contiguous(memory_format=torch.channels_last) if channels_last else x
 
 
-#: Eager steps (on a side stream) before the training step is captured as a CUDA graph: they
-#: let cuDNN pick its kernels and the optimiser make its state, as torch's guide asks.
-GRAPH_WARMUP_STEPS = 3
-
-
-def cuda_graph_plan(mode: str, device: torch.device, config: TrainConfig, algorithm: Algorithm,
-                    n_train: int, *, compiled: bool = False) -> str | None:
-    """None when the training step of ``algorithm`` can run as one CUDA graph (captured once,
-    replayed every step), else why not, in a few words (recorded as the job's ``step_mode``).
-
-    A graph replays fixed kernels on fixed memory, so every step must look the same: a CUDA
-    device; the algorithm's ``update`` declared static (:attr:`Algorithm.graph_safe`); every
-    training batch of one size (``drop_last``, or a training set divisible by the batch size);
-    no fp16 (its gradient scaler decides on the host whether to step); Adam as the only kind of
-    optimiser (its ``capturable`` step); no learning-rate schedule (the rate is baked into the
-    captured step); no torch.compile (it has graphs of its own)."""
-    check_cuda_graphs(mode)
-    if mode == "off":
-        return "cuda_graphs is off"
-    if device.type != "cuda":
-        return f"device {device.type} (CUDA graphs need a CUDA device)"
-    if not type(algorithm).update_is_graph_safe():
-        return f"algorithm {config.algorithm!r} does not declare a static update (graph_safe)"
-    if config.precision == "fp16":
-        return "precision fp16 (the gradient scaler decides on the host whether to step)"
-    if config.lr_milestones:
-        return "a learning-rate schedule (lr_milestones) changes the captured step"
-    kinds = sorted({type(opt).__name__ for opt in optimizers_of(algorithm)})
-    if kinds != ["Adam"]:
-        return f"optimiser {', '.join(kinds) or '(none)'} (only Adam's step is captured)"
-    if compiled:
-        return "the network is torch.compiled"
-    sampler = EpochBatches(n_train, config.batch_size, config.seed, config.drop_last)
-    sizes = sorted({len(chunk) for chunk in sampler._batches()})
-    if len(sizes) > 1:
-        return (f"training batches of {sizes[0]} and {sizes[-1]} images (the last one is kept: "
-                "drop_last is off)")
-    return None
-
-
-class GraphedStep:
-    """A training step function replayed as one CUDA graph: :data:`GRAPH_WARMUP_STEPS` eager
-    steps on a side stream, then the step is captured on the next batch's static copy and every
-    later call copies its batch into that memory and replays the graph. The returned dict is
-    the same static output each time (read it before the next call). Only for steps that
-    :func:`cuda_graph_plan` accepts. If the capture itself fails (a network that synchronises
-    with the host, e.g. a user's model calling ``.item()``), the step runs eagerly from then on
-    and :attr:`failed` says why."""
-
-    def __init__(self, step: Callable[[dict[str, Any]], Mapping[str, Any]],
-                 optimizers: list[torch.optim.Optimizer], cuda: Any = None) -> None:
-        self.step, self.optimizers = step, optimizers
-        self.cuda = cuda if cuda is not None else torch.cuda  # tests pass a stand-in
-        self.graph: Any = None
-        self.inputs: dict[str, torch.Tensor] = {}
-        self.output: Mapping[str, Any] = {}
-        self.warmed = 0
-        self.stream: Any = None
-        #: Why the capture failed (the step then runs eagerly), or None.
-        self.failed: str | None = None
-        for opt in optimizers:  # Adam keeps its step count on the device, so it can be captured
-            for group in opt.param_groups:
-                group["capturable"] = True
-
-    def __call__(self, batch: dict[str, Any]) -> Mapping[str, Any]:
-        if self.failed is not None:
-            return self.step(batch)
-        if self.graph is None and self.warmed < GRAPH_WARMUP_STEPS:
-            self.warmed += 1
-            if self.stream is None:
-                self.stream = self.cuda.Stream()
-            self.stream.wait_stream(self.cuda.current_stream())
-            with self.cuda.stream(self.stream):
-                out = self.step(batch)
-            self.cuda.current_stream().wait_stream(self.stream)
-            return out
-        if self.graph is None and not self._capture(batch):
-            return self.step(batch)
-        for key, static in self.inputs.items():
-            static.copy_(batch[key], non_blocking=True)
-        self.graph.replay()
-        return self.output
-
-    def _capture(self, batch: dict[str, Any]) -> bool:
-        """Capture the step on a static copy of ``batch``; False (and :attr:`failed` set, the
-        gradients cleared) when the capture fails."""
-        self.inputs = {k: v.clone() for k, v in batch.items() if isinstance(v, torch.Tensor)}
-        for opt in self.optimizers:  # backward then makes .grad in the graph's own memory
-            opt.zero_grad(set_to_none=True)
-        self.cuda.synchronize()
-        graph = self.cuda.CUDAGraph()
-        try:
-            with self.cuda.graph(graph):
-                self.output = self.step({**batch, **self.inputs})
-        except Exception as exc:  # nothing captured ran: parameters and optimiser unchanged
-            first = (str(exc).strip().splitlines() or [""])[0][:160]
-            self.failed = f"the CUDA graph capture failed ({type(exc).__name__}: {first})"
-            self.inputs, self.output = {}, {}
-            for opt in self.optimizers:
-                opt.zero_grad(set_to_none=True)
-            self.cuda.synchronize()
-            return False
-        self.graph = graph
-        return True
-
-
-def _step_mode(run_step: Any, why_eager: str | None) -> str:
-    """``graph``, or ``eager: <why>`` (not planned, or the capture failed)."""
-    if why_eager is not None:
-        return f"eager: {why_eager}"
-    failed = getattr(run_step, "failed", None)
-    return "graph" if failed is None else f"eager: {failed}"
-
-
-#: torch.compile's backend for ``compile=True`` (tests use ``eager``: tracing without codegen).
-COMPILE_BACKEND = "inductor"
-
-
-def compile_networks(algorithm: Algorithm) -> list[str]:
-    """torch.compile, in place, the algorithm's network(s) (its direct sub-modules that hold
-    parameters, except the input normalisation); their names. In place, so parameter names
-    and checkpoints stay those of eager training."""
-    names = []
-    for name, module in algorithm.named_children():
-        if module is algorithm.input_norm or not any(True for _ in module.parameters()):
-            continue
-        module.compile(backend=COMPILE_BACKEND)
-        names.append(name)
-    return names
-
-
 def training_step(algo: Algorithm, config: TrainConfig, device: torch.device,
                   why_eager: str | None) -> Callable[[dict[str, Any]], Mapping[str, Any]]:
     """The training step of ``config`` for ``algo``: inputs made float, normalised and laid out
     (``channels_last``), ``algo.update`` under the config's precision; one CUDA graph when
-    ``why_eager`` is None (:func:`cuda_graph_plan` said it is safe), eager otherwise."""
+    ``why_eager`` is None (:func:`~shortcutlab.train.step_modes.cuda_graph_plan` said it is
+    safe), eager otherwise."""
 
     def one_step(batch: dict[str, Any]) -> Mapping[str, Any]:
         batch["x"] = _prepare_inputs(algo, batch["x"], config.channels_last)
-        with _autocast(device, config.precision, cache=why_eager is not None):
+        with autocast_for(device, config.precision, cache=why_eager is not None):
             return algo.update(batch)
 
     return one_step if why_eager is not None else GraphedStep(one_step, optimizers_of(algo))
@@ -476,7 +217,8 @@ def evaluate(
     """Cross-entropy loss, mean per-class accuracy, and per-tag accuracy (if the dataset has
     ``tags``, one string per index) of ``algorithm`` on ``dataset``; images are normalised by
     ``algorithm.input_norm`` first. ``loader``: any iterable of batches (a DataLoader,
-    :class:`DeviceBatches`); ``precision``/``channels_last`` as in :class:`TrainConfig`."""
+    :class:`~shortcutlab.train.batches.DeviceBatches`); ``precision``/``channels_last`` as in
+    :class:`TrainConfig`."""
     was_training = algorithm.training
     algorithm.eval()
     loader = loader or _loader(dataset, None, batch_size, num_workers, device.type == "cuda")
@@ -484,7 +226,7 @@ def evaluate(
     position = 0
     for batch in loader:
         batch = _to_device(batch, device)
-        with _autocast(device, precision):
+        with autocast_for(device, precision):
             logits = algorithm.predict(_prepare_inputs(algorithm, batch["x"], channels_last))
         logits = logits.float()
         head = getattr(dataset, "reduce_logits", None)  # a test set's head, e.g. 1000 -> 16
@@ -558,10 +300,11 @@ def input_stats(config: TrainConfig, train_ds: Dataset, num_workers: int = 0,
                 device: torch.device | None = None) -> ChannelStats:
     """The channel statistics ``config`` normalises inputs with (streams ``train_ds`` once for
     ``train``; :data:`STATS_BATCH_SIZE` items at a time, whatever the runtime options). With
-    ``device``, the dataset's batches are made there (see :class:`DeviceBatches`)."""
+    ``device``, the dataset's batches are made there (see
+    :class:`~shortcutlab.train.batches.DeviceBatches`)."""
     source = resolve_normalization(config)
     if source == "train" and device is not None:
-        return channel_stats(_DeviceItems(train_ds, device), batch_size=STATS_BATCH_SIZE)
+        return channel_stats(DeviceItems(train_ds, device), batch_size=STATS_BATCH_SIZE)
     if source == "train":
         return channel_stats(train_ds, batch_size=STATS_BATCH_SIZE, num_workers=num_workers)
     if source == "imagenet":
@@ -596,14 +339,14 @@ def train(
     (DiagViB-6 renders there: uint8 images made and normalised on the GPU, never copied through
     the host, no DataLoader); ``None`` (default) does so on CUDA when every dataset can. Its
     images equal the CPU renderer's within ±1 intensity level. ``eval_batch_size``: default 256,
-    or :data:`DEVICE_EVAL_BATCH_SIZE` with device batches.
+    or :data:`~shortcutlab.train.batches.DEVICE_EVAL_BATCH_SIZE` with device batches.
 
     ``cuda_graphs``: ``auto`` runs the training step as one CUDA graph where
-    :func:`cuda_graph_plan` finds it safe (same numbers as eager up to floating-point order),
-    ``off`` never; ``compile``: torch.compile the network(s) first (measure before use: the
-    compile time must pay for itself). None: this process's runtime options
-    (:mod:`shortcutlab.train.runtime`; ``auto`` and no compile unless set). The result's
-    ``step_mode`` says how the step ran and, when eager, why.
+    :func:`~shortcutlab.train.step_modes.cuda_graph_plan` finds it safe (same numbers as eager
+    up to floating-point order), ``off`` never; ``compile``: torch.compile the network(s) first
+    (measure before use: the compile time must pay for itself). None: this process's runtime
+    options (:mod:`shortcutlab.train.runtime`; ``auto`` and no compile unless set). The
+    result's ``step_mode`` says how the step ran and, when eager, why.
     """
     if not isinstance(config, TrainConfig):
         raise TrainError(
@@ -739,6 +482,6 @@ def _fit(
         stopped_early=stopped_early,
         input_stats=stats,
         best_state=best_state,
-        step_mode=_step_mode(run_step, why_eager),
+        step_mode=step_mode_of(run_step, why_eager),
         compiled=compiled,
     )
