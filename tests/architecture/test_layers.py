@@ -300,3 +300,18 @@ def test_the_private_import_finder_finds_one(tmp_path: Path) -> None:
                                    "def f():\n    from shortcutlab.b import _z\n")
     assert private_imports(tmp_path) == ["a.py:1 shortcutlab.utils.io._x",
                                          "a.py:4 shortcutlab.b._z"]
+
+
+# ------------------------------------------------------------------ the engines' module map
+def test_the_architecture_page_maps_every_module_of_train_and_runner() -> None:
+    """docs/architecture.md's "Inside the two engines" table names each module of ``train`` and
+    ``runner`` (``train/algorithms/`` as one package), and no module that is gone."""
+    import re
+
+    page = (PACKAGE_ROOT.parents[1] / "docs" / "architecture.md").read_text(encoding="utf-8")
+    section = page.split("## Inside the two engines", 1)[1].split("\n## ", 1)[0]
+    named = set(re.findall(r"`((?:train|runner)/[\w/]+(?:\.py|/))`", section))
+    present = {f"{package}/{p.name}" for package in ("train", "runner")
+               for p in (PACKAGE_ROOT / package).glob("*.py") if p.name != "__init__.py"}
+    present.add("train/algorithms/")
+    assert named == present
