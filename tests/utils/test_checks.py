@@ -35,3 +35,4 @@ def test_an_open_lower_end_and_no_upper_end() -> None:
         "lr must be a number > 0 and <= 1 (got 0.0)"
     assert range_problem("seed", 10**12, 0, integer=True) is None
     assert range_problem("seed", -1, 0, integer=True) == "seed must be an integer >= 0 (got -1)"
+    assert range_problem("scale", math.inf, 0) == "scale must be a number >= 0 (got inf)"

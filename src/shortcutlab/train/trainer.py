@@ -169,10 +169,10 @@ def train_epoch(algo: Algorithm, batches: Iterable[Mapping[str, Any]],
                 on_step: Callable[[], None] | None = None) -> tuple[dict[str, float], int]:
     """One training epoch: every batch moved to ``device`` and given to ``run_step`` (see
     :func:`training_step`), ``algo.step`` counting on from ``step``. Returns the per-item means
-    of the step outputs named in ``keys`` (``loss`` first: it must be there and finite) and the
-    step count after the epoch. Tensor outputs are summed on the device, with no host round trip
-    per step (the GPU never waits for Python), and checked once at the end. ``on_step`` is
-    called after every step (a progress bar)."""
+    of the step outputs named in ``keys`` (each must be there and finite; the trainer names
+    ``loss``) and the step count after the epoch. Tensor outputs are summed on the device, with
+    no host round trip per step (the GPU never waits for Python), and checked once at the end.
+    ``on_step`` is called after every step (a progress bar)."""
     algo.train()
     algo.start_epoch(epoch)  # step learning-rate schedule (BiasBed recipe)
     sums: dict[str, float | torch.Tensor] = dict.fromkeys(keys, 0.0)
@@ -181,16 +181,16 @@ def train_epoch(algo: Algorithm, batches: Iterable[Mapping[str, Any]],
         batch = _to_device(batch, device)
         algo.step = step
         out = run_step(batch)
+        n = len(batch["y"])
         for key in keys:
             value = out.get(key)
             if value is None or (not isinstance(value, torch.Tensor)
                                  and not math.isfinite(value)):
                 raise TrainError(f"algorithm {algo.config.algorithm!r} returned no finite "
                                  f"{key!r} at step {step}: {out}")
-            n = len(batch["y"])
             sums[key] = sums[key] + (value.detach().double() * n
                                      if isinstance(value, torch.Tensor) else value * n)
-        seen += len(batch["y"])
+        seen += n
         step += 1
         if on_step is not None:
             on_step()
