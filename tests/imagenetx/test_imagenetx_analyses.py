@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -267,3 +269,19 @@ def test_cubic_procedure_compares_the_strengths_where_the_fit_is_extreme():
     few = strength[strength < 50].index.append(pd.Index(["m50_0"]))
     with pytest.raises(ImagenetXError, match="5\\+ models"):
         spillover.spillover(ratios.loc[few].iloc[:9], strength)
+
+
+def test_cubic_procedure_with_three_strengths_fits_their_means_without_a_warning():
+    """Three strengths under-determine a cubic: the fit drops to the quadratic through their
+    means (what the cubic's least-squares fit gives), so the extremes are the strengths with
+    the lowest and highest mean, and numpy's ill-conditioning warning never reaches the user."""
+    gen = np.random.default_rng(4)
+    means = {10: 1.2, 40: 0.9, 90: 1.5}
+    strength = pd.Series({f"m{s}_{r}": s for s in means for r in range(6)}, dtype=float)
+    ratios = pd.DataFrame({"pose": [means[s] + gen.normal(0, 0.01) for s in strength]},
+                          index=strength.index)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        row = spillover.spillover(ratios, strength, "cubic").loc["pose"]
+    assert (row["weak"], row["strong"]) == ("40", "90")
+    assert row["change"] == pytest.approx(0.6, abs=0.02)

@@ -2,7 +2,8 @@
 changes with the strength of an augmentation, by two procedures.
 
 * ``cubic`` (default, the authors' procedure): fit a cubic polynomial of error ratio in
-  augmentation strength over all models, find the strengths where the fit is lowest and
+  augmentation strength over all models (of degree one less than the number of strengths when
+  there are fewer than four), find the strengths where the fit is lowest and
   highest, and compare the models trained at those two strengths with Welch's t-test. Only
   strengths with more than 4 models are used, as the authors do.
 * ``welch`` (shortcutlab's): Welch's t-test of the models of the strongest third of the
@@ -102,8 +103,11 @@ def spillover(
         x, y = x[finite], y[finite]
         present = levels[np.isin(levels, x)]
         if method == "cubic":
-            coef = np.polyfit(x, y, deg=3)
-            fitted = np.polyval(coef, present)
+            # A cubic in the scaled strength (numpy's Polynomial.fit: polyfit on raw strengths
+            # is ill-conditioned); with fewer than four strengths the degree drops to fit their
+            # means exactly, which is what the under-determined cubic's least-squares fit does.
+            degree = min(3, len(present) - 1)
+            fitted = np.polynomial.Polynomial.fit(x, y, deg=degree)(present)
             ends = sorted((present[int(np.argmin(fitted))], present[int(np.argmax(fitted))]))
         else:
             third = max(1, len(present) // 3)
