@@ -131,3 +131,13 @@ def test_missing_values_are_named_without_numpy_reprs() -> None:
     with pytest.raises(StatsError) as err:
         _as_float(values, "val_acc", pd.Series(np.array([3, 3])), pd.Series([0.0, 1.0]))
     assert str(err.value).endswith("at run 3 epoch 1.0 (nan)") and "np." not in str(err.value)
+
+
+def test_last_n_mean_does_not_depend_on_the_epoch_order():
+    # the same last-3 scores in another epoch order give the same mean (a tie stays a tie)
+    rows = [{"run": "a", "epoch": e, "val_acc": 0.5, "test_x": v}
+            for e, v in enumerate([0.1, 0.2, 0.3])]
+    rows += [{"run": "b", "epoch": e, "val_acc": 0.5, "test_x": v}
+             for e, v in enumerate([0.3, 0.2, 0.1])]
+    picked = select(pd.DataFrame(rows), "last_n", n_last=3).set_index("run")["score"]
+    assert picked["a"] == picked["b"]

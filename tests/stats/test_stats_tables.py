@@ -81,3 +81,13 @@ def test_bad_paths(tmp_path):
         load_table(tmp_path / "t.xlsx")
     with pytest.raises(StatsError, match="not found"):
         load_table(tmp_path / "missing.csv")
+
+
+def test_the_same_runs_in_another_order_tie():
+    # 0.1 + 0.2 + 0.3 and 0.3 + 0.2 + 0.1 differ in the last bit when summed in order: identical
+    # runs listed in another order must still tie (average rank), not rank 1 and 2.
+    rows = [("x", "A", r, v) for r, v in enumerate([0.1, 0.2, 0.3])]
+    rows += [("x", "B", r, v) for r, v in enumerate([0.3, 0.2, 0.1])]
+    rows += [("y", a, r, v) for a in "AB" for r, v in enumerate([0.5, 0.7, 0.9])]
+    t = parse_table(pd.DataFrame(rows, columns=["block", "algorithm", "run", "score"]))
+    assert t.means.loc["x", "A"] == t.means.loc["x", "B"]

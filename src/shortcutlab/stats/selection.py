@@ -16,6 +16,7 @@ are used — the runner's ``collect_epochs`` layout), or *wide* with one column 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Literal, get_args
 
@@ -193,7 +194,9 @@ def last_n_epochs(norm: pd.DataFrame, n_last: int = 5) -> pd.DataFrame:
     window = epochs[epochs["epoch"] >= cutoff]
     picked = norm.merge(window, on=["run", "epoch"])
     keys = [*_group_cols(norm), "run", "test_set"]
-    out = picked.groupby(keys, sort=False)["score"].mean().reset_index()
+    # math.fsum: the mean of the same scores does not depend on the epoch order
+    score = picked.groupby(keys, sort=False)["score"]
+    out = score.agg(lambda s: math.fsum(s) / len(s)).reset_index()
     out["epoch"] = np.nan
     return out
 

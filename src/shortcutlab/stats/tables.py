@@ -11,6 +11,7 @@ ignored.
 from __future__ import annotations
 
 import csv
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -249,7 +250,9 @@ def parse_long(df: pd.DataFrame, score_col: str | None = None) -> ScoreTable:
     grouped = norm.groupby(["block", "algorithm"], sort=False)["score"]
     block_order = list(dict.fromkeys(norm["block"]))
     algo_order = list(dict.fromkeys(norm["algorithm"]))
-    means = grouped.mean().unstack("algorithm").reindex(index=block_order, columns=algo_order)
+    # math.fsum: the mean of the same runs does not depend on their order (a tie stays a tie)
+    exact_mean = grouped.agg(lambda s: math.fsum(s) / len(s))
+    means = exact_mean.unstack("algorithm").reindex(index=block_order, columns=algo_order)
     missing = [f"{b}/{a}" for b in block_order for a in algo_order if pd.isna(means.loc[b, a])]
     if missing:
         raise StatsError(
