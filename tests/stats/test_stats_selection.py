@@ -141,3 +141,19 @@ def test_last_n_mean_does_not_depend_on_the_epoch_order():
              for e, v in enumerate([0.3, 0.2, 0.1])]
     picked = select(pd.DataFrame(rows), "last_n", n_last=3).set_index("run")["score"]
     assert picked["a"] == picked["b"]
+
+
+def test_run_numbers_may_repeat_across_algorithms():
+    # runs numbered 0, 1 per algorithm (seeds) are different runs, not duplicated records
+    a, b = wide(), wide()
+    b["algorithm"] = "B"
+    b[["test_t1", "test_t2"]] = b[["test_t1", "test_t2"]] + 0.05
+    both = pd.concat([a, b], ignore_index=True)
+    unique = both.assign(run=both["algorithm"] + both["run"])
+    for rule in ("best_epoch", "last_n", "best_validation"):
+        got = select(both, rule, n_last=2).sort_values(["algorithm", "run", "test_set"])
+        want = select(unique, rule, n_last=2).sort_values(["algorithm", "run", "test_set"])
+        assert got["score"].tolist() == want["score"].tolist(), rule
+        assert len(got) == 8
+    table = compare_rules(both, n_last=2)
+    assert (table["n_runs"] == 2).all()

@@ -85,9 +85,10 @@ def normalise_epochs(
 ) -> pd.DataFrame:
     """Validate per-epoch records and return them long: *groups, run, epoch, val, test_set, score.
 
-    ``group_cols`` (default: those of algorithm, model, dataset present) must be constant within
-    a run. StatsError on unknown columns, non-numeric/NaN values, duplicated (run, epoch, test
-    set) rows, or a validation score that differs between test-set rows of one epoch.
+    ``group_cols`` (default: those of algorithm, model, dataset present) and the run column
+    identify a run together (runs numbered 0, 1, ... per algorithm are different runs).
+    StatsError on unknown columns, non-numeric/NaN values, duplicated (run, epoch, test set)
+    rows, or a validation score that differs between test-set rows of one epoch.
     """
     if not isinstance(records, pd.DataFrame) or records.empty:
         raise StatsError("per-epoch records are empty")
@@ -141,7 +142,7 @@ def normalise_epochs(
                          "must be whole numbers >= 0")
     long["val"] = _as_float(long["val"], f"validation ({val_col})", long["run"], long["epoch"])
     long["score"] = _as_float(long["score"], "test score", long["run"], long["epoch"])
-    dup = long.duplicated(["run", "epoch", "test_set"], keep=False)
+    dup = long.duplicated([*groups, "run", "epoch", "test_set"], keep=False)
     if dup.any():
         ex = long[dup].head(4)
         items = "; ".join(
@@ -149,14 +150,10 @@ def normalise_epochs(
             for r, e, t in zip(ex["run"], ex["epoch"], ex["test_set"], strict=True)
         )
         raise StatsError(f"duplicated per-epoch record(s): {items}")
-    per_epoch_val = long.groupby(["run", "epoch"])["val"].nunique()
+    per_epoch_val = long.groupby([*groups, "run", "epoch"])["val"].nunique()
     if (per_epoch_val > 1).any():
-        r, e = per_epoch_val[per_epoch_val > 1].index[0]
+        *_, r, e = per_epoch_val[per_epoch_val > 1].index[0]
         raise StatsError(f"run {r} epoch {e:g} has different validation scores across test sets")
-    for g in groups:
-        n_values = long.groupby("run")[g].nunique()
-        if (n_values > 1).any():
-            raise StatsError(f"run {n_values[n_values > 1].index[0]} has several values of {g!r}")
     return long[[*groups, "run", "epoch", "val", "test_set", "score"]]
 
 
@@ -184,16 +181,18 @@ def last_n_epochs(norm: pd.DataFrame, n_last: int = 5) -> pd.DataFrame:
     """Mean test score over each run's last ``n_last`` epochs; error if a run has fewer."""
     if int(n_last) < 1:
         raise StatsError(f"n_last must be ≥1, got {n_last!r}")
-    counts = norm.groupby("run")["epoch"].nunique()
+    run = [*_group_cols(norm), "run"]
+    counts = norm.groupby(run)["epoch"].nunique()
     short = counts[counts < n_last]
     if len(short):
-        items = ", ".join(f"{r} ({c} epochs)" for r, c in short.head(5).items())
+        items = ", ".join(f"{r if isinstance(r, str) else r[-1]} ({c} epochs)"
+                          for r, c in short.head(5).items())
         raise StatsError(f"last-{n_last} selection needs ≥{n_last} epochs per run; short: {items}")
-    epochs = norm[["run", "epoch"]].drop_duplicates()
-    cutoff = epochs.groupby("run")["epoch"].transform(lambda e: np.sort(e.to_numpy())[-n_last])
+    epochs = norm[[*run, "epoch"]].drop_duplicates()
+    cutoff = epochs.groupby(run)["epoch"].transform(lambda e: np.sort(e.to_numpy())[-n_last])
     window = epochs[epochs["epoch"] >= cutoff]
-    picked = norm.merge(window, on=["run", "epoch"])
-    keys = [*_group_cols(norm), "run", "test_set"]
+    picked = norm.merge(window, on=[*run, "epoch"])
+    keys = [*run, "test_set"]
     # math.fsum: the mean of the same scores does not depend on the epoch order
     score = picked.groupby(keys, sort=False)["score"]
     out = score.agg(lambda s: math.fsum(s) / len(s)).reset_index()
@@ -203,10 +202,11 @@ def last_n_epochs(norm: pd.DataFrame, n_last: int = 5) -> pd.DataFrame:
 
 def best_validation(norm: pd.DataFrame, val_lower_is_better: bool = False) -> pd.DataFrame:
     """Test scores at each run's best-validation epoch (earliest on ties)."""
-    epochs = norm.drop_duplicates(["run", "epoch"])
-    chosen = _first_best(epochs, "val", ["run"], val_lower_is_better)[["run", "epoch"]]
-    picked = norm.merge(chosen, on=["run", "epoch"])
-    keys = [*_group_cols(norm), "run", "test_set"]
+    run = [*_group_cols(norm), "run"]
+    epochs = norm.drop_duplicates([*run, "epoch"])
+    chosen = _first_best(epochs, "val", run, val_lower_is_better)[[*run, "epoch"]]
+    picked = norm.merge(chosen, on=[*run, "epoch"])
+    keys = [*run, "test_set"]
     return picked[[*keys, "score", "epoch"]].reset_index(drop=True)
 
 
