@@ -157,3 +157,11 @@ def test_run_numbers_may_repeat_across_algorithms():
         assert len(got) == 8
     table = compare_rules(both, n_last=2)
     assert (table["n_runs"] == 2).all()
+
+
+def test_a_missing_test_set_record_is_refused():
+    # r1's best-validation epoch (2) has no test_t1 record: r1 would silently drop out of test_t1
+    records = long()
+    gap = (records["job_id"] == "r1") & (records["epoch"] == 2) & (records["test_set"] == "test_t1")
+    with pytest.raises(StatsError, match="run r1 epoch 2 has no record for test set test_t1"):
+        select(records[~gap], "best_validation")

@@ -150,6 +150,17 @@ def normalise_epochs(
             for r, e, t in zip(ex["run"], ex["epoch"], ex["test_set"], strict=True)
         )
         raise StatsError(f"duplicated per-epoch record(s): {items}")
+    grid = long.groupby([*groups, "run"])[["epoch", "test_set"]].nunique()
+    size = long.groupby([*groups, "run"]).size()
+    gaps = size[size < grid["epoch"] * grid["test_set"]]
+    if len(gaps):  # a (run, epoch) without some test set: a rule would silently skip the run
+        part = long.set_index([*groups, "run"]).loc[[gaps.index[0]]]
+        have = set(zip(part["epoch"], part["test_set"], strict=True))
+        e, t = next((e, t) for e in sorted(set(part["epoch"]))
+                    for t in sorted(set(part["test_set"])) if (e, t) not in have)
+        r = gaps.index[0] if isinstance(gaps.index[0], str) else gaps.index[0][-1]
+        raise StatsError(f"run {r} epoch {e:g} has no record for test set {t}; every epoch of a "
+                         "run needs a score on each of its test sets")
     per_epoch_val = long.groupby([*groups, "run", "epoch"])["val"].nunique()
     if (per_epoch_val > 1).any():
         *_, r, e = per_epoch_val[per_epoch_val > 1].index[0]
