@@ -293,3 +293,14 @@ def test_report_failing_part_way_leaves_the_old_report_whole(
     with pytest.raises(OSError, match="No space left"):
         write_report(protocol_dir, out, rule="best_validation")
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+
+
+def test_strict_without_marked_test_sets_is_refused(protocol_dir: Path, tmp_path: Path) -> None:
+    # no test set of this protocol is marked --in-distribution: --strict would drop nothing
+    from shortcutlab.cli.main import app
+
+    res = CliRunner().invoke(app, ["biasbed", "report", str(protocol_dir), "--out",
+                                   str(tmp_path / "rep"), "--strict"])
+    assert res.exit_code == 2, res.output
+    assert "--in-distribution" in res.output and len(res.output.strip().splitlines()) == 1
+    assert not (tmp_path / "rep").exists()

@@ -143,6 +143,9 @@ def add_biasbed_section(
     epochs = load_epochs(run_dir)
     competitors = competitor_table(run_dir)
     excluded = strict_test_sets(run_dir) if strict else []
+    if strict and not excluded:
+        raise StatsError("--strict leaves out the test sets marked in-distribution, but this "
+                         "protocol marks none (biasbed run --in-distribution NAME=TESTSET)")
     options: dict[str, Any] = {
         "compare_by": compare_by, "exclude_test_sets": excluded, "df": df,
         "nemenyi_clip": nemenyi_clip, "nemenyi_method": nemenyi_method,
