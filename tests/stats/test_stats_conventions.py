@@ -101,3 +101,8 @@ def test_cli_strict_pingouin(tmp_path):
     assert data["p_value"] == pytest.approx(4.7796e-4, abs=5e-9)
     bad = CliRunner().invoke(app, ["stats", "compare", str(path), "--strict"])
     assert bad.exit_code == 2 and "--trained-on" in bad.output
+
+
+def test_latex_caption_rounds_pingouin_degrees_of_freedom():
+    caption = compare(wide_table(), df="pingouin").to_latex()
+    assert "$F(6.8, 61.2) = 7.538$" in caption and "61.1999" not in caption

@@ -216,7 +216,7 @@ class ComparisonResult(ShowsResult, FriedmanResult):
             "\\bottomrule",
             "\\end{tabular}",
             f"\\caption{{Friedman $\\chi^2 = {self.chi2:.3f}$ ($p = {_p(self.chi2_p_value)}$), "
-            f"Iman-Davenport $F({self.df_num}, {self.df_den}) = {_num(self.F)}$ "
+            f"Iman-Davenport $F({self.df_num:.4g}, {self.df_den:.4g}) = {_num(self.F)}$ "
             f"($p = {_p(self.p_value)}$), Nemenyi critical difference "
             f"$CD_{{\\alpha={self.alpha:g}}} = {self.critical_difference:.3f}$; "
             f"{'lower' if self.lower_is_better else 'higher'} is better.}}",
