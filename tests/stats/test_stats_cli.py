@@ -117,3 +117,35 @@ def test_select_prints_rules_side_by_side(tmp_path):
     res = runner.invoke(app, ["select", str(path), "--last-n", "2", "--out", str(out)])
     assert res.exit_code == 0, res.output
     assert "cherry-picking" in res.stdout and (out / "selected_best_validation.csv").exists()
+    assert "test-set maximum" in res.stdout
+    errors = runner.invoke(app, ["select", str(path), "--last-n", "2", "--lower-is-better"])
+    assert errors.exit_code == 0 and "test-set minimum" in errors.stdout
+
+
+def test_select_out_writes_all_its_files_or_none(tmp_path, monkeypatch):
+    """A failure while the selection files are written leaves none of them (and no
+    temporaries); a file where --out should be is refused before anything is computed."""
+    from shortcutlab.stats import selection
+
+    rows = [{"run": r, "epoch": e, "val_acc": 0.5 + e / 10, "test_x": 0.1 * e}
+            for r in ("a", "b") for e in range(6)]
+    path = tmp_path / "epochs.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    real_select, calls = selection.select, []
+
+    def failing_select(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:  # the second of the per-rule files
+            raise OSError(28, "No space left on device")
+        return real_select(*args, **kwargs)
+
+    monkeypatch.setattr(selection, "select", failing_select)
+    out = tmp_path / "sel"
+    res = runner.invoke(app, ["select", str(path), "--out", str(out)])
+    assert res.exit_code != 0 and len(calls) == 2, res.output  # failed after one file was made
+    assert not out.exists() or not any(out.iterdir())
+    monkeypatch.setattr(selection, "select", real_select)
+    blocked = tmp_path / "file"
+    blocked.write_text("x")
+    res = runner.invoke(app, ["select", str(path), "--out", str(blocked)])
+    assert res.exit_code == 2 and blocked.read_text() == "x"

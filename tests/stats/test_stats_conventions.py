@@ -83,6 +83,10 @@ def test_strict_blocks_from_in_distribution_marks():
     assert strict_blocks(IN_DISTRIBUTION, blocks) == STRICT
     with pytest.raises(StatsError, match="valid choices"):
         strict_blocks({"Stylized ERM": "Stylized IN"}, blocks)
+    algorithms = list(wide_table().columns[1:])
+    assert strict_blocks(IN_DISTRIBUTION, blocks, algorithms) == STRICT
+    with pytest.raises(StatsError, match="competitor"):
+        strict_blocks({"Stylised ERM": "Stylized ImageNet"}, blocks, algorithms)
     with pytest.raises(StatsError, match="block to exclude"):
         compare(wide_table(), exclude_blocks=["nope"])
 
@@ -101,6 +105,15 @@ def test_cli_strict_pingouin(tmp_path):
     assert data["p_value"] == pytest.approx(4.7796e-4, abs=5e-9)
     bad = CliRunner().invoke(app, ["stats", "compare", str(path), "--strict"])
     assert bad.exit_code == 2 and "--trained-on" in bad.output
+    # a misspelt competitor would drop a block for an algorithm that does not compete
+    typo = CliRunner().invoke(app, ["stats", "compare", str(path), "--strict", "--trained-on",
+                                    "Stylised ERM=Stylized ImageNet"])
+    assert typo.exit_code == 2 and "'Stylised ERM'" in typo.output
+    assert "Stylized ERM" in typo.output  # the valid choices
+    # --trained-on without --strict would be ignored: refused instead
+    ignored = CliRunner().invoke(app, ["stats", "compare", str(path), "--trained-on",
+                                       "Stylized ERM=Stylized ImageNet"])
+    assert ignored.exit_code == 2 and "--strict" in ignored.output
 
 
 def test_latex_caption_rounds_pingouin_degrees_of_freedom():

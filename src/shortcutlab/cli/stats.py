@@ -80,10 +80,13 @@ def compare_cmd(
         pairs.append((algo.strip(), block.strip()))
     if strict and not pairs:
         raise StatsError("--strict needs --trained-on ALGORITHM=BLOCK for the blocks to drop")
+    if pairs and not strict:
+        raise StatsError("--trained-on is used only by --strict: add --strict, or leave it out")
     parsed = load_table(table, score_col)
     excluded = list(exclude_block or [])
     if strict:
-        excluded += [b for b in strict_blocks(pairs, parsed.blocks) if b not in excluded]
+        in_distribution = strict_blocks(pairs, parsed.blocks, parsed.algorithms)
+        excluded += [b for b in in_distribution if b not in excluded]
     result = compare(
         parsed,
         alpha=alpha,
@@ -169,8 +172,10 @@ def select_cmd(
     """Model selection: best-epoch oracle vs last-n average vs best validation, side by side."""
     from shortcutlab.stats.selection import RULES, compare_rules, rule_label, select
     from shortcutlab.stats.tables import read_table
-    from shortcutlab.utils.io import write_text
+    from shortcutlab.utils.io import check_output_folder, output_set
 
+    if out is not None:
+        check_output_folder(out)
     df = read_table(records)
     kwargs: dict[str, Any] = dict(
         n_last=last_n, lower_is_better=lower_is_better, val_col=val, test_cols=test or None
@@ -178,16 +183,15 @@ def select_cmd(
     table = compare_rules(df, RULES, **kwargs)
     written = []
     if out is not None:
-        written.append(
-            write_text(out / "selection_rules.csv", table.to_csv(index=False, float_format="%.10g"))
-        )
-        for rule in RULES:
-            picked = select(df, rule, **kwargs)
-            written.append(
-                write_text(
-                    out / f"selected_{rule}.csv", picked.to_csv(index=False, float_format="%.10g")
-                )
-            )
+        tables = {"selection_rules": table} | {
+            f"selected_{rule}": select(df, rule, **kwargs) for rule in RULES
+        }
+        with output_set() as outputs:  # all four files or none
+            written = [
+                outputs.write_text(out / f"{name}.csv", frame.to_csv(index=False,
+                                                                     float_format="%.10g"))
+                for name, frame in tables.items()
+            ]
     if as_json:
         rows = json.loads(table.to_json(orient="records"))
         print_json({"n_last": last_n, "rules": list(RULES), "rows": rows})
@@ -213,7 +217,8 @@ def select_cmd(
         view.add_row(*cells)
     console.print(view)
     console.print(
-        "The best-epoch oracle picks the test-set maximum: it is cherry-picking, shown only to "
+        f"The best-epoch oracle picks the test-set {'minimum' if lower_is_better else 'maximum'}"
+        ": it is cherry-picking, shown only to "
         "measure the optimism; differences to it are in parentheses."
     )
     for path in written:

@@ -308,18 +308,24 @@ def _num(x: float) -> str:
 
 
 def strict_blocks(
-    trained_on: dict[str, str | list[str]] | list[tuple[str, str]], blocks: list[str]
+    trained_on: dict[str, str | list[str]] | list[tuple[str, str]],
+    blocks: list[str],
+    algorithms: list[str] | None = None,
 ) -> list[str]:
     """The blocks BiasBed's *strict* setting drops: test sets made with the same method as the
     training data of any competitor (Stylized ImageNet when "ERM on Stylized ImageNet" competes).
 
     ``trained_on``: competitor → the block(s) that are in-distribution for it (or a list of
-    (competitor, block) pairs). A named block that is not in ``blocks`` is an error naming
-    the valid choices.
+    (competitor, block) pairs). A named block that is not in ``blocks``, or (when
+    ``algorithms`` is given) a competitor that is not in ``algorithms``, is an error naming the
+    valid choices: a misspelt competitor would otherwise drop blocks for an algorithm that
+    does not compete.
     """
     pairs = trained_on.items() if isinstance(trained_on, dict) else trained_on
     out: list[str] = []
-    for _competitor, names in pairs:
+    for competitor, names in pairs:
+        if algorithms is not None and competitor not in algorithms:
+            raise StatsError(unknown_choice("competitor of --trained-on", competitor, algorithms))
         for name in [names] if isinstance(names, str) else names:
             if name not in blocks:
                 raise StatsError(unknown_choice("in-distribution block", name, blocks))
