@@ -249,3 +249,13 @@ def test_the_engine_runs_without_torch():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             timeout=300, check=False)
     assert result.returncode == 0, result.stderr[-2000:]
+
+
+@pytest.mark.parametrize("dtype", ["boolean", object])  # nullable booleans; True/False/None
+def test_a_true_false_column_with_missing_values_is_binary(dtype):
+    annotations, _ = waterbirds_like(n=300)
+    flag = pd.Series([True, False, None] * 100, dtype=dtype)
+    table = annotation_table(annotations.assign(flag=flag))
+    assert "flag" in table.names and not any(n.startswith("flag=") for n in table.names)
+    assert table.indicators[:, table.names.index("flag")].sum() == 100
+

@@ -73,7 +73,7 @@ def _column_kind(name: str, values: pd.Series, max_classes: int) -> str:
     present = values.dropna()
     if present.empty:
         raise FactorAnalysisError(f"factor column {name!r} is empty: no item has a value")
-    if pd.api.types.is_bool_dtype(present) or (
+    if pd.api.types.is_bool_dtype(present) or pd.api.types.infer_dtype(present) == "boolean" or (
         pd.api.types.is_numeric_dtype(present) and set(present.unique()) <= {0, 1}
     ):
         if not present.astype(bool).any():
@@ -145,7 +145,8 @@ def annotation_table(
         if _column_kind(col, values, max_classes) == "binary":
             names.append(str(col))
             columns.append(str(col))
-            blocks.append(values.fillna(0).astype(bool).to_numpy()[:, None])
+            blocks.append(values.astype(object).where(values.notna(), False).astype(bool)
+                          .to_numpy()[:, None])
             continue
         classes = sorted(values.dropna().unique().tolist(), key=str)
         for cls in classes:
