@@ -259,3 +259,10 @@ def test_a_true_false_column_with_missing_values_is_binary(dtype):
     assert "flag" in table.names and not any(n.startswith("flag=") for n in table.names)
     assert table.indicators[:, table.names.index("flag")].sum() == 100
 
+
+def test_predictions_without_an_id_are_named_as_such():
+    annotations, predictions = waterbirds_like(n=300)
+    table = annotation_table(annotations)
+    broken = predictions.assign(id=predictions["id"].where(predictions["id"] != "img00003"))
+    with pytest.raises(FactorAnalysisError, match="1 rows without an id in column 'id'"):
+        join_predictions(table, broken)

@@ -212,6 +212,10 @@ def join_predictions(
             f"predictions have no column {missing[0]!r}; columns: "
             f"{_examples(predictions.columns, 12)}")
     frame = predictions
+    if frame[id_col].isna().any():
+        raise FactorAnalysisError(
+            f"predictions: {int(frame[id_col].isna().sum())} rows without an id in column "
+            f"{id_col!r}")
     if model_col is None:
         model_col = "__model__"
         frame = frame.assign(**{model_col: "model"})
