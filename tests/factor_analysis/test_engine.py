@@ -266,3 +266,18 @@ def test_predictions_without_an_id_are_named_as_such():
     broken = predictions.assign(id=predictions["id"].where(predictions["id"] != "img00003"))
     with pytest.raises(FactorAnalysisError, match="1 rows without an id in column 'id'"):
         join_predictions(table, broken)
+
+
+def test_cramers_v_of_more_than_two_sets_matches_scipy():
+    from scipy.stats.contingency import association
+
+    from shortcutlab.factor_analysis.significance import chi2_homogeneity
+
+    counts = pd.DataFrame({"a": [10, 20, 30], "b": [30, 20, 10], "c": [5, 5, 50]},
+                          index=["pose", "color", "style"])
+    expected = association(counts.T.to_numpy(), method="cramer")
+    assert chi2_homogeneity(counts)["cramers_v"] == pytest.approx(expected)
+    two = counts[["a", "b"]]
+    assert chi2_homogeneity(two)["cramers_v"] == pytest.approx(
+        association(two.T.to_numpy(), method="cramer"))
+

@@ -126,5 +126,6 @@ def chi2_homogeneity(counts: pd.DataFrame) -> dict[str, object]:
         "pvalue": float(result.pvalue),
         "dof": int(result.dof),
         "counts": counts,
-        "cramers_v": float(np.sqrt(result.statistic / used.to_numpy().sum())),
+        "cramers_v": float(np.sqrt(result.statistic / used.to_numpy().sum()
+                                   / (min(used.shape) - 1))),
     }
