@@ -281,3 +281,20 @@ def test_cramers_v_of_more_than_two_sets_matches_scipy():
     assert chi2_homogeneity(two)["cramers_v"] == pytest.approx(
         association(two.T.to_numpy(), method="cramer"))
 
+
+def test_group_tests_on_a_group_of_identical_models_warn_nothing():
+    import warnings
+
+    from shortcutlab.factor_analysis.significance import (
+        alexander_govern_by_factor,
+        welch_by_factor,
+    )
+
+    table = pd.DataFrame({"pose": [1.0, 1.0, 2.0, 2.1], "color": [1.0, 1.1, 1.2, 1.3]},
+                         index=["a", "b", "c", "d"])  # a and b: the same predictions twice
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        result = alexander_govern_by_factor(table, {"a": "x", "b": "x", "c": "y", "d": "y"})
+        welch_by_factor(table.loc[["a", "b"]], table.loc[["c", "d"]])
+    assert result.loc["color", "pvalue"] == pytest.approx(stats.alexandergovern(
+        [1.0, 1.1], [1.2, 1.3]).pvalue)
