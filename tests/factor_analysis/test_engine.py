@@ -298,3 +298,13 @@ def test_group_tests_on_a_group_of_identical_models_warn_nothing():
         welch_by_factor(table.loc[["a", "b"]], table.loc[["c", "d"]])
     assert result.loc["color", "pvalue"] == pytest.approx(stats.alexandergovern(
         [1.0, 1.1], [1.2, 1.3]).pvalue)
+
+
+def test_a_model_with_a_missing_group_is_named_not_a_crash():
+    from shortcutlab.factor_analysis.significance import alexander_govern_by_factor
+
+    table = pd.DataFrame({"pose": [1.0, 1.1, 2.0, 2.1, 1.5]}, index=list("abcde"))
+    groups = {"a": "x", "b": "x", "c": "y", "d": "y", "e": np.nan}  # a blank cell in groups.csv
+    with pytest.raises(FactorAnalysisError, match="no group given for models e"):
+        alexander_govern_by_factor(table, groups)
+

@@ -24,7 +24,7 @@ __all__ = ["alexander_govern_by_factor", "chi2_homogeneity", "spearman_matrix",
 
 def _as_groups(models: Sequence[str], groups: Mapping[str, str] | pd.Series) -> pd.Series:
     series = pd.Series(groups, dtype=object)
-    missing = [m for m in models if m not in series.index]
+    missing = [m for m in models if m not in series.index or pd.isna(series[m])]
     if missing:
         raise FactorAnalysisError(
             f"no group given for models {', '.join(map(str, missing[:5]))}"
