@@ -308,3 +308,12 @@ def test_a_model_with_a_missing_group_is_named_not_a_crash():
     with pytest.raises(FactorAnalysisError, match="no group given for models e"):
         alexander_govern_by_factor(table, groups)
 
+
+def test_a_model_listed_in_two_groups_is_refused_not_counted_twice():
+    from shortcutlab.factor_analysis.significance import alexander_govern_by_factor
+
+    table = pd.DataFrame({"pose": [1.0, 1.2, 2.0, 2.1, 2.2]}, index=list("abcde"))
+    groups = pd.Series(["x", "x", "y", "y", "y", "y"], index=list("abcdea"))
+    with pytest.raises(FactorAnalysisError, match="models in more than one group: a") as info:
+        alexander_govern_by_factor(table, groups)
+    assert "\n" not in str(info.value)

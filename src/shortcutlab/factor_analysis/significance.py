@@ -24,6 +24,12 @@ __all__ = ["alexander_govern_by_factor", "chi2_homogeneity", "spearman_matrix",
 
 def _as_groups(models: Sequence[str], groups: Mapping[str, str] | pd.Series) -> pd.Series:
     series = pd.Series(groups, dtype=object)
+    repeated = series.index[series.index.duplicated()].unique()
+    if len(repeated):
+        raise FactorAnalysisError(
+            f"models in more than one group: {', '.join(map(str, repeated[:5]))}"
+            f"{' ...' if len(repeated) > 5 else ''}; give each model one group"
+        )
     missing = [m for m in models if m not in series.index or pd.isna(series[m])]
     if missing:
         raise FactorAnalysisError(
