@@ -317,3 +317,14 @@ def test_a_model_listed_in_two_groups_is_refused_not_counted_twice():
     with pytest.raises(FactorAnalysisError, match="models in more than one group: a") as info:
         alexander_govern_by_factor(table, groups)
     assert "\n" not in str(info.value)
+
+
+def test_a_repeated_factor_or_group_column_is_refused():
+    annotations, predictions = waterbirds_like(n=300)
+    with pytest.raises(FactorAnalysisError, match="repeated.*background") as info:
+        annotation_table(annotations, factor_cols=["background", "background"])
+    assert "\n" not in str(info.value)
+    table = annotation_table(annotations)
+    joined = join_predictions(table, predictions)
+    with pytest.raises(FactorAnalysisError, match="repeated.*site"):
+        worst_group_accuracy(table, joined, factors=["site", "site"])

@@ -123,6 +123,9 @@ def annotation_table(
                 f"{_examples(frame.columns, 12)}")
     if not factor_cols:
         raise FactorAnalysisError("annotations have no factor column besides the id and label")
+    repeated = sorted({str(c) for c in factor_cols if list(factor_cols).count(c) > 1})
+    if repeated:
+        raise FactorAnalysisError(f"factor columns repeated: {_examples(repeated)}; name each once")
     ids = frame[id_col]
     if ids.isna().any():
         raise FactorAnalysisError(
