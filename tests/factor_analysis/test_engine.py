@@ -328,3 +328,13 @@ def test_a_repeated_factor_or_group_column_is_refused():
     joined = join_predictions(table, predictions)
     with pytest.raises(FactorAnalysisError, match="repeated.*site"):
         worst_group_accuracy(table, joined, factors=["site", "site"])
+
+
+def test_prediction_rows_without_a_model_are_refused_not_given_to_another_model():
+    annotations, predictions = waterbirds_like(n=300)
+    table = annotation_table(annotations)
+    both = pd.concat([predictions.assign(model="a"), predictions.assign(model="b")],
+                     ignore_index=True)
+    both.loc[0, "model"] = np.nan
+    with pytest.raises(FactorAnalysisError, match="1 rows without a model in column 'model'"):
+        join_predictions(table, both, model_col="model", min_coverage=0)

@@ -219,6 +219,10 @@ def join_predictions(
         raise FactorAnalysisError(
             f"predictions: {int(frame[id_col].isna().sum())} rows without an id in column "
             f"{id_col!r}")
+    if model_col is not None and frame[model_col].isna().any():
+        raise FactorAnalysisError(
+            f"predictions: {int(frame[model_col].isna().sum())} rows without a model in column "
+            f"{model_col!r}")
     if model_col is None:
         model_col = "__model__"
         frame = frame.assign(**{model_col: "model"})
