@@ -249,3 +249,92 @@ def test_the_engine_runs_without_torch():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             timeout=300, check=False)
     assert result.returncode == 0, result.stderr[-2000:]
+
+
+@pytest.mark.parametrize("dtype", ["boolean", object])  # nullable booleans; True/False/None
+def test_a_true_false_column_with_missing_values_is_binary(dtype):
+    annotations, _ = waterbirds_like(n=300)
+    flag = pd.Series([True, False, None] * 100, dtype=dtype)
+    table = annotation_table(annotations.assign(flag=flag))
+    assert "flag" in table.names and not any(n.startswith("flag=") for n in table.names)
+    assert table.indicators[:, table.names.index("flag")].sum() == 100
+
+
+def test_predictions_without_an_id_are_named_as_such():
+    annotations, predictions = waterbirds_like(n=300)
+    table = annotation_table(annotations)
+    broken = predictions.assign(id=predictions["id"].where(predictions["id"] != "img00003"))
+    with pytest.raises(FactorAnalysisError, match="1 rows without an id in column 'id'"):
+        join_predictions(table, broken)
+
+
+def test_cramers_v_of_more_than_two_sets_matches_scipy():
+    from scipy.stats.contingency import association
+
+    from shortcutlab.factor_analysis.significance import chi2_homogeneity
+
+    counts = pd.DataFrame({"a": [10, 20, 30], "b": [30, 20, 10], "c": [5, 5, 50]},
+                          index=["pose", "color", "style"])
+    expected = association(counts.T.to_numpy(), method="cramer")
+    assert chi2_homogeneity(counts)["cramers_v"] == pytest.approx(expected)
+    two = counts[["a", "b"]]
+    assert chi2_homogeneity(two)["cramers_v"] == pytest.approx(
+        association(two.T.to_numpy(), method="cramer"))
+
+
+def test_group_tests_on_a_group_of_identical_models_warn_nothing():
+    import warnings
+
+    from shortcutlab.factor_analysis.significance import (
+        alexander_govern_by_factor,
+        welch_by_factor,
+    )
+
+    table = pd.DataFrame({"pose": [1.0, 1.0, 2.0, 2.1], "color": [1.0, 1.1, 1.2, 1.3]},
+                         index=["a", "b", "c", "d"])  # a and b: the same predictions twice
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        result = alexander_govern_by_factor(table, {"a": "x", "b": "x", "c": "y", "d": "y"})
+        welch_by_factor(table.loc[["a", "b"]], table.loc[["c", "d"]])
+    assert result.loc["color", "pvalue"] == pytest.approx(stats.alexandergovern(
+        [1.0, 1.1], [1.2, 1.3]).pvalue)
+
+
+def test_a_model_with_a_missing_group_is_named_not_a_crash():
+    from shortcutlab.factor_analysis.significance import alexander_govern_by_factor
+
+    table = pd.DataFrame({"pose": [1.0, 1.1, 2.0, 2.1, 1.5]}, index=list("abcde"))
+    groups = {"a": "x", "b": "x", "c": "y", "d": "y", "e": np.nan}  # a blank cell in groups.csv
+    with pytest.raises(FactorAnalysisError, match="no group given for models e"):
+        alexander_govern_by_factor(table, groups)
+
+
+def test_a_model_listed_in_two_groups_is_refused_not_counted_twice():
+    from shortcutlab.factor_analysis.significance import alexander_govern_by_factor
+
+    table = pd.DataFrame({"pose": [1.0, 1.2, 2.0, 2.1, 2.2]}, index=list("abcde"))
+    groups = pd.Series(["x", "x", "y", "y", "y", "y"], index=list("abcdea"))
+    with pytest.raises(FactorAnalysisError, match="models in more than one group: a") as info:
+        alexander_govern_by_factor(table, groups)
+    assert "\n" not in str(info.value)
+
+
+def test_a_repeated_factor_or_group_column_is_refused():
+    annotations, predictions = waterbirds_like(n=300)
+    with pytest.raises(FactorAnalysisError, match="repeated.*background") as info:
+        annotation_table(annotations, factor_cols=["background", "background"])
+    assert "\n" not in str(info.value)
+    table = annotation_table(annotations)
+    joined = join_predictions(table, predictions)
+    with pytest.raises(FactorAnalysisError, match="repeated.*site"):
+        worst_group_accuracy(table, joined, factors=["site", "site"])
+
+
+def test_prediction_rows_without_a_model_are_refused_not_given_to_another_model():
+    annotations, predictions = waterbirds_like(n=300)
+    table = annotation_table(annotations)
+    both = pd.concat([predictions.assign(model="a"), predictions.assign(model="b")],
+                     ignore_index=True)
+    both.loc[0, "model"] = np.nan
+    with pytest.raises(FactorAnalysisError, match="1 rows without a model in column 'model'"):
+        join_predictions(table, both, model_col="model", min_coverage=0)

@@ -216,6 +216,10 @@ def worst_group_accuracy(
     if unknown:
         raise FactorAnalysisError(unknown_choice("factor column", unknown[0],
                                                  table.values.columns))
+    repeated = sorted({str(c) for c in columns if columns.count(c) > 1})
+    if repeated:
+        raise FactorAnalysisError(f"grouping columns repeated: {', '.join(repeated)}; name each "
+                                  "once")
     if not columns and not with_label:
         raise FactorAnalysisError("worst-group accuracy needs at least one grouping column")
     names = (["label"] if with_label else []) + columns

@@ -24,7 +24,13 @@ __all__ = ["alexander_govern_by_factor", "chi2_homogeneity", "spearman_matrix",
 
 def _as_groups(models: Sequence[str], groups: Mapping[str, str] | pd.Series) -> pd.Series:
     series = pd.Series(groups, dtype=object)
-    missing = [m for m in models if m not in series.index]
+    repeated = series.index[series.index.duplicated()].unique()
+    if len(repeated):
+        raise FactorAnalysisError(
+            f"models in more than one group: {', '.join(map(str, repeated[:5]))}"
+            f"{' ...' if len(repeated) > 5 else ''}; give each model one group"
+        )
+    missing = [m for m in models if m not in series.index or pd.isna(series[m])]
     if missing:
         raise FactorAnalysisError(
             f"no group given for models {', '.join(map(str, missing[:5]))}"
@@ -58,7 +64,9 @@ def alexander_govern_by_factor(
                 f"factor {factor!r}: groups {small} have fewer than 2 models with a value; "
                 "the Alexander-Govern test needs at least 2 per group"
             )
-        result = stats.alexandergovern(*samples)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # a group of equal values: NaN
+            result = stats.alexandergovern(*samples)
         row = {"factor": factor, "statistic": result.statistic, "pvalue": result.pvalue}
         row.update({f"mean_{n}": float(np.mean(s)) for n, s in zip(names, samples, strict=True)})
         rows.append(row)
@@ -87,7 +95,9 @@ def welch_by_factor(
                 f"factor {factor!r}: Welch's t-test needs at least 2 models per side, got "
                 f"{len(a)} and {len(b)}"
             )
-        result = stats.ttest_ind(b, a, equal_var=False)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # a side of equal values
+            result = stats.ttest_ind(b, a, equal_var=False)
         rows.append({
             "factor": factor, "mean_a": a.mean(), "mean_b": b.mean(),
             "difference": b.mean() - a.mean(), "statistic": float(result.statistic),
@@ -126,5 +136,6 @@ def chi2_homogeneity(counts: pd.DataFrame) -> dict[str, object]:
         "pvalue": float(result.pvalue),
         "dof": int(result.dof),
         "counts": counts,
-        "cramers_v": float(np.sqrt(result.statistic / used.to_numpy().sum())),
+        "cramers_v": float(np.sqrt(result.statistic / used.to_numpy().sum()
+                                   / (min(used.shape) - 1))),
     }

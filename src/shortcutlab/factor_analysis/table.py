@@ -73,7 +73,7 @@ def _column_kind(name: str, values: pd.Series, max_classes: int) -> str:
     present = values.dropna()
     if present.empty:
         raise FactorAnalysisError(f"factor column {name!r} is empty: no item has a value")
-    if pd.api.types.is_bool_dtype(present) or (
+    if pd.api.types.is_bool_dtype(present) or pd.api.types.infer_dtype(present) == "boolean" or (
         pd.api.types.is_numeric_dtype(present) and set(present.unique()) <= {0, 1}
     ):
         if not present.astype(bool).any():
@@ -123,6 +123,9 @@ def annotation_table(
                 f"{_examples(frame.columns, 12)}")
     if not factor_cols:
         raise FactorAnalysisError("annotations have no factor column besides the id and label")
+    repeated = sorted({str(c) for c in factor_cols if list(factor_cols).count(c) > 1})
+    if repeated:
+        raise FactorAnalysisError(f"factor columns repeated: {_examples(repeated)}; name each once")
     ids = frame[id_col]
     if ids.isna().any():
         raise FactorAnalysisError(
@@ -145,7 +148,8 @@ def annotation_table(
         if _column_kind(col, values, max_classes) == "binary":
             names.append(str(col))
             columns.append(str(col))
-            blocks.append(values.fillna(0).astype(bool).to_numpy()[:, None])
+            blocks.append(values.astype(object).where(values.notna(), False).astype(bool)
+                          .to_numpy()[:, None])
             continue
         classes = sorted(values.dropna().unique().tolist(), key=str)
         for cls in classes:
@@ -211,6 +215,14 @@ def join_predictions(
             f"predictions have no column {missing[0]!r}; columns: "
             f"{_examples(predictions.columns, 12)}")
     frame = predictions
+    if frame[id_col].isna().any():
+        raise FactorAnalysisError(
+            f"predictions: {int(frame[id_col].isna().sum())} rows without an id in column "
+            f"{id_col!r}")
+    if model_col is not None and frame[model_col].isna().any():
+        raise FactorAnalysisError(
+            f"predictions: {int(frame[model_col].isna().sum())} rows without a model in column "
+            f"{model_col!r}")
     if model_col is None:
         model_col = "__model__"
         frame = frame.assign(**{model_col: "model"})
