@@ -68,6 +68,14 @@ def test_csv_and_jsonl(tmp_path):
     assert load_table(jl).loc[0, "answer"] == "x"
 
 
+def test_majority_answer_tie_goes_to_the_alphabetically_first_answer():
+    # docs/vqa-vs.md: "a majority-answer tie goes to the alphabetically first answer", so the
+    # label (and the groups built on it) does not depend on the order of the human answers
+    rows = pd.DataFrame({"question_id": [1, 2], "image_id": [1, 1], "question": ["q?", "q?"],
+                         "answers": [["b", "a", "c"], ["a", "b", "b", "a"]]})  # fmt: skip
+    assert make_table(rows)["answer"].tolist() == ["a", "a"]
+
+
 def test_bad_tables_and_data():
     with pytest.raises(VQAError, match="missing field.*question"):
         make_table(pd.DataFrame({"question_id": [1], "image_id": [1], "answers": [["a"]]}))

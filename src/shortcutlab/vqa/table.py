@@ -33,7 +33,9 @@ def _preview(values: Iterable[object], limit: int = 5) -> str:
 
 
 def _majority(answers: list[str]) -> str:
-    return Counter(answers).most_common(1)[0][0]
+    counts = Counter(answers)
+    top = max(counts.values())
+    return min(a for a, c in counts.items() if c == top)  # a tie: alphabetically first
 
 
 def _as_list(value: object) -> list[str]:
