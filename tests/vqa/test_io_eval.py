@@ -76,6 +76,20 @@ def test_majority_answer_tie_goes_to_the_alphabetically_first_answer():
     assert make_table(rows)["answer"].tolist() == ["a", "a"]
 
 
+def test_answers_that_are_not_text_are_refused(tmp_path):
+    # VQA-style answer objects in a JSONL table were turned into the text of the dict
+    # ("{'answer': 'yes', ...}"), so every prediction would have scored 0 without a word
+    jl = tmp_path / "t.jsonl"
+    jl.write_text(json.dumps({"question_id": 7, "image_id": 1, "question": "q?",
+                              "answers": [{"answer": "yes", "answer_id": 1}]}) + "\n")
+    with pytest.raises(VQAError, match="question '7' has an answers entry that is not text"):
+        load_table(jl)
+    nested = pd.DataFrame({"question_id": [1], "image_id": [1], "question": ["q?"],
+                           "answers": [["a"]], "objects": [[["cat"]]]})  # fmt: skip
+    with pytest.raises(VQAError, match="question '1' has an objects entry that is not text"):
+        make_table(nested)
+
+
 def test_bad_tables_and_data():
     with pytest.raises(VQAError, match="missing field.*question"):
         make_table(pd.DataFrame({"question_id": [1], "image_id": [1], "answers": [["a"]]}))
