@@ -240,6 +240,18 @@ def test_vqa_json_bad_inputs_name_the_problem(tmp_path):
         load_table([tmp_path / "noq.json", tmp_path / "a.json"])
 
 
+def test_vqa_json_answer_objects_without_text_are_refused(tmp_path):
+    # an answer object without "answer" raised a KeyError traceback; one whose answer is
+    # null became the answer "None"
+    (tmp_path / "q.json").write_text(json.dumps({"questions": QUESTIONS}))
+    for name, bad in (("nokey", {"answer_id": 1}), ("null", {"answer": None, "answer_id": 1})):
+        ann = [dict(ANSWERS[0]), ANSWERS[1]]
+        ann[0]["answers"] = [bad] + ANSWERS[0]["answers"][1:]
+        (tmp_path / f"{name}.json").write_text(json.dumps({"annotations": ann}))
+        with pytest.raises(VQAError, match="question 100 has an answer that is not text"):
+            load_table([tmp_path / "q.json", tmp_path / f"{name}.json"])
+
+
 def test_easy_vqa_pixels_recover_hidden_shape_and_colour():
     import easy_vqa
 

@@ -134,10 +134,8 @@ def load_json_sources(paths: Sequence[str | Path]) -> pd.DataFrame:
         frame["question_id"] = frame["question_id"].astype(str)
     if "answers" in adf.columns:
         adf["answers"] = [
-            [a["answer"] if isinstance(a, dict) else str(a) for a in ans]
-            if isinstance(ans, list)
-            else []
-            for ans in adf["answers"]
+            _answer_texts(ans, qid) if isinstance(ans, list) else []
+            for ans, qid in zip(adf["answers"], adf["question_id"], strict=True)
         ]
     adf = adf.rename(columns={"multiple_choice_answer": "answer"})
     keep = [
@@ -163,6 +161,19 @@ def load_json_sources(paths: Sequence[str | Path]) -> pd.DataFrame:
     if objects:
         merged["objects"] = [objects.get(i, []) for i in merged["image_id"]]
     return make_table(merged, source=" + ".join(names))
+
+
+def _answer_texts(answers: list[Any], qid: str) -> list[str]:
+    """The texts of one question's human answers (VQA answer objects or plain values); an
+    answer object without ``answer``, or a null or non-scalar answer, is an error."""
+    texts = []
+    for a in answers:
+        value = a.get("answer") if isinstance(a, dict) else a
+        if value is None or isinstance(value, (bool, dict, list)):
+            raise VQAError(f"annotations: question {qid} has an answer that is not text "
+                           f"({json.dumps(a)[:60]}); every answer must be a text string")
+        texts.append(str(value))
+    return texts
 
 
 def _coco_objects(doc: dict[str, Any]) -> dict[str, list[str]]:
