@@ -84,6 +84,11 @@ def test_answers_that_are_not_text_are_refused(tmp_path):
                               "answers": [{"answer": "yes", "answer_id": 1}]}) + "\n")
     with pytest.raises(VQAError, match="question '7' has an answers entry that is not text"):
         load_table(jl)
+    csv = tmp_path / "t.csv"  # the same in a CSV cell, and a null answer
+    for cell in ('"[{""answer"": ""yes""}]"', '"[""yes"", null]"'):
+        csv.write_text(f"question_id,image_id,question,answers\n8,1,q?,{cell}\n")
+        with pytest.raises(VQAError, match="question '8' has an answers entry that is not"):
+            load_table(csv)
     nested = pd.DataFrame({"question_id": [1], "image_id": [1], "question": ["q?"],
                            "answers": [["a"]], "objects": [[["cat"]]]})  # fmt: skip
     with pytest.raises(VQAError, match="question '1' has an objects entry that is not text"):

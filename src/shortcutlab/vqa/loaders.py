@@ -190,7 +190,7 @@ def _split_list(value: object) -> object:
         text = value.strip()
         if text.startswith("["):
             try:
-                return [str(v) for v in json.loads(text)]
+                return list(json.loads(text))  # make_table checks that items are text
             except json.JSONDecodeError as exc:
                 raise VQAError(f"cannot parse list {text!r}: {exc}") from exc
             except RecursionError:

@@ -55,19 +55,18 @@ def _as_list(value: object) -> list[str]:
         items = list(value)
     except TypeError:  # iterable in name only (its __iter__ raises TypeError)
         return []
-    nested = next((v for v in items if isinstance(v, (dict, list, tuple, set, np.ndarray))),
-                  None)  # fmt: skip
-    if nested is not None:
-        raise _NotText(nested)
+    for v in items:
+        if v is None or isinstance(v, (dict, list, tuple, set, np.ndarray)):
+            raise _NotText(v)
     return [str(v) for v in items]
 
 
 class _NotText(Exception):
-    """An item of an answers/objects list that is a container, not text."""
+    """An item of an answers/objects list that is null or a container, not text."""
 
 
 def _lists(out: pd.DataFrame, column: str, source: str) -> list[list[str]]:
-    """``column`` as lists of strings; an item that is a record or a list is an error."""
+    """``column`` as lists of strings; an item that is null, a record or a list is an error."""
     try:
         return [_as_list(v) for v in out[column]]
     except _NotText as exc:
