@@ -257,6 +257,19 @@ def test_vqa_json_answer_objects_without_text_are_refused(tmp_path):
             load_table([tmp_path / "q.json", tmp_path / f"{name}.json"])
 
 
+def test_coco_instances_with_an_unknown_category_are_refused(tmp_path):
+    # an instance whose category_id is not among the categories raised a KeyError traceback
+    (tmp_path / "q.json").write_text(json.dumps({"questions": QUESTIONS}))
+    (tmp_path / "a.json").write_text(json.dumps({"annotations": ANSWERS}))
+    (tmp_path / "i.json").write_text(json.dumps({
+        "categories": [{"id": 1, "name": "cat"}],
+        "annotations": [{"image_id": 10, "category_id": 1}, {"image_id": 11, "category_id": 99}],
+    }))  # fmt: skip
+    with pytest.raises(VQAError, match="i.json: instance 1 has category_id 99, which is not "
+                                       "among the 1 categories"):
+        load_table([tmp_path / "q.json", tmp_path / "a.json", tmp_path / "i.json"])
+
+
 def test_easy_vqa_pixels_recover_hidden_shape_and_colour():
     import easy_vqa
 

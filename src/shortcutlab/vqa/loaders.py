@@ -115,7 +115,7 @@ def load_json_sources(paths: Sequence[str | Path]) -> pd.DataFrame:
             elif kind == "annotations":
                 annotations += _records(doc, "annotations")
             elif kind == "instances":
-                objects.update(_coco_objects(doc))
+                objects.update(_coco_objects(doc, name))
             else:
                 raise VQAError(
                     f"{name}: unrecognised JSON content; valid choices: VQA questions "
@@ -176,10 +176,19 @@ def _answer_texts(answers: list[Any], qid: str) -> list[str]:
     return texts
 
 
-def _coco_objects(doc: dict[str, Any]) -> dict[str, list[str]]:
-    names = {c["id"]: c["name"] for c in doc["categories"]}
+def _coco_objects(doc: dict[str, Any], source: str) -> dict[str, list[str]]:
+    try:
+        names = {c["id"]: c["name"] for c in doc["categories"]}
+    except (KeyError, TypeError):
+        raise VQAError(f"{source}: every COCO category needs an id and a name") from None
     per_image: dict[str, set[str]] = {}
-    for ann in doc["annotations"]:
+    for n, ann in enumerate(doc["annotations"]):
+        if not isinstance(ann, dict) or "image_id" not in ann or "category_id" not in ann:
+            raise VQAError(f"{source}: instance {n} lacks image_id or category_id; every COCO "
+                           "instance needs both")
+        if ann["category_id"] not in names:
+            raise VQAError(f"{source}: instance {n} has category_id {ann['category_id']!r}, "
+                           f"which is not among the {len(names)} categories of the file")
         per_image.setdefault(str(ann["image_id"]), set()).add(names[ann["category_id"]])
     return {k: sorted(v) for k, v in per_image.items()}
 
