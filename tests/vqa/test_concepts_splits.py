@@ -292,3 +292,13 @@ def test_build_config_refuses_non_finite_numbers():
         BuildConfig(tail_factor=float("nan"))
     with pytest.raises(VQAError, match="fractions .* must be three non-negative numbers"):
         BuildConfig(fractions=(float("nan"), 0.5, 0.5))
+
+
+def test_question_type_prefix_is_excluded_whatever_its_case():
+    # a question_type written with capitals ("What color is the") was not recognised as the
+    # question's prefix, so its words became keyword candidates ("what" as the keyword)
+    rows = [(1, 1, "What color is the sky?", "What color is the", "blue", []),
+            (2, 2, "What color is the grass?", "what color is the", "green", [])]
+    c = compute_concepts(_table(rows))
+    assert c["KW"].tolist() == ["sky", "grass"]
+    assert c["KWP"].tolist() == ["sky", "grass"]
