@@ -154,3 +154,17 @@ def test_given_split_is_checked():
     t = _table()
     with pytest.raises(VQAError, match="one of train, val, test per row"):
         build_splits(t, split=np.array(["train"] * 10))
+
+
+def test_score_options_are_checked_without_predictions(release, tmp_path):
+    # without --predictions an unknown --metric was ignored and the analysis written (exit 0)
+    built, root, data = release
+    with pytest.raises(VQAError, match="unknown metric 'bogus'; valid choices: official, vqa-vs"):
+        analyze_release(load_table(data), read_release(root), metric="bogus")
+    args = ["vqa", "analyze", "--release", str(root), "--out", str(tmp_path / "c"),
+            "--metric", "bogus"]  # fmt: skip
+    for d in data:
+        args += ["--data", d]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 2 and "unknown metric 'bogus'" in res.output
+    assert not (tmp_path / "c").exists()

@@ -110,3 +110,11 @@ def test_cnn_bow_learns_beyond_the_answer_prior(easy):
     acc = float(np.mean([preds[q] == truth[q] for q in ids]))
     prior = float(truth.value_counts(normalize=True).iloc[0])
     assert acc > prior + 0.15, (acc, prior)
+
+
+def test_keyword_prior_words_exclude_the_question_type_whatever_its_case():
+    from shortcutlab.vqa.baselines import _content_words
+
+    df = pd.DataFrame({"question": ["What color is the sky?", "What shape is the box?"],
+                       "QT": ["What color is the", "what shape is"]})  # fmt: skip
+    assert _content_words(df) == [["sky"], ["box"]]

@@ -281,3 +281,24 @@ def test_cli_build_takes_the_open_choices(tmp_path):
     res = runner.invoke(app, ["vqa", "build", "--data", str(tmp_path / "t.csv"), "--out",
                               str(tmp_path / "x"), "--pair-order", "alpha"])  # fmt: skip
     assert res.exit_code == 2 and "valid choices: score, position" in res.output
+
+
+def test_build_config_refuses_non_finite_numbers():
+    # an infinite tail factor or a NaN fraction passed the checks, then crashed the build with
+    # a ValueError traceback (Fraction('inf'), round(nan))
+    with pytest.raises(VQAError, match="tail factor inf must be a positive finite number"):
+        BuildConfig(tail_factor=float("inf"))
+    with pytest.raises(VQAError, match="tail factor nan must be a positive finite number"):
+        BuildConfig(tail_factor=float("nan"))
+    with pytest.raises(VQAError, match="fractions .* must be three non-negative numbers"):
+        BuildConfig(fractions=(float("nan"), 0.5, 0.5))
+
+
+def test_question_type_prefix_is_excluded_whatever_its_case():
+    # a question_type written with capitals ("What color is the") was not recognised as the
+    # question's prefix, so its words became keyword candidates ("what" as the keyword)
+    rows = [(1, 1, "What color is the sky?", "What color is the", "blue", []),
+            (2, 2, "What color is the grass?", "what color is the", "green", [])]
+    c = compute_concepts(_table(rows))
+    assert c["KW"].tolist() == ["sky", "grass"]
+    assert c["KWP"].tolist() == ["sky", "grass"]

@@ -68,6 +68,33 @@ def test_csv_and_jsonl(tmp_path):
     assert load_table(jl).loc[0, "answer"] == "x"
 
 
+def test_majority_answer_tie_goes_to_the_alphabetically_first_answer():
+    # docs/vqa-vs.md: "a majority-answer tie goes to the alphabetically first answer", so the
+    # label (and the groups built on it) does not depend on the order of the human answers
+    rows = pd.DataFrame({"question_id": [1, 2], "image_id": [1, 1], "question": ["q?", "q?"],
+                         "answers": [["b", "a", "c"], ["a", "b", "b", "a"]]})  # fmt: skip
+    assert make_table(rows)["answer"].tolist() == ["a", "a"]
+
+
+def test_answers_that_are_not_text_are_refused(tmp_path):
+    # VQA-style answer objects in a JSONL table were turned into the text of the dict
+    # ("{'answer': 'yes', ...}"), so every prediction would have scored 0 without a word
+    jl = tmp_path / "t.jsonl"
+    jl.write_text(json.dumps({"question_id": 7, "image_id": 1, "question": "q?",
+                              "answers": [{"answer": "yes", "answer_id": 1}]}) + "\n")
+    with pytest.raises(VQAError, match="question '7' has an answers entry that is not text"):
+        load_table(jl)
+    csv = tmp_path / "t.csv"  # the same in a CSV cell, and a null answer
+    for cell in ('"[{""answer"": ""yes""}]"', '"[""yes"", null]"'):
+        csv.write_text(f"question_id,image_id,question,answers\n8,1,q?,{cell}\n")
+        with pytest.raises(VQAError, match="question '8' has an answers entry that is not"):
+            load_table(csv)
+    nested = pd.DataFrame({"question_id": [1], "image_id": [1], "question": ["q?"],
+                           "answers": [["a"]], "objects": [[["cat"]]]})  # fmt: skip
+    with pytest.raises(VQAError, match="question '1' has an objects entry that is not text"):
+        make_table(nested)
+
+
 def test_bad_tables_and_data():
     with pytest.raises(VQAError, match="missing field.*question"):
         make_table(pd.DataFrame({"question_id": [1], "image_id": [1], "answers": [["a"]]}))
@@ -216,6 +243,31 @@ def test_vqa_json_bad_inputs_name_the_problem(tmp_path):
     (tmp_path / "a.json").write_text(json.dumps({"annotations": ANSWERS}))
     with pytest.raises(VQAError, match="missing field\\(s\\) question;"):
         load_table([tmp_path / "noq.json", tmp_path / "a.json"])
+
+
+def test_vqa_json_answer_objects_without_text_are_refused(tmp_path):
+    # an answer object without "answer" raised a KeyError traceback; one whose answer is
+    # null became the answer "None"
+    (tmp_path / "q.json").write_text(json.dumps({"questions": QUESTIONS}))
+    for name, bad in (("nokey", {"answer_id": 1}), ("null", {"answer": None, "answer_id": 1})):
+        ann = [dict(ANSWERS[0]), ANSWERS[1]]
+        ann[0]["answers"] = [bad] + ANSWERS[0]["answers"][1:]
+        (tmp_path / f"{name}.json").write_text(json.dumps({"annotations": ann}))
+        with pytest.raises(VQAError, match="question 100 has an answer that is not text"):
+            load_table([tmp_path / "q.json", tmp_path / f"{name}.json"])
+
+
+def test_coco_instances_with_an_unknown_category_are_refused(tmp_path):
+    # an instance whose category_id is not among the categories raised a KeyError traceback
+    (tmp_path / "q.json").write_text(json.dumps({"questions": QUESTIONS}))
+    (tmp_path / "a.json").write_text(json.dumps({"annotations": ANSWERS}))
+    (tmp_path / "i.json").write_text(json.dumps({
+        "categories": [{"id": 1, "name": "cat"}],
+        "annotations": [{"image_id": 10, "category_id": 1}, {"image_id": 11, "category_id": 99}],
+    }))  # fmt: skip
+    with pytest.raises(VQAError, match="i.json: instance 1 has category_id 99, which is not "
+                                       "among the 1 categories"):
+        load_table([tmp_path / "q.json", tmp_path / "a.json", tmp_path / "i.json"])
 
 
 def test_easy_vqa_pixels_recover_hidden_shape_and_colour():

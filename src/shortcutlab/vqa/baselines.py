@@ -56,8 +56,7 @@ def question_type_prior(train: pd.DataFrame, test: pd.DataFrame) -> dict[str, st
 
 def _content_words(df: pd.DataFrame) -> list[list[str]]:
     out = []
-    for toks, qt in zip(tokenize(df["question"]), df["QT"], strict=True):
-        q = qt.split()
+    for toks, q in zip(tokenize(df["question"]), tokenize(df["QT"]), strict=True):
         if toks[: len(q)] == q:
             toks = toks[len(q) :]
         out.append([w for w in dict.fromkeys(toks) if w not in ENGLISH_STOP_WORDS])

@@ -257,8 +257,8 @@ def compute_concepts(table: pd.DataFrame, config: ConceptConfig | None = None) -
         qt[missing] = found
     stop = config.stop_words
     words = []
-    for toks, q in zip(tokens, qt, strict=True):
-        qtoks = q.split()
+    qt_tokens = tokenize(qt)  # as the question is tokenised: case and punctuation alike
+    for toks, qtoks in zip(tokens, qt_tokens, strict=True):
         if toks[: len(qtoks)] == qtoks:
             toks = toks[len(qtoks) :]
         words.append([w for w in toks if w not in stop])

@@ -115,7 +115,7 @@ def load_json_sources(paths: Sequence[str | Path]) -> pd.DataFrame:
             elif kind == "annotations":
                 annotations += _records(doc, "annotations")
             elif kind == "instances":
-                objects.update(_coco_objects(doc))
+                objects.update(_coco_objects(doc, name))
             else:
                 raise VQAError(
                     f"{name}: unrecognised JSON content; valid choices: VQA questions "
@@ -134,10 +134,8 @@ def load_json_sources(paths: Sequence[str | Path]) -> pd.DataFrame:
         frame["question_id"] = frame["question_id"].astype(str)
     if "answers" in adf.columns:
         adf["answers"] = [
-            [a["answer"] if isinstance(a, dict) else str(a) for a in ans]
-            if isinstance(ans, list)
-            else []
-            for ans in adf["answers"]
+            _answer_texts(ans, qid) if isinstance(ans, list) else []
+            for ans, qid in zip(adf["answers"], adf["question_id"], strict=True)
         ]
     adf = adf.rename(columns={"multiple_choice_answer": "answer"})
     keep = [
@@ -165,10 +163,32 @@ def load_json_sources(paths: Sequence[str | Path]) -> pd.DataFrame:
     return make_table(merged, source=" + ".join(names))
 
 
-def _coco_objects(doc: dict[str, Any]) -> dict[str, list[str]]:
-    names = {c["id"]: c["name"] for c in doc["categories"]}
+def _answer_texts(answers: list[Any], qid: str) -> list[str]:
+    """The texts of one question's human answers (VQA answer objects or plain values); an
+    answer object without ``answer``, or a null or non-scalar answer, is an error."""
+    texts = []
+    for a in answers:
+        value = a.get("answer") if isinstance(a, dict) else a
+        if value is None or isinstance(value, (bool, dict, list)):
+            raise VQAError(f"annotations: question {qid} has an answer that is not text "
+                           f"({json.dumps(a)[:60]}); every answer must be a text string")
+        texts.append(str(value))
+    return texts
+
+
+def _coco_objects(doc: dict[str, Any], source: str) -> dict[str, list[str]]:
+    try:
+        names = {c["id"]: c["name"] for c in doc["categories"]}
+    except (KeyError, TypeError):
+        raise VQAError(f"{source}: every COCO category needs an id and a name") from None
     per_image: dict[str, set[str]] = {}
-    for ann in doc["annotations"]:
+    for n, ann in enumerate(doc["annotations"]):
+        if not isinstance(ann, dict) or "image_id" not in ann or "category_id" not in ann:
+            raise VQAError(f"{source}: instance {n} lacks image_id or category_id; every COCO "
+                           "instance needs both")
+        if ann["category_id"] not in names:
+            raise VQAError(f"{source}: instance {n} has category_id {ann['category_id']!r}, "
+                           f"which is not among the {len(names)} categories of the file")
         per_image.setdefault(str(ann["image_id"]), set()).add(names[ann["category_id"]])
     return {k: sorted(v) for k, v in per_image.items()}
 
@@ -179,7 +199,7 @@ def _split_list(value: object) -> object:
         text = value.strip()
         if text.startswith("["):
             try:
-                return [str(v) for v in json.loads(text)]
+                return list(json.loads(text))  # make_table checks that items are text
             except json.JSONDecodeError as exc:
                 raise VQAError(f"cannot parse list {text!r}: {exc}") from exc
             except RecursionError:

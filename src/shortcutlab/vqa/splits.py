@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -65,14 +66,14 @@ class BuildConfig:
     tail_rule: str = "<"
 
     def __post_init__(self) -> None:
-        if len(self.fractions) != 3 or any(f < 0 for f in self.fractions):
+        if len(self.fractions) != 3 or not all(0 <= f < math.inf for f in self.fractions):
             raise VQAError(f"fractions {self.fractions!r} must be three non-negative numbers")
         if abs(sum(self.fractions) - 1.0) > 1e-9:
             raise VQAError(f"fractions {self.fractions!r} must sum to 1")
         if not 0.0 < self.entropy_threshold <= 1.0:
             raise VQAError(f"entropy threshold {self.entropy_threshold} must lie in (0, 1]")
-        if self.tail_factor <= 0:
-            raise VQAError(f"tail factor {self.tail_factor} must be positive")
+        if not 0 < self.tail_factor < math.inf:
+            raise VQAError(f"tail factor {self.tail_factor} must be a positive finite number")
         if self.one_answer_groups not in ONE_ANSWER_GROUPS:
             raise VQAError(unknown_choice("one-answer group rule", self.one_answer_groups,
                                           ONE_ANSWER_GROUPS))  # fmt: skip

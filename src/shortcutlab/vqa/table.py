@@ -33,7 +33,9 @@ def _preview(values: Iterable[object], limit: int = 5) -> str:
 
 
 def _majority(answers: list[str]) -> str:
-    return Counter(answers).most_common(1)[0][0]
+    counts = Counter(answers)
+    top = max(counts.values())
+    return min(a for a, c in counts.items() if c == top)  # a tie: alphabetically first
 
 
 def _as_list(value: object) -> list[str]:
@@ -50,9 +52,33 @@ def _as_list(value: object) -> list[str]:
     if not isinstance(value, Iterable):
         return []  # a scalar such as NaN
     try:
-        return [str(v) for v in value]
+        items = list(value)
     except TypeError:  # iterable in name only (its __iter__ raises TypeError)
         return []
+    for v in items:
+        if v is None or isinstance(v, (dict, list, tuple, set, np.ndarray)):
+            raise _NotText(v)
+    return [str(v) for v in items]
+
+
+class _NotText(Exception):
+    """An item of an answers/objects list that is null or a container, not text."""
+
+
+def _lists(out: pd.DataFrame, column: str, source: str) -> list[list[str]]:
+    """``column`` as lists of strings; an item that is null, a record or a list is an error."""
+    try:
+        return [_as_list(v) for v in out[column]]
+    except _NotText as exc:
+        for qid, value in zip(out["question_id"], out[column], strict=True):
+            try:
+                _as_list(value)
+            except _NotText:
+                raise VQAError(
+                    f"{source}: question {qid!r} has an {column} entry that is not text "
+                    f"({str(exc.args[0])[:60]}); {column} is a list of strings"
+                ) from None
+        raise  # pragma: no cover - the loop finds the row
 
 
 def make_table(df: pd.DataFrame, source: str = "table") -> pd.DataFrame:
@@ -80,9 +106,9 @@ def make_table(df: pd.DataFrame, source: str = "table") -> pd.DataFrame:
     out["image_id"] = out["image_id"].astype(str)
     out["question"] = out["question"].astype(str)
     if "answers" in out.columns:
-        out["answers"] = [_as_list(v) for v in out["answers"]]
+        out["answers"] = _lists(out, "answers", source)
     else:
-        out["answers"] = [_as_list(v) for v in out["answer"]]
+        out["answers"] = _lists(out, "answer", source)
     empty = [q for q, a in zip(out["question_id"], out["answers"], strict=True) if not a]
     if empty:
         raise VQAError(f"{source}: {len(empty)} question(s) have no answers: {_preview(empty)}")
@@ -109,7 +135,7 @@ def make_table(df: pd.DataFrame, source: str = "table") -> pd.DataFrame:
     if "objects" not in out.columns:
         out["objects"] = [[] for _ in range(len(out))]
     else:
-        out["objects"] = [_as_list(v) for v in out["objects"]]
+        out["objects"] = _lists(out, "objects", source)
     validate_table(out, source)
     rest = [c for c in out.columns if c not in COLUMNS]
     return out[list(COLUMNS) + rest].reset_index(drop=True)
