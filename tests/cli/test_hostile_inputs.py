@@ -450,6 +450,16 @@ def test_imagenetx_report_names_a_non_utf8_csv(tmp_path, option: str) -> None:
               "--out", str(out)], f"{csv}: not UTF-8 text", out)
 
 
+@pytest.mark.parametrize(("option", "column"), [("--groups", "group"), ("--families", "family")])
+def test_imagenetx_report_refuses_a_model_listed_twice(tmp_path, option: str, column: str) -> None:
+    """A dict of the rows would keep the model's last row without a word."""
+    csv = tmp_path / "g.csv"
+    csv.write_text(f"model,{column}\nm1,a\nm2,b\nm1,b\n")
+    out = tmp_path / "report"
+    _refused(["imagenetx", "report", "--original-labels", "--bootstrap", "0", option, str(csv),
+              "--out", str(out)], "listed more than once: m1", out)
+
+
 @pytest.mark.parametrize(("args", "fragment"), [
     (["diagvib", "render", "--n", "2", "--shape-seed", "-1"], "--shape-seed"),
     (["diagvib", "render", "--n", "2", "--seed", "-1"], "--seed"),

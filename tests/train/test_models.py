@@ -127,6 +127,10 @@ def test_non_tensor_checkpoint_is_refused(tmp_path) -> None:
     torch.save({"epoch": 3, "note": "no tensors"}, path)
     with pytest.raises(TrainError, match="state dict"):
         create_model("small_cnn", 3, pretrained=path)
+    empty = tmp_path / "empty.pth"  # torch's own error for it has no message
+    empty.write_bytes(b"")
+    with pytest.raises(TrainError, match=r"weights_only=True\): the file is empty$"):
+        create_model("small_cnn", 3, pretrained=empty)
 
 
 def test_rn50_in_frozen_backbone_trains_only_the_head(tmp_path) -> None:

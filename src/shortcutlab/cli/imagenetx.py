@@ -217,26 +217,16 @@ def report_cmd(
     """Write an HTML report: error ratios with CIs, group tests, meta-label heatmaps, data stats,
     figures 2, 4, 7, per-factor calibration, table 3 (and figures 1b, 4, 6, 17 with --results)."""
 
-    from shortcutlab.errors import ImagenetXError
     from shortcutlab.imagenetx.predictions import gather_predictions
     from shortcutlab.imagenetx.report import analyse, no_calibration_note, write_report
-    from shortcutlab.utils.io import check_output_folder, read_csv_file
+    from shortcutlab.utils.io import check_output_folder
 
     kind, which_factors = _check_choices(error_type, which)
     check_output_folder(out)  # a bad --out is refused now, not after the analysis and figures
     _warn_if_trivial(original_labels, error_type)
     predictions = gather_predictions(paths, original_labels=original_labels,
                                      file_col=file_col, pred_col=pred_col)
-    group_map = None
-    if groups is not None:
-        if not groups.is_file():
-            raise ImagenetXError(f"groups file {str(groups)!r} does not exist")
-        frame = read_csv_file(groups, "groups file", ImagenetXError, dtype=str)
-        if not {"model", "group"} <= set(frame.columns):
-            raise ImagenetXError(
-                f"{groups}: needs columns model,group; found {list(frame.columns)}"
-            )
-        group_map = dict(zip(frame["model"], frame["group"], strict=True))
+    group_map = _model_map(groups, "group")
     family_map = _report_extras(results, spillover, families)
     analysis = analyse(
         predictions, which_factors, kind, ignore_empty_real, group_map, n_boot=bootstrap,
@@ -256,17 +246,32 @@ def _report_extras(results: Path | None, spillover: str, families: Path | None
     """Check --results / --spillover and read --families (model,family CSV)."""
     from shortcutlab.errors import DataNotFoundError, ImagenetXError, unknown_choice
     from shortcutlab.imagenetx.spillover import METHODS
-    from shortcutlab.utils.io import read_csv_file
 
     if spillover not in METHODS:
         raise ImagenetXError(unknown_choice("spill-over method", spillover, METHODS))
     if results is not None and not results.is_dir():
         raise DataNotFoundError(f"results folder {str(results)!r} does not exist")
-    if families is None:
+    return _model_map(families, "family")
+
+
+def _model_map(path: Path | None, column: str) -> dict[str, str] | None:
+    """Read a ``model,<column>`` CSV (--groups, --families) into model → value; a model listed
+    twice is refused (a dict would keep its last row without a word)."""
+    from shortcutlab.errors import DataNotFoundError, ImagenetXError
+    from shortcutlab.utils.io import read_csv_file
+
+    if path is None:
         return None
-    if not families.is_file():
-        raise DataNotFoundError(f"families file {str(families)!r} does not exist")
-    frame = read_csv_file(families, "families file", ImagenetXError, dtype=str)
-    if not {"model", "family"} <= set(frame.columns):
-        raise ImagenetXError(f"{families}: needs columns model,family; found {list(frame.columns)}")
-    return dict(zip(frame["model"], frame["family"], strict=True))
+    what = f"{'families' if column == 'family' else 'groups'} file"
+    if not path.is_file():
+        raise DataNotFoundError(f"{what} {str(path)!r} does not exist")
+    frame = read_csv_file(path, what, ImagenetXError, dtype=str)
+    if not {"model", column} <= set(frame.columns):
+        raise ImagenetXError(f"{path}: needs columns model,{column}; found {list(frame.columns)}")
+    repeated = frame["model"][frame["model"].duplicated()].unique().tolist()
+    if repeated:
+        raise ImagenetXError(
+            f"{path}: model(s) listed more than once: {', '.join(map(str, repeated[:5]))}; "
+            f"give each model one {column}"
+        )
+    return dict(zip(frame["model"], frame[column], strict=True))

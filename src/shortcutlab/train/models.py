@@ -258,8 +258,11 @@ def read_state_dict(path: str | Path) -> dict[str, torch.Tensor]:
     try:
         obj = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:
+        why = str(exc).strip() or (
+            "the file is empty" if path.stat().st_size == 0 else type(exc).__name__
+        )
         raise TrainError(
-            f"cannot read weights {path} with torch.load(weights_only=True): {exc}"
+            f"cannot read weights {path} with torch.load(weights_only=True): {why}"
         ) from None
     return _state_dict_from(obj, path)
 
