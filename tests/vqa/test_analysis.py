@@ -168,3 +168,18 @@ def test_score_options_are_checked_without_predictions(release, tmp_path):
     res = CliRunner().invoke(app, args)
     assert res.exit_code == 2 and "unknown metric 'bogus'" in res.output
     assert not (tmp_path / "c").exists()
+
+
+def test_no_vocabulary_with_the_official_metric_is_refused_as_score_refuses_it(release,
+                                                                               tmp_path):
+    # analyze accepted --no-vocabulary with --metric official and ignored it; score refuses it
+    built, root, data = release
+    args = ["vqa", "analyze", "--release", str(root), "--out", str(tmp_path / "d"),
+            "--no-vocabulary"]  # fmt: skip
+    for d in data:
+        args += ["--data", d]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 2, res.output
+    assert "--no-vocabulary goes with --metric vqa-vs" in res.output
+    assert len(res.output.strip().splitlines()) == 1
+    assert not (tmp_path / "d").exists()

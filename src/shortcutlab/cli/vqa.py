@@ -466,6 +466,7 @@ def analyze(
     --predictions E against OOD accuracy (Fig. 6) and head/tail accuracy (Figs. 7, 10)."""
     import pandas as pd
 
+    from shortcutlab.errors import VQAError
     from shortcutlab.utils.io import write_bytes, write_text
     from shortcutlab.vqa.analysis import analyze_release
     from shortcutlab.vqa.evaluate import load_predictions
@@ -473,6 +474,8 @@ def analyze(
     from shortcutlab.vqa.loaders import load_table
     from shortcutlab.vqa.release import read_release
 
+    if no_vocabulary and metric != "vqa-vs":  # as `score` refuses it
+        raise VQAError("--no-vocabulary goes with --metric vqa-vs")
     console = PlainConsole(stderr=as_json)
     rel = read_release(release)
     preds = load_predictions(predictions) if predictions is not None else None
