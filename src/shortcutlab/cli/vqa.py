@@ -110,11 +110,7 @@ def build(
     )  # fmt: skip
     with console.status("loading data"):
         table = load_table(data)
-    if not table["objects"].map(len).any():
-        console.print(
-            "note: the data has no image objects, so KO, KOP, QT+KO, KW+KO and "
-            "QT+KW+KO have no concepts and empty OOD sets; add COCO instances JSON to --data",
-            style="yellow")
+    _note_if_no_objects(console, table)
     with console.status(f"building splits for {len(table):,} questions"):
         splits = build_splits(table, cfg)
     with console.status("writing"):
@@ -136,6 +132,15 @@ def build(
         + " (test = IID test)"
     )
     console.print(f"wrote {out}/ (samples.parquet, splits.json, statistics.csv, ...)")
+
+
+def _note_if_no_objects(console: PlainConsole, table) -> None:
+    """The note of `build` and `analyze` when the data holds no image objects."""
+    if not table["objects"].map(len).any():
+        console.print(
+            "note: the data has no image objects, so KO, KOP, QT+KO, KW+KO and "
+            "QT+KW+KO have no concepts and empty OOD sets; add COCO instances JSON to --data",
+            style="yellow")
 
 
 def _stats_table(stats) -> Table:
@@ -481,6 +486,7 @@ def analyze(
     preds = load_predictions(predictions) if predictions is not None else None
     with console.status("loading the release's questions"):
         table = load_table(data)
+    _note_if_no_objects(console, table)
     with console.status(f"recomputing concepts for {len(table):,} questions"):
         result = analyze_release(
             table, rel, preds, metric=metric, vocabulary=not no_vocabulary
