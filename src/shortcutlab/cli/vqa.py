@@ -370,6 +370,7 @@ def baselines(
     seeds its runs are named cnn-bow@seed=S."""
     from shortcutlab.errors import VQAError, unknown_choice
     from shortcutlab.utils.io import write_json
+    from shortcutlab.utils.progress import progress_bar
     from shortcutlab.vqa.baselines import (
         PRIORS,
         CnnBowConfig,
@@ -400,10 +401,14 @@ def baselines(
         for seed in (seeds if "cnn-bow" in models else [])
     ]
     for m, seed in runs:
-        with console.status(f"running {m}"):
-            if seed is None:
+        if seed is None:
+            with console.status(f"running {m}"):
                 preds = prior_predictions(samples, m)
-            else:
+        else:
+            # a task advancing per epoch on stderr (a plain line a minute in a log), not a
+            # spinner: training takes minutes
+            with progress_bar() as bar:
+                task = bar.add_task(f"training {m}", total=epochs)
                 table = load_table(data)
                 train_ids = samples.loc[samples["split"] == "train", "question_id"].tolist()
                 split = samples["split"]
@@ -411,14 +416,15 @@ def baselines(
                 if injection is not None:
                     train_ids = inject_correlation(table, train_ids, *injection, seed=seed)
                 checkpoints = train_cnn_bow_epochs(
-                    table, train_ids, eval_ids, CnnBowConfig(epochs=epochs, seed=seed), select
+                    table, train_ids, eval_ids, CnnBowConfig(epochs=epochs, seed=seed), select,
+                    on_epoch=lambda _: bar.advance(task),  # noqa: B023  (called in this loop)
                 )
-                preds = checkpoints[-1]
-                if select:
-                    chosen = select_checkpoints(samples, checkpoints)
-                    write_json(out / f"selection-{m}.json", chosen)
-                    if not as_json:
-                        console.print(_selection_table(m, chosen["selected"]))
+            preds = checkpoints[-1]
+            if select:
+                chosen = select_checkpoints(samples, checkpoints)
+                write_json(out / f"selection-{m}.json", chosen)
+                if not as_json:
+                    console.print(_selection_table(m, chosen["selected"]))
         records = [{"question_id": q, "answer": a} for q, a in sorted(preds.items())]
         write_json(out / f"predictions-{m}.json", records, indent=None)
         result = score_splits(samples, preds)
