@@ -271,10 +271,13 @@ def score(
         return
     console = PlainConsole()
     if release is None and splits is None:
+        per_type = result["per_answer_type"]  # an item a line: rich wraps none inside one
         console.print(
             f"accuracy {_fmt(result['overall'])} % over {result['count']:,} questions"
-            + "".join(f"; {t} {_fmt(v)} %" for t, v in result["per_answer_type"].items())
+            + ("; per answer type:" if per_type else "")
         )
+        for t, v in per_type.items():
+            console.print(f"  {t} {_fmt(v)} %")
     else:
         console.print(_row_table(result, with_head=splits is not None))
         cells = [*result["ood"].values(), result["ood_mean"], result["iid"]]
