@@ -91,6 +91,11 @@ def build(
         raise VQAError("give --stop-words FILE or --remove-stop-words, not both")
     sw = _read_lines(stop_words)
     qts = _read_lines(question_types)
+    if qts is not None and not qts:  # else every question would be "none of the above"
+        raise VQAError(
+            f"--question-types {question_types} holds no prefixes; give one question-type "
+            "prefix per line, e.g. 'what color is the'"
+        )
     concepts = ConceptConfig(
         mode=cast("Mode", mode),  # ConceptConfig refuses an unknown mode
         stop_words=(
