@@ -168,3 +168,43 @@ def test_score_options_are_checked_without_predictions(release, tmp_path):
     res = CliRunner().invoke(app, args)
     assert res.exit_code == 2 and "unknown metric 'bogus'" in res.output
     assert not (tmp_path / "c").exists()
+
+
+def test_no_vocabulary_with_the_official_metric_is_refused_as_score_refuses_it(release,
+                                                                               tmp_path):
+    # analyze accepted --no-vocabulary with --metric official and ignored it; score refuses it
+    built, root, data = release
+    args = ["vqa", "analyze", "--release", str(root), "--out", str(tmp_path / "d"),
+            "--no-vocabulary"]  # fmt: skip
+    for d in data:
+        args += ["--data", d]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 2, res.output
+    assert "--no-vocabulary goes with --metric vqa-vs" in res.output
+    assert len(res.output.strip().splitlines()) == 1
+    assert not (tmp_path / "d").exists()
+
+
+def test_data_without_image_objects_gets_the_note_build_gives(release, tmp_path):
+    # without COCO instances the five visual and multi-modal sets came out empty (agreement 0)
+    # without a word, where `vqa build` warns
+    built, root, data = release
+    no_objects = [d for d in data if not d.endswith("instances.json")]
+    args = ["vqa", "analyze", "--release", str(root), "--out", str(tmp_path / "a")]
+    for d in no_objects:
+        args += ["--data", d]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, res.output
+    note = " ".join(res.output.split())
+    assert "note: the data has no image objects" in note and "add COCO instances" in note
+    build = CliRunner().invoke(app, ["vqa", "build", "--out", str(tmp_path / "b"),
+                                     "--no-figures", *(x for d in no_objects
+                                                       for x in ("--data", d))])  # fmt: skip
+    assert build.exit_code == 0, build.output
+    line = next(ln for ln in res.output.splitlines() if ln.startswith("note:"))
+    assert line in build.output.splitlines()  # the same words as build's
+    res = CliRunner().invoke(app, [*args, "--json"])
+    assert res.exit_code == 0 and "no image objects" in res.stderr
+    assert json.loads(res.stdout)["sizes"] == {"train": 600, "test": 200}
+    with_objects = CliRunner().invoke(app, [*args, "--data", data[-1]])
+    assert with_objects.exit_code == 0 and "no image objects" not in with_objects.output

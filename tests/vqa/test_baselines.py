@@ -1,9 +1,13 @@
 """Prior baselines, the injected correlation, and a tiny CNN + bag-of-words run."""
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
+from typer.testing import CliRunner
 
+from shortcutlab.cli.main import app
 from shortcutlab.errors import VQAError
 from shortcutlab.vqa.baselines import (
     CnnBowConfig,
@@ -13,6 +17,7 @@ from shortcutlab.vqa.baselines import (
     prior_predictions,
     question_type_prior,
     train_cnn_bow,
+    train_cnn_bow_epochs,
 )
 from shortcutlab.vqa.loaders import load_easy_vqa
 
@@ -98,6 +103,43 @@ def test_cnn_bow_trains_with_its_own_thread_count(easy, monkeypatch):
         assert seen == {3} and torch.get_num_threads() == 1
     finally:
         torch.set_num_threads(before)
+
+
+def test_cnn_bow_reports_each_epoch_once(easy):
+    small = easy[easy["image_id"].isin([f"train/{i}" for i in range(20)])]
+    ids = small["question_id"].tolist()
+    cfg = CnnBowConfig(epochs=3, batch_size=64)
+    done: list[int] = []
+    assert len(train_cnn_bow_epochs(small, ids, ids, cfg, on_epoch=done.append)) == 3
+    assert done == [1, 2, 3]
+    done.clear()
+    assert len(train_cnn_bow_epochs(small, ids, ids, cfg, False, on_epoch=done.append)) == 1
+    assert done == [1, 2, 3]
+
+
+@pytest.mark.slow  # 2 s or more on 2 idle cores (make test-fast leaves it out)
+def test_cli_cnn_bow_shows_its_epochs_on_stderr_only(easy, tmp_path):
+    # cnn-bow showed a spinner only: in a log (stderr not a terminal) nothing until the end
+    small = easy[easy["image_id"].isin([f"train/{i}" for i in range(30)])]
+    data = tmp_path / "t.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in small[
+        ["question_id", "image_id", "question", "answers", "image_path"]].to_dict("records")))
+    runner = CliRunner()
+    res = runner.invoke(app, ["vqa", "build", "--data", str(data), "--out", str(tmp_path / "s"),
+                              "--no-figures", "--json"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    args = ["vqa", "baselines", "--splits", str(tmp_path / "s"), "--out", str(tmp_path / "b"),
+            "--model", "cnn-bow", "--data", str(data), "--epochs", "2"]  # fmt: skip
+    res = runner.invoke(app, args)
+    assert res.exit_code == 0, res.output
+    assert "training cnn-bow: 2/2 (100 %) in " in res.stderr  # LogProgress: not a terminal
+    scores = json.loads((tmp_path / "b" / "scores-cnn-bow.json").read_text())
+    assert res.stdout == (f"cnn-bow: IID {100 * scores['iid']:.2f} %, OOD mean "
+                          f"{100 * scores['ood_mean']:.2f} %\n")  # fmt: skip
+    res = runner.invoke(app, [*args, "--json"])
+    assert res.exit_code == 0, res.output
+    assert "training cnn-bow: 2/2" in res.stderr
+    assert json.loads(res.stdout) == {"cnn-bow": scores}  # the same training, the same scores
 
 
 def test_cnn_bow_learns_beyond_the_answer_prior(easy):

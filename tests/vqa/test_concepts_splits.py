@@ -302,3 +302,22 @@ def test_question_type_prefix_is_excluded_whatever_its_case():
     c = compute_concepts(_table(rows))
     assert c["KW"].tolist() == ["sky", "grass"]
     assert c["KWP"].tolist() == ["sky", "grass"]
+
+
+@pytest.mark.parametrize("text", ["", "\n\n", "# a comment only\n"])
+def test_cli_build_refuses_an_empty_question_types_file(tmp_path, text):
+    # an empty file was taken as no prefixes: every question typed "none of the above"
+    from typer.testing import CliRunner
+
+    from shortcutlab.cli.main import app
+
+    pd.DataFrame({"question_id": range(20), "image_id": range(20), "question": "is it?",
+                  "answers": '["yes"]'}).to_csv(tmp_path / "t.csv", index=False)  # fmt: skip
+    qts = tmp_path / "qt.txt"
+    qts.write_text(text)
+    res = CliRunner().invoke(app, ["vqa", "build", "--data", str(tmp_path / "t.csv"), "--out",
+                                   str(tmp_path / "s"), "--question-types", str(qts)])  # fmt: skip
+    assert res.exit_code == 2, res.output
+    message = " ".join(res.output.split())
+    assert f"--question-types {qts}" in message and "one question-type prefix per line" in message
+    assert not (tmp_path / "s").exists()

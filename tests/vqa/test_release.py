@@ -460,3 +460,19 @@ def test_the_authors_zipped_training_answers_and_packed_zip_are_read(release_dir
     res = runner.invoke(app, ["vqa", "score", str(p), "--release", str(bare), "--metric", "vqa-vs",
                               "--no-vocabulary", "--json"])  # fmt: skip
     assert res.exit_code == 0 and json.loads(res.output)["iid"] == pytest.approx(_mean(VS, TEST))
+
+
+def test_cli_accuracy_summary_keeps_each_item_whole_at_80_columns(tmp_path):
+    # the one-line summary was wrapped by rich inside an item ("yes/no" then "100.00 %")
+    z, annotations = _val_like(tmp_path)
+    preds = tmp_path / "p.json"
+    preds.write_text(json.dumps({str(a["question_id"]): a["multiple_choice_answer"]
+                                 for a in annotations}))  # fmt: skip
+    res = CliRunner().invoke(app, ["vqa", "score", str(preds), "--data", str(z)],
+                             env={"COLUMNS": "80"})  # fmt: skip
+    assert res.exit_code == 0, res.output
+    lines = res.stdout.splitlines()
+    assert all(len(line) <= 80 for line in lines)
+    for item in ("accuracy 100.00 % over 120 questions", "yes/no 100.00 %", "number 100.00 %",
+                 "other 100.00 %"):  # fmt: skip
+        assert any(item in line for line in lines), (item, lines)

@@ -91,6 +91,11 @@ def build(
         raise VQAError("give --stop-words FILE or --remove-stop-words, not both")
     sw = _read_lines(stop_words)
     qts = _read_lines(question_types)
+    if qts is not None and not qts:  # else every question would be "none of the above"
+        raise VQAError(
+            f"--question-types {question_types} holds no prefixes; give one question-type "
+            "prefix per line, e.g. 'what color is the'"
+        )
     concepts = ConceptConfig(
         mode=cast("Mode", mode),  # ConceptConfig refuses an unknown mode
         stop_words=(
@@ -110,11 +115,7 @@ def build(
     )  # fmt: skip
     with console.status("loading data"):
         table = load_table(data)
-    if not table["objects"].map(len).any():
-        console.print(
-            "note: the data has no image objects, so KO, KOP, QT+KO, KW+KO and "
-            "QT+KW+KO have no concepts and empty OOD sets; add COCO instances JSON to --data",
-            style="yellow")
+    _note_if_no_objects(console, table)
     with console.status(f"building splits for {len(table):,} questions"):
         splits = build_splits(table, cfg)
     with console.status("writing"):
@@ -136,6 +137,15 @@ def build(
         + " (test = IID test)"
     )
     console.print(f"wrote {out}/ (samples.parquet, splits.json, statistics.csv, ...)")
+
+
+def _note_if_no_objects(console: PlainConsole, table) -> None:
+    """The note of `build` and `analyze` when the data holds no image objects."""
+    if not table["objects"].map(len).any():
+        console.print(
+            "note: the data has no image objects, so KO, KOP, QT+KO, KW+KO and "
+            "QT+KW+KO have no concepts and empty OOD sets; add COCO instances JSON to --data",
+            style="yellow")
 
 
 def _stats_table(stats) -> Table:
@@ -266,10 +276,13 @@ def score(
         return
     console = PlainConsole()
     if release is None and splits is None:
+        per_type = result["per_answer_type"]  # an item a line: rich wraps none inside one
         console.print(
             f"accuracy {_fmt(result['overall'])} % over {result['count']:,} questions"
-            + "".join(f"; {t} {_fmt(v)} %" for t, v in result["per_answer_type"].items())
+            + ("; per answer type:" if per_type else "")
         )
+        for t, v in per_type.items():
+            console.print(f"  {t} {_fmt(v)} %")
     else:
         console.print(_row_table(result, with_head=splits is not None))
         cells = [*result["ood"].values(), result["ood_mean"], result["iid"]]
@@ -365,6 +378,7 @@ def baselines(
     seeds its runs are named cnn-bow@seed=S."""
     from shortcutlab.errors import VQAError, unknown_choice
     from shortcutlab.utils.io import write_json
+    from shortcutlab.utils.progress import progress_bar
     from shortcutlab.vqa.baselines import (
         PRIORS,
         CnnBowConfig,
@@ -395,10 +409,14 @@ def baselines(
         for seed in (seeds if "cnn-bow" in models else [])
     ]
     for m, seed in runs:
-        with console.status(f"running {m}"):
-            if seed is None:
+        if seed is None:
+            with console.status(f"running {m}"):
                 preds = prior_predictions(samples, m)
-            else:
+        else:
+            # a task advancing per epoch on stderr (a plain line a minute in a log), not a
+            # spinner: training takes minutes
+            with progress_bar() as bar:
+                task = bar.add_task(f"training {m}", total=epochs)
                 table = load_table(data)
                 train_ids = samples.loc[samples["split"] == "train", "question_id"].tolist()
                 split = samples["split"]
@@ -406,14 +424,15 @@ def baselines(
                 if injection is not None:
                     train_ids = inject_correlation(table, train_ids, *injection, seed=seed)
                 checkpoints = train_cnn_bow_epochs(
-                    table, train_ids, eval_ids, CnnBowConfig(epochs=epochs, seed=seed), select
+                    table, train_ids, eval_ids, CnnBowConfig(epochs=epochs, seed=seed), select,
+                    on_epoch=lambda _: bar.advance(task),  # noqa: B023  (called in this loop)
                 )
-                preds = checkpoints[-1]
-                if select:
-                    chosen = select_checkpoints(samples, checkpoints)
-                    write_json(out / f"selection-{m}.json", chosen)
-                    if not as_json:
-                        console.print(_selection_table(m, chosen["selected"]))
+            preds = checkpoints[-1]
+            if select:
+                chosen = select_checkpoints(samples, checkpoints)
+                write_json(out / f"selection-{m}.json", chosen)
+                if not as_json:
+                    console.print(_selection_table(m, chosen["selected"]))
         records = [{"question_id": q, "answer": a} for q, a in sorted(preds.items())]
         write_json(out / f"predictions-{m}.json", records, indent=None)
         result = score_splits(samples, preds)
@@ -466,6 +485,7 @@ def analyze(
     --predictions E against OOD accuracy (Fig. 6) and head/tail accuracy (Figs. 7, 10)."""
     import pandas as pd
 
+    from shortcutlab.errors import VQAError
     from shortcutlab.utils.io import write_bytes, write_text
     from shortcutlab.vqa.analysis import analyze_release
     from shortcutlab.vqa.evaluate import load_predictions
@@ -473,11 +493,14 @@ def analyze(
     from shortcutlab.vqa.loaders import load_table
     from shortcutlab.vqa.release import read_release
 
+    if no_vocabulary and metric != "vqa-vs":  # as `score` refuses it
+        raise VQAError("--no-vocabulary goes with --metric vqa-vs")
     console = PlainConsole(stderr=as_json)
     rel = read_release(release)
     preds = load_predictions(predictions) if predictions is not None else None
     with console.status("loading the release's questions"):
         table = load_table(data)
+    _note_if_no_objects(console, table)
     with console.status(f"recomputing concepts for {len(table):,} questions"):
         result = analyze_release(
             table, rel, preds, metric=metric, vocabulary=not no_vocabulary

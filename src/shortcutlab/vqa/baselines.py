@@ -7,7 +7,7 @@ All baselines learn from the training rows only and return ``{question_id: answe
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -204,15 +204,17 @@ def train_cnn_bow_epochs(
     predict_ids: Sequence[str],
     config: CnnBowConfig | None = None,
     every_epoch: bool = True,
+    on_epoch: Callable[[int], None] | None = None,
 ) -> list[dict[str, str]]:
     """Train as :func:`train_cnn_bow` and predict ``predict_ids`` after every epoch (one dict
     per epoch): the checkpoints among which model selection chooses (paper Table 4). With
-    ``every_epoch=False``, only after the last epoch (a list of one)."""
+    ``every_epoch=False``, only after the last epoch (a list of one). ``on_epoch(n)`` is called
+    when epoch ``n`` (1, 2, ...) is done, its predictions included (a progress bar)."""
     from shortcutlab.runner.jobs import job_threads
 
     cfg = config or CnnBowConfig()
     with job_threads(cfg.threads):
-        return _train_cnn_bow_epochs(table, train_ids, predict_ids, cfg, every_epoch)
+        return _train_cnn_bow_epochs(table, train_ids, predict_ids, cfg, every_epoch, on_epoch)
 
 
 def _train_cnn_bow_epochs(
@@ -221,6 +223,7 @@ def _train_cnn_bow_epochs(
     predict_ids: Sequence[str],
     cfg: CnnBowConfig,
     every_epoch: bool,
+    on_epoch: Callable[[int], None] | None = None,
 ) -> list[dict[str, str]]:
     import torch
     from torch import nn
@@ -304,6 +307,8 @@ def _train_cnn_bow_epochs(
             epoch_predictions.append(
                 _predict(image_features, forward, i_test, x_test, test_rows.index, answers)
             )
+        if on_epoch is not None:
+            on_epoch(epoch + 1)
     return epoch_predictions
 
 
