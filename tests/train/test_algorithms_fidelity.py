@@ -56,3 +56,24 @@ def test_debiased_feeds_the_decoder_output_unclamped(negative_adain, adain_input
     xs, _ = sty.stylize(batch)
     assert float(xs.min()) >= 0.0
 
+
+def test_sagnet_style_head_is_initialised_like_the_model() -> None:
+    """From scratch, the style head is a fresh copy initialised as the model initialises itself
+    (the reference builds both heads with the ResNet's Kaiming fan-out init); resetting it with
+    each layer's ``reset_parameters`` gave its convolutions PyTorch's default, ~0.6x smaller,
+    init."""
+    cfg = TrainConfig(algorithm="sagnet", model="resnet18", seed=2)
+    algo = create_algorithm("sagnet", 3, cfg)
+    for name, conv in algo.content_head.named_modules():
+        if not isinstance(conv, nn.Conv2d):
+            continue
+        style_conv = algo.style_head.get_submodule(name)
+        expected = (2.0 / (conv.out_channels * conv.kernel_size[0] * conv.kernel_size[1])) ** 0.5
+        assert abs(float(style_conv.weight.detach().std()) / expected - 1) < 0.1, name
+        assert abs(float(conv.weight.detach().std()) / expected - 1) < 0.1, name
+        assert not torch.equal(style_conv.weight, conv.weight), name
+    # reproducible: the same seed gives the same style head
+    again = create_algorithm("sagnet", 3, cfg)
+    for (k, v), (_, w) in zip(algo.style_head.state_dict().items(),
+                              again.style_head.state_dict().items(), strict=True):
+        assert torch.equal(v, w), k

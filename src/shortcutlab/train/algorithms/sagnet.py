@@ -10,7 +10,8 @@ style. Prediction uses ``c(f(x))`` without randomisation.
 
 The split point is the middle of the model's feature stages (for a ResNet: after layer2 of
 four, i.e. the randomisation sits before layer3, as in the reference code); heads are the
-remaining stages plus the classifier, and the style head is a freshly initialised copy (with
+remaining stages plus the classifier, and the style head is a freshly initialised copy, built
+by the model's own constructor so that it gets the model's initialisation (with
 ``config.pretrained``, as in the reference, a copy of the pretrained stages with a fresh
 classifier). The
 adversarial step updates only the featurizer's batch-norm affine parameters (the reference's
@@ -175,15 +176,15 @@ class SagNet(Algorithm):
     ) -> None:
         super().__init__(num_classes, config, context)
         self.featurizer, self.content_head = split_for_sagnet(self.build_network())
-        self.style_head = copy.deepcopy(self.content_head)
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(torch_seed(config.seed, "sagnet-style-head"))
             if config.pretrained:  # the reference starts the style stages from the same weights
+                self.style_head = copy.deepcopy(self.content_head)
                 _reinitialise(_last_linear(self.style_head))
                 if self.hparams["fresh_classifier"]:  # the reference drops the pretrained fc
                     _reinitialise(_last_linear(self.content_head))
-            else:
-                _reinitialise(self.style_head)
+            else:  # a fresh head initialised as the model initialises itself (ResNet: Kaiming)
+                self.style_head = split_for_sagnet(self.build_network())[1]
         for key, choices in (("step", SAGNET_STEPS), ("content", SAGNET_CONTENT)):
             if self.hparams[key] not in choices:
                 raise TrainError(unknown_choice(f"SagNet {key}", self.hparams[key], choices))
