@@ -77,3 +77,18 @@ def test_sagnet_style_head_is_initialised_like_the_model() -> None:
     for (k, v), (_, w) in zip(algo.style_head.state_dict().items(),
                               again.style_head.state_dict().items(), strict=True):
         assert torch.equal(v, w), k
+
+
+def test_sagnet_adversarial_loss_is_the_papers_with_the_codes_eps_as_an_option() -> None:
+    """Nam et al.'s L_adv is the cross entropy with the uniform label, -(1/K) sum_k log p_k
+    (default); their code and BiasBed's take log(p_k + 1e-5), which caps the loss and shrinks
+    its gradient several times over on a confident 1000-class head (``adv_eps=1e-5``)."""
+    logits = torch.tensor([[12.0, 0.0, -3.0, 1.0], [0.5, 0.0, 0.2, -0.1]])
+    paper = create_algorithm("sagnet", 4, TrainConfig(algorithm="sagnet"))
+    expected = -torch.log_softmax(logits, 1).mean(1).mean() * 0.1
+    torch.testing.assert_close(paper._adversarial_loss(logits), expected)
+    code = create_algorithm("sagnet", 4, TrainConfig(algorithm="sagnet",
+                                                     hparams={"adv_eps": 1e-5}))
+    expected = -torch.log(logits.softmax(1) + 1e-5).mean(1).mean() * 0.1
+    torch.testing.assert_close(code._adversarial_loss(logits), expected)
+    assert float(code._adversarial_loss(logits)) < float(paper._adversarial_loss(logits))

@@ -158,14 +158,15 @@ class SagNet(Algorithm):
     ``clip_adv`` (max gradient norm of the adversarial step, paper 0.1; 0 disables clipping)
     ``adv_params`` (``bn``: the featurizer's batch-norm affine parameters, reference;
     ``all``: every featurizer parameter), ``step`` (:data:`SAGNET_STEPS`), ``content``
-    (:data:`SAGNET_CONTENT`) and ``fresh_classifier`` (with ``config.pretrained``: a new content
-    classifier, as BiasBed's code). Models are trained from scratch unless ``config.pretrained``
+    (:data:`SAGNET_CONTENT`), ``fresh_classifier`` (with ``config.pretrained``: a new content
+    classifier, as BiasBed's code) and ``adv_eps`` (0: the paper's adversarial loss; 1e-5: the
+    authors' ``log(softmax + 1e-5)``). Models are trained from scratch unless ``config.pretrained``
     is set.
     """
 
     name = "sagnet"
     hparams_defaults = {"w_adv": 0.1, "clip_adv": 0.1, "adv_params": "bn", "step": "joint",
-                        "content": "identity", "fresh_classifier": True}
+                        "content": "identity", "fresh_classifier": True, "adv_eps": 0.0}
 
     @classmethod
     def supports(cls, model: nn.Module) -> bool:
@@ -215,8 +216,15 @@ class SagNet(Algorithm):
         return feats if self.hparams["content"] == "identity" else content_randomize(feats, perm)
 
     def _adversarial_loss(self, style_logits: torch.Tensor) -> torch.Tensor:
-        """``w_adv`` × the cross entropy of the style head's prediction with the uniform label."""
-        return -F.log_softmax(style_logits, dim=1).mean(dim=1).mean() * self.hparams["w_adv"]
+        """``w_adv`` × the cross entropy of the style head's prediction with the uniform label
+        (the paper's); ``adv_eps`` > 0: of ``log(softmax + adv_eps)``, as the authors' code
+        (1e-5)."""
+        eps = self.hparams["adv_eps"]
+        if eps > 0:
+            log_p = torch.log(F.softmax(style_logits, dim=1) + eps)
+        else:
+            log_p = F.log_softmax(style_logits, dim=1)
+        return -log_p.mean(dim=1).mean() * self.hparams["w_adv"]
 
     def update(self, batch: dict[str, torch.Tensor]) -> dict[str, float]:
         x, y = batch["x"], batch["y"]
