@@ -28,7 +28,8 @@ Two choices follow BiasBed's code by default, with Nam et al.'s behaviour as nam
   parameters, so the featurizer also receives the style loss's (cooperative) gradient and the
   style-head and batch-norm parameters step twice. ``step="sequential"`` (Nam et al.'s
   original code and paper): content step, then style step on detached features, then the
-  adversarial step, each with its own forward pass.
+  adversarial step, each with its own forward pass (Nam et al.'s code takes the three gradients
+  from one forward pass, so there the batch-norm running statistics move once per step).
 - ``content="identity"`` (BiasBed: its content randomisation is ``Randomizer(alpha=False)``,
   which re-applies each sample's own statistics, i.e. does nothing, so the style head sees the
   featurizer's own features); ``content="swap"`` (the SagNet paper): the style head sees another
