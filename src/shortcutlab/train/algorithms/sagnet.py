@@ -10,7 +10,8 @@ style. Prediction uses ``c(f(x))`` without randomisation.
 
 The split point is the middle of the model's feature stages (for a ResNet: after layer2 of
 four, i.e. the randomisation sits before layer3, as in the reference code); heads are the
-remaining stages plus the classifier, and the style head is a freshly initialised copy (with
+remaining stages plus the classifier, and the style head is a freshly initialised copy, built
+by the model's own constructor so that it gets the model's initialisation (with
 ``config.pretrained``, as in the reference, a copy of the pretrained stages with a fresh
 classifier). The
 adversarial step updates only the featurizer's batch-norm affine parameters (the reference's
@@ -27,7 +28,8 @@ Two choices follow BiasBed's code by default, with Nam et al.'s behaviour as nam
   parameters, so the featurizer also receives the style loss's (cooperative) gradient and the
   style-head and batch-norm parameters step twice. ``step="sequential"`` (Nam et al.'s
   original code and paper): content step, then style step on detached features, then the
-  adversarial step, each with its own forward pass.
+  adversarial step, each with its own forward pass (Nam et al.'s code takes the three gradients
+  from one forward pass, so there the batch-norm running statistics move once per step).
 - ``content="identity"`` (BiasBed: its content randomisation is ``Randomizer(alpha=False)``,
   which re-applies each sample's own statistics, i.e. does nothing, so the style head sees the
   featurizer's own features); ``content="swap"`` (the SagNet paper): the style head sees another
@@ -157,14 +159,15 @@ class SagNet(Algorithm):
     ``clip_adv`` (max gradient norm of the adversarial step, paper 0.1; 0 disables clipping)
     ``adv_params`` (``bn``: the featurizer's batch-norm affine parameters, reference;
     ``all``: every featurizer parameter), ``step`` (:data:`SAGNET_STEPS`), ``content``
-    (:data:`SAGNET_CONTENT`) and ``fresh_classifier`` (with ``config.pretrained``: a new content
-    classifier, as BiasBed's code). Models are trained from scratch unless ``config.pretrained``
+    (:data:`SAGNET_CONTENT`), ``fresh_classifier`` (with ``config.pretrained``: a new content
+    classifier, as BiasBed's code) and ``adv_eps`` (0: the paper's adversarial loss; 1e-5: the
+    authors' ``log(softmax + 1e-5)``). Models are trained from scratch unless ``config.pretrained``
     is set.
     """
 
     name = "sagnet"
     hparams_defaults = {"w_adv": 0.1, "clip_adv": 0.1, "adv_params": "bn", "step": "joint",
-                        "content": "identity", "fresh_classifier": True}
+                        "content": "identity", "fresh_classifier": True, "adv_eps": 0.0}
 
     @classmethod
     def supports(cls, model: nn.Module) -> bool:
@@ -175,15 +178,15 @@ class SagNet(Algorithm):
     ) -> None:
         super().__init__(num_classes, config, context)
         self.featurizer, self.content_head = split_for_sagnet(self.build_network())
-        self.style_head = copy.deepcopy(self.content_head)
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(torch_seed(config.seed, "sagnet-style-head"))
             if config.pretrained:  # the reference starts the style stages from the same weights
+                self.style_head = copy.deepcopy(self.content_head)
                 _reinitialise(_last_linear(self.style_head))
                 if self.hparams["fresh_classifier"]:  # the reference drops the pretrained fc
                     _reinitialise(_last_linear(self.content_head))
-            else:
-                _reinitialise(self.style_head)
+            else:  # a fresh head initialised as the model initialises itself (ResNet: Kaiming)
+                self.style_head = split_for_sagnet(self.build_network())[1]
         for key, choices in (("step", SAGNET_STEPS), ("content", SAGNET_CONTENT)):
             if self.hparams[key] not in choices:
                 raise TrainError(unknown_choice(f"SagNet {key}", self.hparams[key], choices))
@@ -214,8 +217,15 @@ class SagNet(Algorithm):
         return feats if self.hparams["content"] == "identity" else content_randomize(feats, perm)
 
     def _adversarial_loss(self, style_logits: torch.Tensor) -> torch.Tensor:
-        """``w_adv`` × the cross entropy of the style head's prediction with the uniform label."""
-        return -F.log_softmax(style_logits, dim=1).mean(dim=1).mean() * self.hparams["w_adv"]
+        """``w_adv`` × the cross entropy of the style head's prediction with the uniform label
+        (the paper's); ``adv_eps`` > 0: of ``log(softmax + adv_eps)``, as the authors' code
+        (1e-5)."""
+        eps = self.hparams["adv_eps"]
+        if eps > 0:
+            log_p = torch.log(F.softmax(style_logits, dim=1) + eps)
+        else:
+            log_p = F.log_softmax(style_logits, dim=1)
+        return -log_p.mean(dim=1).mean() * self.hparams["w_adv"]
 
     def update(self, batch: dict[str, torch.Tensor]) -> dict[str, float]:
         x, y = batch["x"], batch["y"]

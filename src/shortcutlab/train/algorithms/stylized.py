@@ -42,6 +42,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import torch
@@ -176,6 +177,8 @@ class AdaINStyleTransfer(nn.Module):
             layouts = ("torchvision", "adain")
             raise TrainError(unknown_choice("AdaIN encoder layout", layout, layouts))
         self.layout = layout
+        #: Whether :meth:`forward` clamps the stylised images to [0, 1].
+        self.clamp = True
         self.encoder = _vgg19_to_relu4_1() if layout == "torchvision" else _adain_vgg_to_relu4_1()
         self.decoder = _mirror_decoder()
         self.mean: torch.Tensor
@@ -224,6 +227,8 @@ class AdaINStyleTransfer(nn.Module):
     def forward(
         self, content: torch.Tensor, style: torch.Tensor, alpha: float = 1.0
     ) -> torch.Tensor:
+        """The stylised images, clamped to [0, 1] unless :attr:`clamp` is False (the decoder's
+        output as it is, as Li et al.'s and BiasBed's Debiased feed it to the model)."""
         if self.layout == "torchvision":
             content, style = (content - self.mean) / self.std, (style - self.mean) / self.std
         f_c = self.encoder(content)
@@ -233,11 +238,15 @@ class AdaINStyleTransfer(nn.Module):
         out = self.decoder(target)
         if out.shape[-2:] != content.shape[-2:]:
             out = F.interpolate(out, size=content.shape[-2:], mode="bilinear", align_corners=False)
-        return out.clamp(0.0, 1.0)
+        return out.clamp(0.0, 1.0) if self.clamp else out
 
 
 class _StylisingAlgorithm(Algorithm):
     """Shared set-up of Stylized and Debiased: network, optimiser, restyler, mixing mask."""
+
+    #: Whether AdaIN's stylised images are clamped to [0, 1] (Stylized-ImageNet's are saved as
+    #: image files; Debiased's references feed the decoder output unclamped).
+    clamp_stylised: ClassVar[bool] = True
 
     def __init__(
         self, num_classes: int, config: TrainConfig, context: AlgorithmContext | None = None
@@ -268,6 +277,8 @@ class _StylisingAlgorithm(Algorithm):
                 "vgg_weights=<vgg_normalised.pth> decoder_weights=<decoder.pth>, or "
                 "style_weights=<local state-dict file> (nothing is downloaded)"
             )
+        if self.transfer is not None:
+            self.transfer.clamp = self.clamp_stylised
         self.network = self.build_network()
         self.optimizer = self.make_optimizer(self.network.parameters())
 
@@ -399,6 +410,7 @@ class Debiased(_StylisingAlgorithm):
     """
 
     name = "debiased"
+    clamp_stylised = False  # Li et al.'s and BiasBed's code: the decoder output as it is
     hparams_defaults = {
         "gamma": 0.8,
         "mix": "pair",
