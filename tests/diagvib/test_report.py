@@ -266,3 +266,21 @@ def test_an_unwritable_folder_is_refused_before_anything_is_read(small, tmp_path
     with pytest.raises(FileExistsError):
         write_report(small, blocker)
     assert drawn == [] and blocker.read_text() == "x"
+
+
+def test_one_sample_shows_no_spread_with_either_error_bar(tmp_path):
+    """With one dataset sample there is no spread to show: ddof-0 std is 0.0 (kept in the JSON),
+    but a table must not print "± 0.00" as if five samples had agreed exactly."""
+    from shortcutlab.diagvib.report import factor_frame
+
+    table = synthetic_table(studies=("ZSO", "ZGO"), samples=(0,))
+    metrics = compute_metrics(table)
+    for err in ("sem", "std"):
+        assert "±" not in "".join(factor_frame(metrics.singles, ["label"], err).stack())
+        famin = metrics.aggregates[metrics.aggregates["metric"] == "FAMin"]
+        assert "±" not in "".join(factor_frame(famin, ["label", "study"], err).stack())
+    path = tmp_path / "jobs.csv"
+    table.to_csv(path, index=False)
+    res = CliRunner().invoke(app, ["diagvib", "metrics", str(path), "--error-bars", "std"])
+    assert res.exit_code == 0, res.output
+    assert "± 0.00" not in res.output and "±\n" not in res.output

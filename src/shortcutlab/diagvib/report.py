@@ -113,18 +113,26 @@ def load_job_tables(sources: Iterable[str | os.PathLike[str]],
 
 def factor_frame(frame: pd.DataFrame, keys: Sequence[str], err: str = "sem",
                  scale: float = 1.0, digits: int = 2) -> pd.DataFrame:
-    """Rows ``keys``, one column per factor, cells "mean ± err"."""
+    """Rows ``keys``, one column per factor, cells "mean ± err"; no ± where fewer than two
+    dataset samples finished (``n`` < 2: no spread was measured, though ddof-0 ``std`` is 0)."""
     rows = {}
     for key, group in frame.groupby(list(keys), sort=False):
         by_factor = group.set_index("factor")
         key = key if isinstance(key, tuple) else (key,)
-        rows[key] = {f: format_mean_err(by_factor.at[f, "mean"], by_factor.at[f, err], scale,
-                                        digits) if f in by_factor.index else "–"
+        rows[key] = {f: format_mean_err(by_factor.at[f, "mean"], _spread(by_factor, f, err),
+                                        scale, digits) if f in by_factor.index else "–"
                      for f in FACTORS}
     out = pd.DataFrame.from_dict(rows, orient="index", columns=list(FACTORS))
     out.index = pd.MultiIndex.from_tuples(out.index, names=["model" if k == "label" else k
                                                              for k in keys])
     return out
+
+
+def _spread(by_factor: pd.DataFrame, factor: str, err: str) -> float:
+    """The ``err`` column of ``factor``'s row; NaN when its ``n`` says one sample or none."""
+    if "n" in by_factor.columns and not by_factor.at[factor, "n"] >= 2:
+        return math.nan
+    return float(by_factor.at[factor, err])
 
 
 #: job-table column -> Setup-table column, for the choices the paper leaves open
