@@ -324,3 +324,33 @@ def test_a_duplicated_job_id_is_refused_not_resolved_by_row_order() -> None:
     twin = table.iloc[[0]].assign(test_acc=0.0)
     with pytest.raises(MetricsError, match=f"job_id {table['job_id'].iloc[0]!r} more than once"):
         validate_table(pd.concat([twin, table], ignore_index=True))
+
+
+@pytest.mark.parametrize("column, values", [
+    ("preset", ("paper (epochs=2)", "paper (lr=0.001, epochs=3)")),
+    ("head", ("full", "selected")),
+    ("lr", (2e-4, 1e-3)),
+    ("benchmark_seed", (0, 1)),
+])
+def test_one_model_trained_with_two_configurations_is_refused(column, values, tmp_path) -> None:
+    """A run folder that two `diagvib run` calls with other options filled (ZSO with one
+    recipe, ZGO with another) must not be averaged into one model's P, FAAvg and FAMin."""
+    from typer.testing import CliRunner
+
+    from shortcutlab.cli.main import app
+
+    table = synthetic_table(studies=("ZSO", "ZGO"), samples=(0, 1))
+    table[column] = np.where(table["study"] == "ZSO", values[0], values[1]).astype(
+        type(values[0]))
+    with pytest.raises(MetricsError, match=f"different configurations.*{column}"):
+        compute_metrics(table)
+    table.loc[table["study"] == "ZGO", "status"] = "failed"  # only finished jobs count
+    assert len(compute_metrics(table).zso) == 6
+    table[column] = values[0]  # one configuration: fine
+    table.loc[:, "status"] = "done"
+    assert len(compute_metrics(table).pairs) == 30
+    table.loc[table["study"] == "ZGO", column] = values[1]
+    table.to_csv(tmp_path / "jobs.csv", index=False)
+    res = CliRunner().invoke(app, ["diagvib", "metrics", str(tmp_path / "jobs.csv")])
+    assert res.exit_code == 2 and "different configurations" in res.output
+    assert "Traceback" not in res.output

@@ -266,3 +266,55 @@ def test_an_unwritable_folder_is_refused_before_anything_is_read(small, tmp_path
     with pytest.raises(FileExistsError):
         write_report(small, blocker)
     assert drawn == [] and blocker.read_text() == "x"
+
+
+def test_one_sample_shows_no_spread_with_either_error_bar(tmp_path):
+    """With one dataset sample there is no spread to show: ddof-0 std is 0.0 (kept in the JSON),
+    but a table must not print "± 0.00" as if five samples had agreed exactly."""
+    from shortcutlab.diagvib.report import factor_frame
+
+    table = synthetic_table(studies=("ZSO", "ZGO"), samples=(0,))
+    metrics = compute_metrics(table)
+    for err in ("sem", "std"):
+        assert "±" not in "".join(factor_frame(metrics.singles, ["label"], err).stack())
+        famin = metrics.aggregates[metrics.aggregates["metric"] == "FAMin"]
+        assert "±" not in "".join(factor_frame(famin, ["label", "study"], err).stack())
+    path = tmp_path / "jobs.csv"
+    table.to_csv(path, index=False)
+    res = CliRunner().invoke(app, ["diagvib", "metrics", str(path), "--error-bars", "std"])
+    assert res.exit_code == 0, res.output
+    assert "± 0.00" not in res.output and "±\n" not in res.output
+
+
+def test_tables_say_when_a_number_lacks_samples_or_correlated_factors(tmp_path):
+    """A failed job leaves FAAvg/FAMin of its row over 4 of the 5 correlated factors in one
+    sample, and a P_i over fewer samples than the model's others; the JSON says so (n, n_pairs),
+    and so must the printed tables and the report, not show them as complete numbers."""
+    from shortcutlab.diagvib.report import factor_frame
+
+    table = synthetic_table(studies=("ZSO", "ZGO"), samples=(0, 1, 2))
+    gone = (((table["study"] == "ZGO") & (table["predicted"] == "hue")
+             & (table["correlated"] == "shape") & (table["sample"] == 1))
+            | ((table["study"] == "ZSO") & (table["predicted"] == "texture")
+               & (table["sample"] == 2)))
+    table.to_csv(tmp_path / "c.csv", index=False)
+    table.loc[gone, "status"] = "failed"
+    metrics = compute_metrics(table)
+    famin = factor_frame(metrics.aggregates[metrics.aggregates["metric"] == "FAMin"],
+                         ["label", "study"])
+    assert "4/5 pairs" in famin.at[("small_cnn", "ZGO"), "hue"]
+    assert "pairs" not in famin.at[("small_cnn", "ZGO"), "shape"]  # complete
+    zso = factor_frame(metrics.singles, ["label"])
+    assert "2/3 samples" in zso.at[("small_cnn",), "texture"]
+    assert "samples" not in zso.at[("small_cnn",), "hue"]
+    path = tmp_path / "jobs.csv"
+    table.to_csv(path, index=False)
+    res = CliRunner().invoke(app, ["diagvib", "metrics", str(path)], env={"COLUMNS": "200"})
+    assert res.exit_code == 0, res.output
+    assert "(4/5 pairs)" in res.output and "(2/3 samples)" in res.output
+    assert "(k/5 pairs): some sample had only k of the 5 correlated factors" in res.output
+    complete = CliRunner().invoke(app, ["diagvib", "metrics", str(path.with_name("c.csv"))])
+    assert complete.exit_code == 0 and "pairs)" not in complete.output
+    html = write_report(table, tmp_path / "r").read_text(encoding="utf-8")
+    assert "4/5 pairs" in html and "2/3 samples" in html
+    assert "(k/5 pairs): some sample had only k of the 5 correlated factors" in html

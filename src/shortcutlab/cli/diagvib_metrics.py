@@ -17,12 +17,15 @@ if TYPE_CHECKING:
 
 
 def _factor_table(title: str, frame: pd.DataFrame, keys: list[str], err: str = "sem",
-                  scale: float = 1.0, digits: int = 2) -> Table:
+                  scale: float = 1.0, digits: int = 2, marked: list[bool] | None = None) -> Table:
     """A rich table of :func:`~shortcutlab.diagvib.report.factor_frame`: one row per ``keys``
-    tuple, one column per factor, cells "mean ± err"."""
+    tuple, one column per factor, cells "mean ± err"; ``marked`` gets True appended when a
+    cell says it lacks samples or correlated factors."""
     from shortcutlab.diagvib.report import factor_frame
 
     cells = factor_frame(frame, keys, err, scale, digits)
+    if marked is not None:
+        marked.append(bool(cells.stack().str.endswith(("samples)", "pairs)")).any()))
     table = Table(title=title, title_justify="left")
     for name in cells.index.names:
         table.add_column(name)
@@ -51,7 +54,7 @@ def metrics(
     accuracy is that of the --checkpoint rule (default: the paper's lowest validation loss).
     """
     from shortcutlab.diagvib.metrics import STUDIES, check_error_bars, compute_metrics
-    from shortcutlab.diagvib.report import load_job_tables
+    from shortcutlab.diagvib.report import INCOMPLETE_NOTE, load_job_tables
 
     err = check_error_bars(error_bars)
     unique: dict[Path, Path] = {}  # resolved -> as first given
@@ -69,9 +72,11 @@ def metrics(
     for label, counts in jobs.items():
         console.print(styled(label, "bold", ": " + ", ".join(
             f"{n} {s}" for s, n in counts.items()) + " jobs"))
+    marked: list[bool] = []
     for study, single in result.singles.groupby("study", sort=False):
         console.print(_factor_table(f"{study} accuracy P_i (mean ± {err} over dataset samples)",
-                                    single.drop(columns="study"), ["label"], err=err))
+                                    single.drop(columns="study"), ["label"], err=err,
+                                    marked=marked))
     rank = {s: i for i, s in enumerate(STUDIES)}
     agg = result.aggregates.sort_values(
         ["label", "study"], key=lambda c: c.map(rank) if c.name == "study" else c, kind="stable"
@@ -80,11 +85,13 @@ def metrics(
         sub = agg[agg["metric"] == metric]
         if len(sub):
             console.print(_factor_table(f"{metric} (mean ± {err} over dataset samples)", sub,
-                                        ["label", "study"], err=err))
+                                        ["label", "study"], err=err, marked=marked))
     if len(result.chgo):
         console.print(_factor_table(
             "CHGO over ZGO, percentage points (mean ± std over dataset samples)",
-            result.chgo, ["label"], err="std", scale=100, digits=0))
+            result.chgo, ["label"], err="std", scale=100, digits=0, marked=marked))
+    if any(marked):
+        console.print(INCOMPLETE_NOTE[0].upper() + INCOMPLETE_NOTE[1:] + ".")
     console.print("P_ij per pair: --json, or `shortcutlab diagvib report DIR --out report/`.",
                   style="dim")
 

@@ -112,8 +112,9 @@ def validate_table(table: pd.DataFrame) -> pd.DataFrame:
     """Check and normalise a collected job table; return a copy with a ``label`` column.
 
     Raises :class:`MetricsError` naming missing columns, unknown studies, factors or statuses,
-    finished jobs without an accuracy, and conflicting jobs (same model, experiment and seed
-    with different configurations). Rows of every status are kept.
+    finished jobs without an accuracy, conflicting jobs (same model, experiment and seed
+    with different configurations) and a model whose finished jobs recorded different
+    :data:`CONFIG_COLUMNS` values. Rows of every status are kept.
     """
     if not isinstance(table, pd.DataFrame):
         raise _fail(f"expected a pandas DataFrame job table, got {type(table).__name__}")
@@ -197,7 +198,32 @@ def validate_table(table: pd.DataFrame) -> pd.DataFrame:
         for label in scales[scales > 1].index:
             rows = df["label"] == label
             df.loc[rows, "label"] = [f"{label}@scale={float(s):g}" for s in df.loc[rows, "scale"]]
+    _check_one_configuration(df[df["status"] == "done"])
     return df.reset_index(drop=True)
+
+
+#: job-table columns that say how a job was trained (blank where not recorded); one reported
+#: model's finished jobs must agree on each, or its averages mix recipes
+CONFIG_COLUMNS: tuple[str, ...] = ("preset", "head", "benchmark_seed", "lr", "batch_size",
+                                   "normalization", "frozen_batchnorm", "vae_classifier")
+
+
+def _check_one_configuration(done: pd.DataFrame) -> None:
+    """Refuse a reported model whose finished jobs were trained with different configurations
+    (e.g. two `diagvib run` calls with other options into one folder)."""
+    for col in CONFIG_COLUMNS:
+        if col not in done.columns:
+            continue
+        for label, values in done.groupby("label", sort=True)[col]:
+            found = sorted({f"{v:g}" if isinstance(v, float) else str(v)
+                            for v in values.dropna() if str(v) != ""})
+            if len(found) > 1:
+                raise _fail(
+                    f"finished jobs of model {label!r} were trained with different "
+                    f"configurations ({col}: {', '.join(map(repr, found))}); their accuracies "
+                    "cannot be averaged into one model: report them from separate run folders "
+                    "or tables, or give them different model names"
+                )
 
 
 def status_counts(table: pd.DataFrame) -> pd.DataFrame:

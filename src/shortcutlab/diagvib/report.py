@@ -113,18 +113,49 @@ def load_job_tables(sources: Iterable[str | os.PathLike[str]],
 
 def factor_frame(frame: pd.DataFrame, keys: Sequence[str], err: str = "sem",
                  scale: float = 1.0, digits: int = 2) -> pd.DataFrame:
-    """Rows ``keys``, one column per factor, cells "mean ± err"."""
+    """Rows ``keys``, one column per factor, cells "mean ± err"; no ± where fewer than two
+    dataset samples finished (``n`` < 2: no spread was measured, though ddof-0 ``std`` is 0).
+    A number over fewer samples than the model's most (``n``) or, for FAAvg/FAMin, over fewer
+    than the five correlated factors in some sample (``n_pairs``) says so: "(2/3 samples)",
+    "(4/5 pairs)" (:data:`INCOMPLETE_NOTE`)."""
     rows = {}
+    most = frame.groupby("label")["n"].max() if {"label", "n"} <= set(frame.columns) else None
     for key, group in frame.groupby(list(keys), sort=False):
         by_factor = group.set_index("factor")
         key = key if isinstance(key, tuple) else (key,)
-        rows[key] = {f: format_mean_err(by_factor.at[f, "mean"], by_factor.at[f, err], scale,
-                                        digits) if f in by_factor.index else "–"
+        full = int(most[group["label"].iloc[0]]) if most is not None else 0
+        rows[key] = {f: format_mean_err(by_factor.at[f, "mean"], _spread(by_factor, f, err),
+                                        scale, digits) + _incomplete(by_factor, f, full)
+                     if f in by_factor.index else "–"
                      for f in FACTORS}
     out = pd.DataFrame.from_dict(rows, orient="index", columns=list(FACTORS))
     out.index = pd.MultiIndex.from_tuples(out.index, names=["model" if k == "label" else k
                                                              for k in keys])
     return out
+
+
+def _spread(by_factor: pd.DataFrame, factor: str, err: str) -> float:
+    """The ``err`` column of ``factor``'s row; NaN when its ``n`` says one sample or none."""
+    if "n" in by_factor.columns and not by_factor.at[factor, "n"] >= 2:
+        return math.nan
+    return float(by_factor.at[factor, err])
+
+
+#: what the marks of :func:`factor_frame` mean (printed below tables that carry one)
+INCOMPLETE_NOTE = ("(k/m samples): over k of the model's m dataset samples; (k/5 pairs): some "
+                   "sample had only k of the 5 correlated factors (FAMin may then be too high)")
+
+
+def _incomplete(by_factor: pd.DataFrame, factor: str, full: int) -> str:
+    """" (k/m samples, k/5 pairs)" for a number short of samples or correlated factors."""
+    marks = []
+    n = int(by_factor.at[factor, "n"]) if "n" in by_factor.columns else full
+    if n < full:
+        marks.append(f"{n}/{full} samples")
+    pairs = int(by_factor.at[factor, "n_pairs"]) if "n_pairs" in by_factor.columns else 0
+    if 0 < pairs < len(FACTORS) - 1:
+        marks.append(f"{pairs}/{len(FACTORS) - 1} pairs")
+    return f" ({', '.join(marks)})" if marks else ""
 
 
 #: job-table column -> Setup-table column, for the choices the paper leaves open
@@ -235,6 +266,7 @@ def _metric_sections(report: HtmlReport, metrics: DiagvibMetrics, error_bars: st
     report.heading(f"Accuracy without shortcut opportunities ({', '.join(singles or registered)})")
     report.paragraph(f"P_i: mean per-class test accuracy on the training distribution, mean ± "
                      f"{err_text} over dataset samples; chance is 0.33.")
+    marked = False  # a number over fewer samples or correlated factors than the others
     for study in singles:
         if len(singles) > 1:
             report.paragraph(f"{study}:", note=True)
@@ -244,6 +276,7 @@ def _metric_sections(report: HtmlReport, metrics: DiagvibMetrics, error_bars: st
             if (label,) in frame.index and frame.at[(label,), factor] != "–":
                 frame.at[(label,), factor] += " !"
         report.table(frame)
+        marked = marked or frame.stack().str.contains(r"(?:samples|pairs)\)").any()
     if not singles:
         report.paragraph(f"No {'/'.join(registered)} job has finished.", note=True)
 
@@ -267,6 +300,9 @@ def _metric_sections(report: HtmlReport, metrics: DiagvibMetrics, error_bars: st
                     frame.at[key, r.predicted]).endswith("!"):
                 frame.at[key, r.predicted] += " !"
         report.table(frame)
+        marked = marked or frame.stack().str.contains(r"(?:samples|pairs)\)").any()
+    if marked:
+        report.paragraph(INCOMPLETE_NOTE[0].upper() + INCOMPLETE_NOTE[1:] + ".", note=True)
     _aggregate_figures(report, metrics)
 
     report.heading("Accuracy per factor pair (paper figure 4a)")
