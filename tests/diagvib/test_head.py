@@ -74,9 +74,12 @@ def test_vae_jobs_record_their_classifier_and_settings_are_tabulated() -> None:
     stored = vae.model_dump(mode="json")["train"]
     assert job_settings(stored) == {"lr": 2e-4, "batch_size": 64,
                                     "normalization": "train", "frozen_batchnorm": "",
-                                    "vae_classifier": "joint"}
+                                    "vae_classifier": "joint", "precision": "fp32",
+                                    "channels_last": False}
     rn50 = TrainConfig(model="rn50_in", frozen_batchnorm="eval").model_dump(mode="json")
     assert job_settings(rn50)["frozen_batchnorm"] == "eval"
+    fast = job_settings(TrainConfig(precision="bf16", channels_last=True))  # the recipe named
+    assert (fast["precision"], fast["channels_last"]) == ("bf16", True)
 
 
 def test_cli_error_bars_head_and_budget(tmp_path) -> None:

@@ -240,6 +240,19 @@ def test_labels_for_algorithms_and_scales() -> None:
     assert labels == {"small_cnn@scale=0.01", "small_cnn@scale=1"}
 
 
+def test_fp32_and_bf16_twins_of_one_model_are_two_models() -> None:
+    """Issue 31's equivalence check trains each job in fp32 and in bf16 + channels_last: the
+    same model, experiment and seed twice. Named by precision they are two models side by side;
+    one precision alone keeps the plain name."""
+    a = synthetic_table(studies=("ZSO",), samples=(0,)).assign(precision="fp32")
+    b = a.assign(precision="bf16", job_id=a["job_id"] + "-bf16", test_acc=a["test_acc"] / 2)
+    metrics = compute_metrics(pd.concat([a, b]))
+    p = metrics.zso.set_index(["label", "factor"])["mean"]
+    assert set(p.index.get_level_values("label")) == {"small_cnn@fp32", "small_cnn@bf16"}
+    assert p["small_cnn@bf16", "hue"] == pytest.approx(p["small_cnn@fp32", "hue"] / 2)
+    assert set(validate_table(a)["label"]) == {"small_cnn"}
+
+
 @pytest.mark.parametrize(
     ("change", "message"),
     [

@@ -238,7 +238,8 @@ def test_report_states_the_setup_and_flags_runs_that_did_not_fit(tmp_path):
     setup = setup_table(metrics.table)
     assert setup.loc["small_cnn"].to_dict() == {
         "scale": "0.01", "preset": "paper", "head": "full", "lr": "0.0002", "batch size": "64",
-        "normalisation": "–", "frozen BatchNorm": "–", "VAE prediction": "–", "±": "sem",
+        "normalisation": "–", "frozen BatchNorm": "–", "VAE prediction": "–",
+        "precision": "–", "channels_last": "–", "±": "sem",
         "dataset samples": 1, "training seeds": 2, "finished jobs": len(table)}
     assert setup_table(metrics.table, "std").loc["small_cnn", "±"] == "std"
     assert unfit_cells(metrics, "small_cnn", "ZGO") == {("hue", "shape")}

@@ -169,15 +169,17 @@ def with_implied_algorithm(config: TrainConfig) -> TrainConfig:
 
 #: Training choices the paper leaves open, one job-table column each (see job_settings).
 #: The head, also open, is a job parameter (its column comes from describe_job).
-SETTING_COLUMNS = ("lr", "batch_size", "normalization", "frozen_batchnorm", "vae_classifier")
+SETTING_COLUMNS = ("lr", "batch_size", "normalization", "frozen_batchnorm", "vae_classifier",
+                   "precision", "channels_last")
 
 
 def job_settings(train: TrainConfig | dict[str, Any]) -> dict[str, Any]:
     """The :data:`SETTING_COLUMNS` of a job's training config (or the config as a job stored
     it): lr, batch size, normalisation, the BatchNorm mode of a frozen backbone ('' when
-    nothing is frozen) and a VAE's classifier ('' for other algorithms; a VAE model's jobs
-    record its algorithm, see :func:`with_implied_algorithm`). Torch-free: the backbone fact
-    comes from :mod:`shortcutlab.train.model_info`."""
+    nothing is frozen), a VAE's classifier ('' for other algorithms; a VAE model's jobs
+    record its algorithm, see :func:`with_implied_algorithm`), and the numeric recipe: the
+    precision (fp32, the paper's, or bf16/fp16) and the channels_last layout. Torch-free: the
+    backbone fact comes from :mod:`shortcutlab.train.model_info`."""
     from shortcutlab.train.model_info import freezes_backbone
 
     cfg = train if isinstance(train, TrainConfig) else TrainConfig.from_stored(train)
@@ -186,7 +188,8 @@ def job_settings(train: TrainConfig | dict[str, Any]) -> dict[str, Any]:
     return {"lr": cfg.lr, "batch_size": cfg.batch_size,
             "normalization": cfg.normalization,
             "frozen_batchnorm": cfg.frozen_batchnorm if frozen else "",
-            "vae_classifier": str(cfg.hparams.get("classifier", "")) if vae else ""}
+            "vae_classifier": str(cfg.hparams.get("classifier", "")) if vae else "",
+            "precision": cfg.precision, "channels_last": cfg.channels_last}
 
 
 #: The ``diagvib`` job kind (declared in the ``shortcutlab.job_kinds`` entry-point group); the

@@ -182,8 +182,7 @@ def validate_table(table: pd.DataFrame) -> pd.DataFrame:
         raise _fail(f"finished job {who} has test_acc {row['test_acc']!r}; "
                     "accuracies must be fractions in [0, 1]")
     key = ["label", "study", "predicted", "correlated", "sample", "seed"]
-    if "scale" in df.columns:
-        key.append("scale")
+    key += [c for c in ("scale", "precision") if c in df.columns]
     dup = df[done].duplicated(subset=key, keep=False)
     if dup.any():
         row = df[done][dup].iloc[0]
@@ -198,6 +197,12 @@ def validate_table(table: pd.DataFrame) -> pd.DataFrame:
         for label in scales[scales > 1].index:
             rows = df["label"] == label
             df.loc[rows, "label"] = [f"{label}@scale={float(s):g}" for s in df.loc[rows, "scale"]]
+    if "precision" in df.columns:  # fp32 and bf16 runs of one model (issue 31's twins): two
+        recorded = df["precision"].astype(str).where(df["precision"].notna(), "")
+        precisions = recorded[recorded != ""].groupby(df["label"]).nunique()
+        for label in precisions[precisions > 1].index:
+            rows = (df["label"] == label) & (recorded != "")
+            df.loc[rows, "label"] = [f"{label}@{p}" for p in recorded[rows]]
     _check_one_configuration(df[df["status"] == "done"])
     return df.reset_index(drop=True)
 

@@ -161,7 +161,8 @@ def _incomplete(by_factor: pd.DataFrame, factor: str, full: int) -> str:
 #: job-table column -> Setup-table column, for the choices the paper leaves open
 _SETTINGS = {"head": "head", "lr": "lr", "batch_size": "batch size",
              "normalization": "normalisation", "frozen_batchnorm": "frozen BatchNorm",
-             "vae_classifier": "VAE prediction"}
+             "vae_classifier": "VAE prediction", "precision": "precision",
+             "channels_last": "channels_last"}
 
 
 #: columns only a job trained by ``shortcutlab diagvib run`` has; a table of ``job_row``
