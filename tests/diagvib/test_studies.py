@@ -53,6 +53,13 @@ def test_names_and_pairs() -> None:
         ("ZGO/hue-shape", ["ZGO/hue-shape", "STUDY"]),
         ("ZGO/hue-shape/-1", [">= 0"]),
         ("ZSO/hue-shape/0", ["ZSO", "hue-shape"]),
+        # a sample written otherwise than plainly would be another experiment (its name is
+        # hashed into its class table and pixels) under the same study, pair and sample
+        ("ZGO/hue-shape/01", ["'01'", "leading zeros"]),
+        ("CGO-1/hue-shape/+1", ["'+1'", "signs"]),
+        ("CGO-1/hue-shape/ 1", ["' 1'", "spaces"]),
+        ("ZSO/hue/1_0", ["'1_0'", "non-negative integer"]),
+        ("ZSO/hue/\u0661", ["non-negative integer"]),
     ],
 )
 def test_bad_names(name: str, needles: list[str]) -> None:

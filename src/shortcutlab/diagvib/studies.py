@@ -37,6 +37,7 @@ import io
 import itertools
 import math
 import os
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from importlib import resources
@@ -184,12 +185,14 @@ def parse_experiment_name(name: str) -> tuple[str, str, str | None, int]:
         )
     study, middle, sample_text = parts
     _check_study(study)
-    try:
-        sample = int(sample_text)
-    except ValueError:
+    # Only the plain spelling: the name is hashed into the class table and the pixels, so
+    # "01" or "+1" would be another experiment with the same study, pair and sample.
+    if not re.fullmatch(r"0|-?[1-9][0-9]*", sample_text):
         raise SpecError(
-            f"dataset sample {sample_text!r} in {name!r} must be a non-negative integer"
-        ) from None
+            f"dataset sample {sample_text!r} in {name!r} must be a non-negative integer written "
+            "plainly, e.g. 0 or 4 (no signs, spaces, leading zeros or underscores)"
+        )
+    sample = int(sample_text)
     if sample < 0:
         raise SpecError(f"dataset sample {sample} in {name!r} must be >= 0")
     if not get_study(study).correlated:
