@@ -319,6 +319,19 @@ def test_write_benchmark_full(tmp_path) -> None:
     assert not list(tmp_path.rglob(".*"))  # no temporary files left behind
 
 
+def test_repeated_filters_name_each_experiment_once(tmp_path) -> None:
+    # `diagvib studies --pairs hue-shape --pairs hue-shape --samples 0 --samples 0` wrote one
+    # spec but listed it twice in index.csv and said it wrote 2 (the runner runs it once)
+    names = experiment_names(["ZGO", "ZSO", "ZGO"], ["hue-shape", "hue-shape", ("hue", "shape"),
+                                                     "hue-texture"], [1, 0, 1])
+    assert names == ["ZGO/hue-shape/1", "ZGO/hue-shape/0", "ZGO/hue-texture/1",
+                     "ZGO/hue-texture/0", "ZSO/hue/1", "ZSO/hue/0"]
+    index = write_benchmark(tmp_path, studies=["CHGO", "CHGO"], pairs=["hue-shape"] * 2,
+                            samples=[0, 0], scale=0.01)
+    with open(index, newline="") as fh:
+        assert [r["name"] for r in csv.DictReader(fh)] == ["CHGO/hue-shape/0"]
+
+
 def test_write_benchmark_rejects_before_writing(tmp_path) -> None:
     with pytest.raises(SpecError, match="CGO-4"):
         write_benchmark(tmp_path / "b", studies=["ZGO", "CGO-4"])

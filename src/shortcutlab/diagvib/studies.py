@@ -160,9 +160,12 @@ def experiment_names(
     ``samples`` is a count or a list of sample ids. ZSO (a study without a correlated factor)
     uses the predicted factors of ``pairs``.
     """
-    chosen_studies = [_check_study(s) for s in (STUDIES if studies is None else studies)]
-    chosen_pairs = factor_pairs() if pairs is None else [_parse_pair(p) for p in pairs]
-    chosen_samples = _samples(samples)
+    # each experiment once, however often a study, pair or sample is repeated
+    chosen_studies = list(dict.fromkeys(
+        _check_study(s) for s in (STUDIES if studies is None else studies)))
+    chosen_pairs = factor_pairs() if pairs is None else list(dict.fromkeys(
+        _parse_pair(p) for p in pairs))
+    chosen_samples = list(dict.fromkeys(_samples(samples)))
     zso_factors = list(dict.fromkeys(p for p, _ in chosen_pairs))
     names: list[str] = []
     for study in chosen_studies:
