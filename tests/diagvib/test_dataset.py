@@ -195,6 +195,18 @@ def test_export_png_and_errors(tmp_path, fake: FakeGenerator) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["pngs"]  # nothing half-written
 
 
+def test_export_refuses_a_bad_npz_target_before_rendering(tmp_path, fake: FakeGenerator) -> None:
+    # an .npz target that is a folder, or under a file, failed only after the whole split
+    # had been rendered (minutes at full size)
+    (tmp_path / "folder.npz").mkdir()
+    (tmp_path / "file").write_text("x")
+    for target in (tmp_path / "folder.npz", tmp_path / "file" / "test.npz"):
+        with pytest.raises(OSError):
+            export_split(SPEC, "test", target)
+        assert fake.calls == [], target
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file", "folder.npz"]
+
+
 def _cli_error(res) -> str:
     """Message of a failed CLI call: printed as ``Error: ...``, no traceback, exit code 2."""
     assert res.exit_code == 2, (res.output, res.exception)

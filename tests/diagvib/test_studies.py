@@ -53,6 +53,13 @@ def test_names_and_pairs() -> None:
         ("ZGO/hue-shape", ["ZGO/hue-shape", "STUDY"]),
         ("ZGO/hue-shape/-1", [">= 0"]),
         ("ZSO/hue-shape/0", ["ZSO", "hue-shape"]),
+        # a sample written otherwise than plainly would be another experiment (its name is
+        # hashed into its class table and pixels) under the same study, pair and sample
+        ("ZGO/hue-shape/01", ["'01'", "leading zeros"]),
+        ("CGO-1/hue-shape/+1", ["'+1'", "signs"]),
+        ("CGO-1/hue-shape/ 1", ["' 1'", "spaces"]),
+        ("ZSO/hue/1_0", ["'1_0'", "non-negative integer"]),
+        ("ZSO/hue/\u0661", ["non-negative integer"]),
     ],
 )
 def test_bad_names(name: str, needles: list[str]) -> None:
@@ -310,6 +317,19 @@ def test_write_benchmark_full(tmp_path) -> None:
         assert spec.name == row["name"] and spec.content_hash() == row["hash"]
         assert spec == make_experiment(row["name"])
     assert not list(tmp_path.rglob(".*"))  # no temporary files left behind
+
+
+def test_repeated_filters_name_each_experiment_once(tmp_path) -> None:
+    # `diagvib studies --pairs hue-shape --pairs hue-shape --samples 0 --samples 0` wrote one
+    # spec but listed it twice in index.csv and said it wrote 2 (the runner runs it once)
+    names = experiment_names(["ZGO", "ZSO", "ZGO"], ["hue-shape", "hue-shape", ("hue", "shape"),
+                                                     "hue-texture"], [1, 0, 1])
+    assert names == ["ZGO/hue-shape/1", "ZGO/hue-shape/0", "ZGO/hue-texture/1",
+                     "ZGO/hue-texture/0", "ZSO/hue/1", "ZSO/hue/0"]
+    index = write_benchmark(tmp_path, studies=["CHGO", "CHGO"], pairs=["hue-shape"] * 2,
+                            samples=[0, 0], scale=0.01)
+    with open(index, newline="") as fh:
+        assert [r["name"] for r in csv.DictReader(fh)] == ["CHGO/hue-shape/0"]
 
 
 def test_write_benchmark_rejects_before_writing(tmp_path) -> None:

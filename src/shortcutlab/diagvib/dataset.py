@@ -11,6 +11,7 @@ seed are keyed by :meth:`ExperimentSpec.image_hash`, so paired experiments (ZGO 
 from __future__ import annotations
 
 import csv
+import errno
 import io
 import itertools
 import os
@@ -29,7 +30,7 @@ from shortcutlab.diagvib.factors import FACTOR_TABLE, FACTORS
 from shortcutlab.diagvib.presets import HEADS, Head
 from shortcutlab.diagvib.spec import N_SELECTED, SPLITS, ExperimentSpec, assign_classes
 from shortcutlab.errors import DiagvibError, SpecError, unknown_choice
-from shortcutlab.utils.io import write_npz_streaming
+from shortcutlab.utils.io import check_output_folder, write_npz_streaming
 
 if TYPE_CHECKING:
     from shortcutlab.diagvib.restyle import FactorRestyler
@@ -387,6 +388,10 @@ def export_split(
     out = Path(out)
     if fmt == "png":
         _check_png_target(out)
+    else:  # refuse a target that cannot take the file before rendering the split
+        if out.is_dir():
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(out))
+        check_output_folder(out.parent)
     ds = DiagvibDataset(spec, split, generator=generator, seed=seed)
     n = len(ds) if limit is None else min(int(limit), len(ds))
     if fmt == "npz":

@@ -37,6 +37,7 @@ import io
 import itertools
 import math
 import os
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from importlib import resources
@@ -159,9 +160,12 @@ def experiment_names(
     ``samples`` is a count or a list of sample ids. ZSO (a study without a correlated factor)
     uses the predicted factors of ``pairs``.
     """
-    chosen_studies = [_check_study(s) for s in (STUDIES if studies is None else studies)]
-    chosen_pairs = factor_pairs() if pairs is None else [_parse_pair(p) for p in pairs]
-    chosen_samples = _samples(samples)
+    # each experiment once, however often a study, pair or sample is repeated
+    chosen_studies = list(dict.fromkeys(
+        _check_study(s) for s in (STUDIES if studies is None else studies)))
+    chosen_pairs = factor_pairs() if pairs is None else list(dict.fromkeys(
+        _parse_pair(p) for p in pairs))
+    chosen_samples = list(dict.fromkeys(_samples(samples)))
     zso_factors = list(dict.fromkeys(p for p, _ in chosen_pairs))
     names: list[str] = []
     for study in chosen_studies:
@@ -184,12 +188,14 @@ def parse_experiment_name(name: str) -> tuple[str, str, str | None, int]:
         )
     study, middle, sample_text = parts
     _check_study(study)
-    try:
-        sample = int(sample_text)
-    except ValueError:
+    # Only the plain spelling: the name is hashed into the class table and the pixels, so
+    # "01" or "+1" would be another experiment with the same study, pair and sample.
+    if not re.fullmatch(r"0|-?[1-9][0-9]*", sample_text):
         raise SpecError(
-            f"dataset sample {sample_text!r} in {name!r} must be a non-negative integer"
-        ) from None
+            f"dataset sample {sample_text!r} in {name!r} must be a non-negative integer written "
+            "plainly, e.g. 0 or 4 (no signs, spaces, leading zeros or underscores)"
+        )
+    sample = int(sample_text)
     if sample < 0:
         raise SpecError(f"dataset sample {sample} in {name!r} must be >= 0")
     if not get_study(study).correlated:
