@@ -43,6 +43,7 @@ ZGO's shape row (sample 0, seeds 0 and 1), side by side, compared on the fidelit
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import shutil
@@ -131,6 +132,28 @@ class Numbers:
 
 
 Statement = tuple[str, str, Callable[[Numbers], str]]
+
+
+def one_model(metrics: DiagvibMetrics, label: str) -> DiagvibMetrics:
+    """The metrics of one reported model: the statements speak of one model, and with
+    ``--equivalence`` the table holds two (``<model>@fp32``, ``<model>@bf16``)."""
+    frames = {f.name: getattr(metrics, f.name) for f in dataclasses.fields(metrics)}
+    return dataclasses.replace(metrics, **{
+        name: frame[frame["label"] == label] for name, frame in frames.items()
+        if isinstance(frame, pd.DataFrame) and "label" in frame.columns})
+
+
+def print_statements(metrics: DiagvibMetrics | None, err: str) -> None:
+    """Each of the paper's statements beside ours: one line per reported model, the paper's
+    recipe (fp32) first."""
+    labels = [] if metrics is None else sorted(metrics.labels,
+                                               key=lambda label: (label.endswith("@bf16"), label))
+    models = [(label, Numbers(one_model(metrics, label), err)) for label in labels
+              if metrics is not None] or [("", Numbers(None, err))]
+    for study, said, ours in statements():
+        print(f"[{study}] paper: {said}")
+        for label, numbers in models:
+            print(f"        ours{f' ({label})' if len(models) > 1 else ''}:  {ours(numbers)}")
 
 
 def _each(fn: Callable[[str], str], factors: Sequence[str] = FACTORS) -> str:
@@ -673,11 +696,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         metrics = compute_metrics(table)
         write_report(metrics.table, args.out / "report", error_bars=args.error_bars,
                      title=f"{args.model}: the paper's studies with the paper recipe")
-    numbers = Numbers(metrics, args.error_bars)
     print(f"\nSection 5 (RN18) beside ours: mean ± {ERROR_BAR_TEXT[args.error_bars]} over "
           f"{len(args.samples)} sample(s); chance {CHANCE:.2f}; '–' = not run or not finished")
-    for study, said, ours in statements():
-        print(f"[{study}] paper: {said}\n        ours:  {ours(numbers)}")
+    print_statements(metrics, args.error_bars)
     if metrics is not None and len(metrics.unfit):
         print(f"\n{len(metrics.unfit)} run(s) did not fit their training data: "
               + ", ".join(metrics.unfit["experiment"]))

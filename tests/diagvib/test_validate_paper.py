@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from shortcutlab.diagvib.jobs import build_jobs, collect_jobs
@@ -188,3 +189,21 @@ def test_equivalence_plans_fp32_and_bf16_twins_side_by_side(script, capsys) -> N
     with pytest.raises(SystemExit) as exc:
         script.parse(["--equivalence", "--seeds", "3"])
     assert exc.value.code == 2 and "drop --seeds" in capsys.readouterr().err
+
+
+def test_statements_speak_of_each_recipe_on_its_own_line(script, capsys) -> None:
+    """With --equivalence the table holds <model>@fp32 and <model>@bf16: each statement gets
+    one line per model, the paper's fp32 first, each with its own numbers (not the first label
+    in sort order, which would put bf16's numbers beside the paper's as 'ours')."""
+    from shortcutlab.diagvib.metrics import compute_metrics
+    from tests.diagvib.tables import synthetic_table
+
+    fp32 = synthetic_table(studies=("ZSO",), samples=(0,)).assign(precision="fp32", test_acc=0.9)
+    bf16 = fp32.assign(precision="bf16", job_id=fp32["job_id"] + "-bf16", test_acc=0.5)
+    script.print_statements(compute_metrics(pd.concat([fp32, bf16])), "sem")
+    lines = capsys.readouterr().out.splitlines()
+    at = lines.index("[ZSO] paper: texture P_i 0.62 ± 0.06")
+    assert lines[at + 1].strip() == "ours (small_cnn@fp32):  0.90"
+    assert lines[at + 2].strip() == "ours (small_cnn@bf16):  0.50"
+    script.print_statements(compute_metrics(fp32), "sem")  # one model: the plain line
+    assert "        ours:  0.90" in capsys.readouterr().out.splitlines()
