@@ -307,3 +307,32 @@ def test_a_damaged_specs_folder_is_refused(work: Work, tmp_path: Path, damage: s
                               "--out", str(tmp_path / "run")])
     _check_clean(res, work, fragment)
     assert not (tmp_path / "run").exists()  # refused before anything was written
+
+
+@pytest.mark.parametrize(("option", "fragment"), [
+    (["--split", "bogus"], "unknown split 'bogus'"),
+    (["--format", "tif"], "unknown export format 'tif'"),
+    (["--limit", "0"], "limit must be a positive number"),
+])
+def test_export_refuses_bad_options_in_one_line_before_its_progress(
+        work: Work, option: list[str], fragment: str) -> None:
+    """No progress line ("export bogus: 0 in 0 s") before the error: the one line is all."""
+    out = work.root / "export.npz"
+    res = runner.invoke(app, ["diagvib", "export", "ZSO/hue/0", "--scale", "0.001", *option,
+                              "--out", str(out)])
+    assert res.exit_code == 2, res.output
+    assert [line for line in res.output.splitlines() if line.strip()] == [
+        line for line in res.output.splitlines() if line.startswith("Error:")]
+    assert fragment in res.output and not out.exists()
+
+
+def test_render_refuses_a_folder_as_png_before_writing_the_npz(work: Work) -> None:
+    """The npz and its grid are a pair: a --png that cannot be written leaves no npz behind."""
+    out, grid = work.root / "pair.npz", work.root / "grid-folder"
+    grid.mkdir()
+    res = runner.invoke(app, ["diagvib", "render", "--n", "4", "--image-size", "32",
+                              "--out", str(out), "--png", str(grid)])
+    assert res.exit_code == 2, res.output
+    (line,) = [line for line in res.output.splitlines() if line.strip()]  # one line, no bar
+    assert line.startswith("Error:") and "Is a directory" in line and str(grid) in line
+    assert not out.exists() and not any(grid.iterdir())

@@ -134,7 +134,7 @@ def render(
     from shortcutlab.diagvib.render import class_names, parse_assignments, random_classes
     from shortcutlab.diagvib.sources import check_split
     from shortcutlab.errors import DiagvibError
-    from shortcutlab.utils.io import output_set, write_npz_streaming
+    from shortcutlab.utils.io import check_output_file, output_set, write_npz_streaming
     from shortcutlab.utils.progress import progress_bar
 
     if not 0 < n <= MAX_RENDER_IMAGES:
@@ -146,6 +146,9 @@ def render(
     backend, dev = _backend(device)
     gen = build_generator(mnist, textures, shape_seed, image_size, equalize_textures)
     size = gen.image_size
+    for target in (out, png):  # both, before rendering: the pair is written all or none
+        if target is not None:
+            check_output_file(target)
     _check_space(out, n * (3 * size * size + 300))  # images + classes and factor values
     classes = random_classes(n, seed=seed, split=split, fixed=fixed)
     real = gen.realisations(classes, seed=seed, split=split, indices=np.arange(n))

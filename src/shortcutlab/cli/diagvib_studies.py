@@ -140,7 +140,7 @@ def export(
                                 "JSON object."),
 ) -> None:
     """Render one split of an experiment to an .npz or a PNG folder with metadata.csv."""
-    from shortcutlab.diagvib.dataset import export_split
+    from shortcutlab.diagvib.dataset import prepare_export, write_export
     from shortcutlab.diagvib.jobs import source_generator
     from shortcutlab.diagvib.spec import ExperimentSpec
     from shortcutlab.diagvib.studies import make_experiment
@@ -167,13 +167,13 @@ def export(
         spec = make_experiment(experiment, scale=scale, seed=seed,
                                selection=cast("Selection", selection))  # checked there
     start = time.perf_counter()
-    total = spec.sizes.get(split, 0) if limit is None else min(limit, spec.sizes.get(split, 0))
     generator = source_generator(mnist, textures)
+    export_format = cast("ExportFormat", fmt)
+    dataset, total = prepare_export(spec, split, out, fmt=export_format, limit=limit,
+                                    seed=image_seed, generator=generator)  # before the bar
     with progress_bar() as bar:
-        task = bar.add_task(f"export {split}", total=max(total, 0))
-        # export_split checks fmt
-        written = export_split(spec, split, out, fmt=cast("ExportFormat", fmt), limit=limit,
-                               seed=image_seed, generator=generator,
+        task = bar.add_task(f"export {split}", total=total)
+        written = write_export(dataset, total, out, fmt=export_format,
                                progress=lambda k: bar.advance(task, k))
     seconds = time.perf_counter() - start
     if as_json:

@@ -11,7 +11,6 @@ seed are keyed by :meth:`ExperimentSpec.image_hash`, so paired experiments (ZGO 
 from __future__ import annotations
 
 import csv
-import errno
 import io
 import itertools
 import os
@@ -30,7 +29,7 @@ from shortcutlab.diagvib.factors import FACTOR_TABLE, FACTORS
 from shortcutlab.diagvib.presets import HEADS, Head
 from shortcutlab.diagvib.spec import N_SELECTED, SPLITS, ExperimentSpec, assign_classes
 from shortcutlab.errors import DiagvibError, SpecError, unknown_choice
-from shortcutlab.utils.io import check_output_folder, write_npz_streaming
+from shortcutlab.utils.io import check_output_file, write_npz_streaming
 
 if TYPE_CHECKING:
     from shortcutlab.diagvib.restyle import FactorRestyler
@@ -379,6 +378,37 @@ def export_split(
     ``png``: a folder with ``images/*.png`` and ``metadata.csv`` (file, index, label, factors,
     tag). ``progress`` is called with the number of images finished after every batch.
     """
+    ds, n = prepare_export(spec, split, out, fmt=fmt, limit=limit, generator=generator,
+                           seed=seed, batch_size=batch_size)
+    return write_export(ds, n, out, fmt=fmt, batch_size=batch_size, progress=progress)
+
+
+def write_export(ds: DiagvibDataset, n: int, out: str | os.PathLike[str], *,
+                 fmt: ExportFormat = "npz", batch_size: int = 128,
+                 progress: Progress = None) -> Path:
+    """Write the first ``n`` images of ``ds`` as :func:`prepare_export` checked them."""
+    out = Path(out)
+    if fmt == "npz":
+        _write_npz(ds, n, out, batch_size, progress)
+    else:
+        _write_png(ds, n, out, batch_size, progress)
+    return out
+
+
+def prepare_export(
+    spec: ExperimentSpec,
+    split: str,
+    out: str | os.PathLike[str],
+    *,
+    fmt: ExportFormat = "npz",
+    limit: int | None = None,
+    generator: _Renderer | None = None,
+    seed: int | None = None,
+    batch_size: int = 128,
+) -> tuple[DiagvibDataset, int]:
+    """Every check of :func:`export_split` (format, split, seed, limit, a target that can take
+    the file), before anything is rendered: the dataset and the number of images to write. A
+    caller that shows progress calls it before opening its bar."""
     if fmt not in EXPORT_FORMATS:
         raise DiagvibError(unknown_choice("export format", fmt, EXPORT_FORMATS))
     if batch_size <= 0:
@@ -389,13 +419,6 @@ def export_split(
     if fmt == "png":
         _check_png_target(out)
     else:  # refuse a target that cannot take the file before rendering the split
-        if out.is_dir():
-            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(out))
-        check_output_folder(out.parent)
+        check_output_file(out)
     ds = DiagvibDataset(spec, split, generator=generator, seed=seed)
-    n = len(ds) if limit is None else min(int(limit), len(ds))
-    if fmt == "npz":
-        _write_npz(ds, n, out, batch_size, progress)
-    else:
-        _write_png(ds, n, out, batch_size, progress)
-    return out
+    return ds, len(ds) if limit is None else min(int(limit), len(ds))

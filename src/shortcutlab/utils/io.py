@@ -141,6 +141,15 @@ def check_output_folder(folder: str | os.PathLike[str]) -> None:
         raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(path))
 
 
+def check_output_file(target: str | os.PathLike[str]) -> None:
+    """Raise the ``OSError`` that writing the file ``target`` would raise (a folder where the
+    file goes, or what :func:`check_output_folder` finds for its folder), creating nothing."""
+    path = Path(target)
+    if path.is_dir():
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+    check_output_folder(path.parent)
+
+
 def write_text(target: str | os.PathLike[str], text: str) -> Path:
     """Atomically write a text file (UTF-8)."""
     with atomic_path(target) as tmp:
