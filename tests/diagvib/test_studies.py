@@ -332,6 +332,12 @@ def test_repeated_filters_name_each_experiment_once(tmp_path) -> None:
         assert [r["name"] for r in csv.DictReader(fh)] == ["CHGO/hue-shape/0"]
 
 
+def test_one_study_or_pair_given_as_a_string_is_one_name() -> None:
+    # a plain string was read letter by letter: "unknown study 'Z'"
+    assert experiment_names("ZGO", "hue-shape", [0]) == ["ZGO/hue-shape/0"]
+    assert experiment_names("ZSO", ["hue-shape"], 1) == ["ZSO/hue/0"]
+
+
 def test_write_benchmark_rejects_before_writing(tmp_path) -> None:
     with pytest.raises(SpecError, match="CGO-4"):
         write_benchmark(tmp_path / "b", studies=["ZGO", "CGO-4"])

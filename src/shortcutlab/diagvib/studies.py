@@ -150,16 +150,19 @@ def _samples(samples: int | Iterable[int] | None) -> list[int]:
 
 
 def experiment_names(
-    studies: Iterable[str] | None = None,
-    pairs: Iterable[str | Sequence[str]] | None = None,
+    studies: str | Iterable[str] | None = None,
+    pairs: str | Iterable[str | Sequence[str]] | None = None,
     samples: int | Iterable[int] | None = None,
 ) -> list[str]:
     """Names of the benchmark's experiments, ordered by study, pair (or factor), sample.
 
     Defaults: all 9 studies, all 30 pairs, samples 0..4 -> 6*5 + 8*30*5 = 1,230 names.
+    ``studies`` and ``pairs`` are lists or one name each (``"ZGO"``, ``"hue-shape"``);
     ``samples`` is a count or a list of sample ids. ZSO (a study without a correlated factor)
     uses the predicted factors of ``pairs``.
     """
+    studies = [studies] if isinstance(studies, str) else studies  # not letter by letter
+    pairs = [pairs] if isinstance(pairs, str) else pairs
     # each experiment once, however often a study, pair or sample is repeated
     chosen_studies = list(dict.fromkeys(
         _check_study(s) for s in (STUDIES if studies is None else studies)))
