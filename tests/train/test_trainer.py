@@ -198,3 +198,28 @@ def test_train_epoch_means_the_named_outputs_per_item_and_refuses_non_finite_one
     nan = torch.tensor(float("nan"))  # a tensor is checked once, at the end of the epoch
     with pytest.raises(TrainError, match="no finite 'loss' in steps 3-4 \\(epoch 1\\)"):
         train_epoch(algo, batches, lambda b: {"loss": nan}, cpu, epoch=1, step=3)
+
+
+@pytest.fixture
+def dropout_model() -> Iterator[str]:
+    """``_dropout_test``: a tiny network with dropout (as alexnet), registered for one test."""
+    from shortcutlab.train import models
+
+    def _dropout_test(num_classes: int) -> torch.nn.Module:
+        return torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, stride=4), torch.nn.Flatten(),
+                                   torch.nn.Dropout(0.5), torch.nn.Linear(4 * 8 * 8, num_classes))
+
+    with models.REGISTRY.scratch():
+        models.register_model(_dropout_test)
+        yield "_dropout_test"
+
+
+def test_dropout_draws_the_same_whatever_the_number_of_loader_workers(dropout_model: str) -> None:
+    """A DataLoader iterator draws its base seed from torch's global RNG (dropout's): without
+    workers at every epoch, with persistent workers only once. The trainer makes them draw
+    alike, so a model with dropout trains to the same numbers with 0 or 1 workers."""
+    cfg = TrainConfig(model=dropout_model, epochs=3, batch_size=16)
+    data = dict(train_ds=FakeDiagvib(48), val_ds=FakeDiagvib(12, split="val"), test_sets={})
+    no_workers = train(cfg, **data)
+    one_worker = train(cfg, **data, num_workers=1)
+    assert no_workers.epochs.equals(one_worker.epochs)

@@ -130,16 +130,32 @@ def _to_device(batch: Mapping[str, Any], device: torch.device) -> dict[str, Any]
     }
 
 
+class _Loader(DataLoader):
+    """A DataLoader that draws from torch's global RNG once per pass whatever its number of
+    workers. Each new iterator draws its base seed from that RNG (dropout's, on the CPU):
+    without workers every pass makes a new one, while persistent workers keep the first, so
+    every later draw of a run would depend on ``num_workers``. A reused iterator here draws
+    the number a new one would have drawn."""
+
+    _passes = 0
+
+    def __iter__(self) -> Any:
+        if self._passes and self.persistent_workers and self.num_workers > 0:
+            torch.empty((), dtype=torch.int64).random_(generator=self.generator)
+        self._passes += 1
+        return super().__iter__()
+
+
 def _loader(
     ds: Dataset, batch_sampler: Sampler | None, batch_size: int, num_workers: int, pin: bool
 ) -> DataLoader:
     if batch_sampler is not None:
-        return DataLoader(
+        return _Loader(
             ds, batch_sampler=batch_sampler, num_workers=num_workers, pin_memory=pin,
             persistent_workers=num_workers > 0,
         )
-    return DataLoader(ds, batch_size=batch_size, shuffle=False, num_workers=num_workers,
-                      pin_memory=pin, persistent_workers=num_workers > 0)
+    return _Loader(ds, batch_size=batch_size, shuffle=False, num_workers=num_workers,
+                   pin_memory=pin, persistent_workers=num_workers > 0)
 
 
 def _prepare_inputs(algorithm: Algorithm, x: torch.Tensor, channels_last: bool) -> torch.Tensor:
