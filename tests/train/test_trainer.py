@@ -3,6 +3,7 @@ determinism across processes' runtime options."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 
 import numpy as np
@@ -223,3 +224,33 @@ def test_dropout_draws_the_same_whatever_the_number_of_loader_workers(dropout_mo
     no_workers = train(cfg, **data)
     one_worker = train(cfg, **data, num_workers=1)
     assert no_workers.epochs.equals(one_worker.epochs)
+
+
+class _NanAtFirst(_Frozen):
+    """Logits are NaN after the first epoch's steps (e.g. a float16 overflow), finite (constant)
+    from the second epoch on."""
+
+    def __init__(self, num_classes, config, context=None) -> None:
+        super().__init__(num_classes, config, context)
+        self.updates = 0
+
+    def update(self, batch):
+        self.updates += 1
+        return {"loss": 1.0}
+
+    def predict(self, x):
+        logits = self.w.expand(len(x), -1)
+        return logits * math.nan if self.updates <= 6 else logits
+
+
+def test_a_nan_validation_loss_is_never_the_best() -> None:
+    """A NaN validation loss at the first epoch must not stay the selected one: NaN compares
+    False with everything, so a later finite loss never looked lower."""
+    with algorithms.REGISTRY.scratch():
+        algorithms.register_algorithm(_NanAtFirst, name="_nan_first_test")
+        cfg = TrainConfig(algorithm="_nan_first_test", epochs=3, batch_size=16)  # 6 steps/epoch
+        res = train(cfg, **DATA)
+        assert math.isnan(res.epochs["val_loss"].iloc[0])
+        assert res.best_epoch == 1 and res.val_loss == pytest.approx(math.log(3))
+        stopped = train(cfg.replace(epochs=10, patience=2), **DATA)
+        assert (stopped.best_epoch, stopped.epochs_run) == (1, 4)

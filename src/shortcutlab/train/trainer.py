@@ -466,8 +466,9 @@ def _fit(
                 rows.append({**base, "test_set": name, "tag": tag, "acc": acc, "n": n})
         if not tests:
             rows.append({**base, "test_set": "", "tag": "all", "acc": math.nan, "n": 0})
-        if best[1] < 0 or val.loss < best[0]:
-            best = (val.loss, epoch)
+        val_loss = math.inf if math.isnan(val.loss) else val.loss  # NaN: never the lowest
+        if best[1] < 0 or val_loss < best[0]:
+            best = (val_loss, epoch)
             best_evals = {"__val__": val, **tests}
             since_best = 0
             if keep_best_state:
