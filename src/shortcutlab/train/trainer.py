@@ -348,8 +348,9 @@ def train(
     epoch; report the epoch with the lowest validation loss.
 
     ``context`` carries what some algorithms need besides batches (Stylized: the generator).
-    ``progress`` is called after every epoch with that epoch's summary. Runtime options (device,
-    workers, eval batch size) do not change results.
+    ``progress`` is called after every epoch with that epoch's summary. Runtime options (workers,
+    eval batch size) do not change results, except the last float32 bits of evaluation outputs,
+    which the eval batch size may change; the device changes them through its arithmetic.
 
     ``device_batches``: make every batch on the device with the datasets' ``device_batch``
     (DiagViB-6 renders there: uint8 images made and normalised on the GPU, never copied through
