@@ -197,3 +197,22 @@ def test_stored_configs_take_their_names_as_written_and_nothing_else() -> None:
         TrainConfig(**stored)
     with pytest.raises(TrainError, match=r"lr: .*greater than 0"):  # other fields: as usual
         TrainConfig.from_stored({**stored, "lr": -1})
+
+
+def test_an_optimiser_setting_the_optimiser_ignores_is_refused() -> None:
+    """Adam reads no ``momentum``, SGD no ``adam_betas``, a rate without milestones no
+    ``lr_gamma``: set away from the preset's value, each is refused in one line naming what
+    would use it, instead of silently doing nothing."""
+    with pytest.raises(TrainError, match=r"momentum=0.5 is used by optimizer 'sgd' only"):
+        TrainConfig(momentum=0.5)
+    with pytest.raises(TrainError, match=r"adam_betas=\(0.5, 0.9\) is used by optimizer 'adam'"):
+        TrainConfig(optimizer="sgd", adam_betas=(0.5, 0.9))
+    with pytest.raises(TrainError, match=r"lr_gamma=0.5 is used with lr_milestones only"):
+        TrainConfig(lr_gamma=0.5)
+    for fine in (TrainConfig(optimizer="sgd", momentum=0.5), TrainConfig(adam_betas=(0.5, 0.9)),
+                 TrainConfig(lr_milestones=(2,), lr_gamma=0.5),
+                 TrainConfig(preset="biasbed", optimizer="adam"),  # the preset's own momentum
+                 TrainConfig(optimizer="sgd", momentum=0.5).replace(optimizer="sgd", lr=0.1)):
+        assert TrainConfig.from_stored(fine.model_dump(mode="json")) == fine
+    stored = {**TrainConfig().model_dump(mode="json"), "momentum": 0.5}
+    assert TrainConfig.from_stored(stored).momentum == 0.5  # planned before: still readable

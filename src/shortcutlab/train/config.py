@@ -139,6 +139,30 @@ class TrainConfig(BaseModel):
                 return {**get_preset(name).values, **data}
         return data
 
+    @model_validator(mode="after")
+    def _nothing_ignored(self) -> TrainConfig:
+        """A setting the optimiser or schedule does not read (Adam: ``momentum``; SGD:
+        ``adam_betas``; no ``lr_milestones``: ``lr_gamma``), set away from the preset's value,
+        is refused: it would silently do nothing. Stored configs are read as they are."""
+        if _STORED.get():
+            return self
+        base = {**DEFAULT_VALUES, **(get_preset(self.preset).values  # areas validate theirs
+                                     if self.preset != DEFAULT_PRESET else {})}  # with default
+        optimizer = f"its optimizer is {self.optimizer!r}"
+        users = {  # field: (what reads it, whether this config leaves it unread, what it has)
+            "momentum": ("by optimizer 'sgd'", self.optimizer != "sgd", optimizer),
+            "adam_betas": ("by optimizer 'adam'", self.optimizer != "adam", optimizer),
+            "lr_gamma": ("with lr_milestones", not self.lr_milestones, "it has none"),
+        }
+        for name, (user, unused, now) in users.items():
+            value = getattr(self, name)
+            if unused and _plain(value) != _plain(base[name]):
+                fix = user.split(" ", 1)[1].replace(" ", "=")
+                raise TrainError(
+                    f"invalid training config: {name}={value!r} is used {user} only and {now}; "
+                    f"set {fix} or leave {name} at the preset's {base[name]!r}")
+        return self
+
     def learning_rate(self, epoch: int, base: float | None = None) -> float:
         """The step schedule: ``base`` (default ``lr``) times ``lr_gamma`` per milestone
         reached by ``epoch`` (0-based; milestone 30 changes the rate from the 31st epoch)."""
