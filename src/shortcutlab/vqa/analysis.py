@@ -22,7 +22,7 @@ import pandas as pd
 
 from shortcutlab.errors import VQAError
 from shortcutlab.vqa.concepts import SHORTCUTS
-from shortcutlab.vqa.evaluate import _check_metric, _check_numbers, score_splits
+from shortcutlab.vqa.evaluate import check_metric, check_numbers, score_splits
 from shortcutlab.vqa.release import VQAVSRelease, score_release
 from shortcutlab.vqa.splits import BuildConfig, build_splits, coincidence_matrix, jaccard_matrix
 
@@ -62,8 +62,8 @@ def analyze_release(
     ``imbalance_vs_accuracy`` (Fig. 6: ``E_train`` against the released OOD accuracy in %).
     ``score_options`` pass to :func:`score_release` (``metric``, ``vocabulary``, ...).
     """
-    _check_metric(score_options.get("metric", "official"))  # checked with or without
-    _check_numbers(score_options.get("numbers", "wrong"))  # predictions
+    check_metric(score_options.get("metric", "official"))  # checked with or without
+    check_numbers(score_options.get("numbers", "wrong"))  # predictions
     split = _release_split(table, release)
     built = build_splits(table, config, split=split)
     s = built.samples

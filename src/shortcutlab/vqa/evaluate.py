@@ -206,7 +206,7 @@ def load_predictions(path: str | Path) -> ParsedPredictions:
 
 
 # ------------------------------------------------------------------------------------- metrics
-def _check_metric(metric: str) -> Metric:
+def check_metric(metric: str) -> Metric:
     if metric not in METRICS:
         raise VQAError(unknown_choice("metric", metric, METRICS))
     return metric
@@ -222,8 +222,8 @@ def metric_info(
 ) -> dict[str, Any]:
     """What a score means: the metric's rule, the vocabulary filter, the single-answer rule and
     how answers written as JSON numbers were scored (and how many there were)."""
-    metric = _check_metric(metric)
-    numbers = _check_numbers(numbers)
+    metric = check_metric(metric)
+    numbers = check_numbers(numbers)
     if metric == "official":
         rule = (
             "official VQA accuracy: prediction and human answers normalised (punctuation, case, "
@@ -261,7 +261,7 @@ def metric_info(
     }
 
 
-def _check_numbers(numbers: str) -> str:
+def check_numbers(numbers: str) -> str:
     if numbers not in NUMBER_RULES:
         raise VQAError(unknown_choice("numbers rule", numbers, NUMBER_RULES))
     return numbers
@@ -278,7 +278,7 @@ def accuracies(
     ``vocabulary`` (``vqa-vs`` only) scores predictions outside it as 0. A question with a
     single reference answer is an exact match under both metrics.
     """
-    metric = _check_metric(metric)
+    metric = check_metric(metric)
     if metric == "official":
         if vocabulary is not None:
             raise VQAError("a vocabulary filter belongs to the vqa-vs metric only")
@@ -385,7 +385,7 @@ def _scored(
     numbers: str = "wrong",
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """Per-question accuracy of ``frame``'s questions and the result's missing/metric entries."""
-    numbers = _check_numbers(numbers)
+    numbers = check_numbers(numbers)
     preds = parse_predictions(predictions)
     qids = frame["question_id"].astype(str).to_numpy(dtype=object)
     acc, n_missing = _per_question(
