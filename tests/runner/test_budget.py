@@ -38,3 +38,12 @@ def test_zero_budget_starts_nothing_and_negative_is_refused(tmp_path) -> None:
     assert summary.done == [] and len(summary.remaining) == 4
     with pytest.raises(RunnerError, match="budget"):
         run_jobs(_jobs(), tmp_path, backend="serial", progress=False, budget_seconds=-1)
+
+
+def test_a_budget_that_is_not_a_number_is_refused_before_anything_is_written(tmp_path) -> None:
+    """``nan`` passes ``< 0`` (and the CLI's ``min=0``) but no elapsed time is ever ``>=`` it: it
+    would silently run every job as if there were no budget."""
+    with pytest.raises(RunnerError, match=r"budget must be >= 0 seconds \(got nan\)"):
+        run_jobs(_jobs(), tmp_path / "out", backend="serial", progress=False,
+                 budget_seconds=float("nan"))
+    assert not (tmp_path / "out").exists()

@@ -238,6 +238,21 @@ def test_a_corrupted_file_is_named_skipped_moved_aside_and_rerun(
     _assert_same(out, clean)
 
 
+@pytest.mark.parametrize("case", ["job.json missing", "job.json edited"])
+def test_the_epoch_table_leaves_out_the_folders_the_job_table_leaves_out(
+        tmp_path, clean, case: str) -> None:
+    """A folder that cannot prove which job it holds counts in neither table."""
+    name, corrupt = CORRUPTIONS[case]
+    out = tmp_path / "run"
+    shutil.copytree(clean, out)
+    job_path = out / _jobs()[0].job_id
+    corrupt(job_path / name)
+    epochs = collect_epochs(out)
+    assert job_path.name not in set(epochs["job_id"])
+    [line] = epochs.attrs["skipped"]
+    assert str(job_path / name) in line and line == collect(out).attrs["skipped"][0]
+
+
 def test_swapped_job_files_are_named_never_counted_and_rewritten_by_the_next_run(
         tmp_path) -> None:
     jobs = _jobs(n=2, fail=False)

@@ -1,10 +1,13 @@
 """Per-job claims: at most one process runs a job at a time, even across runs and hosts.
 
 A claim is ``<job>/claim.json``, created with ``O_CREAT | O_EXCL`` (atomic on local file
-systems and on NFS v3+), holding the owner's pid, host and start time. The owner touches it
+systems and on NFS v3+), holding the owner's pid, host and start time (and, on Linux, its
+process's start time, so that a reused pid is not taken for the owner). The owner touches it
 every :data:`HEARTBEAT_SECONDS` while the job runs. A claim is *stale*, and may be taken over,
 when its owner is on this host and no longer alive, or when it has not been touched for
-:data:`STALE_SECONDS` (an owner on another node that died). A claim that cannot be read, or
+:data:`STALE_SECONDS` (an owner on another node that died). An owner on this host that is
+alive keeps its claim however long its heartbeat stalled (a run stopped by Ctrl-Z, a machine
+that slept): taking it over would train the job twice. A claim that cannot be read, or
 that is no claim of ours (no pid, host and token), is stale once older than
 :data:`UNREADABLE_GRACE_SECONDS` (the moment its owner needs to write it), not after minutes.
 Taking over goes through a second exclusive file, so two runs never break the same claim and
@@ -23,6 +26,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
+
+from shortcutlab.runner.reaper import start_time
 
 CLAIM_FILE = "claim.json"
 _BREAK_FILE = "claim.break"
@@ -72,8 +77,12 @@ def is_stale(path: Path, stale_seconds: float | None = None) -> bool:
     pid, host = claim.get("pid"), claim.get("host")
     if not (isinstance(pid, int) and isinstance(host, str) and isinstance(claim.get("token"), str)):
         return _age(path / CLAIM_FILE) > UNREADABLE_GRACE_SECONDS  # junk, or being written
-    if host == _host() and isinstance(pid, int) and not pid_alive(pid):
-        return True
+    if host == _host() and isinstance(pid, int):
+        if not pid_alive(pid):
+            return True
+        started, now = claim.get("start"), start_time(pid)
+        if isinstance(started, str) and now is not None:  # the owner itself, or a reused pid
+            return started != now
     limit = STALE_SECONDS if stale_seconds is None else stale_seconds
     return _age(path / CLAIM_FILE) > limit
 
@@ -107,7 +116,7 @@ def _create(path: Path, token: str) -> bool:
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             json.dump({"pid": os.getpid(), "host": _host(), "time": time.time(),
-                       "token": token}, fh)
+                       "token": token, "start": start_time(os.getpid())}, fh)
     except BaseException:  # a full disk, an interrupt: no half-written claim stays behind
         with suppress(FileNotFoundError):
             (path / CLAIM_FILE).unlink()

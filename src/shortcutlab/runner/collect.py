@@ -29,6 +29,7 @@ from shortcutlab.runner.jobs import (
     JOB_FILE,
     JOB_KINDS,
     RESULT_FILE,
+    Job,
     JobFileError,
     describe_job,
     done_problem,
@@ -78,8 +79,9 @@ def _skip(path: Path, exc: JobFileError, skipped: list[str]) -> None:
     skipped.append(line)
 
 
-def _row(path: Path) -> tuple[dict[str, Any], str]:
-    """The table row of the job folder ``path`` and the job's kind (one read of its files)."""
+def _proven_job(path: Path) -> Job:
+    """The job in ``path/job.json``, whose id must be the folder's name; a
+    :class:`JobFileError` naming the file otherwise (both tables leave such a folder out)."""
     if not (path / JOB_FILE).exists():
         raise JobFileError(path / JOB_FILE, "is missing from a folder holding job results "
                            "(the next run of the job writes it again)")
@@ -89,6 +91,12 @@ def _row(path: Path) -> tuple[dict[str, Any], str]:
                            "(a copied folder, an edited or swapped job.json, or a job planned by "
                            "an earlier shortcutlab whose ids have changed since; the next run "
                            "rewrites it)")
+    return job
+
+
+def _row(path: Path) -> tuple[dict[str, Any], str]:
+    """The table row of the job folder ``path`` and the job's kind (one read of its files)."""
+    job = _proven_job(path)
     try:
         described = describe_job(job)
     except ShortcutlabError as exc:  # the kind refuses its own fields
@@ -172,7 +180,8 @@ def collect(root: str | Path) -> pd.DataFrame:
 
 def collect_epochs(root: str | Path) -> pd.DataFrame:
     """The long per-epoch table of every done job: job_id, epoch, train_loss, val_loss,
-    val_acc, test_set, tag ("all" or a cell tag), acc, n.
+    val_acc, test_set, tag ("all" or a cell tag), acc, n. A folder :func:`collect` leaves out
+    (see the module's docstring) is left out here too, with the same warning line.
 
     Each ``epochs.parquet`` is read as an Arrow table and all are converted to pandas at once:
     a pandas frame per file costs several times the read itself (a 1,230-job folder: ≈ 1 s
@@ -186,6 +195,7 @@ def collect_epochs(root: str | Path) -> pd.DataFrame:
     for path in _job_dirs(Path(root)):
         if (path / DONE_FILE).is_file() and (path / EPOCHS_FILE).is_file():
             try:
+                _proven_job(path)
                 problem = done_problem(path)
                 if problem is not None:
                     raise JobFileError(path / DONE_FILE, f"marks a job whose results are "

@@ -161,7 +161,7 @@ def run_jobs(
         raise RunnerError(f"workers must be >= 1 (got {workers})")
     jobs_per_gpu = parse_jobs_per_gpu(jobs_per_gpu)
     check_mps_mode(mps)
-    if budget_seconds is not None and budget_seconds < 0:
+    if budget_seconds is not None and not budget_seconds >= 0:  # nan too: never reached
         raise RunnerError(f"the time budget must be >= 0 seconds (got {budget_seconds})")
     out = Path(out)
     if out.exists() and not out.is_dir():
