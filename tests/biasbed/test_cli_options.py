@@ -51,6 +51,7 @@ def test_run_passes_slurm_options_and_recipe(
         "--protocol", "biasbed", "--epochs", "2", "--pretrained", str(weights),
         "--backend", "slurm", "--slurm-partition", "gpu", "--slurm-gpus", "1",
         "--slurm-cpus", "8", "--slurm-time", "600", "--ray-address", "auto",
+        "--device", "cuda",  # the cluster's nodes have it; this login node need not
     ]
     res = CliRunner().invoke(app, args)
     assert res.exit_code == 0, res.output
@@ -59,6 +60,7 @@ def test_run_passes_slurm_options_and_recipe(
     assert (slurm.partition, slurm.gpus_per_node, slurm.cpus_per_task, slurm.timeout_min) == (
         "gpu", 1, 8, 600)
     assert call["backend"] == "slurm" and call["ray_address"] == "auto"
+    assert call["device"] == "cuda"
     jobs = call["jobs"]
     assert len(jobs) == 2  # erm on each of the two training sets
     train = jobs[0].train

@@ -49,3 +49,26 @@ def test_bad_runtime_options_are_refused_in_one_line(tmp_path: Path) -> None:
         res = runner.invoke(app, [*RUN, flag, value, "--out", str(tmp_path / "x")])
         assert res.exit_code == 2, res.output
         assert res.stderr.startswith(f"Error: {message}"), res.stderr
+
+
+def test_cuda_is_checked_here_only_where_the_jobs_run_here(tmp_path: Path, monkeypatch) -> None:
+    """A SLURM login node (or a Ray cluster's client) need not have the GPU its jobs will use;
+    jobs run on this machine must (this test machine has none)."""
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr("submitit.SlurmExecutor.affinity", classmethod(lambda cls: 2))
+    calls: list[dict[str, Any]] = []
+    monkeypatch.setattr("shortcutlab.runner.runs.run_jobs",
+                        lambda jobs, out, **kw: calls.append(kw) or RunSummary([]))
+    cuda = [arg if arg != "cpu" else "cuda" for arg in RUN]
+    for remote in (["--backend", "slurm"], ["--backend", "ray", "--ray-address", "auto"]):
+        res = runner.invoke(app, [*cuda, *remote, "--out", str(tmp_path / remote[1])])
+        assert res.exit_code == 0, res.output
+        assert calls.pop()["device"] == "cuda"
+    for here in (["--backend", "processes"], ["--backend", "slurm", "--slurm-executor", "local"]):
+        res = runner.invoke(app, [*cuda, *here, "--out", str(tmp_path / "here")])
+        assert res.exit_code == 2 and "no CUDA GPU is available" in res.output, res.output
+    res = runner.invoke(app, [*RUN[:-1], "tpu", "--backend", "slurm", "--out", str(tmp_path)])
+    assert res.exit_code == 2 and "unknown device 'tpu'" in res.output
+    assert not (tmp_path / "here").exists() and not calls

@@ -150,9 +150,8 @@ def run(
     from shortcutlab.runner.runs import JobTableError, RunInterrupted, describe_failures
     from shortcutlab.train.precision import check_precision
     from shortcutlab.utils.console import PlainConsole, styled
-    from shortcutlab.utils.device import resolve_device
 
-    resolved = resolve_device(device)
+    resolved = run_on.check_device(device)  # None where SLURM or a Ray cluster runs the jobs
     planned, settings = plan_from_options(
         algorithm, dataset or [], folders={
             "train_dirs": train_dir or [], "val_dirs": val_dir or [], "test_dirs": test_dir or [],
@@ -163,7 +162,7 @@ def run(
         epochs=epochs, model=model, batch_size=batch_size, lr=lr, pretrained=pretrained,
         precision=precision, hparams=parse_hparams(hparam or []), scale=scale, mnist=mnist,
         textures=textures)
-    if precision is not None and run_on.backend != "slurm":  # SLURM jobs resolve their own device
+    if precision is not None and resolved is not None:  # remote jobs resolve their own device
         check_precision(precision, resolved)
     planned = [replace(p, job=run_on.apply_threads(p.job)) for p in planned]
     run_on.check()  # an unknown or unavailable backend, before protocol.json is written

@@ -104,9 +104,8 @@ def run(
     from shortcutlab.train.config import TrainConfig
     from shortcutlab.train.runtime import check_cuda_graphs, runtime_options
     from shortcutlab.utils.console import PlainConsole, styled
-    from shortcutlab.utils.device import resolve_device
 
-    resolve_device(device)
+    run_on.check_device(device)  # only the name where SLURM or a Ray cluster runs the jobs
     check_cuda_graphs(cuda_graphs)
     run_kwargs = run_on.run_kwargs()  # checks --mps and --jobs-per-gpu before any work
     base = TrainConfig.from_sources(

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import typer
 
 if TYPE_CHECKING:
+    import torch
+
     from shortcutlab.runner.jobs import Job
 
 
@@ -215,6 +217,25 @@ class BackendOptions:
         from shortcutlab.runner.preflight import check_backend
 
         check_backend(self.backend, slurm_options(self.slurm_executor).cluster)
+
+    def runs_elsewhere(self) -> bool:
+        """Whether the jobs run on other machines (SLURM's sbatch, a Ray cluster's address):
+        then this machine's devices say nothing about theirs."""
+        from shortcutlab.runner.backend_api import slurm_options
+
+        if self.backend == "slurm":
+            return slurm_options(self.slurm_executor).cluster is None  # None: real SLURM
+        return self.backend == "ray" and self.ray_address is not None
+
+    def check_device(self, device: str) -> torch.device | None:
+        """Refuse an unknown ``--device``, and one this machine lacks where the jobs run here;
+        the resolved device, or None where they run elsewhere."""
+        from shortcutlab.utils.device import check_device_name, resolve_device
+
+        if self.runs_elsewhere():
+            check_device_name(device)
+            return None
+        return resolve_device(device)
 
     def run_kwargs(self) -> dict[str, Any]:
         """Keyword arguments of :func:`shortcutlab.runner.run_jobs` (and ``run_protocol``)."""

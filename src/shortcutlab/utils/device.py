@@ -9,11 +9,17 @@ from shortcutlab.errors import ShortcutlabError, unknown_choice
 DEVICE_CHOICES = ("auto", "cpu", "cuda")
 
 
+def check_device_name(name: str) -> str:
+    """``name`` if it names a device kind (auto, cpu, cuda, cuda:N), whether or not this
+    machine has it: for jobs that run on other machines (a SLURM or Ray cluster)."""
+    if name.split(":")[0] not in DEVICE_CHOICES:
+        raise ShortcutlabError(unknown_choice("device", name, DEVICE_CHOICES))
+    return name
+
+
 def resolve_device(name: str = "auto") -> torch.device:
     """``auto`` picks CUDA when available; ``cuda`` without a GPU is an error, not a fallback."""
-    base = name.split(":")[0]
-    if base not in DEVICE_CHOICES:
-        raise ShortcutlabError(unknown_choice("device", name, DEVICE_CHOICES))
+    base = check_device_name(name).split(":")[0]
     if base == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if base == "cuda" and not torch.cuda.is_available():
