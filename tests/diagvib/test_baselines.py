@@ -220,3 +220,22 @@ def test_a_fresh_process_finds_the_baselines_through_the_entry_points() -> None:
         "['asr', 'factor_vae', 'vae']",
         "['asr', 'vae', 'factor_vae', None]",
     ]
+
+
+@pytest.mark.parametrize(("name", "hparams", "named"), [
+    ("vae", {"lr": -1.0}, "lr"),  # Adam with a per-group learning rate does not check it
+    ("vae", {"lr": 0.0}, "lr"),
+    ("vae", {"beta": -1.0}, "beta"),
+    ("vae", {"beta": float("nan")}, "beta"),
+    ("vae", {"ce_weight": -1.0}, "ce_weight"),
+    ("factor_vae", {"gamma": -20.0}, "gamma"),  # flips the sign of the TC penalty
+    ("factor_vae", {"disc_lr": -1e-5}, "disc_lr"),
+    ("asr", {"adv_weight": -1.0}, "adv_weight"),
+    ("asr", {"recon_weight": float("inf")}, "recon_weight"),
+])
+def test_out_of_range_hyper_parameters_are_refused_in_one_line(name, hparams, named) -> None:
+    config = SMALL[name].replace(hparams={**SMALL[name].hparams, **hparams})
+    with pytest.raises(TrainError, match=f"^hyper-parameter {named} of algorithm {name} must be "
+                       r"a number [>]") as err:
+        create_algorithm(name, 3, config)
+    assert "\n" not in str(err.value)

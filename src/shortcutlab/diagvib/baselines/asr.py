@@ -20,6 +20,7 @@ import torch
 import torch.nn.functional as F
 
 from shortcutlab.diagvib.baselines.networks import ASRNet, UNetLens
+from shortcutlab.diagvib.baselines.vae import check_ranges
 from shortcutlab.train.algorithms.base import Algorithm, AlgorithmContext
 from shortcutlab.train.config import TrainConfig
 
@@ -35,6 +36,7 @@ class ASR(Algorithm):
         self, num_classes: int, config: TrainConfig, context: AlgorithmContext | None = None
     ) -> None:
         super().__init__(num_classes, config, context)
+        check_ranges(self.name, self.hparams, non_negative=("adv_weight", "recon_weight"))
         net = self.build_network()
         if not isinstance(net, ASRNet):
             net = ASRNet(UNetLens(int(self.hparams["lens_width"])), net)

@@ -33,12 +33,26 @@ from shortcutlab.diagvib.baselines.networks import ConvVAE, FactorDiscriminator,
 from shortcutlab.errors import TrainError, unknown_choice
 from shortcutlab.train.algorithms.base import Algorithm, AlgorithmContext
 from shortcutlab.train.config import TrainConfig
+from shortcutlab.utils.checks import range_problem
 
 CLASSIFIERS = ("probe", "joint")
 #: How VAE and Factor-VAE predict a factor when ``hparams`` does not say (``classifier``):
 #: ``joint`` trains the head's cross entropy into the encoder (appendix A.2: every baseline is
 #: trained with standard cross entropy); ``probe`` is a head on frozen latents.
 VAE_CLASSIFIER_DEFAULT = "joint"
+
+
+def check_ranges(algorithm: str, hparams: dict[str, Any], positive: tuple[str, ...] = (),
+                 non_negative: tuple[str, ...] = ()) -> None:
+    """A TrainError naming the first of ``hparams`` outside its range: learning rates > 0 (a
+    per-group Adam learning rate is not checked by torch), loss weights >= 0 (a negative one
+    flips its term's sign), all finite."""
+    for keys, low_open in ((positive, True), (non_negative, False)):
+        for key in keys:
+            problem = range_problem(f"hyper-parameter {key} of algorithm {algorithm}",
+                                    hparams[key], 0.0, low_open=low_open)
+            if problem is not None:
+                raise TrainError(problem)
 
 
 class VAE(Algorithm):
@@ -56,6 +70,8 @@ class VAE(Algorithm):
         if self.hparams["classifier"] not in CLASSIFIERS:
             raise TrainError(unknown_choice(f"classifier of algorithm {self.name}",
                                             self.hparams["classifier"], list(CLASSIFIERS)))
+        check_ranges(self.name, self.hparams, positive=("lr",),
+                     non_negative=("beta", "ce_weight"))
         net = self.build_network()
         if not isinstance(net, ConvVAE):
             raise TrainError(
@@ -134,6 +150,7 @@ class FactorVAE(VAE):
         self, num_classes: int, config: TrainConfig, context: AlgorithmContext | None = None
     ) -> None:
         super().__init__(num_classes, config, context)
+        check_ranges(self.name, self.hparams, positive=("disc_lr",), non_negative=("gamma",))
         self.discriminator = FactorDiscriminator(self.network.latent)
         # Kim & Mnih's discriminator betas; the paper gives only the learning rate
         self.disc_optimizer = torch.optim.Adam(
