@@ -239,3 +239,11 @@ def test_out_of_range_hyper_parameters_are_refused_in_one_line(name, hparams, na
                        r"a number [>]") as err:
         create_algorithm(name, 3, config)
     assert "\n" not in str(err.value)
+
+
+def test_asr_lens_width_hyper_parameter_is_not_silently_ignored_by_a_model_with_a_lens() -> None:
+    config = SMALL["asr"].replace(hparams={"lens_width": 4})  # asr_rn18's lens is 8 wide here
+    with pytest.raises(TrainError, match="lens_width.*model_kwargs"):
+        create_algorithm("asr", 3, config)
+    same = SMALL["asr"].replace(hparams={"lens_width": 8})  # what the model has: nothing ignored
+    assert create_algorithm("asr", 3, same).network.lens.inc[0].out_channels == 8

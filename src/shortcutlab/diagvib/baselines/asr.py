@@ -21,6 +21,7 @@ import torch.nn.functional as F
 
 from shortcutlab.diagvib.baselines.networks import ASRNet, UNetLens
 from shortcutlab.diagvib.baselines.vae import check_ranges
+from shortcutlab.errors import TrainError
 from shortcutlab.train.algorithms.base import Algorithm, AlgorithmContext
 from shortcutlab.train.config import TrainConfig
 
@@ -40,6 +41,11 @@ class ASR(Algorithm):
         net = self.build_network()
         if not isinstance(net, ASRNet):
             net = ASRNet(UNetLens(int(self.hparams["lens_width"])), net)
+        elif "lens_width" in config.hparams and isinstance(net.lens, UNetLens) and (
+                net.lens.inc[0].out_channels != config.hparams["lens_width"]):
+            raise TrainError(
+                f"hyper-parameter lens_width of algorithm asr applies only to models without a "
+                f"lens; model {config.model!r} has its own (set it with model_kwargs lens_width)")
         self.network = net
         self.opt_features = self.make_optimizer(net.classifier.parameters())
         self.opt_lens = self.make_optimizer(net.lens.parameters())
