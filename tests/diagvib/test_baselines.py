@@ -247,3 +247,12 @@ def test_asr_lens_width_hyper_parameter_is_not_silently_ignored_by_a_model_with_
         create_algorithm("asr", 3, config)
     same = SMALL["asr"].replace(hparams={"lens_width": 8})  # what the model has: nothing ignored
     assert create_algorithm("asr", 3, same).network.lens.inc[0].out_channels == 8
+
+
+@pytest.mark.parametrize(("kwargs", "named"), [
+    ({"latent": 0}, "latent"), ({"head_hidden": -1}, "head_hidden"),
+])
+def test_bad_vae_model_keywords_are_refused_in_one_line(kwargs, named) -> None:
+    config = TrainConfig(model="vae", algorithm="vae", model_kwargs={"image_size": 8, **kwargs})
+    with pytest.raises(TrainError, match=named):
+        create_algorithm("vae", 3, config)

@@ -126,6 +126,9 @@ class ConvVAE(nn.Module):
     def __init__(self, num_classes: int, latent: int = LATENT_SIZE, image_size: int = 128,
                  hidden: int = 256, head_hidden: int = 256) -> None:
         super().__init__()
+        if latent < 1 or hidden < 1 or head_hidden < 0:
+            raise TrainError(f"ConvVAE needs latent >= 1, hidden >= 1 and head_hidden >= 0 (0: a "
+                             f"linear head), got {latent}, {hidden}, {head_hidden}")
         n = _stages(image_size)
         chans = [32, 32, 64, 64] + [64] * max(0, n - 4)
         chans = chans[:n]
