@@ -256,3 +256,11 @@ def test_bad_vae_model_keywords_are_refused_in_one_line(kwargs, named) -> None:
     config = TrainConfig(model="vae", algorithm="vae", model_kwargs={"image_size": 8, **kwargs})
     with pytest.raises(TrainError, match=named):
         create_algorithm("vae", 3, config)
+
+
+def test_ce_weight_with_a_probe_head_is_refused_not_ignored() -> None:
+    config = SMALL["vae"].replace(hparams={"classifier": "probe", "ce_weight": 5.0})
+    with pytest.raises(TrainError, match="ce_weight.*joint"):
+        create_algorithm("vae", 3, config)
+    create_algorithm("vae", 3, SMALL["vae"].replace(hparams={"classifier": "joint",
+                                                             "ce_weight": 5.0}))

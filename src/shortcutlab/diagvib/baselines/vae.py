@@ -72,6 +72,10 @@ class VAE(Algorithm):
                                             self.hparams["classifier"], list(CLASSIFIERS)))
         check_ranges(self.name, self.hparams, positive=("lr",),
                      non_negative=("beta", "ce_weight"))
+        if self.hparams["classifier"] == "probe" and self.hparams["ce_weight"] != 1.0:
+            raise TrainError(f"hyper-parameter ce_weight of algorithm {self.name} weighs the "
+                             "head's cross entropy in the encoder's loss: only with classifier "
+                             "joint (the probe's reaches the head alone)")
         net = self.build_network()
         if not isinstance(net, ConvVAE):
             raise TrainError(
