@@ -84,3 +84,21 @@ def test_parse_dataset() -> None:
         parse_dataset("imagenet")
     with pytest.raises(SpecError, match="unknown study 'XYZ'; valid choices: ZSO"):
         parse_dataset("diagvib:XYZ/shape-texture/0")
+
+
+def test_16_bit_greyscale_images_keep_their_brightness(tmp_path: Path) -> None:
+    """A 16-bit greyscale PNG (PIL mode I;16) or PPM (mode I) is scaled to 8 bits, not clipped
+    at 255 (which turned nearly every pixel white)."""
+    import numpy as np
+    from PIL import Image
+
+    (tmp_path / "a").mkdir()
+    grey = np.full((20, 20), 32768, dtype=np.uint16)  # mid-grey in 16 bits
+    Image.fromarray(grey).save(tmp_path / "a" / "x.png")
+    assert Image.open(tmp_path / "a" / "x.png").mode.startswith("I;16")
+    header = b"P5 20 20 65535\n"  # a 16-bit PPM/PGM opens in mode I
+    (tmp_path / "a" / "y.ppm").write_bytes(header + grey.astype(">u2").tobytes())
+    data = ImageFolderDataset(tmp_path, ["a"], image_size=8)
+    for i in range(len(data)):
+        assert data[i]["x"].mean().item() == pytest.approx(0.5, abs=0.01)
+

@@ -76,3 +76,12 @@ def test_stylize_cli_and_errors(tmp_path: Path) -> None:
     assert counts["written"] == 0 and counts["skipped"] == 6  # resumed: nothing to redo
     bad = CliRunner().invoke(app, args[:3] + [str(tmp_path / "nope")] + args[4:])
     assert bad.exit_code == 2 and "does not exist" in bad.output
+
+
+def test_16_bit_greyscale_style_image_is_scaled_not_clipped(tmp_path: Path) -> None:
+    from shortcutlab.biasbed.stylize import load_style_image
+
+    Image.fromarray(np.full((40, 40), 32768, dtype=np.uint16)).save(tmp_path / "s.png")
+    style = load_style_image(tmp_path / "s.png", 16)
+    assert style is not None
+    assert abs(style.mean().item() - 0.5) < 0.01  # convert('RGB') clipped it to white

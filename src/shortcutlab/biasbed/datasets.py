@@ -140,6 +140,15 @@ def _add(mapping: dict[str, str], source: str, target: str, path: Path) -> None:
     mapping[source] = target
 
 
+def to_rgb(im: Image.Image) -> Image.Image:
+    """``im`` as 8-bit RGB; 16-bit greyscale (PIL modes ``I;16*`` and ``I``, as 16-bit PNG, TIFF
+    and PPM files open) scaled from 0-65535 to 0-255, which ``convert`` would clip at 255."""
+    if im.mode == "I" or im.mode.startswith("I;16"):
+        wide = np.asarray(im, dtype=np.float64).clip(0, 65535)
+        return Image.fromarray(np.round(wide * (255 / 65535)).astype(np.uint8)).convert("RGB")
+    return im.convert("RGB")
+
+
 def list_classes(root: Path) -> list[str]:
     if not root.is_dir():
         raise DataNotFoundError(
@@ -231,7 +240,7 @@ class ImageFolderDataset(Dataset):
         (``imagenet-train``: a random resized crop, flipped half of the time)."""
         try:
             with Image.open(path) as src:
-                im = src.convert("RGB")
+                im = to_rgb(src)
                 if self.preprocess == "imagenet-train":
                     from torchvision.transforms import RandomHorizontalFlip, RandomResizedCrop
 

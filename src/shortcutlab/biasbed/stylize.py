@@ -21,7 +21,12 @@ import numpy as np
 import torch
 from PIL import Image
 
-from shortcutlab.biasbed.datasets import IMAGE_EXTENSIONS, BiasbedDataError, ImageFolderDataset
+from shortcutlab.biasbed.datasets import (
+    IMAGE_EXTENSIONS,
+    BiasbedDataError,
+    ImageFolderDataset,
+    to_rgb,
+)
 from shortcutlab.errors import DataNotFoundError
 from shortcutlab.utils.io import atomic_path
 from shortcutlab.utils.progress import progress_bar
@@ -55,7 +60,7 @@ def load_style_image(path: Path, size: int) -> torch.Tensor | None:
     [0, 1]); None when it is smaller than ``size`` or unreadable (left out, as the authors do)."""
     try:
         with Image.open(path) as opened:
-            im = opened.convert("RGB")
+            im = to_rgb(opened)
             w, h = im.size
             if min(w, h) < size:
                 return None
