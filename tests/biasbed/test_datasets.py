@@ -102,3 +102,17 @@ def test_16_bit_greyscale_images_keep_their_brightness(tmp_path: Path) -> None:
     for i in range(len(data)):
         assert data[i]["x"].mean().item() == pytest.approx(0.5, abs=0.01)
 
+
+
+def test_hidden_files_in_class_folders_are_skipped(tmp_path: Path) -> None:
+    """macOS's ``._name.jpg`` resource forks and files under hidden folders (e.g.
+    ``.ipynb_checkpoints``) are not images of the class, as hidden class folders are not."""
+    from PIL import Image
+
+    (tmp_path / "a" / ".ipynb_checkpoints").mkdir(parents=True)
+    Image.new("RGB", (10, 10)).save(tmp_path / "a" / "x.jpg")
+    (tmp_path / "a" / "._x.jpg").write_bytes(b"\x00\x05\x16\x07 AppleDouble")
+    Image.new("RGB", (10, 10)).save(tmp_path / "a" / ".ipynb_checkpoints" / "x-checkpoint.jpg")
+    data = ImageFolderDataset(tmp_path, ["a"], image_size=8)
+    assert [p.name for p, _ in data.samples] == ["x.jpg"]
+    assert data[0]["x"].shape == (3, 8, 8)

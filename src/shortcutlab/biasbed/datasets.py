@@ -164,7 +164,8 @@ class ImageFolderDataset(Dataset):
     """Images under ``root/<class>/`` labelled in ``labels`` through an optional class map.
 
     Images are resized (shorter side) and centre-cropped to ``image_size`` squares, so batches
-    stack; the file order is sorted, so ``index`` is stable across machines. ``preprocess``:
+    stack; the file order is sorted, so ``index`` is stable across machines; hidden files and
+    folders (names starting with ``.``) are skipped. ``preprocess``:
     ``resize`` (that), ``imagenet-eval`` (shorter side to ``image_size * 256 / 224``, centre
     crop) or ``imagenet-train`` (RandomResizedCrop with ``crop`` = (scale, ratio) and
     horizontal flip, drawn from torch's generator, which the trainer seeds). ``head``: a module
@@ -209,6 +210,7 @@ class ImageFolderDataset(Dataset):
                 p
                 for p in (self.root / cls).rglob("*")
                 if p.is_file() and p.suffix.lower() in IMAGE_EXTENSIONS
+                and not any(part.startswith(".") for part in p.relative_to(self.root).parts)
             )
             target = mapping.get(cls, cls)
             if target not in label_index:
