@@ -358,6 +358,14 @@ class FolderExperiment:
             return ImageFolderDataset(root, labels, mapping, self.image_size, name, mode,
                                       crop=crop, metric=metric)
 
+        if self.label_space_kind == "imagenet1k":  # nothing is skipped in BiasBed's setting
+            for root in (self.train_dir, self.val_dir):
+                outside = sorted(set(list_classes(Path(root))) - set(labels))
+                if outside:
+                    raise BiasbedDataError(
+                        f"image folder {str(root)!r} (imagenet1k label space) has classes "
+                        f"outside its label space: {outside[:5]}; valid are the 1000 ImageNet "
+                        "WordNet ids (n01440764 ...)")
         train = make(self.train_dir, "train", "imagenet-train" if imagenet else "resize")
         if self.label_space_kind == "imagenet1k":
             tests = {name: self._head_dataset(name, root, evaluation)
