@@ -104,6 +104,13 @@ def stylize_folder(
     if seed < 0:
         raise BiasbedDataError(f"the seed must be >= 0 (got {seed})")
     content_root = Path(content_dir)
+    target = Path(out_dir).expanduser().resolve()
+    for role, folder in (("content", content_root), ("style", Path(style_dir))):
+        if target.is_relative_to(folder.expanduser().resolve()):
+            raise BiasbedDataError(
+                f"--out {str(out_dir)!r} lies in the {role} folder {str(folder)!r}; the "
+                f"stylised images would be read back as {role} images: give a folder outside "
+                "the content and style folders")
     classes = sorted(p.name for p in content_root.iterdir()
                      if p.is_dir() and not p.name.startswith(".")) if content_root.is_dir() else []
     if not classes:
