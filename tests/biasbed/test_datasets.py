@@ -116,3 +116,14 @@ def test_hidden_files_in_class_folders_are_skipped(tmp_path: Path) -> None:
     data = ImageFolderDataset(tmp_path, ["a"], image_size=8)
     assert [p.name for p, _ in data.samples] == ["x.jpg"]
     assert data[0]["x"].shape == (3, 8, 8)
+
+
+def test_a_test_set_given_two_heads_is_refused(folders: dict[str, Path]) -> None:
+    """``--test-head cue=imagenet16 --test-head cue=imagenet-r`` kept the first head and
+    silently dropped the second."""
+    from shortcutlab.biasbed.datasets import folder_experiments
+
+    with pytest.raises(BiasbedDataError, match="--test-head: test set 'cue' is given twice"):
+        folder_experiments([str(folders["train"])], [str(folders["val"])],
+                           [f"cue={folders['cue']}"], label_space="imagenet1k",
+                           test_heads=["cue=imagenet16", "cue=imagenet-r"])
