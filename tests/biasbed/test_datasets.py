@@ -127,3 +127,11 @@ def test_a_test_set_given_two_heads_is_refused(folders: dict[str, Path]) -> None
         folder_experiments([str(folders["train"])], [str(folders["val"])],
                            [f"cue={folders['cue']}"], label_space="imagenet1k",
                            test_heads=["cue=imagenet16", "cue=imagenet-r"])
+
+
+def test_csv_class_map_saved_with_a_byte_order_mark(tmp_path: Path) -> None:
+    """Excel's "CSV UTF-8" starts with a BOM: the header ``source,target`` was then read as a
+    mapping ``\\ufeffsource -> target``, adding a label "target" to the label space."""
+    path = tmp_path / "map.csv"
+    path.write_bytes("source,target\nn001,red\nn002,green\n".encode("utf-8-sig"))
+    assert load_class_map(path) == {"n001": "red", "n002": "green"}

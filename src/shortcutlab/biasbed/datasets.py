@@ -112,7 +112,7 @@ def load_class_map(path: str | os.PathLike[str]) -> dict[str, str]:
                     f"strings, got {value!r}"
                 )
     elif suffix == ".csv":
-        text = read_text_file(path, "class map", BiasbedDataError)
+        text = read_text_file(path, "class map", BiasbedDataError).removeprefix("\ufeff")
         rows = [r for r in csv.reader(io.StringIO(text, newline=""))
                 if r and any(c.strip() for c in r)]
         if rows and [c.strip().lower() for c in rows[0][:2]] == ["source", "target"]:
