@@ -135,3 +135,15 @@ def test_csv_class_map_saved_with_a_byte_order_mark(tmp_path: Path) -> None:
     path = tmp_path / "map.csv"
     path.write_bytes("source,target\nn001,red\nn002,green\n".encode("utf-8-sig"))
     assert load_class_map(path) == {"n001": "red", "n002": "green"}
+
+
+def test_metric_without_image_folders_is_refused() -> None:
+    """``--metric top1`` (or a misspelt metric) with only ``diagvib:`` datasets was silently
+    ignored: DiagViB-6 runs are scored by mean per-class accuracy whatever it says."""
+    from shortcutlab.biasbed.datasets import folder_experiments
+
+    assert folder_experiments(metric="auto") == {}
+    assert folder_experiments(metric="mean_per_class") == {}  # what DiagViB-6 runs report
+    for metric in ("top1", "top-1"):
+        with pytest.raises(BiasbedDataError, match="--metric applies to image-folder datasets"):
+            folder_experiments(metric=metric)

@@ -454,7 +454,8 @@ def parse_dataset(text: str) -> str:
 
 
 #: Settings of the image-folder experiments left at these values are "not given".
-_FOLDER_DEFAULTS: dict[str, object] = {"label_space": "map"}
+_FOLDER_DEFAULTS: dict[str, list[object]] = {"label_space": ["map"],
+                                              "metric": ["auto", "mean_per_class"]}
 
 
 def folder_experiments(
@@ -483,9 +484,9 @@ def folder_experiments(
     if not (train_dirs or val_dirs or test_dirs):
         given = {"class_map": class_map, "test_head": test_heads, "in_distribution":
                  in_distribution, "label_space": label_space, "preprocess": preprocess,
-                 "image_size": image_size}
+                 "image_size": image_size, "metric": metric}
         for key, value in given.items():
-            if value in (None, [], ()) or _FOLDER_DEFAULTS.get(key, object()) == value:
+            if value in (None, [], ()) or value in _FOLDER_DEFAULTS.get(key, [object()]):
                 continue
             raise BiasbedDataError(f"--{key.replace('_', '-')} applies to image-folder datasets "
                                    "only and would be ignored here; give --train-dir/--val-dir/"
