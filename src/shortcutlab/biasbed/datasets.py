@@ -502,9 +502,9 @@ def folder_experiments(
             f"--train-dir names {list(trains)} and --val-dir names {list(vals)} must match")
     tests = parse_test_dirs(test_dirs)
     heads = _pairs(test_heads, "--test-head", "NAME=HEAD")
-    for test, given in heads.items():
-        if len(given) > 1:
-            raise BiasbedDataError(f"--test-head: test set {test!r} is given twice ({given}); "
+    for test, named in heads.items():
+        if len(named) > 1:
+            raise BiasbedDataError(f"--test-head: test set {test!r} is given twice ({named}); "
                                    "give one head per test set")
     marks = _pairs(in_distribution, "--in-distribution", "DATASET=TESTSET")
     for label in marks:
