@@ -84,3 +84,66 @@ def test_parse_dataset() -> None:
         parse_dataset("imagenet")
     with pytest.raises(SpecError, match="unknown study 'XYZ'; valid choices: ZSO"):
         parse_dataset("diagvib:XYZ/shape-texture/0")
+
+
+def test_16_bit_greyscale_images_keep_their_brightness(tmp_path: Path) -> None:
+    """A 16-bit greyscale PNG (PIL mode I;16) or PPM (mode I) is scaled to 8 bits, not clipped
+    at 255 (which turned nearly every pixel white)."""
+    import numpy as np
+    from PIL import Image
+
+    (tmp_path / "a").mkdir()
+    grey = np.full((20, 20), 32768, dtype=np.uint16)  # mid-grey in 16 bits
+    Image.fromarray(grey).save(tmp_path / "a" / "x.png")
+    assert Image.open(tmp_path / "a" / "x.png").mode.startswith("I;16")
+    header = b"P5 20 20 65535\n"  # a 16-bit PPM/PGM opens in mode I
+    (tmp_path / "a" / "y.ppm").write_bytes(header + grey.astype(">u2").tobytes())
+    data = ImageFolderDataset(tmp_path, ["a"], image_size=8)
+    for i in range(len(data)):
+        assert data[i]["x"].mean().item() == pytest.approx(0.5, abs=0.01)
+
+
+
+def test_hidden_files_in_class_folders_are_skipped(tmp_path: Path) -> None:
+    """macOS's ``._name.jpg`` resource forks and files under hidden folders (e.g.
+    ``.ipynb_checkpoints``) are not images of the class, as hidden class folders are not."""
+    from PIL import Image
+
+    (tmp_path / "a" / ".ipynb_checkpoints").mkdir(parents=True)
+    Image.new("RGB", (10, 10)).save(tmp_path / "a" / "x.jpg")
+    (tmp_path / "a" / "._x.jpg").write_bytes(b"\x00\x05\x16\x07 AppleDouble")
+    Image.new("RGB", (10, 10)).save(tmp_path / "a" / ".ipynb_checkpoints" / "x-checkpoint.jpg")
+    data = ImageFolderDataset(tmp_path, ["a"], image_size=8)
+    assert [p.name for p, _ in data.samples] == ["x.jpg"]
+    assert data[0]["x"].shape == (3, 8, 8)
+
+
+def test_a_test_set_given_two_heads_is_refused(folders: dict[str, Path]) -> None:
+    """``--test-head cue=imagenet16 --test-head cue=imagenet-r`` kept the first head and
+    silently dropped the second."""
+    from shortcutlab.biasbed.datasets import folder_experiments
+
+    with pytest.raises(BiasbedDataError, match="--test-head: test set 'cue' is given twice"):
+        folder_experiments([str(folders["train"])], [str(folders["val"])],
+                           [f"cue={folders['cue']}"], label_space="imagenet1k",
+                           test_heads=["cue=imagenet16", "cue=imagenet-r"])
+
+
+def test_csv_class_map_saved_with_a_byte_order_mark(tmp_path: Path) -> None:
+    """Excel's "CSV UTF-8" starts with a BOM: the header ``source,target`` was then read as a
+    mapping ``\\ufeffsource -> target``, adding a label "target" to the label space."""
+    path = tmp_path / "map.csv"
+    path.write_bytes("source,target\nn001,red\nn002,green\n".encode("utf-8-sig"))
+    assert load_class_map(path) == {"n001": "red", "n002": "green"}
+
+
+def test_metric_without_image_folders_is_refused() -> None:
+    """``--metric top1`` (or a misspelt metric) with only ``diagvib:`` datasets was silently
+    ignored: DiagViB-6 runs are scored by mean per-class accuracy whatever it says."""
+    from shortcutlab.biasbed.datasets import folder_experiments
+
+    assert folder_experiments(metric="auto") == {}
+    assert folder_experiments(metric="mean_per_class") == {}  # what DiagViB-6 runs report
+    for metric in ("top1", "top-1"):
+        with pytest.raises(BiasbedDataError, match="--metric applies to image-folder datasets"):
+            folder_experiments(metric=metric)

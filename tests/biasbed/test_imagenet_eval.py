@@ -116,3 +116,17 @@ def test_imagenet1k_folder_experiment(tmp_path: Path) -> None:
                            label_space_kind="imagenet1k", test_heads={"cue": "imagenet-r"})
     with pytest.raises(BiasbedDataError, match="outside its label space"):
         bad.datasets()
+
+
+def test_imagenet1k_training_classes_outside_imagenet_are_refused(tmp_path: Path) -> None:
+    """In the 1000-class setting a training or validation class folder that is no ImageNet
+    WordNet id (a typo, a stray folder) was silently left out; it is refused, naming it."""
+    cls = {"n02123045": 0, "n02106662": 1}
+    write_folder(tmp_path / "train", {**cls, "n0212304": 2}, 1, 0)
+    write_folder(tmp_path / "val", cls, 1, 1)
+    write_folder(tmp_path / "val2", {**cls, "cat": 2}, 1, 1)
+    for train, val, bad in (("train", "val", "n0212304"), ("val", "val2", "cat")):
+        exp = FolderExperiment(tmp_path / train, tmp_path / val, {"in": tmp_path / "val"},
+                               image_size=16, label_space_kind="imagenet1k")
+        with pytest.raises(BiasbedDataError, match=f"outside its label space: \\['{bad}'\\]"):
+            exp.datasets()

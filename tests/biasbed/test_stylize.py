@@ -76,3 +76,33 @@ def test_stylize_cli_and_errors(tmp_path: Path) -> None:
     assert counts["written"] == 0 and counts["skipped"] == 6  # resumed: nothing to redo
     bad = CliRunner().invoke(app, args[:3] + [str(tmp_path / "nope")] + args[4:])
     assert bad.exit_code == 2 and "does not exist" in bad.output
+
+
+def test_16_bit_greyscale_style_image_is_scaled_not_clipped(tmp_path: Path) -> None:
+    from shortcutlab.biasbed.stylize import load_style_image
+
+    Image.fromarray(np.full((40, 40), 32768, dtype=np.uint16)).save(tmp_path / "s.png")
+    style = load_style_image(tmp_path / "s.png", 16)
+    assert style is not None
+    assert abs(style.mean().item() - 0.5) < 0.01  # convert('RGB') clipped it to white
+
+
+def test_out_inside_the_content_or_style_folder_is_refused(tmp_path: Path) -> None:
+    """``--out`` equal to the content folder "skipped" every PNG content image as already
+    stylised; inside it, the output became a new class of the ImageNet split (and the next build
+    stylised the stylised images); inside the style folder, the next build drew stylised images
+    as styles. Each is refused, writing nothing."""
+    import pytest
+
+    from shortcutlab.biasbed.datasets import BiasbedDataError
+
+    content, styles, vgg, dec = _inputs(tmp_path)
+    listing = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    for out in (content, content / "sin", styles, styles / "sin"):
+        with pytest.raises(BiasbedDataError, match="--out .* lies in the"):
+            stylize_folder(content, styles, out, vgg, dec, size=32, progress=False)
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == listing
+    res = CliRunner().invoke(app, ["biasbed", "stylize", str(content), str(styles), "--out",
+                                   str(content), "--vgg-weights", str(vgg), "--decoder-weights",
+                                   str(dec), "--size", "32", "--device", "cpu"])
+    assert res.exit_code == 2 and "lies in the content folder" in res.output

@@ -112,7 +112,7 @@ def load_class_map(path: str | os.PathLike[str]) -> dict[str, str]:
                     f"strings, got {value!r}"
                 )
     elif suffix == ".csv":
-        text = read_text_file(path, "class map", BiasbedDataError)
+        text = read_text_file(path, "class map", BiasbedDataError).removeprefix("\ufeff")
         rows = [r for r in csv.reader(io.StringIO(text, newline=""))
                 if r and any(c.strip() for c in r)]
         if rows and [c.strip().lower() for c in rows[0][:2]] == ["source", "target"]:
@@ -140,6 +140,15 @@ def _add(mapping: dict[str, str], source: str, target: str, path: Path) -> None:
     mapping[source] = target
 
 
+def to_rgb(im: Image.Image) -> Image.Image:
+    """``im`` as 8-bit RGB; 16-bit greyscale (PIL modes ``I;16*`` and ``I``, as 16-bit PNG, TIFF
+    and PPM files open) scaled from 0-65535 to 0-255, which ``convert`` would clip at 255."""
+    if im.mode == "I" or im.mode.startswith("I;16"):
+        wide = np.asarray(im, dtype=np.float64).clip(0, 65535)
+        return Image.fromarray(np.round(wide * (255 / 65535)).astype(np.uint8)).convert("RGB")
+    return im.convert("RGB")
+
+
 def list_classes(root: Path) -> list[str]:
     if not root.is_dir():
         raise DataNotFoundError(
@@ -155,7 +164,8 @@ class ImageFolderDataset(Dataset):
     """Images under ``root/<class>/`` labelled in ``labels`` through an optional class map.
 
     Images are resized (shorter side) and centre-cropped to ``image_size`` squares, so batches
-    stack; the file order is sorted, so ``index`` is stable across machines. ``preprocess``:
+    stack; the file order is sorted, so ``index`` is stable across machines; hidden files and
+    folders (names starting with ``.``) are skipped. ``preprocess``:
     ``resize`` (that), ``imagenet-eval`` (shorter side to ``image_size * 256 / 224``, centre
     crop) or ``imagenet-train`` (RandomResizedCrop with ``crop`` = (scale, ratio) and
     horizontal flip, drawn from torch's generator, which the trainer seeds). ``head``: a module
@@ -200,6 +210,7 @@ class ImageFolderDataset(Dataset):
                 p
                 for p in (self.root / cls).rglob("*")
                 if p.is_file() and p.suffix.lower() in IMAGE_EXTENSIONS
+                and not any(part.startswith(".") for part in p.relative_to(self.root).parts)
             )
             target = mapping.get(cls, cls)
             if target not in label_index:
@@ -231,7 +242,7 @@ class ImageFolderDataset(Dataset):
         (``imagenet-train``: a random resized crop, flipped half of the time)."""
         try:
             with Image.open(path) as src:
-                im = src.convert("RGB")
+                im = to_rgb(src)
                 if self.preprocess == "imagenet-train":
                     from torchvision.transforms import RandomHorizontalFlip, RandomResizedCrop
 
@@ -347,6 +358,14 @@ class FolderExperiment:
             return ImageFolderDataset(root, labels, mapping, self.image_size, name, mode,
                                       crop=crop, metric=metric)
 
+        if self.label_space_kind == "imagenet1k":  # nothing is skipped in BiasBed's setting
+            for root in (self.train_dir, self.val_dir):
+                outside = sorted(set(list_classes(Path(root))) - set(labels))
+                if outside:
+                    raise BiasbedDataError(
+                        f"image folder {str(root)!r} (imagenet1k label space) has classes "
+                        f"outside its label space: {outside[:5]}; valid are the 1000 ImageNet "
+                        "WordNet ids (n01440764 ...)")
         train = make(self.train_dir, "train", "imagenet-train" if imagenet else "resize")
         if self.label_space_kind == "imagenet1k":
             tests = {name: self._head_dataset(name, root, evaluation)
@@ -435,7 +454,8 @@ def parse_dataset(text: str) -> str:
 
 
 #: Settings of the image-folder experiments left at these values are "not given".
-_FOLDER_DEFAULTS: dict[str, object] = {"label_space": "map"}
+_FOLDER_DEFAULTS: dict[str, list[object]] = {"label_space": ["map"],
+                                              "metric": ["auto", "mean_per_class"]}
 
 
 def folder_experiments(
@@ -464,9 +484,9 @@ def folder_experiments(
     if not (train_dirs or val_dirs or test_dirs):
         given = {"class_map": class_map, "test_head": test_heads, "in_distribution":
                  in_distribution, "label_space": label_space, "preprocess": preprocess,
-                 "image_size": image_size}
+                 "image_size": image_size, "metric": metric}
         for key, value in given.items():
-            if value in (None, [], ()) or _FOLDER_DEFAULTS.get(key, object()) == value:
+            if value in (None, [], ()) or value in _FOLDER_DEFAULTS.get(key, [object()]):
                 continue
             raise BiasbedDataError(f"--{key.replace('_', '-')} applies to image-folder datasets "
                                    "only and would be ignored here; give --train-dir/--val-dir/"
@@ -482,6 +502,10 @@ def folder_experiments(
             f"--train-dir names {list(trains)} and --val-dir names {list(vals)} must match")
     tests = parse_test_dirs(test_dirs)
     heads = _pairs(test_heads, "--test-head", "NAME=HEAD")
+    for test, named in heads.items():
+        if len(named) > 1:
+            raise BiasbedDataError(f"--test-head: test set {test!r} is given twice ({named}); "
+                                   "give one head per test set")
     marks = _pairs(in_distribution, "--in-distribution", "DATASET=TESTSET")
     for label in marks:
         if label not in trains:

@@ -21,7 +21,12 @@ import numpy as np
 import torch
 from PIL import Image
 
-from shortcutlab.biasbed.datasets import IMAGE_EXTENSIONS, BiasbedDataError, ImageFolderDataset
+from shortcutlab.biasbed.datasets import (
+    IMAGE_EXTENSIONS,
+    BiasbedDataError,
+    ImageFolderDataset,
+    to_rgb,
+)
 from shortcutlab.errors import DataNotFoundError
 from shortcutlab.utils.io import atomic_path
 from shortcutlab.utils.progress import progress_bar
@@ -55,7 +60,7 @@ def load_style_image(path: Path, size: int) -> torch.Tensor | None:
     [0, 1]); None when it is smaller than ``size`` or unreadable (left out, as the authors do)."""
     try:
         with Image.open(path) as opened:
-            im = opened.convert("RGB")
+            im = to_rgb(opened)
             w, h = im.size
             if min(w, h) < size:
                 return None
@@ -99,6 +104,13 @@ def stylize_folder(
     if seed < 0:
         raise BiasbedDataError(f"the seed must be >= 0 (got {seed})")
     content_root = Path(content_dir)
+    target = Path(out_dir).expanduser().resolve()
+    for role, folder in (("content", content_root), ("style", Path(style_dir))):
+        if target.is_relative_to(folder.expanduser().resolve()):
+            raise BiasbedDataError(
+                f"--out {str(out_dir)!r} lies in the {role} folder {str(folder)!r}; the "
+                f"stylised images would be read back as {role} images: give a folder outside "
+                "the content and style folders")
     classes = sorted(p.name for p in content_root.iterdir()
                      if p.is_dir() and not p.name.startswith(".")) if content_root.is_dir() else []
     if not classes:
