@@ -28,6 +28,7 @@ BIASBED_CASES = {
     "in-distribution ignored": (["--in-distribution", "a=b"], "--in-distribution applies"),
     "test head ignored": (["--test-head", "a=imagenet1k"], "--test-head applies to"),
     "image size ignored": (["--image-size", "64"], "--image-size applies to"),
+    "hyper-parameter unknown": (["--hparam", "erm:bogus=1"], "hyper-parameter of algorithm erm"),
 }
 
 

@@ -72,3 +72,20 @@ def test_cuda_is_checked_here_only_where_the_jobs_run_here(tmp_path: Path, monke
     res = runner.invoke(app, [*RUN[:-1], "tpu", "--backend", "slurm", "--out", str(tmp_path)])
     assert res.exit_code == 2 and "unknown device 'tpu'" in res.output
     assert not (tmp_path / "here").exists() and not calls
+
+
+def test_bad_hyperparameters_are_refused_before_any_job_is_written(tmp_path: Path) -> None:
+    """Checked as creating the algorithm checks them, but up front: one line and exit 2, not a
+    job that fails after the run has started."""
+    for algorithm, hparams, message in (
+            ("vae", "lr: -1.0", "hyper-parameter lr of algorithm vae must be a number > 0"),
+            ("erm", "bogus: 1", "unknown hyper-parameter of algorithm erm 'bogus'")):
+        config = tmp_path / f"{algorithm}.yaml"
+        config.write_text(f"hparams:\n  {hparams}\n")
+        model = "vae" if algorithm == "vae" else "small_cnn"
+        out = tmp_path / algorithm
+        res = runner.invoke(app, [*RUN[:3], model, *RUN[4:], "--algorithm", algorithm,
+                                  "--config", str(config), "--out", str(out)])
+        assert res.exit_code == 2, res.output
+        assert res.stderr.startswith(f"Error: {message}"), res.stderr
+        assert not out.exists()

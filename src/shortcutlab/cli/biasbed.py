@@ -9,6 +9,7 @@ import typer
 from shortcutlab.cli.options import (
     BackendOptions,
     backend_options,
+    check_hyperparameters,
     check_statistics,
     df_option,
     former_preset_option,
@@ -165,6 +166,7 @@ def run(
     if precision is not None and resolved is not None:  # remote jobs resolve their own device
         check_precision(precision, resolved)
     planned = [replace(p, job=run_on.apply_threads(p.job)) for p in planned]
+    check_hyperparameters(p.job.train for p in planned)  # before protocol.json is written
     run_on.check()  # an unknown or unavailable backend, before protocol.json is written
     runs, datasets = settings.run_seeds(), dict.fromkeys(p.dataset for p in planned)
     console = PlainConsole(stderr=as_json)

@@ -93,6 +93,7 @@ def run(
     folder share the work (a job is claimed while it runs). At the end the job table is written
     to <out>/jobs.csv and jobs.parquet.
     """
+    from shortcutlab.cli.options import check_hyperparameters
     from shortcutlab.diagvib.jobs import DiagvibParams, build_jobs
     from shortcutlab.diagvib.presets import DIAGVIB_PRESET
     from shortcutlab.runner.runs import (
@@ -119,6 +120,7 @@ def run(
                       specs_dir=specs, mnist=mnist, textures=textures,
                       head=cast("Head | None", head))
     jobs = [run_on.apply_threads(job) for job in jobs]
+    check_hyperparameters(job.train for job in jobs)  # before any job.json is written
     run_on.check()  # an unknown or unavailable backend, before anything is written
     console = PlainConsole(stderr=True)
     described = jobs[0].train.describe_preset() if jobs else base.describe_preset()

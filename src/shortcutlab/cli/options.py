@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     import torch
 
     from shortcutlab.runner.jobs import Job
+    from shortcutlab.train.config import TrainConfig
 
 
 def mnist_option(what: str = "") -> Any:
@@ -151,6 +152,20 @@ def check_statistics(df: str, nemenyi: str) -> None:
         raise StatsError(unknown_choice("--df convention", df, DF_CONVENTIONS))
     if nemenyi not in NEMENYI_METHODS:
         raise StatsError(unknown_choice("--nemenyi method", nemenyi, NEMENYI_METHODS))
+
+
+def check_hyperparameters(configs: Iterable[TrainConfig]) -> None:
+    """Each distinct algorithm/hyper-parameter setting of a run's jobs checked as creating the
+    algorithm would check it (an unknown key, a wrong type, a value out of range), so a bad
+    ``--hparam`` is one line before anything is written, not a failed job."""
+    from shortcutlab.train.algorithms import check_hparams
+
+    seen: set[str] = set()
+    for config in configs:
+        key = f"{config.algorithm} {sorted(config.hparams.items())!r}"
+        if key not in seen:
+            seen.add(key)
+            check_hparams(config)
 
 
 # ------------------------------------------------------------- backends (diagvib run, biasbed run)

@@ -16,6 +16,8 @@ registered classifier (e.g. ``small_cnn`` for fast CPU runs) the algorithm puts 
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 import torch.nn.functional as F
 
@@ -33,11 +35,14 @@ class ASR(Algorithm):
     name = "asr"
     hparams_defaults = {"adv_weight": 1.0, "recon_weight": 1.0, "lens_width": 16}
 
+    @classmethod
+    def check_hparam_values(cls, hparams: dict[str, Any]) -> None:
+        check_ranges(cls.name, hparams, non_negative=("adv_weight", "recon_weight"))
+
     def __init__(
         self, num_classes: int, config: TrainConfig, context: AlgorithmContext | None = None
     ) -> None:
-        super().__init__(num_classes, config, context)
-        check_ranges(self.name, self.hparams, non_negative=("adv_weight", "recon_weight"))
+        super().__init__(num_classes, config, context)  # checks the hyper-parameters
         net = self.build_network()
         if not isinstance(net, ASRNet):
             net = ASRNet(UNetLens(int(self.hparams["lens_width"])), net)

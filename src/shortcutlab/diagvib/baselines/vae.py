@@ -63,19 +63,21 @@ class VAE(Algorithm):
         "lr": 1e-4, "beta": 1.0, "classifier": VAE_CLASSIFIER_DEFAULT, "ce_weight": 1.0,
     }
 
+    @classmethod
+    def check_hparam_values(cls, hparams: dict[str, Any]) -> None:
+        if hparams["classifier"] not in CLASSIFIERS:
+            raise TrainError(unknown_choice(f"classifier of algorithm {cls.name}",
+                                            hparams["classifier"], list(CLASSIFIERS)))
+        check_ranges(cls.name, hparams, positive=("lr",), non_negative=("beta", "ce_weight"))
+        if hparams["classifier"] == "probe" and hparams["ce_weight"] != 1.0:
+            raise TrainError(f"hyper-parameter ce_weight of algorithm {cls.name} weighs the "
+                             "head's cross entropy in the encoder's loss: only with classifier "
+                             "joint (the probe's reaches the head alone)")
+
     def __init__(
         self, num_classes: int, config: TrainConfig, context: AlgorithmContext | None = None
     ) -> None:
-        super().__init__(num_classes, config, context)
-        if self.hparams["classifier"] not in CLASSIFIERS:
-            raise TrainError(unknown_choice(f"classifier of algorithm {self.name}",
-                                            self.hparams["classifier"], list(CLASSIFIERS)))
-        check_ranges(self.name, self.hparams, positive=("lr",),
-                     non_negative=("beta", "ce_weight"))
-        if self.hparams["classifier"] == "probe" and self.hparams["ce_weight"] != 1.0:
-            raise TrainError(f"hyper-parameter ce_weight of algorithm {self.name} weighs the "
-                             "head's cross entropy in the encoder's loss: only with classifier "
-                             "joint (the probe's reaches the head alone)")
+        super().__init__(num_classes, config, context)  # checks the hyper-parameters
         net = self.build_network()
         if not isinstance(net, ConvVAE):
             raise TrainError(
@@ -150,11 +152,15 @@ class FactorVAE(VAE):
         **VAE.hparams_defaults, "gamma": 20.0, "disc_lr": 1e-5,
     }
 
+    @classmethod
+    def check_hparam_values(cls, hparams: dict[str, Any]) -> None:
+        super().check_hparam_values(hparams)
+        check_ranges(cls.name, hparams, positive=("disc_lr",), non_negative=("gamma",))
+
     def __init__(
         self, num_classes: int, config: TrainConfig, context: AlgorithmContext | None = None
     ) -> None:
         super().__init__(num_classes, config, context)
-        check_ranges(self.name, self.hparams, positive=("disc_lr",), non_negative=("gamma",))
         self.discriminator = FactorDiscriminator(self.network.latent)
         # Kim & Mnih's discriminator betas; the paper gives only the learning rate
         self.disc_optimizer = torch.optim.Adam(

@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from collections.abc import Callable
-from typing import TYPE_CHECKING, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from shortcutlab.errors import TrainError
 from shortcutlab.utils.registry import Registry
@@ -71,6 +71,13 @@ def get_algorithm_class(name: str) -> type[Algorithm]:
     return REGISTRY.get(name)
 
 
+def check_hparams(config: TrainConfig) -> dict[str, Any]:
+    """``config``'s algorithm hyper-parameters resolved against the algorithm's defaults, or the
+    one-line TrainError that creating the algorithm would raise for them (an unknown key, a
+    value of the wrong type or out of range): commands check before any job is written."""
+    return get_algorithm_class(config.algorithm)._resolve_hparams(config.hparams)
+
+
 def create_algorithm(
     name: str,
     num_classes: int,
@@ -85,6 +92,7 @@ __all__ = [
     "ENTRY_POINT_GROUP",
     "REGISTRY",
     "check_algorithm_name",
+    "check_hparams",
     "create_algorithm",
     "get_algorithm_class",
     "list_algorithms",

@@ -95,7 +95,14 @@ class Algorithm(nn.Module):
                     f"{type(default).__name__}, got {value!r}"
                 )
             out[key] = float(value) if isinstance(default, float) else value
+        cls.check_hparam_values(out)
         return out
+
+    @classmethod
+    def check_hparam_values(cls, hparams: dict[str, Any]) -> None:
+        """Raise a one-line TrainError for resolved ``hparams`` this algorithm cannot train with
+        (a subclass's ranges and choices; none here). Pure: a command checks a run's configs
+        with :func:`shortcutlab.train.algorithms.check_hparams` before any job starts."""
 
     # ---------------------------------------------------------------- helpers for subclasses
     def build_network(self, num_classes: int | None = None) -> nn.Module:
