@@ -30,7 +30,7 @@ import pandas as pd
 import torch
 from PIL import Image
 from torch import nn
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader, Dataset, default_collate
 
 from shortcutlab.errors import DataNotFoundError, ImagenetXError, unknown_choice
 from shortcutlab.train.normalization import IMAGENET_MEAN, IMAGENET_STD
@@ -129,9 +129,21 @@ class _ImageFiles(Dataset):
     def __len__(self) -> int:
         return len(self.files)
 
-    def __getitem__(self, index: int) -> torch.Tensor:
-        with Image.open(self.files[index]) as img:
-            return self.transform(img.convert("RGB"))
+    def __getitem__(self, index: int) -> torch.Tensor | str:
+        """The image as a tensor, or a one-line message naming a file PIL cannot read (returned,
+        not raised: a worker process's exception would come back with its traceback)."""
+        path = self.files[index]
+        try:
+            with Image.open(path) as img:
+                rgb = img.convert("RGB")  # decodes: a truncated file fails here
+        except (OSError, SyntaxError, ValueError, Image.DecompressionBombError) as exc:
+            return f"{path}: not a readable image ({exc}); remove or replace it"
+        return self.transform(rgb)
+
+
+def _collate(items: list[torch.Tensor | str]) -> torch.Tensor | str:
+    """A batch of images, or the message of its first unreadable file."""
+    return next((item for item in items if isinstance(item, str)), None) or default_collate(items)
 
 
 def _unknown_model(name: str) -> str:
@@ -229,7 +241,7 @@ def predict_folder(
     model = model.to(dev).eval()
     loader = DataLoader(
         _ImageFiles(files, transform), batch_size=batch_size, shuffle=False,
-        num_workers=num_workers,
+        num_workers=num_workers, collate_fn=_collate,
     )
     classes = np.empty(len(files), dtype=np.int64)
     probs = np.empty(len(files), dtype=np.float64)
@@ -237,6 +249,8 @@ def predict_folder(
     with progress_bar(disable=not show_progress) as bar:
         task = bar.add_task("predicting", total=len(files))
         for batch in loader:
+            if isinstance(batch, str):
+                raise ImagenetXError(batch)
             logits = model(batch.to(dev)).float()
             if logits.ndim != 2 or logits.shape[1] != NUM_CLASSES:
                 raise ImagenetXError(

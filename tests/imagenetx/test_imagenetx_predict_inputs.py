@@ -1,0 +1,59 @@
+"""``imagenetx predict`` on awkward folders and outputs: refused in one line naming the problem,
+before the model runs over the images where it can be."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+from typer.testing import CliRunner
+
+from shortcutlab.cli.main import app
+from shortcutlab.imagenetx.predict import build_model
+
+runner = CliRunner()
+
+
+def _save(path, seed=0, size=(40, 48, 3)):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pixels = np.random.default_rng(seed).integers(0, 255, size, dtype=np.uint8)
+    Image.fromarray(pixels).save(path, format="JPEG")
+
+
+def _folder(root, n=3):
+    for i in range(1, n + 1):
+        _save(root / f"ILSVRC2012_val_{i:08d}.JPEG", seed=i)
+    return root
+
+
+@pytest.fixture()
+def weights(tmp_path):
+    torch.manual_seed(0)
+    path = tmp_path / "w.pt"
+    torch.save(build_model("small_cnn").state_dict(), path)
+    return path
+
+
+def _predict(weights, folder, out, *extra):
+    return runner.invoke(app, ["imagenetx", "predict", "--model", "small_cnn", "--weights",
+                               str(weights), "--imagenet-val", str(folder), "--out", str(out),
+                               "--image-size", "32", *extra])
+
+
+@pytest.mark.parametrize("workers", ["0", "1"])
+def test_unreadable_image_is_one_line_naming_the_file(tmp_path, weights, workers):
+    folder = _folder(tmp_path / "val")
+    whole = folder / "ILSVRC2012_val_00000001.JPEG"
+    _save(tmp_path / "big.JPEG", size=(300, 400, 3))
+    data = (tmp_path / "big.JPEG").read_bytes()
+    (folder / "ILSVRC2012_val_00000002.JPEG").write_bytes(data[: len(data) // 2])  # truncated
+    out = _predict(weights, folder, tmp_path / "p.csv", "--num-workers", workers)
+    assert out.exit_code == 2, out.output
+    error = [line for line in out.output.splitlines() if line.startswith("Error")]
+    assert len(error) == 1 and "ILSVRC2012_val_00000002.JPEG" in error[0], out.output
+    assert "Traceback" not in out.output and not (tmp_path / "p.csv").exists()
+    (folder / "ILSVRC2012_val_00000002.JPEG").write_text("not an image")
+    out = _predict(weights, folder, tmp_path / "p.csv", "--num-workers", workers)
+    assert out.exit_code == 2 and "Traceback" not in out.output, out.output
+    assert "ILSVRC2012_val_00000002.JPEG" in out.output and whole.is_file()
