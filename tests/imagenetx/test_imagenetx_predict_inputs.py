@@ -57,3 +57,12 @@ def test_unreadable_image_is_one_line_naming_the_file(tmp_path, weights, workers
     out = _predict(weights, folder, tmp_path / "p.csv", "--num-workers", workers)
     assert out.exit_code == 2 and "Traceback" not in out.output, out.output
     assert "ILSVRC2012_val_00000002.JPEG" in out.output and whole.is_file()
+
+
+def test_bad_out_is_refused_before_the_images_are_predicted(tmp_path, weights):
+    folder = _folder(tmp_path / "val")
+    (tmp_path / "adir").mkdir()
+    for out_path in (tmp_path / "adir", folder / "ILSVRC2012_val_00000001.JPEG" / "p.csv"):
+        out = _predict(weights, folder, out_path)
+        assert out.exit_code == 2, out.output
+        assert "predicting" not in out.output, out.output  # refused before the model ran

@@ -37,7 +37,7 @@ from shortcutlab.train.normalization import IMAGENET_MEAN, IMAGENET_STD
 from shortcutlab.utils.device import resolve_device
 from shortcutlab.utils.display import result_html
 from shortcutlab.utils.imagenet import NUM_CLASSES
-from shortcutlab.utils.io import write_text
+from shortcutlab.utils.io import check_output_file, write_text
 from shortcutlab.utils.progress import progress_bar
 
 IMAGE_SUFFIXES = (".jpeg", ".jpg", ".png")
@@ -236,6 +236,7 @@ def predict_folder(
                      else eval_transform(image_size))
     if batch_size < 1:
         raise ImagenetXError(f"batch size must be positive, got {batch_size}")
+    check_output_file(out)  # a bad --out is refused now, not after predicting every image
     files = find_images(image_root)
     dev = resolve_device(device)
     model = model.to(dev).eval()
