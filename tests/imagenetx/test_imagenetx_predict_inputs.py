@@ -66,3 +66,14 @@ def test_bad_out_is_refused_before_the_images_are_predicted(tmp_path, weights):
         out = _predict(weights, folder, out_path)
         assert out.exit_code == 2, out.output
         assert "predicting" not in out.output, out.output  # refused before the model ran
+
+
+def test_file_names_evaluate_cannot_read_are_refused_before_predicting(tmp_path, weights):
+    """A CSV that `evaluate` refuses as a whole must not be written after an hour of work."""
+    folder = _folder(tmp_path / "val")
+    _save(folder / "n01440764" / "ILSVRC2012_val_00000004_n01440764.JPEG")  # another layout
+    out = _predict(weights, folder, tmp_path / "p.csv")
+    assert out.exit_code == 2, out.output
+    assert "ILSVRC2012_val_00000004_n01440764.JPEG" in out.output
+    assert "ILSVRC2012_val_00000001.JPEG" in out.output  # the expected form
+    assert "predicting" not in out.output and not (tmp_path / "p.csv").exists()

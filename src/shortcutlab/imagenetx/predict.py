@@ -33,6 +33,7 @@ from torch import nn
 from torch.utils.data import DataLoader, Dataset, default_collate
 
 from shortcutlab.errors import DataNotFoundError, ImagenetXError, unknown_choice
+from shortcutlab.imagenetx.annotations import val_image_index
 from shortcutlab.train.normalization import IMAGENET_MEAN, IMAGENET_STD
 from shortcutlab.utils.device import resolve_device
 from shortcutlab.utils.display import result_html
@@ -48,7 +49,9 @@ CROP_MODES = ("center", "squash")  # timm's; "border" (letterbox) is refused, no
 
 
 def find_images(root: str | os.PathLike[str]) -> list[Path]:
-    """Image files under ``root`` (recursively), sorted by file name; names must be unique."""
+    """Image files under ``root`` (recursively), sorted by file name; names must be unique
+    ImageNet validation names (``ILSVRC2012_val_00000001.JPEG``), the ones
+    :mod:`~shortcutlab.imagenetx.predictions` reads."""
     root = Path(root)
     if not root.is_dir():
         raise DataNotFoundError(
@@ -66,6 +69,14 @@ def find_images(root: str | os.PathLike[str]) -> list[Path]:
     if repeated:
         raise ImagenetXError(
             f"image file names must be unique under {root}; repeated: {', '.join(repeated[:5])}"
+        )
+    unknown = [p for p, i in zip(files, val_image_index(np.asarray(names)), strict=True) if i < 0]
+    if unknown:
+        raise ImagenetXError(
+            f"{len(unknown)} of {len(files)} images under {root} are not named as ImageNet "
+            f"validation images (first: {str(unknown[0].relative_to(root))!r}); expected "
+            "ILSVRC2012_val_00000001.JPEG ... ILSVRC2012_val_00050000.JPEG, flat or in class "
+            "sub-folders (the names imagenetx evaluate reads)"
         )
     return files
 
