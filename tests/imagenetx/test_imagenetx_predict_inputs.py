@@ -4,6 +4,7 @@ before the model runs over the images where it can be."""
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 from PIL import Image
@@ -77,3 +78,15 @@ def test_file_names_evaluate_cannot_read_are_refused_before_predicting(tmp_path,
     assert "ILSVRC2012_val_00000004_n01440764.JPEG" in out.output
     assert "ILSVRC2012_val_00000001.JPEG" in out.output  # the expected form
     assert "predicting" not in out.output and not (tmp_path / "p.csv").exists()
+
+
+def test_symlinked_class_folders_are_followed(tmp_path, weights):
+    real = _folder(tmp_path / "store" / "n01440764")
+    linked = tmp_path / "val"
+    linked.mkdir()
+    (linked / "n01440764").symlink_to(real, target_is_directory=True)
+    (linked / "loop").symlink_to(linked, target_is_directory=True)  # a cycle ends
+    out = _predict(weights, linked, tmp_path / "p.csv")
+    assert out.exit_code == 0, out.output
+    frame = pd.read_csv(tmp_path / "p.csv")
+    assert frame["file_name"].tolist() == [f"ILSVRC2012_val_{i:08d}.JPEG" for i in (1, 2, 3)]

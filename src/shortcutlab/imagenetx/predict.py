@@ -48,6 +48,21 @@ INTERPOLATIONS = ("bilinear", "bicubic", "nearest")
 CROP_MODES = ("center", "squash")  # timm's; "border" (letterbox) is refused, not replaced
 
 
+def _walk(root: Path) -> list[Path]:
+    """Every file under ``root``, following symlinked folders (class folders are often links;
+    ``Path.rglob`` skips them) but entering each real folder once (a link cycle ends)."""
+    seen: set[tuple[int, int]] = set()
+    found: list[Path] = []
+    for folder, dirs, names in os.walk(root, followlinks=True):
+        info = os.stat(folder)
+        if (info.st_dev, info.st_ino) in seen:
+            dirs.clear()
+            continue
+        seen.add((info.st_dev, info.st_ino))
+        found += [Path(folder, name) for name in names]
+    return found
+
+
 def find_images(root: str | os.PathLike[str]) -> list[Path]:
     """Image files under ``root`` (recursively), sorted by file name; names must be unique
     ImageNet validation names (``ILSVRC2012_val_00000001.JPEG``), the ones
@@ -59,7 +74,7 @@ def find_images(root: str | os.PathLike[str]) -> list[Path]:
             "your local copy (flat ILSVRC2012_val_*.JPEG files or class sub-folders)"
         )
     files = sorted(
-        (p for p in root.rglob("*") if p.suffix.lower() in IMAGE_SUFFIXES and p.is_file()),
+        (p for p in _walk(root) if p.suffix.lower() in IMAGE_SUFFIXES and p.is_file()),
         key=lambda p: (p.name, str(p)),
     )
     if not files:
