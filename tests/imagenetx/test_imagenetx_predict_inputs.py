@@ -3,6 +3,8 @@ before the model runs over the images where it can be."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -90,3 +92,18 @@ def test_symlinked_class_folders_are_followed(tmp_path, weights):
     assert out.exit_code == 0, out.output
     frame = pd.read_csv(tmp_path / "p.csv")
     assert frame["file_name"].tolist() == [f"ILSVRC2012_val_{i:08d}.JPEG" for i in (1, 2, 3)]
+
+
+def test_data_config_with_the_options_it_replaces_is_refused(tmp_path, weights):
+    folder = _folder(tmp_path / "val")
+    (tmp_path / "cfg.json").write_text(json.dumps({"input_size": [3, 24, 24]}))
+    out = runner.invoke(app, ["imagenetx", "predict", "--model", "small_cnn", "--weights",
+                              str(weights), "--imagenet-val", str(folder), "--out",
+                              str(tmp_path / "p.csv"), "--data-config", str(tmp_path / "cfg.json"),
+                              "--crop-pct", "1.0"])
+    assert out.exit_code == 2, out.output
+    assert "--crop-pct" in out.output and "--data-config" in out.output
+    ok = runner.invoke(app, ["imagenetx", "predict", "--model", "small_cnn", "--weights",
+                             str(weights), "--imagenet-val", str(folder), "--out",
+                             str(tmp_path / "p.csv"), "--data-config", str(tmp_path / "cfg.json")])
+    assert ok.exit_code == 0, ok.output
