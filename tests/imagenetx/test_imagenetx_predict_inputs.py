@@ -107,3 +107,13 @@ def test_data_config_with_the_options_it_replaces_is_refused(tmp_path, weights):
                              str(weights), "--imagenet-val", str(folder), "--out",
                              str(tmp_path / "p.csv"), "--data-config", str(tmp_path / "cfg.json")])
     assert ok.exit_code == 0, ok.output
+
+
+def test_non_square_input_size_is_refused():
+    from shortcutlab.errors import ImagenetXError
+    from shortcutlab.imagenetx.predict import transform_from_config
+
+    with pytest.raises(ImagenetXError, match="input_size"):
+        transform_from_config({"input_size": [3, 1024, 768]})
+    assert transform_from_config({"input_size": [3, 24, 24]})(Image.new("RGB", (40, 30))).shape \
+        == (3, 24, 24)

@@ -134,6 +134,9 @@ def transform_from_config(config: Mapping[str, object]):
     keys keep the defaults), e.g. a model's ``pretrained_cfg`` saved as JSON."""
     known = {"input_size", "image_size", "crop_pct", "crop_mode", "interpolation", "mean", "std"}
     size = config.get("input_size", config.get("image_size", 224))
+    if isinstance(size, list | tuple) and len(size) >= 2 and size[-1] != size[-2]:
+        raise ImagenetXError(f"bad data config (input_size): {list(size)} is not square; the "
+                             "centre crop is square (give input_size [3, N, N])")
     try:
         side = int(size[-1] if isinstance(size, list | tuple) else size)  # type: ignore[arg-type]
         return eval_transform(
