@@ -131,30 +131,38 @@ def predict_cmd(
         None, "--weights", help="Local state-dict file with the model's 1000-class weights."
     ),
     batch_size: int = typer.Option(64, min=1, help="Images per forward pass."),
-    image_size: int = typer.Option(224, min=1, help="Centre-crop size (resize to size / "
-                                   "crop-pct first)."),
-    crop_pct: float = typer.Option(0.875, help="Crop fraction (timm's crop_pct; 0.875 = 224/256)."),
-    interpolation: str = typer.Option("bilinear", help="Resize interpolation: bilinear, bicubic "
-                                      "or nearest."),
+    image_size: int = typer.Option(None, min=1, help="Centre-crop size (resize to size / "
+                                   "crop-pct first)  [default: 224]"),
+    crop_pct: float = typer.Option(None, help="Crop fraction (timm's crop_pct; 0.875 = 224/256)"
+                                   "  [default: 0.875]"),
+    interpolation: str = typer.Option(None, help="Resize interpolation: bilinear, bicubic "
+                                      "or nearest  [default: bilinear]"),
     data_config: Path = typer.Option(
         None, "--data-config", help="JSON/YAML data config of the model (timm's input_size, "
-        "crop_pct, interpolation, mean, std); replaces the three options above."),
+        "crop_pct, interpolation, mean, std); replaces the three options above (not given "
+        "with it)."),
     device: str = typer.Option("auto", help="auto, cpu or cuda."),
     num_workers: int = typer.Option(0, min=0, help="DataLoader worker processes."),
 ) -> None:
     """Run a model over a local ImageNet validation folder and write its predictions CSV."""
+    from shortcutlab.errors import DataNotFoundError, ImagenetXError
     from shortcutlab.imagenetx.predict import (
+        CROP_PCT,
         build_model,
         eval_transform,
         predict_folder,
         transform_from_config,
     )
 
+    given = {"--image-size": image_size, "--crop-pct": crop_pct, "--interpolation": interpolation}
     if data_config is not None:
         import yaml
 
-        from shortcutlab.errors import DataNotFoundError, ImagenetXError
-
+        clash = [name for name, value in given.items() if value is not None]
+        if clash:
+            raise ImagenetXError(f"{', '.join(clash)} and --data-config both set the "
+                                 "preprocessing; give the data config alone (edit its keys) or "
+                                 "the options alone")
         if not data_config.is_file():
             raise DataNotFoundError(f"data config {str(data_config)!r} does not exist")
         from shortcutlab.utils.io import load_yaml
@@ -169,7 +177,9 @@ def predict_cmd(
             raise ImagenetXError(f"{data_config}: expected a mapping of data-config keys")
         transform = transform_from_config(config)
     else:
-        transform = eval_transform(image_size, crop_pct, interpolation)
+        transform = eval_transform(224 if image_size is None else image_size,
+                                   CROP_PCT if crop_pct is None else crop_pct,
+                                   interpolation or "bilinear")
     net = build_model(model, weights)
     if weights is None:
         typer.echo("Warning: no --weights given; the model is randomly initialised", err=True)

@@ -30,14 +30,15 @@ import pandas as pd
 import torch
 from PIL import Image
 from torch import nn
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader, Dataset, default_collate
 
 from shortcutlab.errors import DataNotFoundError, ImagenetXError, unknown_choice
+from shortcutlab.imagenetx.annotations import val_image_index
 from shortcutlab.train.normalization import IMAGENET_MEAN, IMAGENET_STD
 from shortcutlab.utils.device import resolve_device
 from shortcutlab.utils.display import result_html
 from shortcutlab.utils.imagenet import NUM_CLASSES
-from shortcutlab.utils.io import write_text
+from shortcutlab.utils.io import check_output_file, write_text
 from shortcutlab.utils.progress import progress_bar
 
 IMAGE_SUFFIXES = (".jpeg", ".jpg", ".png")
@@ -47,8 +48,25 @@ INTERPOLATIONS = ("bilinear", "bicubic", "nearest")
 CROP_MODES = ("center", "squash")  # timm's; "border" (letterbox) is refused, not replaced
 
 
+def _walk(root: Path) -> list[Path]:
+    """Every file under ``root``, following symlinked folders (class folders are often links;
+    ``Path.rglob`` skips them) but entering each real folder once (a link cycle ends)."""
+    seen: set[tuple[int, int]] = set()
+    found: list[Path] = []
+    for folder, dirs, names in os.walk(root, followlinks=True):
+        info = os.stat(folder)
+        if (info.st_dev, info.st_ino) in seen:
+            dirs.clear()
+            continue
+        seen.add((info.st_dev, info.st_ino))
+        found += [Path(folder, name) for name in names]
+    return found
+
+
 def find_images(root: str | os.PathLike[str]) -> list[Path]:
-    """Image files under ``root`` (recursively), sorted by file name; names must be unique."""
+    """Image files under ``root`` (recursively), sorted by file name; names must be unique
+    ImageNet validation names (``ILSVRC2012_val_00000001.JPEG``), the ones
+    :mod:`~shortcutlab.imagenetx.predictions` reads."""
     root = Path(root)
     if not root.is_dir():
         raise DataNotFoundError(
@@ -56,7 +74,7 @@ def find_images(root: str | os.PathLike[str]) -> list[Path]:
             "your local copy (flat ILSVRC2012_val_*.JPEG files or class sub-folders)"
         )
     files = sorted(
-        (p for p in root.rglob("*") if p.suffix.lower() in IMAGE_SUFFIXES and p.is_file()),
+        (p for p in _walk(root) if p.suffix.lower() in IMAGE_SUFFIXES and p.is_file()),
         key=lambda p: (p.name, str(p)),
     )
     if not files:
@@ -66,6 +84,14 @@ def find_images(root: str | os.PathLike[str]) -> list[Path]:
     if repeated:
         raise ImagenetXError(
             f"image file names must be unique under {root}; repeated: {', '.join(repeated[:5])}"
+        )
+    unknown = [p for p, i in zip(files, val_image_index(np.asarray(names)), strict=True) if i < 0]
+    if unknown:
+        raise ImagenetXError(
+            f"{len(unknown)} of {len(files)} images under {root} are not named as ImageNet "
+            f"validation images (first: {str(unknown[0].relative_to(root))!r}); expected "
+            "ILSVRC2012_val_00000001.JPEG ... ILSVRC2012_val_00050000.JPEG, flat or in class "
+            "sub-folders (the names imagenetx evaluate reads)"
         )
     return files
 
@@ -108,6 +134,9 @@ def transform_from_config(config: Mapping[str, object]):
     keys keep the defaults), e.g. a model's ``pretrained_cfg`` saved as JSON."""
     known = {"input_size", "image_size", "crop_pct", "crop_mode", "interpolation", "mean", "std"}
     size = config.get("input_size", config.get("image_size", 224))
+    if isinstance(size, list | tuple) and len(size) >= 2 and size[-1] != size[-2]:
+        raise ImagenetXError(f"bad data config (input_size): {list(size)} is not square; the "
+                             "centre crop is square (give input_size [3, N, N])")
     try:
         side = int(size[-1] if isinstance(size, list | tuple) else size)  # type: ignore[arg-type]
         return eval_transform(
@@ -129,9 +158,21 @@ class _ImageFiles(Dataset):
     def __len__(self) -> int:
         return len(self.files)
 
-    def __getitem__(self, index: int) -> torch.Tensor:
-        with Image.open(self.files[index]) as img:
-            return self.transform(img.convert("RGB"))
+    def __getitem__(self, index: int) -> torch.Tensor | str:
+        """The image as a tensor, or a one-line message naming a file PIL cannot read (returned,
+        not raised: a worker process's exception would come back with its traceback)."""
+        path = self.files[index]
+        try:
+            with Image.open(path) as img:
+                rgb = img.convert("RGB")  # decodes: a truncated file fails here
+        except (OSError, SyntaxError, ValueError, Image.DecompressionBombError) as exc:
+            return f"{path}: not a readable image ({exc}); remove or replace it"
+        return self.transform(rgb)
+
+
+def _collate(items: list[torch.Tensor | str]) -> torch.Tensor | str:
+    """A batch of images, or the message of its first unreadable file."""
+    return next((item for item in items if isinstance(item, str)), None) or default_collate(items)
 
 
 def _unknown_model(name: str) -> str:
@@ -224,12 +265,13 @@ def predict_folder(
                      else eval_transform(image_size))
     if batch_size < 1:
         raise ImagenetXError(f"batch size must be positive, got {batch_size}")
+    check_output_file(out)  # a bad --out is refused now, not after predicting every image
     files = find_images(image_root)
     dev = resolve_device(device)
     model = model.to(dev).eval()
     loader = DataLoader(
         _ImageFiles(files, transform), batch_size=batch_size, shuffle=False,
-        num_workers=num_workers,
+        num_workers=num_workers, collate_fn=_collate,
     )
     classes = np.empty(len(files), dtype=np.int64)
     probs = np.empty(len(files), dtype=np.float64)
@@ -237,6 +279,8 @@ def predict_folder(
     with progress_bar(disable=not show_progress) as bar:
         task = bar.add_task("predicting", total=len(files))
         for batch in loader:
+            if isinstance(batch, str):
+                raise ImagenetXError(batch)
             logits = model(batch.to(dev)).float()
             if logits.ndim != 2 or logits.shape[1] != NUM_CLASSES:
                 raise ImagenetXError(

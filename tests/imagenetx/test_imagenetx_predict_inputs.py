@@ -1,0 +1,119 @@
+"""``imagenetx predict`` on awkward folders and outputs: refused in one line naming the problem,
+before the model runs over the images where it can be."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from PIL import Image
+from typer.testing import CliRunner
+
+from shortcutlab.cli.main import app
+from shortcutlab.imagenetx.predict import build_model
+
+runner = CliRunner()
+
+
+def _save(path, seed=0, size=(40, 48, 3)):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pixels = np.random.default_rng(seed).integers(0, 255, size, dtype=np.uint8)
+    Image.fromarray(pixels).save(path, format="JPEG")
+
+
+def _folder(root, n=3):
+    for i in range(1, n + 1):
+        _save(root / f"ILSVRC2012_val_{i:08d}.JPEG", seed=i)
+    return root
+
+
+@pytest.fixture()
+def weights(tmp_path):
+    torch.manual_seed(0)
+    path = tmp_path / "w.pt"
+    torch.save(build_model("small_cnn").state_dict(), path)
+    return path
+
+
+def _predict(weights, folder, out, *extra):
+    return runner.invoke(app, ["imagenetx", "predict", "--model", "small_cnn", "--weights",
+                               str(weights), "--imagenet-val", str(folder), "--out", str(out),
+                               "--image-size", "32", *extra])
+
+
+@pytest.mark.parametrize("workers", ["0", "1"])
+def test_unreadable_image_is_one_line_naming_the_file(tmp_path, weights, workers):
+    folder = _folder(tmp_path / "val")
+    whole = folder / "ILSVRC2012_val_00000001.JPEG"
+    _save(tmp_path / "big.JPEG", size=(300, 400, 3))
+    data = (tmp_path / "big.JPEG").read_bytes()
+    (folder / "ILSVRC2012_val_00000002.JPEG").write_bytes(data[: len(data) // 2])  # truncated
+    out = _predict(weights, folder, tmp_path / "p.csv", "--num-workers", workers)
+    assert out.exit_code == 2, out.output
+    error = [line for line in out.output.splitlines() if line.startswith("Error")]
+    assert len(error) == 1 and "ILSVRC2012_val_00000002.JPEG" in error[0], out.output
+    assert "Traceback" not in out.output and not (tmp_path / "p.csv").exists()
+    (folder / "ILSVRC2012_val_00000002.JPEG").write_text("not an image")
+    out = _predict(weights, folder, tmp_path / "p.csv", "--num-workers", workers)
+    assert out.exit_code == 2 and "Traceback" not in out.output, out.output
+    assert "ILSVRC2012_val_00000002.JPEG" in out.output and whole.is_file()
+
+
+def test_bad_out_is_refused_before_the_images_are_predicted(tmp_path, weights):
+    folder = _folder(tmp_path / "val")
+    (tmp_path / "adir").mkdir()
+    for out_path in (tmp_path / "adir", folder / "ILSVRC2012_val_00000001.JPEG" / "p.csv"):
+        out = _predict(weights, folder, out_path)
+        assert out.exit_code == 2, out.output
+        assert "predicting" not in out.output, out.output  # refused before the model ran
+
+
+def test_file_names_evaluate_cannot_read_are_refused_before_predicting(tmp_path, weights):
+    """A CSV that `evaluate` refuses as a whole must not be written after an hour of work."""
+    folder = _folder(tmp_path / "val")
+    _save(folder / "n01440764" / "ILSVRC2012_val_00000004_n01440764.JPEG")  # another layout
+    out = _predict(weights, folder, tmp_path / "p.csv")
+    assert out.exit_code == 2, out.output
+    assert "ILSVRC2012_val_00000004_n01440764.JPEG" in out.output
+    assert "ILSVRC2012_val_00000001.JPEG" in out.output  # the expected form
+    assert "predicting" not in out.output and not (tmp_path / "p.csv").exists()
+
+
+def test_symlinked_class_folders_are_followed(tmp_path, weights):
+    real = _folder(tmp_path / "store" / "n01440764")
+    linked = tmp_path / "val"
+    linked.mkdir()
+    (linked / "n01440764").symlink_to(real, target_is_directory=True)
+    (linked / "loop").symlink_to(linked, target_is_directory=True)  # a cycle ends
+    out = _predict(weights, linked, tmp_path / "p.csv")
+    assert out.exit_code == 0, out.output
+    frame = pd.read_csv(tmp_path / "p.csv")
+    assert frame["file_name"].tolist() == [f"ILSVRC2012_val_{i:08d}.JPEG" for i in (1, 2, 3)]
+
+
+def test_data_config_with_the_options_it_replaces_is_refused(tmp_path, weights):
+    folder = _folder(tmp_path / "val")
+    (tmp_path / "cfg.json").write_text(json.dumps({"input_size": [3, 24, 24]}))
+    out = runner.invoke(app, ["imagenetx", "predict", "--model", "small_cnn", "--weights",
+                              str(weights), "--imagenet-val", str(folder), "--out",
+                              str(tmp_path / "p.csv"), "--data-config", str(tmp_path / "cfg.json"),
+                              "--crop-pct", "1.0"])
+    assert out.exit_code == 2, out.output
+    assert "--crop-pct" in out.output and "--data-config" in out.output
+    ok = runner.invoke(app, ["imagenetx", "predict", "--model", "small_cnn", "--weights",
+                             str(weights), "--imagenet-val", str(folder), "--out",
+                             str(tmp_path / "p.csv"), "--data-config", str(tmp_path / "cfg.json")])
+    assert ok.exit_code == 0, ok.output
+
+
+def test_non_square_input_size_is_refused():
+    from shortcutlab.errors import ImagenetXError
+    from shortcutlab.imagenetx.predict import transform_from_config
+
+    with pytest.raises(ImagenetXError, match="input_size"):
+        transform_from_config({"input_size": [3, 1024, 768]})
+    assert transform_from_config({"input_size": [3, 24, 24]})(Image.new("RGB", (40, 30))).shape \
+        == (3, 24, 24)
