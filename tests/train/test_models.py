@@ -131,6 +131,11 @@ def test_non_tensor_checkpoint_is_refused(tmp_path) -> None:
     empty.write_bytes(b"")
     with pytest.raises(TrainError, match=r"weights_only=True\): the file is empty$"):
         create_model("small_cnn", 3, pretrained=empty)
+    whole = tmp_path / "whole.pth"  # the model pickled, not its state dict
+    torch.save(create_model("small_cnn", 3), whole)
+    with pytest.raises(TrainError, match=r"save model.state_dict\(\) instead$") as refused:
+        create_model("small_cnn", 3, pretrained=whole)
+    assert "\n" not in str(refused.value)  # one line, not torch's six
 
 
 def test_rn50_in_frozen_backbone_trains_only_the_head(tmp_path) -> None:

@@ -14,6 +14,7 @@ is ever downloaded. The classifier head is the model's last ``nn.Linear``; it is
 
 from __future__ import annotations
 
+import pickle
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar, overload
@@ -258,9 +259,12 @@ def read_state_dict(path: str | Path) -> dict[str, torch.Tensor]:
     try:
         obj = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:
-        why = str(exc).strip() or (
-            "the file is empty" if path.stat().st_size == 0 else type(exc).__name__
-        )
+        if isinstance(exc, pickle.UnpicklingError):  # torch's message runs over six lines
+            why = ("it holds pickled objects, not only tensors (a whole model saved with "
+                   "torch.save(model)?); save model.state_dict() instead")
+        else:
+            why = str(exc).strip().splitlines()[0] if str(exc).strip() else (
+                "the file is empty" if path.stat().st_size == 0 else type(exc).__name__)
         raise TrainError(
             f"cannot read weights {path} with torch.load(weights_only=True): {why}"
         ) from None
