@@ -147,3 +147,21 @@ def test_metric_without_image_folders_is_refused() -> None:
     for metric in ("top1", "top-1"):
         with pytest.raises(BiasbedDataError, match="--metric applies to image-folder datasets"):
             folder_experiments(metric=metric)
+
+
+def test_a_class_map_edited_after_planning_is_a_new_job_and_the_old_one_refuses(
+        folders: dict[str, Path], tmp_path: Path) -> None:
+    """A job names its class map by path: its content enters the job's description (hence its
+    id), and the map read where the job runs must be the one planned."""
+    from shortcutlab.biasbed.folder_jobs import folder_from_spec
+
+    class_map = tmp_path / "map.csv"
+    class_map.write_text(folders["map"].read_text())
+    exp = FolderExperiment(folders["train"], folders["val"], {"cue": folders["cue"]}, class_map,
+                           32)
+    planned = exp.describe()
+    assert folder_from_spec(planned).mapping() == load_class_map(class_map)
+    class_map.write_text("source,target\nn001,green\nn002,red\nn003,red\n")  # labels swapped
+    assert exp.describe() != planned  # a new plan: new job ids
+    with pytest.raises(BiasbedDataError, match="changed since this run was planned"):
+        folder_from_spec(planned).mapping()

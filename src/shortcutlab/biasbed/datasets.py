@@ -39,6 +39,7 @@ reads.
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import os
 from collections.abc import Mapping, Sequence
@@ -82,6 +83,11 @@ TORCHVISION_CROP = ((0.08, 1.0), (3 / 4, 4 / 3))
 
 class BiasbedDataError(ShortcutlabError):
     """Bad dataset specification, folder layout or class map."""
+
+
+def file_sha256(path: str | os.PathLike[str]) -> str:
+    """The SHA-256 of a (small) file's bytes."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 def load_class_map(path: str | os.PathLike[str]) -> dict[str, str]:
@@ -284,6 +290,9 @@ class FolderExperiment:
     test_heads: dict[str, str] = field(default_factory=dict)
     in_distribution: tuple[str, ...] = ()
     metric: str = "auto"
+    #: The class map's SHA-256 when the job was planned (None: not checked): a map edited
+    #: since is refused where the job runs, and a new plan of it makes new job ids.
+    class_map_sha256: str | None = None
 
     def __post_init__(self) -> None:
         if self.metric not in METRICS:
@@ -323,7 +332,14 @@ class FolderExperiment:
                 )
 
     def mapping(self) -> dict[str, str] | None:
-        return None if self.class_map is None else load_class_map(self.class_map)
+        if self.class_map is None:
+            return None
+        if self.class_map_sha256 is not None and (
+                file_sha256(self.class_map) != self.class_map_sha256):
+            raise BiasbedDataError(
+                f"class map {str(self.class_map)!r} changed since this run was planned; its "
+                "results would carry labels of another map: plan the run again (new job ids)")
+        return load_class_map(self.class_map)
 
     def resolved_metric(self) -> str:
         """``top1`` or ``mean_per_class`` (``auto``: top-1 in the imagenet1k label space)."""
@@ -408,6 +424,7 @@ class FolderExperiment:
             "val_dir": absolute(self.val_dir),
             "test_dirs": {k: absolute(v) for k, v in sorted(self.test_dirs.items())},
             "class_map": None if self.class_map is None else absolute(self.class_map),
+            **({"class_map_sha256": file_sha256(self.class_map)} if self.class_map else {}),
             "image_size": self.image_size,
             # settings added later enter the description (and the job id) only when used
             **({"label_space": self.label_space_kind} if self.label_space_kind != "map" else {}),

@@ -36,6 +36,7 @@ def folder_from_spec(spec: Mapping[str, Any]) -> FolderExperiment:
         preprocess=str(spec.get("preprocess", "resize")),
         test_heads=dict(spec.get("test_heads", {})),
         metric=str(spec.get("metric", "mean_per_class")),
+        class_map_sha256=spec.get("class_map_sha256"),
     )
 
 
