@@ -228,6 +228,15 @@ def test_flat_summary_and_frame() -> None:
     frame = m.to_frame()
     assert list(frame["study"].unique()) == ["ZSO", "ZGO", "CHGO", "CHGO-ZGO"]
     assert len(frame) == 6 + 2 * 30 + 2 * 2 * 6 + 6
+    aggregates = frame[frame["metric"].isin(["FAAvg", "FAMin"])]
+    assert set(aggregates["n_pairs"]) == {5} and frame.loc[frame["metric"] == "P",
+                                                          "n_pairs"].isna().all()
+    table = synthetic_table(studies=("ZSO", "ZGO", "CHGO"), samples=(0, 1))
+    gone = (table["study"] == "ZGO") & (table["predicted"] == "hue") & (
+        table["correlated"] == "shape")
+    short = compute_metrics(table[~gone]).to_frame().set_index(["study", "metric", "predicted"])
+    assert short.loc[("ZGO", "FAAvg", "hue"), "n_pairs"] == 4  # the CSV says it is short
+    assert short.loc[("ZGO", "FAAvg", "shape"), "n_pairs"] == 5
 
 
 def test_labels_for_algorithms_and_scales() -> None:

@@ -545,21 +545,24 @@ class DiagvibMetrics(ShowsResult):
 
     def to_frame(self) -> pd.DataFrame:
         """One long tidy table of every number (for CSV): label, study, metric, predicted,
-        correlated, mean, sem, std, n."""
+        correlated, mean, sem, std, n, n_pairs (the correlated factors an FAAvg/FAMin averages,
+        the ZGO/CHGO pairs of an improvement; empty for P: a number over fewer than 5 says so)."""
         parts = [
             self.singles.assign(metric="P", correlated="").rename(columns={"factor": "predicted"}),
             self.pairs.assign(metric="P"),
             self.aggregates[~single_factor(self.aggregates["study"])]
             .rename(columns={"factor": "predicted"}).assign(correlated=""),
             self.chgo.assign(study="CHGO-ZGO", metric="improvement", correlated="")
-            .rename(columns={"factor": "predicted"}),
+            .rename(columns={"factor": "predicted", "n_cells": "n_pairs"}),
         ]
-        cols = ["label", "study", "metric", "predicted", "correlated", "mean", "sem", "std", "n"]
+        cols = ["label", "study", "metric", "predicted", "correlated", "mean", "sem", "std", "n",
+                "n_pairs"]
         frames = [p.reindex(columns=cols) for p in parts if len(p)]
         if not frames:
             return pd.DataFrame(columns=cols)
         out = pd.concat(frames, ignore_index=True)
         out["n"] = out["n"].astype(int)
+        out["n_pairs"] = out["n_pairs"].astype("Int64")
         rank = {v: i for i, v in enumerate((*study_names(), "CHGO-ZGO", *FACTORS, ""))}
         out = out.sort_values(
             ["label", "study", "metric", "predicted", "correlated"],
