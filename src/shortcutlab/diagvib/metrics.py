@@ -545,15 +545,15 @@ class DiagvibMetrics(ShowsResult):
 
     def to_frame(self) -> pd.DataFrame:
         """One long tidy table of every number (for CSV): label, study, metric, predicted,
-        correlated, mean, sem, std, n, n_pairs (the correlated factors an FAAvg/FAMin averages,
-        the ZGO/CHGO pairs of an improvement; empty for P: a number over fewer than 5 says so)."""
+        correlated, mean, sem, std, n, n_pairs (the fewest correlated factors an FAAvg/FAMin
+        averaged in a sample: below 5 it is short; empty for the other metrics)."""
         parts = [
             self.singles.assign(metric="P", correlated="").rename(columns={"factor": "predicted"}),
             self.pairs.assign(metric="P"),
             self.aggregates[~single_factor(self.aggregates["study"])]
             .rename(columns={"factor": "predicted"}).assign(correlated=""),
             self.chgo.assign(study="CHGO-ZGO", metric="improvement", correlated="")
-            .rename(columns={"factor": "predicted", "n_cells": "n_pairs"}),
+            .rename(columns={"factor": "predicted"}),
         ]
         cols = ["label", "study", "metric", "predicted", "correlated", "mean", "sem", "std", "n",
                 "n_pairs"]
