@@ -22,7 +22,6 @@ import torch
 import torch.nn.functional as F
 
 from shortcutlab.diagvib.baselines.networks import ASRNet, UNetLens
-from shortcutlab.diagvib.baselines.vae import check_ranges
 from shortcutlab.errors import TrainError
 from shortcutlab.train.algorithms.base import Algorithm, AlgorithmContext
 from shortcutlab.train.config import TrainConfig
@@ -37,7 +36,7 @@ class ASR(Algorithm):
 
     @classmethod
     def check_hparam_values(cls, hparams: dict[str, Any]) -> None:
-        check_ranges(cls.name, hparams, non_negative=("adv_weight", "recon_weight"))
+        cls.check_ranges(hparams, non_negative=("adv_weight", "recon_weight"))
 
     def __init__(
         self, num_classes: int, config: TrainConfig, context: AlgorithmContext | None = None

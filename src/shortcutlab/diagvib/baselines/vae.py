@@ -33,26 +33,12 @@ from shortcutlab.diagvib.baselines.networks import ConvVAE, FactorDiscriminator,
 from shortcutlab.errors import TrainError, unknown_choice
 from shortcutlab.train.algorithms.base import Algorithm, AlgorithmContext
 from shortcutlab.train.config import TrainConfig
-from shortcutlab.utils.checks import range_problem
 
 CLASSIFIERS = ("probe", "joint")
 #: How VAE and Factor-VAE predict a factor when ``hparams`` does not say (``classifier``):
 #: ``joint`` trains the head's cross entropy into the encoder (appendix A.2: every baseline is
 #: trained with standard cross entropy); ``probe`` is a head on frozen latents.
 VAE_CLASSIFIER_DEFAULT = "joint"
-
-
-def check_ranges(algorithm: str, hparams: dict[str, Any], positive: tuple[str, ...] = (),
-                 non_negative: tuple[str, ...] = ()) -> None:
-    """A TrainError naming the first of ``hparams`` outside its range: learning rates > 0 (a
-    per-group Adam learning rate is not checked by torch), loss weights >= 0 (a negative one
-    flips its term's sign), all finite."""
-    for keys, low_open in ((positive, True), (non_negative, False)):
-        for key in keys:
-            problem = range_problem(f"hyper-parameter {key} of algorithm {algorithm}",
-                                    hparams[key], 0.0, low_open=low_open)
-            if problem is not None:
-                raise TrainError(problem)
 
 
 class VAE(Algorithm):
@@ -68,7 +54,7 @@ class VAE(Algorithm):
         if hparams["classifier"] not in CLASSIFIERS:
             raise TrainError(unknown_choice(f"classifier of algorithm {cls.name}",
                                             hparams["classifier"], list(CLASSIFIERS)))
-        check_ranges(cls.name, hparams, positive=("lr",), non_negative=("beta", "ce_weight"))
+        cls.check_ranges(hparams, positive=("lr",), non_negative=("beta", "ce_weight"))
         if hparams["classifier"] == "probe" and hparams["ce_weight"] != 1.0:
             raise TrainError(f"hyper-parameter ce_weight of algorithm {cls.name} weighs the "
                              "head's cross entropy in the encoder's loss: only with classifier "
@@ -155,7 +141,7 @@ class FactorVAE(VAE):
     @classmethod
     def check_hparam_values(cls, hparams: dict[str, Any]) -> None:
         super().check_hparam_values(hparams)
-        check_ranges(cls.name, hparams, positive=("disc_lr",), non_negative=("gamma",))
+        cls.check_ranges(hparams, positive=("disc_lr",), non_negative=("gamma",))
 
     def __init__(
         self, num_classes: int, config: TrainConfig, context: AlgorithmContext | None = None

@@ -30,6 +30,7 @@ from shortcutlab.errors import TrainError, unknown_choice
 from shortcutlab.train.config import TrainConfig
 from shortcutlab.train.models import create_model
 from shortcutlab.train.normalization import InputNormalization
+from shortcutlab.utils.checks import range_problem
 from shortcutlab.utils.rng import torch_seed
 
 
@@ -103,6 +104,19 @@ class Algorithm(nn.Module):
         """Raise a one-line TrainError for resolved ``hparams`` this algorithm cannot train with
         (a subclass's ranges and choices; none here). Pure: a command checks a run's configs
         with :func:`shortcutlab.train.algorithms.check_hparams` before any job starts."""
+
+    @classmethod
+    def check_ranges(cls, hparams: dict[str, Any], positive: tuple[str, ...] = (),
+                     non_negative: tuple[str, ...] = ()) -> None:
+        """For :meth:`check_hparam_values`: a TrainError naming the first of ``hparams``
+        outside its range: learning rates > 0 (a per-group Adam learning rate is not checked
+        by torch), loss weights >= 0 (a negative one flips its term's sign), all finite."""
+        for keys, low_open in ((positive, True), (non_negative, False)):
+            for key in keys:
+                problem = range_problem(f"hyper-parameter {key} of algorithm {cls.name}",
+                                        hparams[key], 0.0, low_open=low_open)
+                if problem is not None:
+                    raise TrainError(problem)
 
     # ---------------------------------------------------------------- helpers for subclasses
     def build_network(self, num_classes: int | None = None) -> nn.Module:
