@@ -215,15 +215,20 @@ def dropout_model() -> Iterator[str]:
         yield "_dropout_test"
 
 
-def test_dropout_draws_the_same_whatever_the_number_of_loader_workers(dropout_model: str) -> None:
-    """A DataLoader iterator draws its base seed from torch's global RNG (dropout's): without
-    workers at every epoch, with persistent workers only once. The trainer makes them draw
-    alike, so a model with dropout trains to the same numbers with 0 or 1 workers."""
+def test_dropout_draws_the_same_whatever_the_loaders(dropout_model: str) -> None:
+    """A DataLoader iterator draws its base seed from a generator: torch's global one (dropout's
+    on the CPU) unless it is given its own. The trainer gives every loader its own, so a model
+    with dropout trains to the same numbers with 0 or 1 workers and with or without another
+    evaluation set."""
     cfg = TrainConfig(model=dropout_model, epochs=3, batch_size=16)
     data = dict(train_ds=FakeDiagvib(48), val_ds=FakeDiagvib(12, split="val"), test_sets={})
     no_workers = train(cfg, **data)
     one_worker = train(cfg, **data, num_workers=1)
     assert no_workers.epochs.equals(one_worker.epochs)
+    tested = train(cfg, **{**data, "test_sets": {"t": FakeDiagvib(12, split="test")}})
+    columns = ["epoch", "train_loss", "val_loss", "val_acc"]
+    assert no_workers.epochs[columns].equals(tested.epochs[columns].drop_duplicates("epoch")
+                                             .reset_index(drop=True))
 
 
 class _NanAtFirst(_Frozen):

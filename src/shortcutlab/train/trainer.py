@@ -130,32 +130,21 @@ def _to_device(batch: Mapping[str, Any], device: torch.device) -> dict[str, Any]
     }
 
 
-class _Loader(DataLoader):
-    """A DataLoader that draws from torch's global RNG once per pass whatever its number of
-    workers. Each new iterator draws its base seed from that RNG (dropout's, on the CPU):
-    without workers every pass makes a new one, while persistent workers keep the first, so
-    every later draw of a run would depend on ``num_workers``. A reused iterator here draws
-    the number a new one would have drawn."""
-
-    _passes = 0
-
-    def __iter__(self) -> Any:
-        if self._passes and self.persistent_workers and self.num_workers > 0:
-            torch.empty((), dtype=torch.int64).random_(generator=self.generator)
-        self._passes += 1
-        return super().__iter__()
-
-
 def _loader(
-    ds: Dataset, batch_sampler: Sampler | None, batch_size: int, num_workers: int, pin: bool
+    ds: Dataset, batch_sampler: Sampler | None, batch_size: int, num_workers: int, pin: bool,
+    seed: int = 0,
 ) -> DataLoader:
+    """A DataLoader with a generator of its own, seeded by ``seed``: each iterator draws its
+    base seed (the workers' random state) from it, never from torch's global RNG, which is
+    dropout's and a VAE's noise on the CPU. So neither the number of workers nor the number of
+    evaluation sets changes how a model trains."""
+    generator = torch.Generator().manual_seed(seed)
     if batch_sampler is not None:
-        return _Loader(
-            ds, batch_sampler=batch_sampler, num_workers=num_workers, pin_memory=pin,
-            persistent_workers=num_workers > 0,
-        )
-    return _Loader(ds, batch_size=batch_size, shuffle=False, num_workers=num_workers,
-                   pin_memory=pin, persistent_workers=num_workers > 0)
+        return DataLoader(ds, batch_sampler=batch_sampler, num_workers=num_workers,
+                          pin_memory=pin, persistent_workers=num_workers > 0,
+                          generator=generator)
+    return DataLoader(ds, batch_size=batch_size, shuffle=False, num_workers=num_workers,
+                      pin_memory=pin, persistent_workers=num_workers > 0, generator=generator)
 
 
 def _prepare_inputs(algorithm: Algorithm, x: torch.Tensor, channels_last: bool) -> torch.Tensor:
@@ -438,7 +427,8 @@ def _fit(
         eval_loaders = {name: DeviceBatches(ds, device, batch_size=eval_batch_size)
                         for name, ds in {"__val__": val_ds, **test_sets}.items()}
     else:
-        train_loader = _loader(train_ds, sampler, config.batch_size, num_workers, pin)
+        train_loader = _loader(train_ds, sampler, config.batch_size, num_workers, pin,
+                               seed=torch_seed(config.seed, "loader"))
         eval_loaders = {
             name: _loader(ds, None, eval_batch_size, num_workers, pin)
             for name, ds in {"__val__": val_ds, **test_sets}.items()
