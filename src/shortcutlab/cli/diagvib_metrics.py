@@ -20,12 +20,12 @@ def _factor_table(title: str, frame: pd.DataFrame, keys: list[str], err: str = "
                   scale: float = 1.0, digits: int = 2, marked: list[bool] | None = None) -> Table:
     """A rich table of :func:`~shortcutlab.diagvib.report.factor_frame`: one row per ``keys``
     tuple, one column per factor, cells "mean ± err"; ``marked`` gets True appended when a
-    cell says it lacks samples or correlated factors."""
-    from shortcutlab.diagvib.report import factor_frame
+    cell says it lacks samples, correlated factors or (CHGO − ZGO) pair-sample cells."""
+    from shortcutlab.diagvib.report import factor_frame, has_incomplete
 
     cells = factor_frame(frame, keys, err, scale, digits)
     if marked is not None:
-        marked.append(bool(cells.stack().str.endswith(("samples)", "pairs)")).any()))
+        marked.append(has_incomplete(cells))
     table = Table(title=title, title_justify="left")
     for name in cells.index.names:
         table.add_column(name)

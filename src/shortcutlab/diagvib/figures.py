@@ -31,9 +31,10 @@ from matplotlib.colorbar import Colorbar
 from matplotlib.colors import TwoSlopeNorm
 from matplotlib.figure import Figure
 from matplotlib.image import AxesImage
+from matplotlib.patches import Patch
 
 from shortcutlab.diagvib.factors import FACTORS
-from shortcutlab.diagvib.metrics import CHANCE, STUDIES, DiagvibMetrics
+from shortcutlab.diagvib.metrics import CHANCE, STUDIES, DiagvibMetrics, complete_cells
 from shortcutlab.diagvib.spec import (
     get_study,
     panel_studies,
@@ -261,25 +262,42 @@ def _figure_of(ax: Axes) -> Figure:
 def plot_chgo_improvement(metrics: DiagvibMetrics, ax: Axes | None = None) -> Figure:
     """Table 2 as bars: CHGO over ZGO per predicted factor and model, in percentage points,
     error bars the standard deviation over dataset samples; on ``ax`` when given (returns its
-    figure)."""
+    figure). A bar over fewer (pair, sample) cells than the complete study
+    (:func:`~shortcutlab.diagvib.metrics.complete_cells`) is hatched and labelled "k/m"."""
     chgo = metrics.chgo
     if chgo.empty:
         raise DiagvibError("no CHGO-over-ZGO numbers: run both CHGO and ZGO for the same pairs")
+    chgo = chgo.assign(complete_cells=complete_cells(chgo))
     labels = sorted(set(chgo["label"]))
     width = 0.8 / len(labels)
     if ax is None:
         ax = Figure(figsize=(7.5, 3.4), layout="constrained").subplots()
     ax.axhline(0.0, color="black", linewidth=0.8)
     positions = np.arange(len(FACTORS))
+    handles: list[Patch] = []
     for k, label in enumerate(labels):
+        handles.append(Patch(facecolor=f"C{k % 10}", label=label))  # unhatched, whichever bar
         sel = chgo[chgo["label"] == label].set_index("factor").reindex(FACTORS)
-        ax.bar(positions + (k - (len(labels) - 1) / 2) * width, 100 * sel["mean"], width,
-               yerr=100 * sel["std"].fillna(0.0), capsize=2, label=label, color=f"C{k % 10}")
+        bars = ax.bar(positions + (k - (len(labels) - 1) / 2) * width, 100 * sel["mean"], width,
+                      yerr=100 * sel["std"].fillna(0.0), capsize=2, label=label,
+                      color=f"C{k % 10}")
+        for bar, row in zip(bars, sel.itertuples(), strict=True):
+            if pd.isna(row.n_cells) or not row.n_cells < row.complete_cells:
+                continue
+            bar.set_hatch("//")
+            height = bar.get_height()
+            ax.annotate(f"{int(row.n_cells)}/{int(row.complete_cells)}",
+                        (bar.get_x() + bar.get_width() / 2, height),
+                        xytext=(0, 2 if height >= 0 else -2), textcoords="offset points",
+                        ha="center", va="bottom" if height >= 0 else "top", fontsize=7)
     ax.set_xticks(positions, FACTORS)
     ax.set_ylabel("CHGO − ZGO (percentage points)")
     ax.set_title("Transfer of generalisation opportunities to the shortcut-only class",
                  fontsize=10)
-    ax.legend(fontsize=8)
+    if (chgo["n_cells"] < chgo["complete_cells"]).any():
+        handles.append(Patch(facecolor="white", edgecolor="black", hatch="//",
+                             label="k/m: over k of the complete study's m (pair, sample) cells"))
+    ax.legend(handles=handles, fontsize=8)
     return _figure_of(ax)
 
 

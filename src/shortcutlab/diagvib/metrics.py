@@ -428,6 +428,17 @@ def chgo_over_zgo(table: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns)
 
 
+def complete_cells(chgo: pd.DataFrame) -> pd.Series:
+    """Per row of :func:`chgo_over_zgo`, the (pair, sample) cells a complete study averages:
+    the 5 correlated factors of the predicted factor × the model's dataset samples (its rows'
+    most ``n``, as the "(k/m samples)" marks count them). ``n_cells`` below it: some pairs or
+    samples are missing, and the tables, report and figure mark the improvement."""
+    if chgo.empty:
+        return pd.Series(dtype=np.int64, index=chgo.index)
+    most = chgo.groupby("label")["n"].transform("max").astype(np.int64)
+    return (len(FACTORS) - 1) * most
+
+
 def _estimate(row: Any) -> dict[str, Any]:
     """``{"mean", "sem", "std", "n"}`` of a result row, JSON-ready (std: ddof 0)."""
     return {"mean": json_safe(row.mean), "sem": json_safe(row.sem),

@@ -28,6 +28,7 @@ from shortcutlab.diagvib.metrics import (
     FIT_MARGIN,
     DiagvibMetrics,
     check_error_bars,
+    complete_cells,
     compute_metrics,
 )
 from shortcutlab.diagvib.spec import get_study, sequence_names, studies_in_sequence, study_names
@@ -117,9 +118,13 @@ def factor_frame(frame: pd.DataFrame, keys: Sequence[str], err: str = "sem",
     dataset samples finished (``n`` < 2: no spread was measured, though ddof-0 ``std`` is 0).
     A number over fewer samples than the model's most (``n``) or, for FAAvg/FAMin, over fewer
     than the five correlated factors in some sample (``n_pairs``) says so: "(2/3 samples)",
-    "(4/5 pairs)" (:data:`INCOMPLETE_NOTE`)."""
+    "(4/5 pairs)"; a CHGO − ZGO improvement over fewer (pair, sample) cells than the complete
+    study (``n_cells`` below :func:`~shortcutlab.diagvib.metrics.complete_cells`): "(4/10
+    cells)" (:data:`INCOMPLETE_NOTE`, :func:`has_incomplete`)."""
     rows = {}
     most = frame.groupby("label")["n"].max() if {"label", "n"} <= set(frame.columns) else None
+    if {"label", "n", "n_cells"} <= set(frame.columns):
+        frame = frame.assign(complete_cells=complete_cells(frame))
     for key, group in frame.groupby(list(keys), sort=False):
         by_factor = group.set_index("factor")
         key = key if isinstance(key, tuple) else (key,)
@@ -143,11 +148,24 @@ def _spread(by_factor: pd.DataFrame, factor: str, err: str) -> float:
 
 #: what the marks of :func:`factor_frame` mean (printed below tables that carry one)
 INCOMPLETE_NOTE = ("(k/m samples): over k of the model's m dataset samples; (k/5 pairs): some "
-                   "sample had only k of the 5 correlated factors (FAMin may then be too high)")
+                   "sample had only k of the 5 correlated factors (FAMin may then be too high); "
+                   "(k/m cells): a CHGO − ZGO improvement over k of the m (pair, sample) cells "
+                   "of the complete study (5 correlated factors × the model's samples)")
+
+#: how the marks of :func:`factor_frame` end (what :func:`has_incomplete` looks for)
+_MARK_ENDS = ("samples)", "pairs)", "cells)")
+
+
+def has_incomplete(cells: pd.DataFrame) -> bool:
+    """Whether a :func:`factor_frame` (possibly with " !" flags added) holds a number marked as
+    over fewer samples, correlated factors or cells than complete (:data:`INCOMPLETE_NOTE`)."""
+    text = cells.stack().astype(str).str.removesuffix(" !")
+    return bool(text.str.endswith(_MARK_ENDS).any())
 
 
 def _incomplete(by_factor: pd.DataFrame, factor: str, full: int) -> str:
-    """" (k/m samples, k/5 pairs)" for a number short of samples or correlated factors."""
+    """" (k/m samples, k/5 pairs, k/m cells)" for a number short of samples, correlated factors
+    or (CHGO − ZGO) pair-sample cells."""
     marks = []
     n = int(by_factor.at[factor, "n"]) if "n" in by_factor.columns else full
     if n < full:
@@ -155,7 +173,22 @@ def _incomplete(by_factor: pd.DataFrame, factor: str, full: int) -> str:
     pairs = int(by_factor.at[factor, "n_pairs"]) if "n_pairs" in by_factor.columns else 0
     if 0 < pairs < len(FACTORS) - 1:
         marks.append(f"{pairs}/{len(FACTORS) - 1} pairs")
+    if "complete_cells" in by_factor.columns:
+        cells = int(by_factor.at[factor, "n_cells"])
+        whole = int(by_factor.at[factor, "complete_cells"])
+        if 0 < cells < whole:
+            marks.append(f"{cells}/{whole} cells")
     return f" ({', '.join(marks)})" if marks else ""
+
+
+def short_chgo_cells(chgo: pd.DataFrame) -> list[str]:
+    """"model factor (k/m cells)" for each CHGO − ZGO improvement of ``chgo`` (the frame of
+    :func:`~shortcutlab.diagvib.metrics.chgo_over_zgo`) over fewer (pair, sample) cells than
+    the complete study, for figure captions."""
+    whole = complete_cells(chgo)
+    short = chgo[chgo["n_cells"] < whole]
+    return [f"{r.label} {r.factor} ({int(r.n_cells)}/{int(whole[i])} cells)"
+            for i, r in zip(short.index, short.itertuples(), strict=True)]
 
 
 #: job-table column -> Setup-table column, for the choices the paper leaves open
@@ -277,7 +310,7 @@ def _metric_sections(report: HtmlReport, metrics: DiagvibMetrics, error_bars: st
             if (label,) in frame.index and frame.at[(label,), factor] != "–":
                 frame.at[(label,), factor] += " !"
         report.table(frame)
-        marked = marked or frame.stack().str.contains(r"(?:samples|pairs)\)").any()
+        marked = marked or has_incomplete(frame)
     if not singles:
         report.paragraph(f"No {'/'.join(registered)} job has finished.", note=True)
 
@@ -301,7 +334,7 @@ def _metric_sections(report: HtmlReport, metrics: DiagvibMetrics, error_bars: st
                     frame.at[key, r.predicted]).endswith("!"):
                 frame.at[key, r.predicted] += " !"
         report.table(frame)
-        marked = marked or frame.stack().str.contains(r"(?:samples|pairs)\)").any()
+        marked = marked or has_incomplete(frame)
     if marked:
         report.paragraph(INCOMPLETE_NOTE[0].upper() + INCOMPLETE_NOTE[1:] + ".", note=True)
     _aggregate_figures(report, metrics)
@@ -346,8 +379,15 @@ def _metric_sections(report: HtmlReport, metrics: DiagvibMetrics, error_bars: st
             "opportunity in CHGO over the same pair in ZGO (mean ± std over dataset samples). "
             "Near 0: the generalisation opportunities of the other classes did not transfer."
         )
-        report.table(factor_frame(metrics.chgo, ["label"], err="std", scale=100, digits=1))
-        report.figure(figs.plot_chgo_improvement(metrics), "CHGO − ZGO per factor.")
+        chgo = factor_frame(metrics.chgo, ["label"], err="std", scale=100, digits=1)
+        report.table(chgo)
+        if has_incomplete(chgo):
+            report.paragraph(INCOMPLETE_NOTE[0].upper() + INCOMPLETE_NOTE[1:] + ".", note=True)
+        short = short_chgo_cells(metrics.chgo)
+        caption = "CHGO − ZGO per factor." + (
+            " Hatched bars average fewer (pair, sample) cells than the complete study: "
+            + ", ".join(short) + "." if short else "")
+        report.figure(figs.plot_chgo_improvement(metrics), caption)
 
 
 def _aggregate_figures(report: HtmlReport, metrics: DiagvibMetrics) -> None:
@@ -491,6 +531,7 @@ def write_report(
     return out / "index.html"
 
 
-__all__ = ["TRAINING_COLUMNS", "build_report", "setup_table", "format_mean_err",
-           "load_job_table", "load_job_tables", "noise_table", "predictions_only",
+__all__ = ["INCOMPLETE_NOTE", "TRAINING_COLUMNS", "build_report", "factor_frame",
+           "format_mean_err", "has_incomplete", "load_job_table", "load_job_tables",
+           "noise_table", "predictions_only", "setup_table", "short_chgo_cells",
            "write_report"]
