@@ -66,7 +66,7 @@ class _PoolThatBreaksAfter:
     def __exit__(self, *exc) -> None:
         return None
 
-    def submit(self, fn, job, out, device, run):
+    def submit(self, fn, job, out, device, run, **settings):
         from concurrent.futures import Future
         from concurrent.futures.process import BrokenProcessPool
 
@@ -74,7 +74,7 @@ class _PoolThatBreaksAfter:
 
         future: Future = Future()
         self.ran.append(job.job_id)
-        outcome = run_one(job, out, device, run)
+        outcome = run_one(job, out, device, run, **settings)
         if job.job_id == self.finished:
             future.set_exception(BrokenProcessPool("a worker died"))
         else:

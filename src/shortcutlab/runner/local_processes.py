@@ -100,13 +100,15 @@ def _on_sigterm(signum: int, frame: Any) -> None:
     _end_by_sigterm()
 
 
-def _run_in_worker(job: Job, out: Path, device: str, run: JobFunction) -> Outcome:
-    """:func:`run_one` in a pool worker: SIGTERM abandons the job (claim released) and ends
-    the worker, which so never takes another job of a stopping run."""
+def _run_in_worker(job: Job, out: Path, device: str, run: JobFunction, *,
+                   record_device: str | None = None) -> Outcome:
+    """:func:`run_one` in a pool worker (``record_device``: the run's name of ``device``, see
+    :func:`run_one`): SIGTERM abandons the job (claim released) and ends the worker, which so
+    never takes another job of a stopping run."""
     global _in_job
     _in_job = True
     try:
-        return run_one(job, out, device, run)
+        return run_one(job, out, device, run, record_device=record_device)
     except _Stop:
         _end_by_sigterm()
         raise  # pragma: no cover - not reached
@@ -154,13 +156,18 @@ def processes_backend(jobs: list[Job], out: Path, context: BackendContext) -> It
     skipped)."""
     device, workers, jobs_per_gpu = context.device, context.workers, context.jobs_per_gpu
     devices = device_slots(device, jobs_per_gpu)
-    job_device = "cuda" if devices and device.startswith("cuda:") else device
+    # a worker pinned to GPU N (CUDA_VISIBLE_DEVICES=N) sees it as "cuda"; the job's result
+    # records the run's name of it, "cuda:N", as the other backends' do
+    pinned = bool(devices) and device.startswith("cuda:")
+    job_device = "cuda" if pinned else device
+    record_device = device if pinned else None
     pending = list(jobs)
     while pending:
         broken: list[Job] = []
         progressed = False
         with _pool(workers, devices, {job_function(job).__module__ for job in pending}) as pool:
-            futures = {pool.submit(_run_in_worker, job, out, job_device, job_function(job)): job
+            futures = {pool.submit(_run_in_worker, job, out, job_device, job_function(job),
+                                   record_device=record_device): job
                        for job in pending}
             workers_of_pool = dict(getattr(pool, "_processes", None) or {})
             try:
