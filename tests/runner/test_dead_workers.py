@@ -70,11 +70,9 @@ class _PoolThatBreaksAfter:
         from concurrent.futures import Future
         from concurrent.futures.process import BrokenProcessPool
 
-        from shortcutlab.runner.jobs import run_one
-
         future: Future = Future()
         self.ran.append(job.job_id)
-        outcome = run_one(job, out, device, run, **settings)
+        outcome = fn(job, out, device, run, **settings)  # what the pool's worker runs
         if job.job_id == self.finished:
             future.set_exception(BrokenProcessPool("a worker died"))
         else:
