@@ -66,15 +66,13 @@ class _PoolThatBreaksAfter:
     def __exit__(self, *exc) -> None:
         return None
 
-    def submit(self, fn, job, out, device, run):
+    def submit(self, fn, job, out, device, run, **settings):
         from concurrent.futures import Future
         from concurrent.futures.process import BrokenProcessPool
 
-        from shortcutlab.runner.jobs import run_one
-
         future: Future = Future()
         self.ran.append(job.job_id)
-        outcome = run_one(job, out, device, run)
+        outcome = fn(job, out, device, run, **settings)  # what the pool's worker runs
         if job.job_id == self.finished:
             future.set_exception(BrokenProcessPool("a worker died"))
         else:

@@ -21,7 +21,15 @@ from typing import Any
 
 from shortcutlab.errors import RunnerError, unknown_choice
 from shortcutlab.runner.claims import drop_if_stale
-from shortcutlab.runner.jobs import ERROR_FILE, Job, JobFunction, Outcome, job_dir, job_kind
+from shortcutlab.runner.jobs import (
+    ERROR_FILE,
+    Job,
+    JobFunction,
+    Outcome,
+    is_done,
+    job_dir,
+    job_kind,
+)
 from shortcutlab.utils.io import write_text
 
 #: Seconds the workers of an interrupted run get to abandon their jobs and release their
@@ -105,12 +113,16 @@ def job_function(job: Job) -> JobFunction:
 
 def job_lost(out: Path, job: Job, reason: str) -> Outcome:
     """The outcome of a job whose worker failed outside
-    :func:`~shortcutlab.runner.jobs.run_one`: its ``error.txt`` holds ``reason`` (so the failure
-    line's traceback path exists) and the dead worker's claim is removed."""
+    :func:`~shortcutlab.runner.jobs.run_one`: the dead worker's claim is removed and the job is
+    failed, its ``error.txt`` holding ``reason`` (so the failure line's traceback path exists),
+    unless its results are complete (the worker ended after writing them, its reply lost):
+    then it is done, its folder left as it is, ``reason`` in the outcome's note."""
     path = job_dir(out, job)
     with suppress(OSError):
-        write_text(path / ERROR_FILE, f"{reason}\n")
         drop_if_stale(path)
+        if is_done(path):
+            return Outcome(job.job_id, "done", note=f"its reply was lost ({reason})")
+        write_text(path / ERROR_FILE, f"{reason}\n")
     return Outcome(job.job_id, "failed", reason)
 
 

@@ -386,12 +386,16 @@ def os_reason(exc: OSError) -> str:
 
 
 def run_one(job: Job, out: str | Path, device: str = "auto",
-            run: JobFunction | None = None) -> Outcome:
+            run: JobFunction | None = None, *, record_device: str | None = None) -> Outcome:
     """Run ``job`` unless its directory is done or claimed by a live run; write results
     atomically, ``done`` last.
 
     ``run``: the job function (default: the one registered for ``job.kind``; backends resolve
     it in the parent and pass it on, so worker processes need no registration of their own).
+    ``record_device``: the run's name for ``device`` when this process sees the GPUs otherwise
+    (a worker pinned to GPU 1 runs on ``cuda``, the run's ``cuda:1``): ``result.json``
+    records it, also in place of the job's own name for ``device`` (default: ``device``), so
+    that a job's recorded device does not depend on the backend that ran it.
     A done job whose files cannot be read is moved aside (see :func:`quarantine`) and run
     again. Any exception, an ``OSError`` such as a full disk included, is caught, its traceback
     written to ``error.txt`` when possible and reported as ``failed``.
@@ -410,14 +414,23 @@ def run_one(job: Job, out: str | Path, device: str = "auto",
         return Outcome(job.job_id, "busy", f"claimed by {describe_claim(path)}")
     try:
         with heartbeat(path, token):
-            return _run_claimed(job, path, device, run, start)
+            return _run_claimed(job, path, device, run, start, record_device)
     finally:
         with suppress(OSError):
             release(path, token)
 
 
+def _recorded_device(result: dict[str, Any], device: str, record_device: str | None) -> str:
+    """The device ``result.json`` records: the job's own name for it (else ``device``), the
+    run's name ``record_device`` when that names ``device`` as the worker sees it."""
+    reported = str(result.get("device", device))
+    if record_device is not None and reported in (device, f"{device}:0"):
+        return record_device
+    return reported
+
+
 def _run_claimed(job: Job, path: Path, device: str, run: JobFunction,
-                 start: float) -> Outcome:
+                 start: float, record_device: str | None = None) -> Outcome:
     note = ""
     try:
         problem = done_problem(path) if (path / DONE_FILE).exists() else None
@@ -436,6 +449,7 @@ def _run_claimed(job: Job, path: Path, device: str, run: JobFunction,
                 output.epochs.to_parquet(tmp, index=False)
         result = {"device": device, "threads": job.threads, **json_safe(output.result),
                   "job_id": job.job_id}
+        result["device"] = _recorded_device(result, device, record_device)
         write_json(path / RESULT_FILE, result)
         write_text(path / DONE_FILE, "")
     except Exception as exc:

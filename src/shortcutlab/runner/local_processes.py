@@ -7,31 +7,39 @@ machine with several, each worker process is pinned to one of them (:func:`devic
 worker that dies breaks the pool: the job it ran is reported failed and the others run again in a
 fresh pool. When the run stops, each worker abandons its job on SIGTERM (its claim released) and
 ends; those still alive after :data:`~shortcutlab.runner.backend_api.STOP_GRACE_SECONDS` are
-killed (:func:`_stop_workers`).
+killed (:func:`_stop_workers`). Each worker also leaves its job's outcome in a folder of the run's
+own (:func:`_note_reply`), so that a job whose reply is lost (a pool that broke just after it,
+a reply that cannot be read) is counted as it ended, once: a job finished meanwhile by another
+run is that run's, not done twice.
 """
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import os
 import select
+import shutil
 import signal
 import socket
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import suppress
+from dataclasses import asdict
 from multiprocessing.context import BaseContext
 from pathlib import Path
 from typing import Any
 
 from shortcutlab.runner import backend_api
 from shortcutlab.runner.backend_api import BackendContext, job_function, job_lost
-from shortcutlab.runner.claims import pid_alive, read_claim
+from shortcutlab.runner.claims import is_stale, pid_alive, read_claim
 from shortcutlab.runner.jobs import Job, JobFunction, Outcome, is_done, job_dir, run_one
+from shortcutlab.utils.io import write_json
 from shortcutlab.utils.malloc import keep_freed_memory
 
 
@@ -100,18 +108,64 @@ def _on_sigterm(signum: int, frame: Any) -> None:
     _end_by_sigterm()
 
 
-def _run_in_worker(job: Job, out: Path, device: str, run: JobFunction) -> Outcome:
-    """:func:`run_one` in a pool worker: SIGTERM abandons the job (claim released) and ends
-    the worker, which so never takes another job of a stopping run."""
+def _run_in_worker(job: Job, out: Path, device: str, run: JobFunction, *,
+                   record_device: str | None = None, replies: str | None = None) -> Outcome:
+    """:func:`run_one` in a pool worker (``record_device``: the run's name of ``device``, see
+    :func:`run_one`), its outcome also noted in the folder ``replies`` (:func:`_note_reply`):
+    SIGTERM abandons the job (claim released) and ends the worker, which so never takes
+    another job of a stopping run."""
     global _in_job
     _in_job = True
     try:
-        return run_one(job, out, device, run)
+        outcome = run_one(job, out, device, run, record_device=record_device)
+        if replies is not None:
+            _note_reply(Path(replies), outcome)
+        return outcome
     except _Stop:
         _end_by_sigterm()
         raise  # pragma: no cover - not reached
     finally:
         _in_job = False
+
+
+def _note_reply(replies: Path, outcome: Outcome) -> None:
+    """Keep a worker's outcome in the run's folder ``replies``, in case its reply is lost (a
+    worker that dies just after, a reply that cannot be read): written before the reply is
+    sent, it survives the worker."""
+    with suppress(OSError):
+        write_json(replies / f"{outcome.job_id}.json", asdict(outcome))
+
+
+def _noted_reply(replies: Path | None, job: Job) -> Outcome | None:
+    """The outcome a worker of this run noted for ``job`` (:func:`_note_reply`), None when no
+    worker of this run finished it (or the run has no folder of replies)."""
+    if replies is None:
+        return None
+    try:
+        data = json.loads((replies / f"{job.job_id}.json").read_text(encoding="utf-8"))
+        return Outcome(**data)
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def _unreplied(out: Path, job: Job, replies: Path | None, died: dict[int, int | None]
+               ) -> Outcome | None:
+    """How ``job``, whose reply never came, ended: as its worker noted (the reply was lost),
+    skipped when its results are there although no worker of this run finished it (another run
+    did, while it was queued here), failed when its worker died running it (``died``: the
+    pool's dead workers, pid to exit code); None when it did not run here (run it again)."""
+    noted = _noted_reply(replies, job)
+    if noted is not None:
+        return noted
+    path = job_dir(out, job)
+    if is_done(path):
+        return Outcome(job.job_id, "skipped", note="done by another run")
+    claim = read_claim(path) or {}
+    pid = claim.get("pid")
+    if isinstance(pid, int) and pid in died and claim.get("host") == socket.gethostname():
+        return job_lost(out, job, f"its worker process (pid {pid}) died "
+                                  f"({_exit_reason(died[pid])}) while running it")
+    return None
 
 
 def _init_worker(main: int, slots: Any, devices: list[str], environ: dict[str, str]) -> None:
@@ -150,17 +204,38 @@ def processes_backend(jobs: list[Job], out: Path, context: BackendContext) -> It
     """Run ``jobs`` in a pool of worker processes (:func:`_pool`). A worker that dies
     (killed, out of memory, ``os._exit``) breaks the whole pool: the job it ran is reported
     failed (with an ``error.txt`` saying so) and every other unfinished job is run again in a
-    fresh pool (one that finished as the pool broke, its reply lost, counts as done, not as
-    skipped)."""
+    fresh pool. A job whose reply was lost counts as its worker noted it (:func:`_unreplied`):
+    one that finished as the pool broke is done, one another run finished meanwhile is
+    skipped, one another live run holds is ``busy`` (run_jobs waits for it)."""
+    try:
+        replies: Path | None = Path(tempfile.mkdtemp(prefix="shortcutlab-replies-"))
+    except OSError:  # no temporary folder: a lost reply's job counts as its files show
+        replies = None
+    try:
+        yield from _run_pools(jobs, out, context, replies)
+    finally:
+        if replies is not None:
+            shutil.rmtree(replies, ignore_errors=True)
+
+
+def _run_pools(jobs: list[Job], out: Path, context: BackendContext, replies: Path | None
+               ) -> Iterator[Outcome]:
+    """:func:`processes_backend`'s pools, their workers' outcomes noted in ``replies``."""
     device, workers, jobs_per_gpu = context.device, context.workers, context.jobs_per_gpu
     devices = device_slots(device, jobs_per_gpu)
-    job_device = "cuda" if devices and device.startswith("cuda:") else device
+    # a worker pinned to GPU N (CUDA_VISIBLE_DEVICES=N) sees it as "cuda"; the job's result
+    # records the run's name of it, "cuda:N", as the other backends' do
+    pinned = bool(devices) and device.startswith("cuda:")
+    job_device = "cuda" if pinned else device
+    record_device = device if pinned else None
     pending = list(jobs)
     while pending:
         broken: list[Job] = []
         progressed = False
         with _pool(workers, devices, {job_function(job).__module__ for job in pending}) as pool:
-            futures = {pool.submit(_run_in_worker, job, out, job_device, job_function(job)): job
+            futures = {pool.submit(_run_in_worker, job, out, job_device, job_function(job),
+                                   record_device=record_device,
+                                   replies=None if replies is None else str(replies)): job
                        for job in pending}
             workers_of_pool = dict(getattr(pool, "_processes", None) or {})
             try:
@@ -172,7 +247,9 @@ def processes_backend(jobs: list[Job], out: Path, context: BackendContext) -> It
                         broken.append(job)
                         continue
                     except Exception as exc:  # e.g. a result that cannot be sent back
-                        outcome = job_lost(out, job, f"worker failed: {exc!r}")
+                        noted = _unreplied(out, job, replies, {})
+                        outcome = (noted if noted is not None
+                                   else job_lost(out, job, f"worker failed: {exc!r}"))
                     progressed = True
                     yield outcome
             except BaseException:  # an interrupt, or the caller closed this generator
@@ -183,23 +260,20 @@ def processes_backend(jobs: list[Job], out: Path, context: BackendContext) -> It
                 if proc.exitcode not in (None, 0, -signal.SIGTERM)}  # SIGTERM: the pool's
         pending = []
         for job in broken:
-            path = job_dir(out, job)
-            if is_done(path):  # it finished as the pool broke: only its reply was lost
-                progressed = True  # (the next pool would call it skipped)
-                yield Outcome(job.job_id, "done")
-                continue
-            claim = read_claim(path) or {}
-            pid = claim.get("pid")
-            if isinstance(pid, int) and pid in died and claim.get("host") == socket.gethostname():
-                progressed = True
-                yield job_lost(out, job, f"its worker process (pid {pid}) died "
-                                         f"({_exit_reason(died[pid])}) while running it")
-            else:  # not started, or stopped by the pool when another worker died
+            settled = _unreplied(out, job, replies, died)
+            if settled is None:  # not started, or stopped by the pool when another worker died
                 pending.append(job)
+            else:  # (a job done here would be skipped by the next pool, as if not run here)
+                progressed = True
+                yield settled
         if pending and not progressed:  # no job settled: do not start pool after pool
             for job in pending:
-                yield job_lost(out, job, "the worker pool broke before the job could run "
-                                         "(a worker process died at start?)")
+                path = job_dir(out, job)
+                if read_claim(path) is not None and not is_stale(path):  # another live run's
+                    yield Outcome(job.job_id, "busy")
+                else:
+                    yield job_lost(out, job, "the worker pool broke before the job could run "
+                                             "(a worker process died at start?)")
             return
 
 
