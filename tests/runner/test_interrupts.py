@@ -222,9 +222,10 @@ def test_a_second_ctrl_c_exits_immediately(tmp_path: Path) -> None:
     res, sent, elapsed, log = _interrupt(tmp_path, "processes", workers=1, tag="stubborn",
                                          seconds=30, started=1,
                                          signals=(signal.SIGINT, signal.SIGINT),
-                                         gap=0.5)
+                                         gap=0.5, grace=20)
     print(f"second Ctrl-C: exited {elapsed:.2f} s after it")
-    assert res.returncode == 130 and elapsed < 1.5, (elapsed, res.stderr)
+    # not after the 20 s grace the first one gave the stubborn worker (a margin for load)
+    assert res.returncode == 130 and elapsed < 5, (elapsed, res.stderr)
     assert "SIGINT again: exiting now" in res.stderr and res.stdout == ""
     deadline = time.time() + 10  # the workers die with the main process (parent-death signal)
     while time.time() < deadline and any(process_alive(pid) for _, pid, _ in _starts(log)):
