@@ -243,10 +243,14 @@ class BackendOptions:
         return self.backend == "ray" and self.ray_address is not None
 
     def check_device(self, device: str) -> torch.device | None:
-        """Refuse an unknown ``--device``, and one this machine lacks where the jobs run here;
-        the resolved device, or None where they run elsewhere."""
+        """Refuse an unknown ``--device``, ``cuda:N`` with the Ray backend (Ray chooses each
+        task's GPU), and a device this machine lacks where the jobs run here; the resolved
+        device, or None where they run elsewhere."""
+        from shortcutlab.runner.cluster_backends import check_ray_device
         from shortcutlab.utils.device import check_device_name, resolve_device
 
+        if self.backend == "ray":
+            check_ray_device(device)
         if self.runs_elsewhere():
             check_device_name(device)
             return None

@@ -5,7 +5,8 @@ Both packages are optional (``shortcutlab[ray]``, ``shortcutlab[slurm]``) and im
 run that uses them; the backends' checks (:func:`ray_unavailable`, :func:`slurm_unavailable`) say
 when one, or SLURM itself, is missing. Each job runs :func:`~shortcutlab.runner.jobs.run_one` in
 its task; a task that dies is reported failed (:func:`~shortcutlab.runner.backend_api.job_lost`).
-The output folder must be on a file system every worker node sees.
+The output folder must be on a file system every worker node sees. On GPUs Ray chooses each
+task's GPU, so a task runs on ``cuda`` and ``cuda:N`` is refused (:func:`check_ray_device`).
 """
 
 from __future__ import annotations
@@ -35,6 +36,15 @@ def ray_unavailable(context: BackendContext) -> str | None:
     return _RAY_MISSING if importlib.util.find_spec("ray") is None else None
 
 
+def check_ray_device(device: str) -> None:
+    """Refuse ``cuda:N`` for the Ray backend with one line: Ray chooses each task's GPU and pins
+    the task to it (``CUDA_VISIBLE_DEVICES`` of that one device), so no task can honour an
+    index; each is handed ``cuda``, the GPU Ray gave it."""
+    if device.split(":")[0] == "cuda" and device != "cuda":
+        raise RunnerError(f"backend ray: --device {device} names one GPU, but Ray chooses each "
+                          "task's GPU: use --device cuda (or auto, cpu)")
+
+
 def ray_backend(jobs: list[Job], out: Path, context: BackendContext) -> Iterator[Outcome]:
     device, workers, jobs_per_gpu = context.device, context.workers, context.jobs_per_gpu
     ray_address = context.ray_address
@@ -60,10 +70,12 @@ def ray_backend(jobs: list[Job], out: Path, context: BackendContext) -> Iterator
     reaper = _reap_local_ray() if started else None
     try:
         on_gpu = device != "cpu" and ray.cluster_resources().get("GPU", 0) >= 1
-        # Ray pins each task to its GPU share (CUDA_VISIBLE_DEVICES); jobs_per_gpu share one
+        # Ray pins each task to its GPU share (CUDA_VISIBLE_DEVICES); jobs_per_gpu share one.
+        # The task sees that GPU alone, as cuda (run_jobs refuses cuda:N: see check_ray_device)
         gpus = 1.0 / jobs_per_gpu if on_gpu else 0
+        task_device = "cuda" if on_gpu else device
         remote = ray.remote(num_cpus=1, num_gpus=gpus, max_retries=0)(run_one)
-        refs = {remote.remote(job, str(out), device,  # type: ignore[call-arg]
+        refs = {remote.remote(job, str(out), task_device,  # type: ignore[call-arg]
                               job_function(job)): job for job in jobs}
         pending = list(refs)
         try:

@@ -41,6 +41,7 @@ from shortcutlab.runner.claims import (
     is_stale,
     read_claim,
 )
+from shortcutlab.runner.cluster_backends import check_ray_device
 from shortcutlab.runner.jobs import (
     ERROR_FILE,
     Job,
@@ -146,13 +147,16 @@ def run_jobs(
     handed to the backend a round of ``workers`` at a time, one for serial); the summary's
     ``remaining`` lists those left, for the next call. ``backend``: one of
     :func:`.backends.list_backends` (built in: serial, processes, ray, slurm; see
-    :func:`.backends.register_backend`).
+    :func:`.backends.register_backend`). Ray chooses each task's GPU: with ray, ``device``
+    ``cuda:N`` is refused (use ``cuda``).
     ``jobs_per_gpu="auto"`` and ``mps`` (CUDA MPS for jobs sharing a GPU): see
     :mod:`shortcutlab.runner.mps`. SIGINT/SIGTERM stop the run: :class:`RunInterrupted` (see
     the module's docstring). A job table that cannot be written raises :class:`JobTableError`
     after every job ran, with their outcomes.
     """
     run_backend = BACKENDS.get(backend)
+    if backend == "ray":
+        check_ray_device(device)  # Ray chooses each task's GPU: cuda:N cannot be honoured
     reason = backend_unavailable(backend, BackendContext(device=device, ray_address=ray_address,
                                                          slurm=slurm))
     if reason is not None:
