@@ -439,6 +439,32 @@ def complete_cells(chgo: pd.DataFrame) -> pd.Series:
     return (len(FACTORS) - 1) * most
 
 
+def incomplete_marks(frame: pd.DataFrame) -> pd.Series:
+    """Per row of a metrics frame (``singles``, ``aggregates``, ``chgo``), what its number
+    lacks against a complete study, "" when nothing: "2/3 samples" (``n`` below the model's
+    most ``n`` in ``frame``), "4/5 pairs" (FAAvg/FAMin: ``n_pairs``, the fewest correlated
+    factors in a sample), "4/10 cells" (CHGO − ZGO: ``n_cells`` below :func:`complete_cells`),
+    joined by ", ". The tables' "(k/m samples)" marks, the figures' and :meth:`headline`'s."""
+    columns = set(frame.columns)
+    n = frame["n"] if "n" in columns else None
+    most = frame.groupby("label")["n"].transform("max") if {"label", "n"} <= columns else None
+    whole = complete_cells(frame) if {"label", "n", "n_cells"} <= columns else None
+    out = []
+    for i in range(len(frame)):
+        marks = []
+        if n is not None and most is not None and int(n.iloc[i]) < int(most.iloc[i]):
+            marks.append(f"{int(n.iloc[i])}/{int(most.iloc[i])} samples")
+        pairs = frame["n_pairs"].iloc[i] if "n_pairs" in columns else 0
+        if pd.notna(pairs) and 0 < int(pairs) < len(FACTORS) - 1:
+            marks.append(f"{int(pairs)}/{len(FACTORS) - 1} pairs")
+        if whole is not None:
+            cells = frame["n_cells"].iloc[i]
+            if pd.notna(cells) and 0 < int(cells) < int(whole.iloc[i]):
+                marks.append(f"{int(cells)}/{int(whole.iloc[i])} cells")
+        out.append(", ".join(marks))
+    return pd.Series(out, index=frame.index, dtype=object)
+
+
 def _estimate(row: Any) -> dict[str, Any]:
     """``{"mean", "sem", "std", "n"}`` of a result row, JSON-ready (std: ddof 0)."""
     return {"mean": json_safe(row.mean), "sem": json_safe(row.sem),
