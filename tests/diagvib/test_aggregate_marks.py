@@ -95,3 +95,32 @@ def test_report_caption_names_the_marked_aggregates(partial, complete, tmp_path)
     captions = [c for c in re.findall(r"<figcaption>(.*?)</figcaption>", whole, flags=re.S)
                 if c.startswith("FAAvg and FAMin")]
     assert captions and not any("pairs)" in c or "samples)" in c for c in captions)
+
+
+def test_printed_headline_names_the_incomplete_factors_without_changing_numbers(partial, complete):
+    metrics = compute_metrics(partial)
+    pairs, n, most = _counts(metrics)
+    head = metrics.headline()
+    cgo = metrics.aggregates[(metrics.aggregates["study"] == STUDY)]
+    for metric in ("FAAvg", "FAMin"):  # still the plain mean over the predicted factors
+        mean = cgo.loc[cgo["metric"] == metric, "mean"].mean()
+        assert head.loc[("small_cnn", STUDY), metric] == pytest.approx(mean)
+    row = next(line for line in str(metrics).splitlines() if STUDY in line)
+    assert f"{PAIRS} {pairs}/5 pairs" in row and f"{SAMPLES} {n}/{most} samples" in row, row
+    for study in ("ZSO", "ZGO"):
+        line = next(line for line in str(metrics).splitlines() if study in line)
+        assert "pairs" not in line and "samples" not in line, line
+    assert "incomplete" in str(metrics)  # a note says what the marks mean
+    assert "incomplete" not in str(compute_metrics(complete))
+
+
+def test_headline_says_when_a_predicted_factor_is_missing_from_the_average(complete):
+    table = complete.copy()
+    gone = (table["study"] == STUDY) & (table["predicted"] == PAIRS)
+    table.loc[gone, "status"] = "failed"
+    metrics = compute_metrics(table)
+    cgo = metrics.aggregates[(metrics.aggregates["study"] == STUDY)]
+    factors = cgo["factor"].nunique()
+    assert factors == len(FACTORS) - 1
+    row = next(line for line in str(metrics).splitlines() if STUDY in line)
+    assert f"{factors}/{len(FACTORS)} factors" in row, row

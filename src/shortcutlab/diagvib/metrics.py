@@ -439,6 +439,13 @@ def complete_cells(chgo: pd.DataFrame) -> pd.Series:
     return (len(FACTORS) - 1) * most
 
 
+#: the note under a printed :meth:`DiagvibMetrics.headline` with an ``incomplete`` column
+INCOMPLETE_HEADLINE = ("incomplete: the averages include a factor over only k of the 5 "
+                       "correlated factors in some sample (k/5 pairs) or k of the model's m "
+                       "dataset samples (k/m samples), or lack a predicted factor "
+                       f"(k/{len(FACTORS)} factors)")
+
+
 def incomplete_marks(frame: pd.DataFrame) -> pd.Series:
     """Per row of a metrics frame (``singles``, ``aggregates``, ``chgo``), what its number
     lacks against a complete study, "" when nothing: "2/3 samples" (``n`` below the model's
@@ -510,7 +517,10 @@ class DiagvibMetrics(ShowsResult):
 
     def headline(self) -> pd.DataFrame:
         """Per model and study (STUDIES order): FAAvg and FAMin averaged over the predicted
-        factors (for ZSO both are the mean ``P_i``), and the finished/all job counts."""
+        factors (for ZSO both are the mean ``P_i``), the finished/all job counts, and
+        ``incomplete``: what those averages lack ("" when nothing), "5/6 factors" when some
+        predicted factor has no number, then each factor whose number has
+        :func:`incomplete_marks` ("hue 2/5 pairs; texture 2/3 samples")."""
         agg = self.aggregates.pivot_table(index=["label", "study"], columns="metric",
                                           values="mean", aggfunc="mean")
         jobs = self.status.set_index(["label", "study"])
@@ -519,9 +529,27 @@ class DiagvibMetrics(ShowsResult):
         }).reindex(jobs.index)
         out["jobs done"] = [f"{int(r.done)}/{int(r.done + r.failed + r.pending)}"
                             for r in jobs.itertuples()]
+        lacking = self._lacking()
+        out["incomplete"] = [lacking.get(key, "") for key in out.index]
         rank = {s: i for i, s in enumerate(study_names())}
         order = sorted(out.index, key=lambda k: (k[0], rank.get(k[1], len(rank)), k[1]))
         return out.loc[order].rename_axis(["model", "study"])
+
+    def _lacking(self) -> dict[tuple[str, str], str]:
+        """The ``incomplete`` text of :meth:`headline` per (model, study) that lacks something:
+        FAAvg and FAMin share their counts, so each factor is named once."""
+        marked = self.aggregates.assign(mark=incomplete_marks(self.aggregates))
+        rank = {f: i for i, f in enumerate(FACTORS)}
+        out = {}
+        for (label, study), group in marked.groupby(["label", "study"], sort=False):
+            per = group.drop_duplicates("factor").sort_values(
+                "factor", key=lambda c: c.map(rank), kind="stable")
+            parts = [f"{r.factor} {r.mark}" for r in per.itertuples() if r.mark]
+            if len(per) < len(FACTORS):
+                parts.insert(0, f"{len(per)}/{len(FACTORS)} factors")
+            if parts:
+                out[(str(label), str(study))] = "; ".join(parts)
+        return out
 
     def _display(self) -> tuple[str, pd.DataFrame, list[str]]:
         done = int(self.status["done"].sum())
@@ -532,7 +560,12 @@ class DiagvibMetrics(ShowsResult):
         if len(self.unfit):
             notes.insert(0, f"{len(self.unfit)} run(s) did not fit their training data "
                             "(.unfit)")
-        return title, self.headline(), notes
+        head = self.headline()
+        if (head["incomplete"] == "").all():
+            head = head.drop(columns="incomplete")
+        else:
+            notes.insert(0, INCOMPLETE_HEADLINE)
+        return title, head, notes
 
 
 
