@@ -23,7 +23,8 @@ def test_print_shows_the_headline_not_nested_frames(metrics) -> None:
     text = str(metrics)
     assert text == repr(metrics) and len(text.splitlines()) <= 12
     head = metrics.headline()
-    assert list(head.columns) == ["FAAvg", "FAMin", "jobs done"]
+    assert list(head.columns) == ["FAAvg", "FAMin", "jobs done", "incomplete"]
+    assert (head["incomplete"] == "").all() and "incomplete" not in text  # nothing lacks
     assert list(head.index) == [(m, s) for m in ("a", "b") for s in ("ZSO", "ZGO", "CGO-1")]
     zgo = metrics.aggregates.query("label == 'a' and study == 'ZGO' and metric == 'FAMin'")
     assert head.loc[("a", "ZGO"), "FAMin"] == pytest.approx(zgo["mean"].mean())

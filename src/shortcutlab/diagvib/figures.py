@@ -26,6 +26,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 from matplotlib import colormaps
+from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.colorbar import Colorbar
 from matplotlib.colors import TwoSlopeNorm
@@ -34,7 +35,13 @@ from matplotlib.image import AxesImage
 from matplotlib.patches import Patch
 
 from shortcutlab.diagvib.factors import FACTORS
-from shortcutlab.diagvib.metrics import CHANCE, STUDIES, DiagvibMetrics, complete_cells
+from shortcutlab.diagvib.metrics import (
+    CHANCE,
+    STUDIES,
+    DiagvibMetrics,
+    complete_cells,
+    incomplete_marks,
+)
 from shortcutlab.diagvib.spec import (
     get_study,
     panel_studies,
@@ -198,13 +205,21 @@ def sequence_title(metrics: DiagvibMetrics, sequence: str) -> str:
     return sequence if set(present) - shared else " → ".join(present)
 
 
+#: the legend entry of a hollow FAAvg/FAMin point (:func:`plot_factor_aggregate`)
+INCOMPLETE_POINT = ("hollow, k/5 pairs, k/m samples: over only k of the 5 correlated factors in "
+                    "some sample, or k of the model's m dataset samples")
+
+
 def plot_factor_aggregate(
     metrics: DiagvibMetrics, factor: str, metric: str = "FAAvg", sequence: str = "CGO",
     ax: Axes | None = None, error_bars: bool = False,
 ) -> Axes:
     """One panel of :func:`plot_factor_aggregates` on ``ax`` (a new figure's without one):
     ``metric`` (FAAvg or FAMin) of predicted ``factor`` across the studies of ``sequence``,
-    one line per model; dashed line at chance."""
+    one line per model; dashed line at chance. A point over fewer than the five correlated
+    factors in some sample or fewer dataset samples than the model's most
+    (:func:`~shortcutlab.diagvib.metrics.incomplete_marks`) is hollow and labelled with its
+    mark ("2/5 pairs"); the axes then carry a legend entry (:data:`INCOMPLETE_POINT`) for it."""
     if factor not in FACTORS:
         raise DiagvibError(unknown_choice("factor", factor, FACTORS))
     if metric not in ("FAAvg", "FAMin"):
@@ -213,7 +228,9 @@ def plot_factor_aggregate(
     present = list(dict.fromkeys(agg["study"]))
     if ax is None:
         ax = Figure(figsize=(3.2, 3.0), layout="constrained").subplots()
+    marks = incomplete_marks(metrics.aggregates).loc[agg.index]
     ax.axhline(CHANCE, color="grey", linestyle="--", linewidth=0.8)
+    marked = False
     for k, label in enumerate(metrics.labels):
         sel = agg[(agg["label"] == label) & (agg["metric"] == metric) & (agg["factor"] == factor)]
         if sel.empty:
@@ -221,6 +238,19 @@ def plot_factor_aggregate(
         err = sel["sem"].fillna(0.0).to_numpy() if error_bars else None
         ax.errorbar(sel["x"], sel["mean"], yerr=err, marker="o", markersize=3, linewidth=1.2,
                     capsize=2, color=f"C{k % 10}", label=label)
+        short = sel[marks.loc[sel.index] != ""]
+        if short.empty:
+            continue
+        marked = True
+        ax.plot(short["x"], short["mean"], linestyle="none", marker="o", markersize=5,
+                markerfacecolor="white", markeredgecolor=f"C{k % 10}", markeredgewidth=1.2,
+                label="_incomplete", zorder=3)
+        for x, y, mark in zip(short["x"], short["mean"], marks.loc[short.index], strict=True):
+            ax.annotate(mark, (x, y), xytext=(0, 4), textcoords="offset points", ha="center",
+                        va="bottom", fontsize=7, color=f"C{k % 10}")
+    if marked:
+        ax.plot([], [], linestyle="none", marker="o", markersize=5, markerfacecolor="white",
+                markeredgecolor="black", label=INCOMPLETE_POINT)
     ax.set_ylim(*ACCURACY_LIMITS)
     ax.set_xticks(range(len(present)), present, rotation=60, fontsize=10)
     ax.tick_params(axis="y", labelsize=10)
@@ -244,7 +274,13 @@ def plot_factor_aggregates(
                 ax.set_title(factor, fontsize=12)
             if col == 0:
                 ax.set_ylabel(metric, fontsize=12)
-    handles, labels = axes[0, 0].get_legend_handles_labels()
+    entries: dict[str, Artist] = {}  # every panel's: a mark may be in any of them
+    for ax in axes.flat:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            entries.setdefault(label, handle)
+    if INCOMPLETE_POINT in entries:  # last, after the models
+        entries[INCOMPLETE_POINT] = entries.pop(INCOMPLETE_POINT)
+    handles, labels = list(entries.values()), list(entries)
     if handles:
         fig.legend(handles, labels, loc="outside lower center", ncols=min(len(labels), 6),
                    fontsize=11)
@@ -302,10 +338,11 @@ def plot_chgo_improvement(metrics: DiagvibMetrics, ax: Axes | None = None) -> Fi
 
 
 __all__ = [
-    "ACCURACY_LIMITS", "CGO_SEQUENCE", "COLOUR_BAR_TICKS", "FGO_SEQUENCE", "MATRIX_STUDIES",
-    "STUDIES", "add_colour_bar", "matrix_panels", "panel_values", "plot_accuracy_matrices",
-    "plot_chgo_improvement", "plot_factor_aggregate", "plot_factor_aggregates", "plot_panel",
-    "plot_pair_symmetry", "sequence_aggregates", "sequence_title", "text_colour",
+    "ACCURACY_LIMITS", "CGO_SEQUENCE", "COLOUR_BAR_TICKS", "FGO_SEQUENCE", "INCOMPLETE_POINT",
+    "MATRIX_STUDIES", "STUDIES", "add_colour_bar", "matrix_panels", "panel_values",
+    "plot_accuracy_matrices", "plot_chgo_improvement", "plot_factor_aggregate",
+    "plot_factor_aggregates", "plot_panel", "plot_pair_symmetry", "sequence_aggregates",
+    "sequence_title", "text_colour",
 ]
 
 

@@ -439,6 +439,39 @@ def complete_cells(chgo: pd.DataFrame) -> pd.Series:
     return (len(FACTORS) - 1) * most
 
 
+#: the note under a printed :meth:`DiagvibMetrics.headline` with an ``incomplete`` column
+INCOMPLETE_HEADLINE = ("incomplete: the averages include a factor over only k of the 5 "
+                       "correlated factors in some sample (k/5 pairs) or k of the model's m "
+                       "dataset samples (k/m samples), or lack a predicted factor "
+                       f"(k/{len(FACTORS)} factors)")
+
+
+def incomplete_marks(frame: pd.DataFrame) -> pd.Series:
+    """Per row of a metrics frame (``singles``, ``aggregates``, ``chgo``), what its number
+    lacks against a complete study, "" when nothing: "2/3 samples" (``n`` below the model's
+    most ``n`` in ``frame``), "4/5 pairs" (FAAvg/FAMin: ``n_pairs``, the fewest correlated
+    factors in a sample), "4/10 cells" (CHGO − ZGO: ``n_cells`` below :func:`complete_cells`),
+    joined by ", ". The tables' "(k/m samples)" marks, the figures' and :meth:`headline`'s."""
+    columns = set(frame.columns)
+    n = frame["n"] if "n" in columns else None
+    most = frame.groupby("label")["n"].transform("max") if {"label", "n"} <= columns else None
+    whole = complete_cells(frame) if {"label", "n", "n_cells"} <= columns else None
+    out = []
+    for i in range(len(frame)):
+        marks = []
+        if n is not None and most is not None and int(n.iloc[i]) < int(most.iloc[i]):
+            marks.append(f"{int(n.iloc[i])}/{int(most.iloc[i])} samples")
+        pairs = frame["n_pairs"].iloc[i] if "n_pairs" in columns else 0
+        if pd.notna(pairs) and 0 < int(pairs) < len(FACTORS) - 1:
+            marks.append(f"{int(pairs)}/{len(FACTORS) - 1} pairs")
+        if whole is not None:
+            cells = frame["n_cells"].iloc[i]
+            if pd.notna(cells) and 0 < int(cells) < int(whole.iloc[i]):
+                marks.append(f"{int(cells)}/{int(whole.iloc[i])} cells")
+        out.append(", ".join(marks))
+    return pd.Series(out, index=frame.index, dtype=object)
+
+
 def _estimate(row: Any) -> dict[str, Any]:
     """``{"mean", "sem", "std", "n"}`` of a result row, JSON-ready (std: ddof 0)."""
     return {"mean": json_safe(row.mean), "sem": json_safe(row.sem),
@@ -484,7 +517,10 @@ class DiagvibMetrics(ShowsResult):
 
     def headline(self) -> pd.DataFrame:
         """Per model and study (STUDIES order): FAAvg and FAMin averaged over the predicted
-        factors (for ZSO both are the mean ``P_i``), and the finished/all job counts."""
+        factors (for ZSO both are the mean ``P_i``), the finished/all job counts, and
+        ``incomplete``: what those averages lack ("" when nothing), "5/6 factors" when some
+        predicted factor has no number, then each factor whose number has
+        :func:`incomplete_marks` ("hue 2/5 pairs; texture 2/3 samples")."""
         agg = self.aggregates.pivot_table(index=["label", "study"], columns="metric",
                                           values="mean", aggfunc="mean")
         jobs = self.status.set_index(["label", "study"])
@@ -493,9 +529,27 @@ class DiagvibMetrics(ShowsResult):
         }).reindex(jobs.index)
         out["jobs done"] = [f"{int(r.done)}/{int(r.done + r.failed + r.pending)}"
                             for r in jobs.itertuples()]
+        lacking = self._lacking()
+        out["incomplete"] = [lacking.get(key, "") for key in out.index]
         rank = {s: i for i, s in enumerate(study_names())}
         order = sorted(out.index, key=lambda k: (k[0], rank.get(k[1], len(rank)), k[1]))
         return out.loc[order].rename_axis(["model", "study"])
+
+    def _lacking(self) -> dict[tuple[str, str], str]:
+        """The ``incomplete`` text of :meth:`headline` per (model, study) that lacks something:
+        FAAvg and FAMin share their counts, so each factor is named once."""
+        marked = self.aggregates.assign(mark=incomplete_marks(self.aggregates))
+        rank = {f: i for i, f in enumerate(FACTORS)}
+        out = {}
+        for (label, study), group in marked.groupby(["label", "study"], sort=False):
+            per = group.drop_duplicates("factor").sort_values(
+                "factor", key=lambda c: c.map(rank), kind="stable")
+            parts = [f"{r.factor} {r.mark}" for r in per.itertuples() if r.mark]
+            if len(per) < len(FACTORS):
+                parts.insert(0, f"{len(per)}/{len(FACTORS)} factors")
+            if parts:
+                out[(str(label), str(study))] = "; ".join(parts)
+        return out
 
     def _display(self) -> tuple[str, pd.DataFrame, list[str]]:
         done = int(self.status["done"].sum())
@@ -506,7 +560,12 @@ class DiagvibMetrics(ShowsResult):
         if len(self.unfit):
             notes.insert(0, f"{len(self.unfit)} run(s) did not fit their training data "
                             "(.unfit)")
-        return title, self.headline(), notes
+        head = self.headline()
+        if (head["incomplete"] == "").all():
+            head = head.drop(columns="incomplete")
+        else:
+            notes.insert(0, INCOMPLETE_HEADLINE)
+        return title, head, notes
 
 
 

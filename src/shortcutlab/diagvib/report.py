@@ -30,6 +30,7 @@ from shortcutlab.diagvib.metrics import (
     check_error_bars,
     complete_cells,
     compute_metrics,
+    incomplete_marks,
 )
 from shortcutlab.diagvib.spec import get_study, sequence_names, studies_in_sequence, study_names
 from shortcutlab.errors import DiagvibError
@@ -120,17 +121,15 @@ def factor_frame(frame: pd.DataFrame, keys: Sequence[str], err: str = "sem",
     than the five correlated factors in some sample (``n_pairs``) says so: "(2/3 samples)",
     "(4/5 pairs)"; a CHGO − ZGO improvement over fewer (pair, sample) cells than the complete
     study (``n_cells`` below :func:`~shortcutlab.diagvib.metrics.complete_cells`): "(4/10
-    cells)" (:data:`INCOMPLETE_NOTE`, :func:`has_incomplete`)."""
+    cells)" (:func:`~shortcutlab.diagvib.metrics.incomplete_marks`, :data:`INCOMPLETE_NOTE`,
+    :func:`has_incomplete`)."""
     rows = {}
-    most = frame.groupby("label")["n"].max() if {"label", "n"} <= set(frame.columns) else None
-    if {"label", "n", "n_cells"} <= set(frame.columns):
-        frame = frame.assign(complete_cells=complete_cells(frame))
+    frame = frame.assign(incomplete=incomplete_marks(frame))
     for key, group in frame.groupby(list(keys), sort=False):
         by_factor = group.set_index("factor")
         key = key if isinstance(key, tuple) else (key,)
-        full = int(most[group["label"].iloc[0]]) if most is not None else 0
         rows[key] = {f: format_mean_err(by_factor.at[f, "mean"], _spread(by_factor, f, err),
-                                        scale, digits) + _incomplete(by_factor, f, full)
+                                        scale, digits) + _mark(by_factor.at[f, "incomplete"])
                      if f in by_factor.index else "–"
                      for f in FACTORS}
     out = pd.DataFrame.from_dict(rows, orient="index", columns=list(FACTORS))
@@ -163,22 +162,9 @@ def has_incomplete(cells: pd.DataFrame) -> bool:
     return bool(text.str.endswith(_MARK_ENDS).any())
 
 
-def _incomplete(by_factor: pd.DataFrame, factor: str, full: int) -> str:
-    """" (k/m samples, k/5 pairs, k/m cells)" for a number short of samples, correlated factors
-    or (CHGO − ZGO) pair-sample cells."""
-    marks = []
-    n = int(by_factor.at[factor, "n"]) if "n" in by_factor.columns else full
-    if n < full:
-        marks.append(f"{n}/{full} samples")
-    pairs = int(by_factor.at[factor, "n_pairs"]) if "n_pairs" in by_factor.columns else 0
-    if 0 < pairs < len(FACTORS) - 1:
-        marks.append(f"{pairs}/{len(FACTORS) - 1} pairs")
-    if "complete_cells" in by_factor.columns:
-        cells = int(by_factor.at[factor, "n_cells"])
-        whole = int(by_factor.at[factor, "complete_cells"])
-        if 0 < cells < whole:
-            marks.append(f"{cells}/{whole} cells")
-    return f" ({', '.join(marks)})" if marks else ""
+def _mark(marks: str) -> str:
+    """" (k/m samples, k/5 pairs, k/m cells)" for a number with :func:`incomplete_marks`."""
+    return f" ({marks})" if marks else ""
 
 
 def short_chgo_cells(chgo: pd.DataFrame) -> list[str]:
@@ -189,6 +175,30 @@ def short_chgo_cells(chgo: pd.DataFrame) -> list[str]:
     short = chgo[chgo["n_cells"] < whole]
     return [f"{r.label} {r.factor} ({int(r.n_cells)}/{int(whole[i])} cells)"
             for i, r in zip(short.index, short.itertuples(), strict=True)]
+
+
+def short_aggregates(aggregates: pd.DataFrame, studies: Iterable[str]) -> list[str]:
+    """"model study factor (2/5 pairs)" for each FAAvg/FAMin of ``aggregates`` (the frame of
+    :func:`~shortcutlab.diagvib.metrics.factor_aggregates`) in ``studies`` that
+    :func:`~shortcutlab.diagvib.metrics.incomplete_marks` marks (once for both metrics: they
+    share their counts), for figure captions."""
+    marks = incomplete_marks(aggregates)
+    short = aggregates[(marks != "") & aggregates["study"].isin(list(studies))]
+    return list(dict.fromkeys(f"{r.label} {r.study} {r.factor} ({marks[i]})"
+                              for i, r in zip(short.index, short.itertuples(), strict=True)))
+
+
+#: at most this many marked numbers are named in a figure caption (then "and k more")
+_CAPTION_NAMES = 12
+
+
+def _marked_caption(short: list[str], what: str) -> str:
+    """" {what} average ...: a, b, c." naming the first :data:`_CAPTION_NAMES` of ``short``."""
+    if not short:
+        return ""
+    named = ", ".join(short[:_CAPTION_NAMES])
+    more = len(short) - _CAPTION_NAMES
+    return f" {what}: {named}" + (f" and {more} more." if more > 0 else ".")
 
 
 #: job-table column -> Setup-table column, for the choices the paper leaves open
@@ -384,10 +394,14 @@ def _metric_sections(report: HtmlReport, metrics: DiagvibMetrics, error_bars: st
         if has_incomplete(chgo):
             report.paragraph(INCOMPLETE_NOTE[0].upper() + INCOMPLETE_NOTE[1:] + ".", note=True)
         short = short_chgo_cells(metrics.chgo)
-        caption = "CHGO − ZGO per factor." + (
-            " Hatched bars average fewer (pair, sample) cells than the complete study: "
-            + ", ".join(short) + "." if short else "")
+        caption = "CHGO − ZGO per factor." + _marked_caption(
+            short, "Hatched bars average fewer (pair, sample) cells than the complete study")
         report.figure(figs.plot_chgo_improvement(metrics), caption)
+
+
+#: what the hollow points of the FAAvg/FAMin figures are (their caption names them)
+_HOLLOW = ("Hollow points average fewer correlated factors in some sample or fewer dataset samples "
+          "than complete")
 
 
 def _aggregate_figures(report: HtmlReport, metrics: DiagvibMetrics) -> None:
@@ -406,7 +420,8 @@ def _aggregate_figures(report: HtmlReport, metrics: DiagvibMetrics) -> None:
             paper = _PAPER_FIGURE.get(sequence)
             report.figure(figs.plot_factor_aggregates(metrics, sequence),
                           f"FAAvg and FAMin from {order[0]} to {order[-1]} through the "
-                          f"{sequence} studies" + (f" (paper figure {paper})." if paper else "."))
+                          f"{sequence} studies" + (f" (paper figure {paper})." if paper else ".")
+                          + _marked_caption(short_aggregates(metrics.aggregates, order), _HOLLOW))
     if drawn:
         return
     for sequence, order in sequences.items():
@@ -415,7 +430,8 @@ def _aggregate_figures(report: HtmlReport, metrics: DiagvibMetrics) -> None:
             report.figure(figs.plot_factor_aggregates(metrics, sequence),
                           f"FAAvg and FAMin from {present[0]} to {present[-1]} (run the "
                           f"{' or '.join(sequences)} studies to see the steps in between, paper "
-                          "figures 4b and 5b).")
+                          "figures 4b and 5b)."
+                          + _marked_caption(short_aggregates(metrics.aggregates, present), _HOLLOW))
             return
 
 
@@ -533,5 +549,5 @@ def write_report(
 
 __all__ = ["INCOMPLETE_NOTE", "TRAINING_COLUMNS", "build_report", "factor_frame",
            "format_mean_err", "has_incomplete", "load_job_table", "load_job_tables",
-           "noise_table", "predictions_only", "setup_table", "short_chgo_cells",
-           "write_report"]
+           "noise_table", "predictions_only", "setup_table", "short_aggregates",
+           "short_chgo_cells", "write_report"]
