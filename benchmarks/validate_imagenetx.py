@@ -1,7 +1,7 @@
 """Validate shortcutlab's ImageNet-X evaluation against the authors' published tables.
 
-Recomputes the per-factor accuracies of the four real models in
-``../shared/data/imagenet-x/model_predictions`` (DINO, ResNet50, SimCLR, ViT) and of the original
+Recomputes the per-factor accuracies of the four real models in the authors'
+``model_predictions`` folder (DINO, ResNet50, SimCLR, ViT) and of the original
 labels scored against ReaL (the ``human`` row), for top/multi factors and the three error types,
 and prints the maximum absolute difference from the authors' ``accuracies_per_factor.csv``.
 Then runs the Alexander-Govern test across the authors' model groups on their tables, and
@@ -39,9 +39,11 @@ def main() -> int:
     predictions_dir = args.data / "model_predictions"
     results_dir = args.data / "results" / "val"
     if not predictions_dir.is_dir() or not results_dir.is_dir():
-        print(f"reference data not found under {args.data}: expected model_predictions/ and "
-              "results/val/ (the ImageNet-X authors' files; see ../shared/data/README.md). "
-              "Pass --data DIR to point elsewhere.", file=sys.stderr)
+        print(f"reference data not found under {args.data}: expected the folders "
+              "model_predictions/ and results/val/ of the ImageNet-X authors' repository "
+              "(github.com/facebookresearch/imagenetx, CC BY-NC; not shipped with shortcutlab). "
+              "Clone it and pass --data DIR, DIR holding model_predictions/ and results/.",
+              file=sys.stderr)
         return 1
 
     from shortcutlab.imagenetx.annotations import FACTORS, load_annotations

@@ -304,3 +304,17 @@ def test_strict_without_marked_test_sets_is_refused(protocol_dir: Path, tmp_path
     assert res.exit_code == 2, res.output
     assert "--in-distribution" in res.output and len(res.output.strip().splitlines()) == 1
     assert not (tmp_path / "rep").exists()
+
+
+def test_report_help_names_every_file_the_report_writes(protocol_dir: Path, tmp_path: Path) -> None:
+    from shortcutlab.cli.main import app
+
+    written = write_report(protocol_dir, tmp_path / "rep", rule="last_n", n_last=2)
+    res = CliRunner().invoke(app, ["biasbed", "report", "--help"], terminal_width=200)
+    assert res.exit_code == 0, res.output
+    text = "".join(res.output.replace("│", " ").split())
+    assert any(p.name.startswith("comparison") for p in written)  # the fixture compares
+    for path in written:  # comparison files are listed as comparison.json/.tex/_scores.csv/...
+        name = path.name if path.name == "comparison.json" else path.name.removeprefix(
+            "comparison")
+        assert name in text, f"{path.name} is written but `biasbed report --help` omits it"

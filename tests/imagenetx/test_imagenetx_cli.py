@@ -175,6 +175,8 @@ def test_report_with_the_authors_result_tables(model_dir, result_tables, welch_r
     res, welch = welch_report
     # the cubic procedure on one model's CSV (it has probabilities: calibration.csv)
     cubic = tmp_path / "cubic"
+    cubic.mkdir()
+    (cubic / "old.csv").write_text("x\n1\n")  # no file of this report: not said to be written
     out = runner.invoke(app, ["imagenetx", "report", str(model_dir / "m0.csv"), "--bootstrap",
                               "0", "--results", str(result_tables), "--spillover", "cubic",
                               "--out", str(cubic)])
@@ -186,6 +188,10 @@ def test_report_with_the_authors_result_tables(model_dir, result_tables, welch_r
         assert data["result_tables"]["spillover_method"] == method
         assert len(data["result_tables"]["paper_claims"]) == 10
         assert data["result_tables"]["spillover"]["crop"]["pose"]["direction"] == "lower"
+        closing = next(line for line in done.output.splitlines() if "report written to" in line)
+        for name in {p.name for p in folder.iterdir()} - {"index.html", "old.csv"}:
+            assert name in closing, f"the closing line leaves out {name}: {closing}"
+        assert "old.csv" not in closing
     assert "cubic fit" in html
     assert (cubic / "table3.csv").is_file()
     assert (cubic / "calibration.csv").is_file()  # CSVs with probabilities

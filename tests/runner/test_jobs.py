@@ -161,3 +161,23 @@ def test_a_job_file_of_an_earlier_version_is_skipped_with_the_reason(tmp_path) -
     assert table["job_id"].tolist() == [jobs[1].job_id]
     (line,) = table.attrs["skipped"]
     assert "scale" in line and "earlier shortcutlab" in line and jobs[0].job_id in line
+
+
+def test_a_result_without_its_required_keys_fails_and_is_not_counted(tmp_path) -> None:
+    job = noop_jobs(1)[0]
+
+    def partial(job: Job, device: str) -> JobOutput:
+        return JobOutput({"test_acc": 1.0})
+
+    with jobs_mod.JOB_KINDS.scratch():
+        register_job_kind("noop", partial, override=True)
+        summary = run_jobs([job], tmp_path, backend="serial", progress=False)
+        again = run_jobs([job], tmp_path, backend="serial", progress=False)
+    d = tmp_path / job.job_id
+    assert not summary.done and len(summary.failed) == 1
+    assert "lacks the result key(s) best_epoch, epochs_run" in summary.failed[0].error
+    assert "best_epoch" in (d / "error.txt").read_text()
+    assert not (d / "done").exists() and job_status(d) == "failed"
+    assert not again.done and len(again.failed) == 1  # failed again, not counted done
+    assert not (d / "result.json").exists()
+    assert not any(p.name.startswith("corrupt-") for p in d.iterdir())  # nothing moved aside

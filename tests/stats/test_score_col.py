@@ -56,3 +56,19 @@ def test_cli_score_col(tmp_path: Path) -> None:
     assert out["algorithms"] == ["ERM", "IRM", "SagNet"] and out["ranks"]["SagNet"] == 1.0
     bad = runner.invoke(app, ["stats", "compare", str(path), "--score-col", "nope"])
     assert bad.exit_code == 2 and "unknown score column 'nope'" in bad.output
+
+
+def test_compare_help_lists_every_long_table_column_name_the_reader_accepts() -> None:
+    from shortcutlab.stats.tables import (
+        ALGORITHM_COLUMNS,
+        BLOCK_COLUMNS,
+        RUN_COLUMNS,
+        SCORE_COLUMNS,
+    )
+
+    res = runner.invoke(app, ["stats", "compare", "--help"], terminal_width=200)
+    assert res.exit_code == 0, res.output
+    text = "".join(res.output.split())
+    accepted = ",".join("|".join(names) for names in (BLOCK_COLUMNS, ALGORITHM_COLUMNS,
+                                                       RUN_COLUMNS, SCORE_COLUMNS))
+    assert f"long({accepted})" in text, f"`stats compare --help` does not list ({accepted})"

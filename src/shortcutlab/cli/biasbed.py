@@ -310,7 +310,8 @@ def report(
 ) -> None:
     """Write the BiasBed report of RUN_DIR: selection rules side by side, curves, statistics.
 
-    Files: index.html, epochs.csv, selection.csv and (with >= 2 algorithms and >= 2 test sets)
+    Files: index.html, epochs.csv, selection.csv, competitors.csv and (with >= 2
+    algorithms and >= 2 test sets)
     comparison.json/.tex/_scores.csv/_ranks.csv/_nemenyi.csv/_cd_diagram.png.
     """
     from shortcutlab.biasbed.protocol import COMPARE_BY

@@ -38,7 +38,8 @@ def compare_cmd(
     table: Path = typer.Argument(
         ...,
         help="CSV/TSV/Parquet: wide (first column block, one column per algorithm) or long "
-        "(block|dataset|test_set, algorithm|model|method, run|seed|job_id, score|acc|accuracy).",
+        "(block|dataset|test_set, algorithm|model|method, run|seed|job_id, "
+        "score|acc|accuracy|value).",  # stats.tables' *_COLUMNS (tests/stats/test_score_col.py)
     ),
     lower_is_better: bool = typer.Option(
         False, "--lower-is-better", help="Scores are errors/losses: lower ranks first."

@@ -81,7 +81,7 @@ def load_job_table(source: str | os.PathLike[str],
     path = Path(source)
     if path.is_dir() and any(path.glob(f"*/{JOB_FILE}")):
         table = collect_jobs(path)
-        epochs = collect_epochs(path)
+        epochs = collect_epochs(path, logged=table.attrs["skipped"])  # one warning a folder
         spread = job_spread(epochs).set_index("job_id")
         for col in ("acc_min", "acc_max"):  # in place: the table's attrs (skipped folders) stay
             table[col] = table["job_id"].map(spread[col]).astype(float)

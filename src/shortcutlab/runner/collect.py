@@ -16,6 +16,7 @@ the file (logger ``shortcutlab.runner``); the list is in ``table.attrs["skipped"
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -73,9 +74,15 @@ def _looks_like_job(path: Path) -> bool:
                for name in (JOB_FILE, RESULT_FILE, DONE_FILE, EPOCHS_FILE, ERROR_FILE))
 
 
-def _skip(path: Path, exc: JobFileError, skipped: list[str]) -> None:
-    line = f"skipped job folder {path.name}: {exc}"
-    log.warning(line)
+def _skip_prefix(path: Path) -> str:
+    return f"skipped job folder {path.name}: "
+
+
+def _skip(path: Path, exc: JobFileError, skipped: list[str], logged: Iterable[str] = ()) -> None:
+    """Record (and log, unless a line in ``logged`` already named the folder) a skip."""
+    line = f"{_skip_prefix(path)}{exc}"
+    if not any(old.startswith(_skip_prefix(path)) for old in logged):
+        log.warning(line)
     skipped.append(line)
 
 
@@ -178,10 +185,14 @@ def collect(root: str | Path) -> pd.DataFrame:
     return table
 
 
-def collect_epochs(root: str | Path) -> pd.DataFrame:
+def collect_epochs(root: str | Path, logged: Iterable[str] = ()) -> pd.DataFrame:
     """The long per-epoch table of every done job: job_id, epoch, train_loss, val_loss,
     val_acc, test_set, tag ("all" or a cell tag), acc, n. A folder :func:`collect` leaves out
     (see the module's docstring) is left out here too, with the same warning line.
+
+    ``logged``: the skip lines a caller already logged (``collect(root).attrs["skipped"]``);
+    a folder named there is not logged again (still listed in ``attrs["skipped"]``), so a
+    command reading both tables warns once a folder.
 
     Each ``epochs.parquet`` is read as an Arrow table and all are converted to pandas at once:
     a pandas frame per file costs several times the read itself (a 1,230-job folder: ≈ 1 s
@@ -191,6 +202,7 @@ def collect_epochs(root: str | Path) -> pd.DataFrame:
 
     parts: list[pa.Table] = []
     skipped: list[str] = []
+    logged = tuple(logged)
     columns = list(EPOCH_TABLE_COLUMNS[1:])
     for path in _job_dirs(Path(root)):
         if (path / DONE_FILE).is_file() and (path / EPOCHS_FILE).is_file():
@@ -206,7 +218,7 @@ def collect_epochs(root: str | Path) -> pd.DataFrame:
                 if missing:
                     raise JobFileError(path / EPOCHS_FILE, f"lacks columns {missing}")
             except JobFileError as exc:
-                _skip(path, exc, skipped)
+                _skip(path, exc, skipped, logged)
                 continue
             part = part.select(columns).replace_schema_metadata(None)
             parts.append(part.add_column(0, "job_id",

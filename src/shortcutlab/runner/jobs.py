@@ -444,12 +444,15 @@ def _run_claimed(job: Job, path: Path, device: str, run: JobFunction,
         job.check_inputs()
         with job_threads(job.threads):
             output = run(job, device)
-        if output.epochs is not None:
-            with atomic_path(path / EPOCHS_FILE, suffix=".parquet") as tmp:
-                output.epochs.to_parquet(tmp, index=False)
         result = {"device": device, "threads": job.threads, **json_safe(output.result),
                   "job_id": job.job_id}
         result["device"] = _recorded_device(result, device, record_device)
+        invalid = result_problem(result)
+        if invalid is not None:  # never count a result that a later read would refuse
+            raise RunnerError(f"the {job.kind} job's result {invalid}")
+        if output.epochs is not None:
+            with atomic_path(path / EPOCHS_FILE, suffix=".parquet") as tmp:
+                output.epochs.to_parquet(tmp, index=False)
         write_json(path / RESULT_FILE, result)
         write_text(path / DONE_FILE, "")
     except Exception as exc:
