@@ -228,7 +228,12 @@ def report_cmd(
     figures 2, 4, 7, per-factor calibration, table 3 (and figures 1b, 4, 6, 17 with --results)."""
 
     from shortcutlab.imagenetx.predictions import gather_predictions
-    from shortcutlab.imagenetx.report import analyse, no_calibration_note, write_report
+    from shortcutlab.imagenetx.report import (
+        analyse,
+        no_calibration_note,
+        report_tables,
+        write_report,
+    )
     from shortcutlab.utils.io import check_output_folder
 
     kind, which_factors = _check_choices(error_type, which)
@@ -242,28 +247,13 @@ def report_cmd(
         predictions, which_factors, kind, ignore_empty_real, group_map, n_boot=bootstrap,
         seed=seed, results_dir=results, spillover_method=spillover, families=family_map,
     )
-    before = _file_stamps(out)
     path = write_report(analysis, out, title)
-    beside = sorted(name for name, stamp in _file_stamps(out).items()
-                    if stamp != before.get(name) and name != path.name)
+    beside = ["imagenetx.json", *report_tables(analysis)]
     typer.echo(f"report written to {path} ({', '.join(beside)} beside it)", err=as_json)
     if analysis.calibration is None:  # say why calibration.csv is missing, on one line
         typer.echo(no_calibration_note(analysis.result.models), err=True)
     if as_json:
         print_json_file(path.parent / "imagenetx.json")
-
-
-def _file_stamps(folder: Path) -> dict[str, tuple[int, int]]:
-    """name -> (inode, mtime in ns) of the visible files in ``folder``: a file the report
-    writes is renamed into place, so it differs afterwards, an old file of another run not."""
-    if not folder.is_dir():
-        return {}
-    stamps = {}
-    for p in folder.iterdir():
-        if not p.name.startswith(".") and p.is_file():
-            st = p.stat()
-            stamps[p.name] = (st.st_ino, st.st_mtime_ns)
-    return stamps
 
 
 def _report_extras(results: Path | None, spillover: str, families: Path | None

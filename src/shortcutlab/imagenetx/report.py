@@ -509,19 +509,10 @@ def _add_paper_sections(report: HtmlReport, paper: PaperTables) -> None:
         report.table(paper.tailored["tests"])
 
 
-def write_report(
-    results: ImagenetXAnalysis | EvaluationResult,
-    out_dir: str | os.PathLike[str],
-    title: str = "ImageNet-X error analysis",
-) -> Path:
-    """Write ``index.html``, ``imagenetx.json``, ``summary.csv``, ``meta_labels.csv`` and the
-    other tables of the analysis (``table3.csv``, ``active_factors.csv``,
-    ``factor_shares.csv``, ``calibration.csv``) where it has them, all or none."""
-    analysis = results if isinstance(results, ImagenetXAnalysis) else ImagenetXAnalysis(results)
-    out = Path(out_dir)
-    report = HtmlReport(title)
-    with literal_text():  # model names are data, not mathtext
-        add_imagenetx_section(report, analysis)
+def report_tables(analysis: ImagenetXAnalysis) -> dict[str, str]:
+    """File name -> CSV text of the tables :func:`write_report` writes beside ``index.html``
+    and ``imagenetx.json``: ``summary.csv``, ``meta_labels.csv`` and, where the analysis has
+    them, ``table3.csv``, ``calibration.csv``, ``active_factors.csv``, ``factor_shares.csv``."""
     tables = {"summary.csv": analysis.result.summary().to_csv(),
               "meta_labels.csv": analysis.result.meta_long().to_csv(index=False)}
     if analysis.listing is not None:
@@ -532,6 +523,22 @@ def write_report(
         tables["active_factors.csv"] = analysis.active_accuracy.to_csv()
     if analysis.factor_shares is not None:
         tables["factor_shares.csv"] = analysis.factor_shares.to_csv(index=False)
+    return tables
+
+
+def write_report(
+    results: ImagenetXAnalysis | EvaluationResult,
+    out_dir: str | os.PathLike[str],
+    title: str = "ImageNet-X error analysis",
+) -> Path:
+    """Write ``index.html``, ``imagenetx.json`` and the tables of :func:`report_tables`, all
+    or none."""
+    analysis = results if isinstance(results, ImagenetXAnalysis) else ImagenetXAnalysis(results)
+    out = Path(out_dir)
+    report = HtmlReport(title)
+    with literal_text():  # model names are data, not mathtext
+        add_imagenetx_section(report, analysis)
+    tables = report_tables(analysis)
     with output_set() as outputs:  # every file or none (old ones stay on a failure)
         outputs.write_json(out / "imagenetx.json", analysis.to_dict())
         for name, text in tables.items():
