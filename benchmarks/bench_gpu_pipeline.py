@@ -6,7 +6,8 @@ Sections (all by default; ``--only`` picks some):
   class table and indices, one reused output buffer) at batch 512 and 4,096 on ``--device``,
   next to the numpy path on one CPU core in the same process.
 * ``numpy``: the numpy renderer against its version at ``--baseline-rev`` (loaded from git into
-  this process), same sources and batches: the "no regression" check.
+  this process), same sources and batches: the "no regression" check (skipped, saying so, when
+  that version draws other images: the default's do since adc8c1a).
 * ``epoch``: seconds per full-scale resnet18 epoch (43,740 training images, validation 8,748 and
   test 10,000: train + val + test) for one job alone and for ``--jobs`` jobs at once (separate
   processes sharing the device), with the device's utilisation sampled by ``nvidia-smi``, and the
@@ -40,6 +41,7 @@ ROOT = Path(__file__).resolve().parent.parent
 FULL = {"train": 43_740, "val": 8_748, "test": 10_000}
 RUNS, EPOCHS = 1_230, 30  # the full benchmark per model and seed, the paper protocol
 EXPERIMENT = "ZSO/texture/0"
+BASELINE_REV = "bc11105"  # before issue 14 (the torch path): the numpy and cli baselines
 
 
 def _sync(device: str) -> None:
@@ -108,11 +110,18 @@ def bench_numpy(rev: str, batches: list[int], min_time: float) -> dict:
 
     new = ImageGenerator()
     old = _old_renderer(rev).ImageGenerator(new.shapes, new.textures)
-    out = {}
+    out: dict = {}
     for batch in batches:
         classes, idx = random_classes(batch, seed=1), np.arange(batch)
-        assert (old.render(classes, seed=1, split="val", indices=idx)
-                == new.render(classes, seed=1, split="val", indices=idx)).all()
+        if not (old.render(classes, seed=1, split="val", indices=idx)
+                == new.render(classes, seed=1, split="val", indices=idx)).all():
+            # the images changed since ``rev`` (adc8c1a: the authors' drawing): timing two
+            # renderers that make different images says nothing about a regression
+            reason = (f"the renderer at {rev} draws other images than the current one (the "
+                      "generator has changed since); pass --baseline-rev a commit that draws "
+                      "the same images (adc8c1a or later)")
+            print(f"numpy section skipped: {reason}", file=sys.stderr, flush=True)
+            return {"skipped": reason}
         rates: dict[int, list[float]] = {0: [], 1: []}
         for rnd in range(4):  # interleaved, alternating order: load hits both alike
             for k in ((0, 1) if rnd % 2 == 0 else (1, 0)):
@@ -307,7 +316,8 @@ def main() -> None:
     ap.add_argument("--scale", type=float, default=1.0, help="experiment scale for epochs")
     ap.add_argument("--precision", default="fp32", choices=("fp32", "bf16"))
     ap.add_argument("--channels-last", action="store_true")
-    ap.add_argument("--baseline-rev", default="bc11105", help="git revision of the old renderer")
+    ap.add_argument("--baseline-rev", default=BASELINE_REV,
+                    help="git revision of the old renderer")
     ap.add_argument("--quick", action="store_true", help="shorter timing")
     ap.add_argument("--precision-model", default="resnet18", help="model of the precision runs")
     ap.add_argument("--precision-scale", type=float, default=0.1)
