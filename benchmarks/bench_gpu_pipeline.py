@@ -308,7 +308,8 @@ def main() -> None:
         epoch_child(device, float(scale), precision, layout == "1", *sys.argv[6:9])
         return
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--device", default="cuda", help="cuda (default) or cpu")
+    ap.add_argument("--device", default=None,
+                    help="cuda or cpu (default: cuda; without a CUDA device nothing is measured)")
     ap.add_argument("--only", nargs="+",
                     choices=("render", "numpy", "epoch", "cli", "precision"),
                     default=["render", "numpy", "epoch", "cli"])
@@ -329,6 +330,12 @@ def main() -> None:
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     import torch
 
+    if args.device is None:
+        if not torch.cuda.is_available():  # `make bench` on a CPU machine: a GPU benchmark
+            print("no CUDA device: the GPU pipeline is not measured (a CPU run at tiny scale: "
+                  "--device cpu --scale 0.005 --quick)")
+            return
+        args.device = "cuda"
     torch.set_num_threads(1)
     min_time = 1.0 if args.quick else 3.0
     print(f"device {args.device}"
