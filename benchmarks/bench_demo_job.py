@@ -38,13 +38,13 @@ torch.set_num_threads(1)
 config = DEMO_CONFIG.replace(channels_last=channels_last)
 jobs = build_jobs("small_cnn", ["ZGO"], ["hue-shape", "shape-scale"], samples=[0], seeds=[0],
                   scale=DEMO_SCALE, train_config=config)
-out = tempfile.mkdtemp()
-before = resource.getrusage(resource.RUSAGE_SELF)
-start = time.perf_counter()
-run_jobs(jobs, out, backend="serial", device="cpu", progress=False)
-wall = time.perf_counter() - start
-after = resource.getrusage(resource.RUSAGE_SELF)
-table = collect_jobs(out).sort_values("experiment")
+with tempfile.TemporaryDirectory(prefix="bench_demo_job-") as out:  # removed on exit
+    before = resource.getrusage(resource.RUSAGE_SELF)
+    start = time.perf_counter()
+    run_jobs(jobs, out, backend="serial", device="cpu", progress=False)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_SELF)
+    table = collect_jobs(out).sort_values("experiment")
 print(json.dumps({"wall": wall, "user": after.ru_utime - before.ru_utime,
                   "sys": after.ru_stime - before.ru_stime,
                   "faults": after.ru_minflt - before.ru_minflt,
