@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import sys
 import time
 from pathlib import Path
 
@@ -131,7 +132,7 @@ def accuracy(scale: float, epochs: int, samples: list[int], out: Path, batch_siz
               flush=True)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batch", type=int, default=16, help="step-cost batch size")
     parser.add_argument("--steps", type=int, default=5, help="timed steps per baseline")
@@ -145,17 +146,24 @@ def main() -> None:
     parser.add_argument("--lr", type=float, default=None, help="protocol learning rate")
     parser.add_argument("--only", nargs="+", default=None, help="labels to run")
     parser.add_argument("--out", type=Path, default=Path("runs/bench-baselines"))
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.accuracy:
-        accuracy(args.scale, args.epochs, args.samples, args.out, args.train_batch, args.which,
-                 args.lr, args.only)
-        return
+        from shortcutlab.runner.runs import RunInterrupted
+
+        try:
+            accuracy(args.scale, args.epochs, args.samples, args.out, args.train_batch,
+                     args.which, args.lr, args.only)
+        except RunInterrupted as exc:  # Ctrl-C: one line saying what finished, as the CLI does
+            print(exc, file=sys.stderr)
+            return 130
+        return 0
     print_costs("cpu", args.batch, args.steps)
     if torch.cuda.is_available():
         print_costs("cuda", 64, max(args.steps, 20))
     else:
         print("\n(no CUDA device: GPU step costs not measured)")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

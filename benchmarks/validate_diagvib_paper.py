@@ -74,7 +74,7 @@ from shortcutlab.diagvib.metrics import (
 from shortcutlab.diagvib.report import format_mean_err, write_report
 from shortcutlab.errors import ShortcutlabError
 from shortcutlab.runner.jobs import EPOCHS_FILE, JOB_FILE, RESULT_FILE, Job, is_done
-from shortcutlab.runner.runs import run_jobs
+from shortcutlab.runner.runs import RunInterrupted, run_jobs
 from shortcutlab.train.config import TrainConfig
 
 REFERENCE_TEXTURES = Path(__file__).resolve().parents[2] / "shared/data/diagvib6-paper/textures"
@@ -676,9 +676,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         # the chunk fits by the estimate; should jobs run slower, start no round that cannot
         # finish by the budget's end (the first round always starts)
         budget = None if budget is None else max(budget - per_job, 1.0)
-    summary = run_jobs(chunk, args.out, backend=args.backend, workers=args.workers,
-                       device=args.device, jobs_per_gpu=args.jobs_per_gpu,
-                       budget_seconds=budget)
+    try:
+        summary = run_jobs(chunk, args.out, backend=args.backend, workers=args.workers,
+                           device=args.device, jobs_per_gpu=args.jobs_per_gpu,
+                           budget_seconds=budget)
+    except RunInterrupted as exc:  # Ctrl-C: one line saying what finished, as the CLI does
+        print(exc, file=sys.stderr)
+        return 130
     print(f"{len(summary.done)} trained, {len(summary.skipped)} already done, "
           f"{len(summary.failed)} failed, {len(summary.remaining)} remaining")
     if args.campaign is not None:
