@@ -14,6 +14,12 @@ authors' cubic-fit procedure and shortcutlab's Welch procedure; figure 2's facto
 figure 12's ViT prevalence shift (the numbers of docs/imagenetx-fidelity.md).
 
 Run: ``.venv/bin/python benchmarks/validate_imagenetx.py [--data DIR]``.
+
+Without the reference data (``--data`` lacking ``model_predictions/`` or ``results/val/``) the
+check cannot run, and that is an error, not a pass: one ``error:`` line on stderr says which
+folders are needed and where to get them, and the script exits with status 2. This is the
+convention of every ``benchmarks/validate_*.py`` that needs reference data: 0 the numbers agree,
+1 they disagree, 2 the data are missing.
 """
 
 from __future__ import annotations
@@ -39,12 +45,12 @@ def main() -> int:
     predictions_dir = args.data / "model_predictions"
     results_dir = args.data / "results" / "val"
     if not predictions_dir.is_dir() or not results_dir.is_dir():
-        print(f"reference data not found under {args.data}: expected the folders "
+        print(f"error: reference data not found under {args.data}: expected the folders "
               "model_predictions/ and results/val/ of the ImageNet-X authors' repository "
               "(github.com/facebookresearch/imagenetx, CC BY-NC; not shipped with shortcutlab). "
               "Clone it and pass --data DIR, DIR holding model_predictions/ and results/.",
               file=sys.stderr)
-        return 1
+        return 2
 
     from shortcutlab.imagenetx.annotations import FACTORS, load_annotations
     from shortcutlab.imagenetx.evaluate import ERROR_TYPES, evaluate
@@ -114,7 +120,7 @@ def main() -> int:
               f"{int(per_level['significant'].sum())} of {len(per_level)} (strength, factor) "
               "pairs significant at 0.05")
     figure12 = _figures_2_and_12(models)
-    return 0 if worst < 1e-9 and _paper_analyses(args.data / "results") and figure12 else 2
+    return 0 if worst < 1e-9 and _paper_analyses(args.data / "results") and figure12 else 1
 
 
 def _figures_2_and_12(models: Predictions) -> bool:

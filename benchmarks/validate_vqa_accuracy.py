@@ -1,6 +1,6 @@
 """Validate both VQA metrics against known figures on real data (VQA-VS ``Val.zip``).
 
-Over all 32,723 questions of the VQA-VS validation split (../shared/data/vqa-vs/Val.zip), three
+Over all 32,723 questions of the VQA-VS validation split (``--zip``), three
 kinds of clean predictions and one unnormalised one are scored with the ``official`` metric and
 with the authors' ``vqa-vs`` scorer (no vocabulary: the release's training split is not at hand):
 
@@ -20,6 +20,11 @@ the tail questions of our own VQA-VS build on Val), scored with ``read_release``
 ``score_release``; each OOD figure must equal the mean of the per-question scores over its ids.
 
     .venv/bin/python benchmarks/validate_vqa_accuracy.py [--zip PATH]
+
+Without the reference data (no file at ``--zip``) the check cannot run, and that is an error, not
+a pass: one ``error:`` line on stderr says which file is needed and where to get it, and the
+script exits with status 2. This is the convention of every ``benchmarks/validate_*.py`` that
+needs reference data: 0 the numbers agree, 1 they disagree, 2 the data are missing.
 """
 
 from __future__ import annotations
@@ -49,10 +54,12 @@ def main() -> int:
     args = ap.parse_args()
     if not args.zip.exists():
         print(
-            f"SKIPPED: reference data {args.zip} is absent. Place the VQA-VS Val.zip there "
-            "(from the VQA-VS authors' repository, PhoebusSi/VQA-VS) or pass --zip PATH."
+            f"error: reference data {args.zip} is absent: the check needs the VQA-VS Val.zip "
+            "(from the VQA-VS authors' repository, PhoebusSi/VQA-VS); place it there or pass "
+            "--zip PATH.",
+            file=sys.stderr,
         )
-        return 0
+        return 2
     from shortcutlab.vqa import load_table, score_table
 
     t0 = time.perf_counter()

@@ -6,7 +6,12 @@ written as ``Training/`` and ``IID-Test/`` in the authors' format, the tail sets
 Jaccard and OOD coincidence, and recomputed OOD sets equal to the released ones (Jaccard 1).
 Val has no image objects, so the five visual and multi-modal sets are empty.
 
-    python benchmarks/validate_vqa_analysis.py [--zip ../shared/data/vqa-vs/Val.zip]
+    python benchmarks/validate_vqa_analysis.py [--zip PATH]
+
+Without the reference data (no file at ``--zip``) the check cannot run, and that is an error, not
+a pass: one ``error:`` line on stderr says which file is needed and where to get it, and the
+script exits with status 2. This is the convention of every ``benchmarks/validate_*.py`` that
+needs reference data: 0 the numbers agree, 1 they disagree, 2 the data are missing.
 """
 
 from __future__ import annotations
@@ -27,9 +32,10 @@ def main() -> int:
     parser.add_argument("--zip", type=Path, default=DEFAULT_ZIP)
     args = parser.parse_args()
     if not args.zip.exists():
-        print(f"SKIPPED: reference data {args.zip} is absent. Place the VQA-VS Val.zip there "
-              "(from the VQA-VS authors' repository, PhoebusSi/VQA-VS) or pass --zip PATH.")
-        return 0
+        print(f"error: reference data {args.zip} is absent: the check needs the VQA-VS Val.zip "
+              "(from the VQA-VS authors' repository, PhoebusSi/VQA-VS); place it there or pass "
+              "--zip PATH.", file=sys.stderr)
+        return 2
     import numpy as np
     import pandas as pd
 

@@ -1,5 +1,7 @@
-"""benchmarks/validate_*.py without their reference data: the message says which data is needed
-and where to get it, and points to no development path (``../shared/...``)."""
+"""benchmarks/validate_*.py without their reference data: one convention for all, an error (the
+check did not run, so it must not read as passed): one ``error:`` line on stderr that says which
+data is needed and where to get it, pointing to no development path (``../shared/...``), and
+exit status 2 (bad input, as the CLI's; 1 stays "the numbers disagree")."""
 
 from __future__ import annotations
 
@@ -29,3 +31,6 @@ def test_missing_reference_data_says_what_and_where(script: str, tmp_path: Path)
     assert str(missing) in said and source in said, said
     assert "shared/" not in said, said
     assert "Traceback" not in said
+    assert res.returncode == 2, (res.returncode, said)
+    assert res.stdout == "" and res.stderr.startswith("error: "), (res.stdout, res.stderr)
+    assert len(res.stderr.strip().splitlines()) == 1, res.stderr
