@@ -18,16 +18,11 @@ from shortcutlab.cli.options import (
     no_tie_correction_option,
 )
 from shortcutlab.cli.output import json_option, print_json
-from shortcutlab.stats.columns import LONG_TABLE_COLUMNS  # names only: loads no statistics
 from shortcutlab.utils.console import PlainConsole
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 
 
-TABLE_HELP = (
-    "CSV/TSV/Parquet: wide (first column block, one column per algorithm) or long ("
-    + ", ".join("|".join(names) for names in LONG_TABLE_COLUMNS) + ")."
-)
 TRAINED_ON_HELP = (
     "ALGORITHM=BLOCK: BLOCK is in-distribution for ALGORITHM (made like its training data); "
     "repeat. Used by --strict."
@@ -42,7 +37,9 @@ def _fmt_p(p: float) -> str:
 def compare_cmd(
     table: Path = typer.Argument(
         ...,
-        help=TABLE_HELP,
+        help="CSV/TSV/Parquet: wide (first column block, one column per algorithm) or long "
+        "(block|dataset|test_set, algorithm|model|method, run|seed|job_id, "
+        "score|acc|accuracy|value).",  # stats.tables' *_COLUMNS (tests/stats/test_score_col.py)
     ),
     lower_is_better: bool = typer.Option(
         False, "--lower-is-better", help="Scores are errors/losses: lower ranks first."

@@ -1,11 +1,11 @@
 """Reading score tables for a comparison: wide (blocks × algorithms) or long (one row per run).
 
 Wide: first column the block name (data set, test set, factor pair), then one numeric column per
-algorithm. Long: columns for block, algorithm, run and score (accepted names in
-:mod:`.columns`); runs are aggregated to mean ± standard deviation per (block, algorithm). The
-table is long when it has both an algorithm and a score column; otherwise it is wide.
-``score_col`` names the score column of a long table whatever its name (a DomainBed-style
-``test_acc``); its other columns are then ignored.
+algorithm. Long: columns for block, algorithm, run and score (accepted names below); runs are
+aggregated to mean ± standard deviation per (block, algorithm). The table is long when it has
+both an algorithm and a score column; otherwise it is wide. ``score_col`` names the score column
+of a long table whatever its name (a DomainBed-style ``test_acc``); its other columns are then
+ignored.
 """
 
 from __future__ import annotations
@@ -20,13 +20,11 @@ import numpy as np
 import pandas as pd
 
 from shortcutlab.errors import StatsError, unknown_choice
-from shortcutlab.stats.columns import (  # the accepted names (kept importable from here)
-    ALGORITHM_COLUMNS,
-    BLOCK_COLUMNS,
-    RUN_COLUMNS,
-    SCORE_COLUMNS,
-)
 
+BLOCK_COLUMNS = ("block", "dataset", "test_set")
+ALGORITHM_COLUMNS = ("algorithm", "model", "method")
+RUN_COLUMNS = ("run", "seed", "job_id")
+SCORE_COLUMNS = ("score", "acc", "accuracy", "value")
 TABLE_SUFFIXES = (".csv", ".tsv", ".parquet", ".pq")
 
 
