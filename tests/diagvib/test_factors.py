@@ -39,6 +39,18 @@ def test_table_a1_counts_and_regions() -> None:
     assert get_factor("shape").classes == tuple("0123456789")
 
 
+def test_each_hue_class_is_centred_on_the_hue_of_its_colour_name() -> None:
+    """Table A1: six hue classes, each 30 degrees wide around the hue its name denotes. The
+    names' hues come from matplotlib's colour table (HSV hue = HLS hue), not from factors.py."""
+    from matplotlib.colors import rgb_to_hsv, to_rgb
+
+    hue = get_factor("hue")
+    for name, ((lo, hi),) in zip(hue.classes, hue.regions, strict=True):
+        named = float(rgb_to_hsv(np.array(to_rgb(name)))[0]) * 360
+        assert hi - lo == pytest.approx(30.0), name
+        assert ((lo + hi) / 2 - named + 180) % 360 - 180 == pytest.approx(0.0, abs=1e-9), name
+
+
 def test_factor_names_are_a_closed_literal_type() -> None:
     from typing import get_args
 

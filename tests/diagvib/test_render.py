@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from matplotlib.colors import rgb_to_hsv
+from matplotlib.colors import rgb_to_hsv, to_rgb
 from scipy.ndimage import map_coordinates
 
 from shortcutlab.diagvib import render as render_module
@@ -95,6 +95,12 @@ def test_every_hue_class_by_mean_hue(gen: ImageGenerator) -> None:
         assert (np.abs((mean - real["hue"] + 180) % 360 - 180) < 1.0).all()
         offset = (mean - lo) % 360  # red wraps: 345..375
         assert (offset <= hi - lo + 0.5).all() or (offset >= 359.5).all(), (c, mean)
+        # and the picture shows the colour the class is named after: within the class's half
+        # width of that colour's hue (matplotlib's named colour, an independent table)
+        name = get_factor("hue").classes[c]
+        named = rgb_to_hsv(np.array(to_rgb(name)))[0] * 360
+        distance = np.abs((mean - named + 180) % 360 - 180)
+        assert (distance <= (hi - lo) / 2 + 0.5).all(), (name, mean)
 
 
 def test_every_lightness_class_by_brightness(gen: ImageGenerator) -> None:

@@ -652,3 +652,26 @@ def test_former_hue_and_texture_pool_hparams_map_to_style(diagvib_train) -> None
     pools = ds.restyler(pool="all").pools
     assert [len(p) for p in pools.values()] == [len(FACTOR_TABLE["texture"].classes)]
     assert [len(p) for p in ds.restyler().pools.values()] == [3]
+
+
+@pytest.mark.parametrize("w_adv", [0.3, 0.05])
+def test_sagnet_adversarial_loss_is_w_adv_times_the_cross_entropy_with_the_uniform_label(
+    w_adv: float,
+) -> None:
+    """SagNet's adversary (Nam et al., eq. 5): ``w_adv`` × the cross entropy of the style head's
+    prediction with the uniform distribution. The reported ``loss_adv`` of a joint step is
+    checked against torch's cross entropy with soft (1/C) targets on the style head's logits
+    before the step; ``clip_adv`` keeps its default 0.1, so the two weights are told apart."""
+    cfg = TrainConfig(algorithm="sagnet", model="small_cnn", hparams={"w_adv": w_adv}, seed=1)
+    torch.manual_seed(0)
+    algo = create_algorithm("sagnet", 3, cfg)
+    assert algo.hparams["clip_adv"] != w_adv and algo.hparams["content"] == "identity"
+    algo.train()
+    batch = _batch()
+    with torch.no_grad():  # identity content: the style head sees the featurizer's output
+        logits = algo.style_head(algo.featurizer(batch["x"]))
+    uniform = torch.full_like(logits, 1.0 / logits.shape[1])
+    expected = w_adv * float(torch.nn.functional.cross_entropy(logits, uniform))
+    algo.step = 0
+    out = algo.update(batch)
+    assert out["loss_adv"] == pytest.approx(expected, rel=1e-4)
