@@ -158,3 +158,35 @@ def test_a_lost_task_whose_results_are_complete_is_not_failed(tmp_path: Path) ->
     assert (outcome.job_id, outcome.status) == (job.job_id, "done")
     after = {p.name: p.read_bytes() for p in job_dir(tmp_path, job).iterdir() if p.is_file()}
     assert after == before
+
+
+class _Ended(BaseException):
+    """The worker process ended (e.g. the breaking pool's SIGTERM) at this point."""
+
+
+def test_a_job_whose_worker_ended_after_its_results_before_noting_them_is_done(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another worker dies and the pool stops the rest (SIGTERM) just as one of them has
+    written its job's results, before it could note its outcome or reply: this run did the job,
+    so it is done here, not "done by another run" (skipped), and did not run twice."""
+    jobs = _jobs(2)
+    lost = jobs[0]
+
+    def ending_run_one(job: Job, *args: Any, **kwargs: Any) -> Outcome:
+        outcome = run_one(job, *args, **kwargs)
+        if job.job_id == lost.job_id:
+            raise _Ended  # results written, claim released; nothing noted, no reply
+        return outcome
+
+    def reply(job_id: str, future: Future, call: Callable[[], Any]) -> None:
+        try:
+            future.set_result(call())
+        except _Ended:
+            future.set_exception(BrokenProcessPool("a worker died"))
+
+    monkeypatch.setattr(local_processes, "run_one", ending_run_one)
+    summary = _run(tmp_path, jobs, reply, monkeypatch)
+    assert _counts(summary) == {"done": sorted(j.job_id for j in jobs), "skipped": [],
+                                "failed": []}
+    [outcome] = [o for o in summary.outcomes if o.job_id == lost.job_id]
+    assert "another run" not in outcome.note

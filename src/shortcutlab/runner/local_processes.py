@@ -38,7 +38,15 @@ from typing import Any
 from shortcutlab.runner import backend_api
 from shortcutlab.runner.backend_api import BackendContext, job_function, job_lost
 from shortcutlab.runner.claims import is_stale, pid_alive, read_claim
-from shortcutlab.runner.jobs import Job, JobFunction, Outcome, is_done, job_dir, run_one
+from shortcutlab.runner.jobs import (
+    Job,
+    JobFunction,
+    JobOutput,
+    Outcome,
+    is_done,
+    job_dir,
+    run_one,
+)
 from shortcutlab.utils.io import write_json
 from shortcutlab.utils.malloc import keep_freed_memory
 
@@ -117,6 +125,8 @@ def _run_in_worker(job: Job, out: Path, device: str, run: JobFunction, *,
     global _in_job
     _in_job = True
     try:
+        if replies is not None:
+            run = _noting_run(Path(replies), run)
         outcome = run_one(job, out, device, run, record_device=record_device)
         if replies is not None:
             _note_reply(Path(replies), outcome)
@@ -126,6 +136,24 @@ def _run_in_worker(job: Job, out: Path, device: str, run: JobFunction, *,
         raise  # pragma: no cover - not reached
     finally:
         _in_job = False
+
+
+#: suffix of the note that a worker of this run ran a job's function (:func:`_noting_run`)
+_RAN = ".ran"
+
+
+def _noting_run(replies: Path, run: JobFunction) -> JobFunction:
+    """``run``, noting in ``replies`` (``<job_id>.ran``) that it returned, before
+    :func:`run_one` writes the results: a worker that ends after writing them but before
+    :func:`_note_reply` (the breaking pool's SIGTERM) still leaves a trace that this run did
+    the job (:func:`_unreplied`)."""
+    def noting(job: Job, device: str) -> JobOutput:
+        output = run(job, device)
+        with suppress(OSError):
+            (replies / f"{job.job_id}{_RAN}").touch()
+        return output
+
+    return noting
 
 
 def _note_reply(replies: Path, outcome: Outcome) -> None:
@@ -151,14 +179,19 @@ def _noted_reply(replies: Path | None, job: Job) -> Outcome | None:
 def _unreplied(out: Path, job: Job, replies: Path | None, died: dict[int, int | None]
                ) -> Outcome | None:
     """How ``job``, whose reply never came, ended: as its worker noted (the reply was lost),
-    skipped when its results are there although no worker of this run finished it (another run
-    did, while it was queued here), failed when its worker died running it (``died``: the
-    pool's dead workers, pid to exit code); None when it did not run here (run it again)."""
+    done when a worker of this run wrote its results but ended before noting them
+    (:func:`_noting_run`), skipped when its results are there although no worker of this run
+    ran it (another run did, while it was queued here), failed when its worker died running
+    it (``died``: the pool's dead workers, pid to exit code); None when it did not run here
+    (run it again)."""
     noted = _noted_reply(replies, job)
     if noted is not None:
         return noted
     path = job_dir(out, job)
     if is_done(path):
+        if replies is not None and (replies / f"{job.job_id}{_RAN}").exists():
+            # its worker wrote the results and ended before it could note them
+            return Outcome(job.job_id, "done", note="its reply was lost")
         return Outcome(job.job_id, "skipped", note="done by another run")
     claim = read_claim(path) or {}
     pid = claim.get("pid")
