@@ -223,14 +223,26 @@ def _init_worker(main: int, slots: Any, devices: list[str], environ: dict[str, s
 
 
 def device_slots(device: str, jobs_per_gpu: int) -> list[str]:
-    """One entry per concurrent job slot: GPU index ``i`` repeated ``jobs_per_gpu`` times per
-    GPU when the jobs run on CUDA; empty on CPU."""
+    """One entry per concurrent job slot, the ``CUDA_VISIBLE_DEVICES`` of its worker: GPU
+    ``i`` repeated ``jobs_per_gpu`` times per GPU when the jobs run on CUDA; empty on CPU.
+    GPU ``i`` is this process's ``cuda:i``: the ``i``-th entry of its own
+    ``CUDA_VISIBLE_DEVICES`` when that is set (a run given GPUs 2,3 pins its ``cuda:1``
+    worker to GPU 3, not to GPU 1, which it was not given)."""
     if device.split(":")[0] == "cpu":
         return []
     count = backend_api.gpu_count()
     if device.startswith("cuda:"):  # one named device: every slot on it
-        return [device.split(":", 1)[1]] * jobs_per_gpu if count else []
-    return [str(i) for i in range(count) for _ in range(jobs_per_gpu)]
+        return [_visible_gpu(device.split(":", 1)[1])] * jobs_per_gpu if count else []
+    return [_visible_gpu(str(i)) for i in range(count) for _ in range(jobs_per_gpu)]
+
+
+def _visible_gpu(index: str) -> str:
+    """The ``CUDA_VISIBLE_DEVICES`` entry of this process's GPU ``index`` (``index`` itself
+    when that is unset, or has no such entry)."""
+    visible = [v.strip() for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")]
+    if index.isdigit() and int(index) < len(visible) and visible[int(index)]:
+        return visible[int(index)]
+    return index
 
 
 def processes_backend(jobs: list[Job], out: Path, context: BackendContext) -> Iterator[Outcome]:
