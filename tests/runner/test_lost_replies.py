@@ -190,3 +190,17 @@ def test_a_job_whose_worker_ended_after_its_results_before_noting_them_is_done(
                                 "failed": []}
     [outcome] = [o for o in summary.outcomes if o.job_id == lost.job_id]
     assert "another run" not in outcome.note
+
+
+def test_a_lost_task_with_a_reason_of_several_lines_is_reported_in_one(tmp_path: Path) -> None:
+    """SLURM's reasons span lines (submitit appends the job's error stream): the outcome's
+    failure, or a done job's note, is the reason's first line; error.txt keeps it whole."""
+    reason = ("slurm job 7_0 failed: Job 7_0 has not produced any output (state: TIMEOUT)\n"
+              "Error stream produced:\n----\nslurmstepd: error: *** JOB 7 CANCELLED ***\n")
+    failed, done = _jobs(2)
+    assert run_one(done, tmp_path, "cpu", noop_job).status == "done"
+    lost = job_lost(tmp_path, failed, reason)
+    assert (lost.status, lost.error) == ("failed", reason.splitlines()[0])
+    assert (job_dir(tmp_path, failed) / ERROR_FILE).read_text() == reason
+    kept = job_lost(tmp_path, done, reason)
+    assert kept.status == "done" and "\n" not in kept.note and "TIMEOUT" in kept.note
