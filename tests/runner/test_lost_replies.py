@@ -204,3 +204,29 @@ def test_a_lost_task_with_a_reason_of_several_lines_is_reported_in_one(tmp_path:
     assert (job_dir(tmp_path, failed) / ERROR_FILE).read_text() == reason
     kept = job_lost(tmp_path, done, reason)
     assert kept.status == "done" and "\n" not in kept.note and "TIMEOUT" in kept.note
+
+
+def test_the_notes_folder_of_a_run_that_was_killed_is_removed_by_the_next(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run's notes folder is removed as it ends, but a run that cannot clean up (a second
+    Ctrl-C exits at once; SIGKILL) leaves it behind: the next run removes the folders of runs
+    that ended, and leaves a live run's alone."""
+    import os
+    import subprocess
+    import tempfile
+
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    ended = subprocess.Popen(["true"])
+    ended.wait()
+    left = temp / f"shortcutlab-replies-{ended.pid}-x1y2"
+    left.mkdir()
+    (left / "0123456789abcdef.json").write_text("{}")
+    live = temp / f"shortcutlab-replies-{os.getppid()}-a3b4"
+    live.mkdir()
+    out = tmp_path / "out"
+    summary = _run(out, _jobs(1), lambda job_id, future, call: future.set_result(call()),
+                   monkeypatch)
+    assert len(summary.done) == 1
+    assert sorted(p.name for p in temp.iterdir()) == [live.name]

@@ -252,8 +252,9 @@ def processes_backend(jobs: list[Job], out: Path, context: BackendContext) -> It
     fresh pool. A job whose reply was lost counts as its worker noted it (:func:`_unreplied`):
     one that finished as the pool broke is done, one another run finished meanwhile is
     skipped, one another live run holds is ``busy`` (run_jobs waits for it)."""
+    _remove_ended_notes()
     try:
-        replies: Path | None = Path(tempfile.mkdtemp(prefix="shortcutlab-replies-"))
+        replies: Path | None = Path(tempfile.mkdtemp(prefix=f"{_NOTES}{os.getpid()}-"))
     except OSError:  # no temporary folder: a lost reply's job counts as its files show
         replies = None
     try:
@@ -261,6 +262,22 @@ def processes_backend(jobs: list[Job], out: Path, context: BackendContext) -> It
     finally:
         if replies is not None:
             shutil.rmtree(replies, ignore_errors=True)
+
+
+#: the name of a run's notes folder (:func:`_note_reply`) in the temporary folder, before the
+#: run's process id
+_NOTES = "shortcutlab-replies-"
+
+
+def _remove_ended_notes() -> None:
+    """Remove the notes folders that runs which ended without cleaning up (a second Ctrl-C
+    exits at once; SIGKILL) left in the temporary folder: those named by a process id that no
+    longer runs."""
+    with suppress(OSError):
+        for folder in Path(tempfile.gettempdir()).glob(f"{_NOTES}*-*"):
+            pid = folder.name[len(_NOTES):].split("-", 1)[0]
+            if pid.isdigit() and not pid_alive(int(pid)) and folder.is_dir():
+                shutil.rmtree(folder, ignore_errors=True)
 
 
 def _run_pools(jobs: list[Job], out: Path, context: BackendContext, replies: Path | None
