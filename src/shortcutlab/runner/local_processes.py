@@ -47,6 +47,7 @@ from shortcutlab.runner.jobs import (
     job_dir,
     run_one,
 )
+from shortcutlab.runner.mps import daemon_running
 from shortcutlab.utils.io import write_json
 from shortcutlab.utils.malloc import keep_freed_memory
 
@@ -227,19 +228,26 @@ def device_slots(device: str, jobs_per_gpu: int) -> list[str]:
     ``i`` repeated ``jobs_per_gpu`` times per GPU when the jobs run on CUDA; empty on CPU.
     GPU ``i`` is this process's ``cuda:i``: the ``i``-th entry of its own
     ``CUDA_VISIBLE_DEVICES`` when that is set (a run given GPUs 2,3 pins its ``cuda:1``
-    worker to GPU 3, not to GPU 1, which it was not given)."""
+    worker to GPU 3, not to GPU 1, which it was not given), ``i`` itself under an MPS daemon
+    (:func:`~shortcutlab.runner.mps.daemon_running`), which numbers the GPUs it was given
+    0, 1, ... for its clients."""
     if device.split(":")[0] == "cpu":
         return []
     count = backend_api.gpu_count()
+    visible = [] if daemon_running() else _visible_gpus()
     if device.startswith("cuda:"):  # one named device: every slot on it
-        return [_visible_gpu(device.split(":", 1)[1])] * jobs_per_gpu if count else []
-    return [_visible_gpu(str(i)) for i in range(count) for _ in range(jobs_per_gpu)]
+        return [_slot(device.split(":", 1)[1], visible)] * jobs_per_gpu if count else []
+    return [_slot(str(i), visible) for i in range(count) for _ in range(jobs_per_gpu)]
 
 
-def _visible_gpu(index: str) -> str:
-    """The ``CUDA_VISIBLE_DEVICES`` entry of this process's GPU ``index`` (``index`` itself
-    when that is unset, or has no such entry)."""
-    visible = [v.strip() for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")]
+def _visible_gpus() -> list[str]:
+    """This process's ``CUDA_VISIBLE_DEVICES`` entries ([] when unset)."""
+    return [v.strip() for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")]
+
+
+def _slot(index: str, visible: list[str]) -> str:
+    """The entry of ``visible`` of this process's GPU ``index`` (``index`` itself when there is
+    no such entry)."""
     if index.isdigit() and int(index) < len(visible) and visible[int(index)]:
         return visible[int(index)]
     return index
