@@ -130,6 +130,7 @@ def test_slurm_without_slurm_is_a_clear_error(tmp_path) -> None:
 
 
 def test_device_slots_share_and_pin_gpus(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     monkeypatch.setattr(backend_api, "gpu_count", lambda: 2)
     assert device_slots("cpu", 3) == []
     assert device_slots("auto", 2) == ["0", "0", "1", "1"]

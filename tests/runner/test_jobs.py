@@ -181,3 +181,23 @@ def test_a_result_without_its_required_keys_fails_and_is_not_counted(tmp_path) -
     assert not again.done and len(again.failed) == 1  # failed again, not counted done
     assert not (d / "result.json").exists()
     assert not any(p.name.startswith("corrupt-") for p in d.iterdir())  # nothing moved aside
+
+
+def test_a_result_value_of_the_wrong_type_fails_with_one_line_naming_its_key(tmp_path) -> None:
+    """A job that returns an array where a number belongs (a forgotten ``.item()``): the failure
+    line names the key, however long the value's repr; error.txt holds the traceback."""
+    import numpy as np
+
+    job = noop_jobs(1)[0]
+
+    def arrays(job: Job, device: str) -> JobOutput:
+        return JobOutput({"best_epoch": 0, "epochs_run": 1, "val_loss": 0.1,
+                          "val_acc": np.full(40, 0.5), "test_acc": 0.5, "train_seconds": 1.0})
+
+    with jobs_mod.JOB_KINDS.scratch():
+        register_job_kind("noop", arrays, override=True)
+        summary = run_jobs([job], tmp_path, backend="serial", progress=False)
+    [failed] = summary.failed
+    assert "\n" not in failed.error
+    assert "val_acc = " in failed.error and "expected an accuracy in [0, 1]" in failed.error
+    assert len(failed.error) < 200

@@ -158,3 +158,75 @@ def test_a_lost_task_whose_results_are_complete_is_not_failed(tmp_path: Path) ->
     assert (outcome.job_id, outcome.status) == (job.job_id, "done")
     after = {p.name: p.read_bytes() for p in job_dir(tmp_path, job).iterdir() if p.is_file()}
     assert after == before
+
+
+class _Ended(BaseException):
+    """The worker process ended (e.g. the breaking pool's SIGTERM) at this point."""
+
+
+def test_a_job_whose_worker_ended_after_its_results_before_noting_them_is_done(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another worker dies and the pool stops the rest (SIGTERM) just as one of them has
+    written its job's results, before it could note its outcome or reply: this run did the job,
+    so it is done here, not "done by another run" (skipped), and did not run twice."""
+    jobs = _jobs(2)
+    lost = jobs[0]
+
+    def ending_run_one(job: Job, *args: Any, **kwargs: Any) -> Outcome:
+        outcome = run_one(job, *args, **kwargs)
+        if job.job_id == lost.job_id:
+            raise _Ended  # results written, claim released; nothing noted, no reply
+        return outcome
+
+    def reply(job_id: str, future: Future, call: Callable[[], Any]) -> None:
+        try:
+            future.set_result(call())
+        except _Ended:
+            future.set_exception(BrokenProcessPool("a worker died"))
+
+    monkeypatch.setattr(local_processes, "run_one", ending_run_one)
+    summary = _run(tmp_path, jobs, reply, monkeypatch)
+    assert _counts(summary) == {"done": sorted(j.job_id for j in jobs), "skipped": [],
+                                "failed": []}
+    [outcome] = [o for o in summary.outcomes if o.job_id == lost.job_id]
+    assert "another run" not in outcome.note
+
+
+def test_a_lost_task_with_a_reason_of_several_lines_is_reported_in_one(tmp_path: Path) -> None:
+    """SLURM's reasons span lines (submitit appends the job's error stream): the outcome's
+    failure, or a done job's note, is the reason's first line; error.txt keeps it whole."""
+    reason = ("slurm job 7_0 failed: Job 7_0 has not produced any output (state: TIMEOUT)\n"
+              "Error stream produced:\n----\nslurmstepd: error: *** JOB 7 CANCELLED ***\n")
+    failed, done = _jobs(2)
+    assert run_one(done, tmp_path, "cpu", noop_job).status == "done"
+    lost = job_lost(tmp_path, failed, reason)
+    assert (lost.status, lost.error) == ("failed", reason.splitlines()[0])
+    assert (job_dir(tmp_path, failed) / ERROR_FILE).read_text() == reason
+    kept = job_lost(tmp_path, done, reason)
+    assert kept.status == "done" and "\n" not in kept.note and "TIMEOUT" in kept.note
+
+
+def test_the_notes_folder_of_a_run_that_was_killed_is_removed_by_the_next(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run's notes folder is removed as it ends, but a run that cannot clean up (a second
+    Ctrl-C exits at once; SIGKILL) leaves it behind: the next run removes the folders of runs
+    that ended, and leaves a live run's alone."""
+    import os
+    import subprocess
+    import tempfile
+
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    ended = subprocess.Popen(["true"])
+    ended.wait()
+    left = temp / f"shortcutlab-replies-{ended.pid}-x1y2"
+    left.mkdir()
+    (left / "0123456789abcdef.json").write_text("{}")
+    live = temp / f"shortcutlab-replies-{os.getppid()}-a3b4"
+    live.mkdir()
+    out = tmp_path / "out"
+    summary = _run(out, _jobs(1), lambda job_id, future, call: future.set_result(call()),
+                   monkeypatch)
+    assert len(summary.done) == 1
+    assert sorted(p.name for p in temp.iterdir()) == [live.name]

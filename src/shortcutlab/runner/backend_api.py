@@ -116,14 +116,17 @@ def job_lost(out: Path, job: Job, reason: str) -> Outcome:
     :func:`~shortcutlab.runner.jobs.run_one`: the dead worker's claim is removed and the job is
     failed, its ``error.txt`` holding ``reason`` (so the failure line's traceback path exists),
     unless its results are complete (the worker ended after writing them, its reply lost):
-    then it is done, its folder left as it is, ``reason`` in the outcome's note."""
+    then it is done, its folder left as it is, ``reason`` in the outcome's note. The outcome
+    holds the first line of ``reason`` (SLURM's append the job's error stream), ``error.txt``
+    all of it."""
     path = job_dir(out, job)
+    line = next(iter(reason.strip().splitlines()), "")
     with suppress(OSError):
         drop_if_stale(path)
         if is_done(path):
-            return Outcome(job.job_id, "done", note=f"its reply was lost ({reason})")
-        write_text(path / ERROR_FILE, f"{reason}\n")
-    return Outcome(job.job_id, "failed", reason)
+            return Outcome(job.job_id, "done", note=f"its reply was lost ({line})")
+        write_text(path / ERROR_FILE, f"{reason.rstrip()}\n")
+    return Outcome(job.job_id, "failed", line)
 
 
 def gpu_count() -> int:

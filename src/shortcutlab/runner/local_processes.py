@@ -38,7 +38,16 @@ from typing import Any
 from shortcutlab.runner import backend_api
 from shortcutlab.runner.backend_api import BackendContext, job_function, job_lost
 from shortcutlab.runner.claims import is_stale, pid_alive, read_claim
-from shortcutlab.runner.jobs import Job, JobFunction, Outcome, is_done, job_dir, run_one
+from shortcutlab.runner.jobs import (
+    Job,
+    JobFunction,
+    JobOutput,
+    Outcome,
+    is_done,
+    job_dir,
+    run_one,
+)
+from shortcutlab.runner.mps import daemon_running
 from shortcutlab.utils.io import write_json
 from shortcutlab.utils.malloc import keep_freed_memory
 
@@ -117,6 +126,8 @@ def _run_in_worker(job: Job, out: Path, device: str, run: JobFunction, *,
     global _in_job
     _in_job = True
     try:
+        if replies is not None:
+            run = _noting_run(Path(replies), run)
         outcome = run_one(job, out, device, run, record_device=record_device)
         if replies is not None:
             _note_reply(Path(replies), outcome)
@@ -126,6 +137,24 @@ def _run_in_worker(job: Job, out: Path, device: str, run: JobFunction, *,
         raise  # pragma: no cover - not reached
     finally:
         _in_job = False
+
+
+#: suffix of the note that a worker of this run ran a job's function (:func:`_noting_run`)
+_RAN = ".ran"
+
+
+def _noting_run(replies: Path, run: JobFunction) -> JobFunction:
+    """``run``, noting in ``replies`` (``<job_id>.ran``) that it returned, before
+    :func:`run_one` writes the results: a worker that ends after writing them but before
+    :func:`_note_reply` (the breaking pool's SIGTERM) still leaves a trace that this run did
+    the job (:func:`_unreplied`)."""
+    def noting(job: Job, device: str) -> JobOutput:
+        output = run(job, device)
+        with suppress(OSError):
+            (replies / f"{job.job_id}{_RAN}").touch()
+        return output
+
+    return noting
 
 
 def _note_reply(replies: Path, outcome: Outcome) -> None:
@@ -151,14 +180,19 @@ def _noted_reply(replies: Path | None, job: Job) -> Outcome | None:
 def _unreplied(out: Path, job: Job, replies: Path | None, died: dict[int, int | None]
                ) -> Outcome | None:
     """How ``job``, whose reply never came, ended: as its worker noted (the reply was lost),
-    skipped when its results are there although no worker of this run finished it (another run
-    did, while it was queued here), failed when its worker died running it (``died``: the
-    pool's dead workers, pid to exit code); None when it did not run here (run it again)."""
+    done when a worker of this run wrote its results but ended before noting them
+    (:func:`_noting_run`), skipped when its results are there although no worker of this run
+    ran it (another run did, while it was queued here), failed when its worker died running
+    it (``died``: the pool's dead workers, pid to exit code); None when it did not run here
+    (run it again)."""
     noted = _noted_reply(replies, job)
     if noted is not None:
         return noted
     path = job_dir(out, job)
     if is_done(path):
+        if replies is not None and (replies / f"{job.job_id}{_RAN}").exists():
+            # its worker wrote the results and ended before it could note them
+            return Outcome(job.job_id, "done", note="its reply was lost")
         return Outcome(job.job_id, "skipped", note="done by another run")
     claim = read_claim(path) or {}
     pid = claim.get("pid")
@@ -190,14 +224,33 @@ def _init_worker(main: int, slots: Any, devices: list[str], environ: dict[str, s
 
 
 def device_slots(device: str, jobs_per_gpu: int) -> list[str]:
-    """One entry per concurrent job slot: GPU index ``i`` repeated ``jobs_per_gpu`` times per
-    GPU when the jobs run on CUDA; empty on CPU."""
+    """One entry per concurrent job slot, the ``CUDA_VISIBLE_DEVICES`` of its worker: GPU
+    ``i`` repeated ``jobs_per_gpu`` times per GPU when the jobs run on CUDA; empty on CPU.
+    GPU ``i`` is this process's ``cuda:i``: the ``i``-th entry of its own
+    ``CUDA_VISIBLE_DEVICES`` when that is set (a run given GPUs 2,3 pins its ``cuda:1``
+    worker to GPU 3, not to GPU 1, which it was not given), ``i`` itself under an MPS daemon
+    (:func:`~shortcutlab.runner.mps.daemon_running`), which numbers the GPUs it was given
+    0, 1, ... for its clients."""
     if device.split(":")[0] == "cpu":
         return []
     count = backend_api.gpu_count()
+    visible = [] if daemon_running() else _visible_gpus()
     if device.startswith("cuda:"):  # one named device: every slot on it
-        return [device.split(":", 1)[1]] * jobs_per_gpu if count else []
-    return [str(i) for i in range(count) for _ in range(jobs_per_gpu)]
+        return [_slot(device.split(":", 1)[1], visible)] * jobs_per_gpu if count else []
+    return [_slot(str(i), visible) for i in range(count) for _ in range(jobs_per_gpu)]
+
+
+def _visible_gpus() -> list[str]:
+    """This process's ``CUDA_VISIBLE_DEVICES`` entries ([] when unset)."""
+    return [v.strip() for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")]
+
+
+def _slot(index: str, visible: list[str]) -> str:
+    """The entry of ``visible`` of this process's GPU ``index`` (``index`` itself when there is
+    no such entry)."""
+    if index.isdigit() and int(index) < len(visible) and visible[int(index)]:
+        return visible[int(index)]
+    return index
 
 
 def processes_backend(jobs: list[Job], out: Path, context: BackendContext) -> Iterator[Outcome]:
@@ -207,8 +260,9 @@ def processes_backend(jobs: list[Job], out: Path, context: BackendContext) -> It
     fresh pool. A job whose reply was lost counts as its worker noted it (:func:`_unreplied`):
     one that finished as the pool broke is done, one another run finished meanwhile is
     skipped, one another live run holds is ``busy`` (run_jobs waits for it)."""
+    _remove_ended_notes()
     try:
-        replies: Path | None = Path(tempfile.mkdtemp(prefix="shortcutlab-replies-"))
+        replies: Path | None = Path(tempfile.mkdtemp(prefix=f"{_NOTES}{os.getpid()}-"))
     except OSError:  # no temporary folder: a lost reply's job counts as its files show
         replies = None
     try:
@@ -216,6 +270,22 @@ def processes_backend(jobs: list[Job], out: Path, context: BackendContext) -> It
     finally:
         if replies is not None:
             shutil.rmtree(replies, ignore_errors=True)
+
+
+#: the name of a run's notes folder (:func:`_note_reply`) in the temporary folder, before the
+#: run's process id
+_NOTES = "shortcutlab-replies-"
+
+
+def _remove_ended_notes() -> None:
+    """Remove the notes folders that runs which ended without cleaning up (a second Ctrl-C
+    exits at once; SIGKILL) left in the temporary folder: those named by a process id that no
+    longer runs."""
+    with suppress(OSError):
+        for folder in Path(tempfile.gettempdir()).glob(f"{_NOTES}*-*"):
+            pid = folder.name[len(_NOTES):].split("-", 1)[0]
+            if pid.isdigit() and not pid_alive(int(pid)) and folder.is_dir():
+                shutil.rmtree(folder, ignore_errors=True)
 
 
 def _run_pools(jobs: list[Job], out: Path, context: BackendContext, replies: Path | None

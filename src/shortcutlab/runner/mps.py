@@ -108,8 +108,9 @@ def resolve_jobs_per_gpu(value: int | str, device: str, models: Iterable[str]) -
     return auto_jobs_per_gpu(memory, model_mparams(models)) if memory else 1
 
 
-def _daemon_running() -> bool:
-    """Whether an MPS control daemon answers on this process's pipe folder."""
+def daemon_running() -> bool:
+    """Whether an MPS control daemon answers on this process's pipe folder (the CUDA processes
+    started from here are then its clients)."""
     pipe = Path(os.environ.get(PIPE_ENV) or DEFAULT_PIPE_DIRECTORY)
     return (pipe / "control").exists()
 
@@ -137,7 +138,7 @@ def mps_for(mode: str, jobs_per_gpu: int, *, on_cuda: bool, local: bool = True,
         say(f"{TIME_SLICE_NOTE} [{why}]")
         yield False
         return
-    if _daemon_running():
+    if daemon_running():
         say(f"CUDA MPS: using the daemon already running (pipe "
             f"{os.environ.get(PIPE_ENV) or DEFAULT_PIPE_DIRECTORY}); this run leaves it alone")
         yield True

@@ -36,16 +36,23 @@ def _bad_value(key: str, value: Any) -> str | None:
     return None
 
 
+def _shown(value: Any, limit: int = 60) -> str:
+    """``repr(value)`` on one line, cut to about ``limit`` characters (an array's repr spans
+    lines, and a failure is reported by its last line)."""
+    text = " ".join(repr(value).split())
+    return text if len(text) <= limit else f"{text[:limit - 3]}..."
+
+
 def result_problem(result: dict[str, Any]) -> str | None:
     """Why ``result`` (a parsed ``result.json``) is no valid job result, in a few words naming
-    the key; None when it is one."""
+    the key (one line); None when it is one."""
     missing = [k for k in _REQUIRED if k not in result]
     if missing:
         return f"lacks the result key(s) {', '.join(missing)}"
     if "job_id" in result and not isinstance(result["job_id"], str):
-        return f"has a job_id that is no string: {result['job_id']!r}"
+        return f"has a job_id that is no string: {_shown(result['job_id'])}"
     for key, value in result.items():
         why = _bad_value(str(key), value)
         if why is not None:
-            return f"has {key} = {value!r}, expected {why}"
+            return f"has {key} = {_shown(value)}, expected {why}"
     return None
