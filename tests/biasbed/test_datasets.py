@@ -16,6 +16,7 @@ from shortcutlab.biasbed.datasets import (
     parse_test_dirs,
 )
 from shortcutlab.errors import DataNotFoundError, SpecError
+from tests.biasbed.conftest import write_folder
 
 
 def test_class_map_formats_agree(folders: dict[str, Path], tmp_path: Path) -> None:
@@ -165,3 +166,44 @@ def test_a_class_map_edited_after_planning_is_a_new_job_and_the_old_one_refuses(
     assert exp.describe() != planned  # a new plan: new job ids
     with pytest.raises(BiasbedDataError, match="changed since this run was planned"):
         folder_from_spec(planned).mapping()
+
+
+def _augmented_epochs(ds: ImageFolderDataset, workers: int, epochs: int = 2) -> torch.Tensor:
+    from shortcutlab.train.batches import EpochBatches
+    from shortcutlab.train.trainer import _loader
+
+    sampler = EpochBatches(len(ds), 3, seed=0)
+    loader = _loader(ds, sampler, 3, workers, False, seed=1)
+    out = []
+    for epoch in range(epochs):  # each epoch's images in item order
+        sampler.set_epoch(epoch)
+        batches = list(loader)
+        index = torch.cat([b["index"] for b in batches])
+        out.append(torch.cat([b["x"] for b in batches])[index.argsort()])
+    return torch.cat(out)
+
+
+def test_training_crops_are_seeded_per_item_not_by_the_global_rng(tmp_path: Path) -> None:
+    """``imagenet-train`` crops and flips with a seed: a pure function of (seed, item, how often
+    it was loaded), so 0, 1 or 2 DataLoader workers and the caller's global RNG (dropout's, the
+    normalisation statistics' pass) give the same images, and the global RNG is left alone."""
+    write_folder(tmp_path / "aug", {"a": 0, "b": 1}, 4, 0, size=(40, 36))
+
+    def make(seed: int = 3) -> ImageFolderDataset:
+        return ImageFolderDataset(tmp_path / "aug", ["a", "b"], image_size=16,
+                                  preprocess="imagenet-train", seed=seed)
+
+    torch.manual_seed(0)
+    state = torch.get_rng_state()
+    ref = _augmented_epochs(make(), 0)
+    assert torch.equal(state, torch.get_rng_state())  # the item draws took nothing from it
+    torch.manual_seed(1)
+    assert torch.equal(_augmented_epochs(make(), 0), ref)
+    assert torch.equal(_augmented_epochs(make(), 1), ref)
+    assert torch.equal(_augmented_epochs(make(), 2), ref)
+    n = len(make())
+    assert not torch.equal(ref[:n], ref[n:])  # a new crop every time an item is loaded
+    assert not torch.equal(_augmented_epochs(make(seed=4), 0), ref)  # the seed matters
+    one = make()
+    assert torch.equal(one[-1]["x"], make()[n - 1]["x"])  # item -1 is item n - 1, first load
+    assert torch.equal(one[n - 1]["x"], ref[n - 1 + n])  # its second load, as in epoch 2

@@ -174,7 +174,12 @@ class ImageFolderDataset(Dataset):
     folders (names starting with ``.``) are skipped. ``preprocess``:
     ``resize`` (that), ``imagenet-eval`` (shorter side to ``image_size * 256 / 224``, centre
     crop) or ``imagenet-train`` (RandomResizedCrop with ``crop`` = (scale, ratio) and
-    horizontal flip, drawn from torch's generator, which the trainer seeds). ``head``: a module
+    horizontal flip). ``seed``: with ``imagenet-train``, the crop and flip of the k-th load of
+    item i are a pure function of (seed, i, k), drawn from a generator of their own, so the
+    number of DataLoader workers, the normalisation statistics' pass and dropout's draws do not
+    change them (the counts are kept in shared memory, seen by every worker); None (the
+    default): drawn from torch's global RNG, the same only for a fixed number of workers and a
+    seeded global RNG. ``head``: a module
     turning the model's logits into this folder's labels (exposed as ``reduce_logits`` for the
     trainer); ``metric``: ``top1`` or ``mean_per_class`` (read by the trainer).
     """
@@ -190,6 +195,7 @@ class ImageFolderDataset(Dataset):
         head: torch.nn.Module | None = None,
         crop: tuple[tuple[float, float], tuple[float, float]] = TORCHVISION_CROP,
         metric: str = "mean_per_class",
+        seed: int | None = None,
     ) -> None:
         if image_size < 1:
             raise BiasbedDataError(f"image_size must be positive, got {image_size}")
@@ -234,6 +240,10 @@ class ImageFolderDataset(Dataset):
                 f"{sorted(self.skipped)[:10]} match none of the labels {list(self.labels)[:10]}"
                 " (give a class map that maps them)"
             )
+        self.seed = seed
+        # how often each item was loaded: a tensor in shared memory, so that DataLoader workers
+        # (persistent, each with a copy of the dataset) count together
+        self._loads = torch.zeros(len(self.samples), dtype=torch.int64).share_memory_()
 
     def __len__(self) -> int:
         return len(self.samples)
@@ -243,19 +253,24 @@ class ImageFolderDataset(Dataset):
         """Label of every image, in item order."""
         return np.array([y for _, y in self.samples], dtype=np.int64)
 
-    def load(self, path: Path) -> torch.Tensor:
+    def load(self, path: Path, index: int | None = None) -> torch.Tensor:
         """Decode, resize the shorter side and centre-crop one image to float (3, S, S)
-        (``imagenet-train``: a random resized crop, flipped half of the time)."""
+        (``imagenet-train``: a random resized crop, flipped half of the time; seeded by
+        (``seed``, ``index``, loads of ``index`` so far) when both are given)."""
         try:
             with Image.open(path) as src:
                 im = to_rgb(src)
                 if self.preprocess == "imagenet-train":
-                    from torchvision.transforms import RandomHorizontalFlip, RandomResizedCrop
+                    if self.seed is None or index is None:
+                        return self._augment(im)
+                    from shortcutlab.utils.rng import torch_seed
 
-                    area, ratio = self.crop
-                    im = RandomResizedCrop(self.image_size, scale=area, ratio=ratio)(im)
-                    arr = np.asarray(RandomHorizontalFlip()(im), dtype=np.uint8)
-                    return torch.from_numpy(arr.copy()).permute(2, 0, 1).float().div_(255.0)
+                    index = range(len(self.samples))[index]  # ds[-1] is ds[n - 1]
+                    draw = int(self._loads[index])
+                    self._loads[index] += 1
+                    with torch.random.fork_rng(devices=[]):
+                        torch.manual_seed(torch_seed(self.seed, "augment", index, draw))
+                        return self._augment(im)
                 w, h = im.size
                 size = self.image_size
                 if self.preprocess == "imagenet-eval":
@@ -271,9 +286,19 @@ class ImageFolderDataset(Dataset):
             raise BiasbedDataError(f"cannot read image {str(path)!r}: {exc}") from None
         return torch.from_numpy(arr.copy()).permute(2, 0, 1).float().div_(255.0)
 
+    def _augment(self, im: Image.Image) -> torch.Tensor:
+        """A random resized crop of ``im``, flipped half of the time (torch's global RNG)."""
+        from torchvision.transforms import RandomHorizontalFlip, RandomResizedCrop
+
+        area, ratio = self.crop
+        im = RandomResizedCrop(self.image_size, scale=area, ratio=ratio)(im)
+        arr = np.asarray(RandomHorizontalFlip()(im), dtype=np.uint8)
+        return torch.from_numpy(arr.copy()).permute(2, 0, 1).float().div_(255.0)
+
     def __getitem__(self, index: int) -> dict[str, Any]:
         path, y = self.samples[index]
-        return {"x": self.load(path), "y": torch.tensor(y, dtype=torch.int64), "index": index}
+        x = self.load(path, index)
+        return {"x": x, "y": torch.tensor(y, dtype=torch.int64), "index": index}
 
 
 @dataclass(frozen=True)
@@ -360,10 +385,11 @@ class FolderExperiment:
         return tuple(list_classes(Path(self.train_dir)))
 
     def datasets(
-        self,
+        self, seed: int | None = None,
     ) -> tuple[ImageFolderDataset, ImageFolderDataset, dict[str, ImageFolderDataset]]:
         """(train, val, {test name: dataset}) in one label space (``imagenet1k``: each test
-        folder in its head's labels, see :mod:`.imagenet`)."""
+        folder in its head's labels, see :mod:`.imagenet`). ``seed``: the training set's
+        augmentation seed (see :class:`ImageFolderDataset`; None: torch's global RNG)."""
         labels, mapping = self.label_space(), self.mapping()
         imagenet = self.preprocess in ("imagenet", "biasbed")
         evaluation = "imagenet-eval" if imagenet else "resize"
@@ -383,6 +409,7 @@ class FolderExperiment:
                         f"outside its label space: {outside[:5]}; valid are the 1000 ImageNet "
                         "WordNet ids (n01440764 ...)")
         train = make(self.train_dir, "train", "imagenet-train" if imagenet else "resize")
+        train.seed = seed
         if self.label_space_kind == "imagenet1k":
             tests = {name: self._head_dataset(name, root, evaluation)
                      for name, root in self.test_dirs.items()}
