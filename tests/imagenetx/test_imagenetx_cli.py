@@ -381,3 +381,20 @@ def test_report_refuses_a_bad_out_before_reading_or_analysing(tmp_path, monkeypa
             else "a file is where a folder should go; give a folder path")
     assert f"Error: {out}: {reason} ({hint})" in res.output, res.output
     assert taken.read_text() == "x" and sorted(p.name for p in tmp_path.iterdir()) == ["taken.txt"]
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_predict_leaves_the_global_rng_alone(tmp_path, workers):
+    """Predicting draws nothing from torch's global RNG (the DataLoader's base seed comes from a
+    generator of its own), so a script that predicts between seeding and training trains as
+    one that does not; the CSV is the same for any number of workers."""
+    folder = _image_folder(tmp_path / "val")
+    torch.manual_seed(0)
+    model = build_model("small_cnn")
+    state = torch.get_rng_state()
+    predict_folder(model, folder, tmp_path / "p.csv", batch_size=2, image_size=32,
+                   num_workers=workers, show_progress=False)
+    assert torch.equal(torch.get_rng_state(), state)
+    predict_folder(model, folder, tmp_path / "q.csv", batch_size=2, image_size=32,
+                   show_progress=False)
+    assert (tmp_path / "p.csv").read_bytes() == (tmp_path / "q.csv").read_bytes()

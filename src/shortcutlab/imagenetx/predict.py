@@ -269,9 +269,11 @@ def predict_folder(
     files = find_images(image_root)
     dev = resolve_device(device)
     model = model.to(dev).eval()
+    # a generator of its own: the iterator's base seed (the workers' random state) is drawn
+    # from it, not from torch's global RNG, which predicting leaves as it was
     loader = DataLoader(
         _ImageFiles(files, transform), batch_size=batch_size, shuffle=False,
-        num_workers=num_workers, collate_fn=_collate,
+        num_workers=num_workers, collate_fn=_collate, generator=torch.Generator().manual_seed(0),
     )
     classes = np.empty(len(files), dtype=np.int64)
     probs = np.empty(len(files), dtype=np.float64)
