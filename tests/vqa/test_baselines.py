@@ -160,3 +160,21 @@ def test_keyword_prior_words_exclude_the_question_type_whatever_its_case():
     df = pd.DataFrame({"question": ["What color is the sky?", "What shape is the box?"],
                        "QT": ["What color is the", "what shape is"]})  # fmt: skip
     assert _content_words(df) == [["sky"], ["box"]]
+
+
+def test_cnn_bow_training_is_independent_of_what_it_predicts_and_of_the_global_rng(easy):
+    """The questions predicted (how many, in what order, after every epoch or only the last)
+    and torch's global RNG leave training alone, and training leaves the global RNG alone."""
+    import torch
+
+    small = easy.iloc[:1500]  # its images only: each call reads the table's images
+    ids = small["question_id"].tolist()
+    train, rest = ids[:1000], ids[1000:]
+    cfg = CnnBowConfig(epochs=2, seed=3)
+    torch.manual_seed(0)
+    state = torch.get_rng_state()
+    every = train_cnn_bow_epochs(small, train, rest, cfg, every_epoch=True)
+    assert torch.equal(torch.get_rng_state(), state)
+    torch.manual_seed(1)
+    last = train_cnn_bow_epochs(small, train, rest[::-1][:37], cfg, every_epoch=False)
+    assert last[-1] == {q: every[-1][q] for q in last[-1]}
