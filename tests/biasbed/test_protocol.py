@@ -318,3 +318,23 @@ def test_report_help_names_every_file_the_report_writes(protocol_dir: Path, tmp_
         name = path.name if path.name == "comparison.json" else path.name.removeprefix(
             "comparison")
         assert name in text, f"{path.name} is written but `biasbed report --help` omits it"
+
+
+def test_augmented_folder_runs_do_not_depend_on_the_callers_random_state(
+        folders: dict[str, Path], tmp_path: Path) -> None:
+    """With --preprocess imagenet the crops and flips are seeded per image by the run's seed
+    (``FolderExperiment.datasets(seed=)``): whatever the process drew before (here, torch's
+    global RNG left in two states), the same run gives the same numbers."""
+    import torch
+
+    exp = FolderExperiment(folders["train"], folders["val"], {"cue": folders["cue"]},
+                           folders["map"], 16, preprocess="imagenet")
+    frames = []
+    for name, state in (("a", 1), ("b", 2)):
+        planned = build_protocol_jobs([exp], ProtocolSettings(
+            ("erm",), seeds=(0,), epochs=2, batch_size=6))  # normalization "train"
+        torch.manual_seed(state)  # the statistics pass runs before the trainer seeds anything
+        run_protocol(planned, tmp_path / name, progress=False)
+        frames.append(load_epochs(tmp_path / name))
+    cols = ["run", "epoch", "train_loss", "val_loss", "val_acc", "acc"]
+    pd.testing.assert_frame_equal(frames[0][cols], frames[1][cols])

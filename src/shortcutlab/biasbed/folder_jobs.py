@@ -49,7 +49,7 @@ def folders_job(job: Job, device: str) -> JobOutput:
     if job.spec is None:
         raise ProtocolError(f"job {job.job_id} of kind {FOLDERS_KIND} has no folder spec")
     folder = folder_from_spec(job.spec)
-    train_ds, val_ds, tests = folder.datasets()
+    train_ds, val_ds, tests = folder.datasets(seed=job.train.seed)  # crops seeded per image
     torch_device = resolve_device(device)
     context = AlgorithmContext(train_dataset=train_ds, device=torch_device)
     res = train(job.train, train_ds, val_ds, tests, device=torch_device, context=context)
