@@ -69,7 +69,9 @@ def ray_backend(jobs: list[Job], out: Path, context: BackendContext) -> Iterator
         started = True
     reaper = _reap_local_ray() if started else None
     try:
-        on_gpu = device != "cpu" and ray.cluster_resources().get("GPU", 0) >= 1
+        # only auto and cuda become GPU tasks (mps, xpu, cpu: the task keeps the run's device)
+        on_gpu = (device.split(":")[0] in ("auto", "cuda")
+                  and ray.cluster_resources().get("GPU", 0) >= 1)
         # Ray pins each task to its GPU share (CUDA_VISIBLE_DEVICES); jobs_per_gpu share one.
         # The task sees that GPU alone, as cuda (run_jobs refuses cuda:N: see check_ray_device)
         gpus = 1.0 / jobs_per_gpu if on_gpu else 0
