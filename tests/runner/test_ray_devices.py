@@ -38,7 +38,7 @@ def _fake_ray(gpus: int, tasks: list[dict[str, object]]) -> types.ModuleType:
 
     def remote(**options: object):  # ray.remote(num_cpus=..)(fn)
         def wrap(fn):
-            def submit(job: Job, out: str, device: str, *rest: object) -> Ref:
+            def submit(job: Job, out: str, device: str, *rest: object, **kw: object) -> Ref:
                 tasks.append({"device": device, **options})
                 return Ref(Outcome(job.job_id, "done"))
             return types.SimpleNamespace(remote=submit)
