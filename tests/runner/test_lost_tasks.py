@@ -2,7 +2,7 @@
 and this run's own notes show: done when a task of this run finished the job, skipped when
 another run finished it ("done by another run", that run's ``done``), busy when another live
 run holds it (its folder untouched: no error.txt in a job another run is running), failed
-otherwise.
+otherwise. An interrupted run counts as done here only the jobs a worker of this run finished.
 
 ``ray`` is a stand-in (no Ray instance starts): each task runs ``run_one`` here, at once, or
 not, and then reports the task lost; "another run" is ``run_one`` called outside this run."""
@@ -12,14 +12,15 @@ from __future__ import annotations
 import importlib.machinery
 import sys
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from shortcutlab.runner import cluster_backends
-from shortcutlab.runner.backend_api import BackendContext, job_lost
+from shortcutlab.runner.backend_api import BackendContext, job_function, job_lost
+from shortcutlab.runner.backends import BACKENDS, register_backend
 from shortcutlab.runner.claims import CLAIM_FILE, release, try_claim
 from shortcutlab.runner.jobs import (
     ERROR_FILE,
@@ -29,7 +30,7 @@ from shortcutlab.runner.jobs import (
     job_status,
     run_one,
 )
-from shortcutlab.runner.runs import run_jobs
+from shortcutlab.runner.runs import RunInterrupted, run_jobs
 from tests.runner.fake_jobs import noop_job
 
 Task = Callable[[Job, Callable[[], Outcome]], None]
@@ -119,3 +120,25 @@ def test_a_task_of_this_run_that_died_holding_its_claim_fails_the_job(tmp_path: 
     outcome = job_lost(tmp_path, job, "ray task failed: the node died", str(notes))
     assert (outcome.status, outcome.error) == ("failed", "ray task failed: the node died")
     assert not (path / CLAIM_FILE).exists() and job_status(path) == "failed"
+
+
+def test_an_interrupted_run_counts_as_its_own_only_the_jobs_it_finished(
+        tmp_path: Path) -> None:
+    ours, theirs, left = _job("i-ours"), _job("i-theirs"), _job("i-left")
+
+    def stopping(jobs: list[Job], out: Path, context: BackendContext) -> Iterator[Outcome]:
+        # this run's worker finishes one job (its reply never comes), another run another
+        run_one(ours, out, context.device, job_function(ours), notes=context.notes)
+        run_one(theirs, out, "cpu", noop_job)
+        raise KeyboardInterrupt
+        yield  # pragma: no cover - a generator
+
+    with BACKENDS.scratch():
+        register_backend("stopping", stopping)
+        with pytest.raises(RunInterrupted) as info:
+            run_jobs([ours, theirs, left], tmp_path, backend="stopping", device="cpu",
+                     progress=False)
+    got = {o.job_id: (o.status, o.note) for o in info.value.summary.outcomes}
+    assert got == {ours.job_id: ("done", "finished as the run stopped"),
+                   theirs.job_id: ("skipped", "done by another run")}
+    assert "2 of 3 jobs done (1 in this run)" in str(info.value)

@@ -58,6 +58,7 @@ from shortcutlab.runner.jobs import (
     job_kind,
     last_error_line,
     os_reason,
+    ran_in,
     write_job_file,
 )
 from shortcutlab.runner.local_processes import device_slots
@@ -217,7 +218,7 @@ def run_jobs(
     except KeyboardInterrupt as exc:
         summary = RunSummary(outcomes, time.perf_counter() - start, interrupted=getattr(
             exc, "signal_name", "SIGINT"))
-        raise RunInterrupted(_interrupted_line(summary, unique, out), summary) from None
+        raise RunInterrupted(_interrupted_line(summary, unique, out, notes), summary) from None
     finally:
         if notes is not None:
             _remove_notes(notes)
@@ -328,10 +329,13 @@ def _stop_on_signals(backend: str) -> Iterator[None]:
             signal.signal(sig, former if former is not None else signal.SIG_DFL)
 
 
-def _interrupted_line(summary: RunSummary, unique: dict[str, Job], out: Path) -> str:
+def _interrupted_line(summary: RunSummary, unique: dict[str, Job], out: Path,
+                      notes: Path | None = None) -> str:
     """One line for an interrupted run: what finished, what failed, what is left. Jobs whose
-    results were written as the run stopped count as done (their outcome never came back); the
-    claims of workers killed meanwhile are removed."""
+    results a worker of this run wrote as the run stopped (its note in ``notes``, see
+    :func:`~shortcutlab.runner.jobs.run_one`) count as done (their outcome never came back),
+    those another run finished meanwhile as skipped ("done by another run"); the claims of
+    workers killed meanwhile are removed."""
     settled = {o.job_id for o in summary.outcomes}
     for job in unique.values():
         if job.job_id not in settled:
@@ -339,8 +343,10 @@ def _interrupted_line(summary: RunSummary, unique: dict[str, Job], out: Path) ->
             with suppress(OSError):
                 drop_if_stale(path)
                 if is_done(path):
-                    summary.outcomes.append(Outcome(job.job_id, "done",
-                                                    note="finished as the run stopped"))
+                    summary.outcomes.append(
+                        Outcome(job.job_id, "done", note="finished as the run stopped")
+                        if ran_in(notes, job) else
+                        Outcome(job.job_id, "skipped", note="done by another run"))
     done, before, failed = len(summary.done), len(summary.skipped), len(summary.failed)
     left = len(unique) - done - before - failed
     return (f"interrupted by {summary.interrupted} after {summary.seconds:.1f} s: "
