@@ -150,12 +150,17 @@ def test_a_job_another_run_holds_when_the_pool_breaks_at_start_is_waited_for(
 
 def test_a_lost_task_whose_results_are_complete_is_not_failed(tmp_path: Path) -> None:
     """Ray and SLURM: a task that died after its job's results were written (its reply lost)
-    leaves a done job, not a failed one with an error.txt beside its results."""
+    leaves a done job, not a failed one with an error.txt beside its results: done when the
+    run's notes show its task did the job, else skipped (nothing shows it was this run's)."""
     job = _jobs(1)[0]
-    assert run_one(job, tmp_path, "cpu", noop_job).status == "done"
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    assert run_one(job, tmp_path, "cpu", noop_job, notes=str(notes)).status == "done"
     before = {p.name: p.read_bytes() for p in job_dir(tmp_path, job).iterdir() if p.is_file()}
-    outcome = job_lost(tmp_path, job, "ray task failed: the worker died")
+    outcome = job_lost(tmp_path, job, "ray task failed: the worker died", str(notes))
     assert (outcome.job_id, outcome.status) == (job.job_id, "done")
+    unknown = job_lost(tmp_path, job, "ray task failed: the worker died")
+    assert (unknown.status, unknown.note) == ("skipped", "done by another run")
     after = {p.name: p.read_bytes() for p in job_dir(tmp_path, job).iterdir() if p.is_file()}
     assert after == before
 
@@ -198,11 +203,13 @@ def test_a_lost_task_with_a_reason_of_several_lines_is_reported_in_one(tmp_path:
     reason = ("slurm job 7_0 failed: Job 7_0 has not produced any output (state: TIMEOUT)\n"
               "Error stream produced:\n----\nslurmstepd: error: *** JOB 7 CANCELLED ***\n")
     failed, done = _jobs(2)
-    assert run_one(done, tmp_path, "cpu", noop_job).status == "done"
-    lost = job_lost(tmp_path, failed, reason)
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    assert run_one(done, tmp_path, "cpu", noop_job, notes=str(notes)).status == "done"
+    lost = job_lost(tmp_path, failed, reason, str(notes))
     assert (lost.status, lost.error) == ("failed", reason.splitlines()[0])
     assert (job_dir(tmp_path, failed) / ERROR_FILE).read_text() == reason
-    kept = job_lost(tmp_path, done, reason)
+    kept = job_lost(tmp_path, done, reason, str(notes))
     assert kept.status == "done" and "\n" not in kept.note and "TIMEOUT" in kept.note
 
 

@@ -38,7 +38,7 @@ def _fake_ray(gpus: int, tasks: list[dict[str, object]]) -> types.ModuleType:
 
     def remote(**options: object):  # ray.remote(num_cpus=..)(fn)
         def wrap(fn):
-            def submit(job: Job, out: str, device: str, *rest: object) -> Ref:
+            def submit(job: Job, out: str, device: str, *rest: object, **kw: object) -> Ref:
                 tasks.append({"device": device, **options})
                 return Ref(Outcome(job.job_id, "done"))
             return types.SimpleNamespace(remote=submit)
@@ -116,3 +116,12 @@ def test_the_cli_refuses_a_numbered_gpu_with_ray_and_exits_2(tmp_path, monkeypat
     lines = [line for line in res.output.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0] == f"Error: {REFUSED}", res.output
     assert not out.exists()
+
+
+@pytest.mark.parametrize("device", ["mps", "xpu"])
+def test_a_device_that_is_no_cuda_stays_off_the_clusters_gpus(tmp_path, monkeypatch,
+                                                              device: str) -> None:
+    """Only ``auto`` and ``cuda`` become GPU tasks: ``--device mps`` on a cluster with GPUs
+    is handed to each task as it is, and asks Ray for no GPU."""
+    tasks = _run(tmp_path, monkeypatch, gpus=2, device=device)
+    assert [(t["device"], t["num_gpus"]) for t in tasks] == [(device, 0)] * 2

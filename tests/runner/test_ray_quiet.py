@@ -44,7 +44,7 @@ def _fake_ray(calls: list[dict[str, object]], fail: bool) -> types.ModuleType:
 
     def remote(**options: object):  # ray.remote(num_cpus=..)(fn)
         def wrap(fn):
-            return types.SimpleNamespace(remote=lambda *args: Ref(fn(*args)))
+            return types.SimpleNamespace(remote=lambda *args, **kw: Ref(fn(*args, **kw)))
         return wrap
 
     ray.remote = remote  # type: ignore[attr-defined]

@@ -41,7 +41,8 @@ def folder_from_spec(spec: Mapping[str, Any]) -> FolderExperiment:
 
 
 def folders_job(job: Job, device: str) -> JobOutput:
-    """Train ``job.train`` on the image-folder experiment described by ``job.spec``."""
+    """Train ``job.train`` on the image-folder experiment described by ``job.spec``; the
+    result records the device the job ran on (``device`` resolved)."""
     from shortcutlab.train.algorithms.base import AlgorithmContext
     from shortcutlab.train.trainer import train
     from shortcutlab.utils.device import resolve_device
@@ -55,6 +56,9 @@ def folders_job(job: Job, device: str) -> JobOutput:
     res = train(job.train, train_ds, val_ds, tests, device=torch_device, context=context)
     summary = res.summary()
     summary["labels"] = len(train_ds.labels)
+    # the device it ran on (auto resolved), as DiagViB-6's jobs record theirs: the same under
+    # every backend (Ray hands its tasks "cuda", the others the run's "auto")
+    summary["device"] = str(torch_device)
     return JobOutput(summary, res.epochs)
 
 

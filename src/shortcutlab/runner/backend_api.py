@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from shortcutlab.errors import RunnerError, unknown_choice
-from shortcutlab.runner.claims import drop_if_stale
+from shortcutlab.runner.claims import claim_run, drop_if_stale, is_stale, read_claim, release
 from shortcutlab.runner.jobs import (
     ERROR_FILE,
     Job,
@@ -29,6 +29,8 @@ from shortcutlab.runner.jobs import (
     is_done,
     job_dir,
     job_kind,
+    ran_in,
+    run_name,
 )
 from shortcutlab.utils.io import write_text
 
@@ -80,14 +82,18 @@ class BackendContext:
     """What :func:`~shortcutlab.runner.runs.run_jobs` tells every backend besides the jobs and
     the output folder: ``device`` of the jobs (``auto``, ``cpu``, ``cuda``, ``cuda:1``),
     ``workers`` (jobs at a time), ``jobs_per_gpu`` (jobs sharing one GPU), ``ray_address`` (a
-    Ray cluster to join; None starts a local one) and ``slurm`` (the SLURM settings; None: the
-    defaults). A backend reads what it needs and ignores the rest."""
+    Ray cluster to join; None starts a local one), ``slurm`` (the SLURM settings; None: the
+    defaults) and ``notes`` (the run's notes folder, on the output folder's file system, to
+    hand each job's :func:`~shortcutlab.runner.jobs.run_one`: it shows which jobs this run's
+    workers did, see :func:`job_lost`; None: nothing shows it). A backend reads what it needs
+    and ignores the rest."""
 
     device: str = "auto"
     workers: int = 1
     jobs_per_gpu: int = 1
     ray_address: str | None = None
     slurm: SlurmOptions | None = None
+    notes: str | None = None
 
 
 #: ``fn(jobs, out, context)``: run ``jobs`` (none done yet) under the folder ``out``, yielding
@@ -111,20 +117,38 @@ def job_function(job: Job) -> JobFunction:
     return job_kind(job.kind).run
 
 
-def job_lost(out: Path, job: Job, reason: str) -> Outcome:
+def job_lost(out: Path, job: Job, reason: str, notes: str | None = None) -> Outcome:
     """The outcome of a job whose worker failed outside
-    :func:`~shortcutlab.runner.jobs.run_one`: the dead worker's claim is removed and the job is
-    failed, its ``error.txt`` holding ``reason`` (so the failure line's traceback path exists),
-    unless its results are complete (the worker ended after writing them, its reply lost):
-    then it is done, its folder left as it is, ``reason`` in the outcome's note. The outcome
-    holds the first line of ``reason`` (SLURM's append the job's error stream), ``error.txt``
-    all of it."""
+    :func:`~shortcutlab.runner.jobs.run_one` (``notes``: the run's notes folder, see
+    :class:`BackendContext`): the dead worker's claim is removed and the job is failed, its
+    ``error.txt`` holding ``reason`` (so the failure line's traceback path exists), unless
+
+    - its results are complete: done when a worker of this run did it (the worker ended after
+      writing them, its reply lost; ``reason`` in the outcome's note), else skipped, "done by
+      another run" (that run counts it; with no notes nothing shows it was this run's, so it
+      is not counted twice); its folder left as it is either way;
+    - another live run holds its claim (the task died before it could claim the job): busy,
+      to be waited for, its folder left as it is. A claim of this run's own dead task (on
+      another node it stays fresh for minutes) is removed and the job failed.
+
+    The outcome holds the first line of ``reason`` (SLURM's append the job's error stream),
+    ``error.txt`` all of it."""
     path = job_dir(out, job)
     line = next(iter(reason.strip().splitlines()), "")
     with suppress(OSError):
         drop_if_stale(path)
         if is_done(path):
-            return Outcome(job.job_id, "done", note=f"its reply was lost ({line})")
+            if ran_in(notes, job):
+                return Outcome(job.job_id, "done", note=f"its reply was lost ({line})")
+            return Outcome(job.job_id, "skipped", note="done by another run")
+        claim = read_claim(path)
+        if claim is not None and not is_stale(path):
+            ours = run_name(notes)
+            if not ours or claim_run(path) != ours:
+                return Outcome(job.job_id, "busy", f"claimed by another run ({line})")
+            token = claim.get("token")
+            if isinstance(token, str):  # our dead task's: no other worker runs the job
+                release(path, token)
         write_text(path / ERROR_FILE, f"{reason.rstrip()}\n")
     return Outcome(job.job_id, "failed", line)
 

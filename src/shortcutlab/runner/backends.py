@@ -82,7 +82,7 @@ def list_backends() -> list[str]:
 
 def _serial(jobs: list[Job], out: Path, context: BackendContext) -> Iterator[Outcome]:
     for job in jobs:
-        yield run_one(job, out, context.device, job_function(job))
+        yield run_one(job, out, context.device, job_function(job), notes=context.notes)
 
 
 register_backend("serial", _serial)

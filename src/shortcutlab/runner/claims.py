@@ -2,7 +2,8 @@
 
 A claim is ``<job>/claim.json``, created with ``O_CREAT | O_EXCL`` (atomic on local file
 systems and on NFS v3+), holding the owner's pid, host and start time (and, on Linux, its
-process's start time, so that a reused pid is not taken for the owner). The owner touches it
+process's start time, so that a reused pid is not taken for the owner) and, when the owner
+runs a job for a run, that run's name (:func:`claim_run`). The owner touches it
 every :data:`HEARTBEAT_SECONDS` while the job runs. A claim is *stale*, and may be taken over,
 when its owner is on this host and no longer alive, or when it has not been touched for
 :data:`STALE_SECONDS` (an owner on another node that died). An owner on this host that is
@@ -108,15 +109,23 @@ def describe_wait(path: Path) -> str:
             f"for {STALE_SECONDS:.0f} s makes the claim stale), then takes it over")
 
 
-def _create(path: Path, token: str) -> bool:
+def claim_run(path: Path) -> str:
+    """The name of the run whose worker holds the claim in ``path`` ("" when there is no
+    claim, or it names no run)."""
+    run = (read_claim(path) or {}).get("run")
+    return run if isinstance(run, str) else ""
+
+
+def _create(path: Path, token: str, run: str = "") -> bool:
     try:
         fd = os.open(path / CLAIM_FILE, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
     except FileExistsError:
         return False
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump({"pid": os.getpid(), "host": _host(), "time": time.time(),
-                       "token": token, "start": start_time(os.getpid())}, fh)
+            claim = {"pid": os.getpid(), "host": _host(), "time": time.time(),
+                     "token": token, "start": start_time(os.getpid())}
+            json.dump({**claim, "run": run} if run else claim, fh)
     except BaseException:  # a full disk, an interrupt: no half-written claim stays behind
         with suppress(FileNotFoundError):
             (path / CLAIM_FILE).unlink()
@@ -124,11 +133,12 @@ def _create(path: Path, token: str) -> bool:
     return True
 
 
-def try_claim(path: Path, stale_seconds: float | None = None) -> str | None:
+def try_claim(path: Path, stale_seconds: float | None = None, run: str = "") -> str | None:
     """Claim job folder ``path``; returns the claim's token, or None when someone alive holds
-    it. A stale claim is taken over (under ``claim.break``, itself stale after a minute)."""
+    it. A stale claim is taken over (under ``claim.break``, itself stale after a minute).
+    ``run``: the name of the run the job runs for, kept in the claim (:func:`claim_run`)."""
     token = uuid.uuid4().hex
-    if _create(path, token):
+    if _create(path, token, run):
         return token
     if not is_stale(path, stale_seconds):
         return None
@@ -145,7 +155,7 @@ def try_claim(path: Path, stale_seconds: float | None = None) -> str | None:
             return None
         with suppress(FileNotFoundError):
             (path / CLAIM_FILE).unlink()
-        return token if _create(path, token) else None
+        return token if _create(path, token, run) else None
     finally:
         with suppress(FileNotFoundError):
             breaker.unlink()

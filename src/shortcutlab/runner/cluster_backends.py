@@ -4,7 +4,8 @@ address) or in a SLURM job array submitted through submitit.
 Both packages are optional (``shortcutlab[ray]``, ``shortcutlab[slurm]``) and imported only by a
 run that uses them; the backends' checks (:func:`ray_unavailable`, :func:`slurm_unavailable`) say
 when one, or SLURM itself, is missing. Each job runs :func:`~shortcutlab.runner.jobs.run_one` in
-its task; a task that dies is reported failed (:func:`~shortcutlab.runner.backend_api.job_lost`).
+its task, which notes in the run's notes folder that it did the job; a task that dies is reported
+as its job's files and those notes show (:func:`~shortcutlab.runner.backend_api.job_lost`).
 The output folder must be on a file system every worker node sees. On GPUs Ray chooses each
 task's GPU, so a task runs on ``cuda`` and ``cuda:N`` is refused (:func:`check_ray_device`).
 """
@@ -19,6 +20,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import suppress
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -69,14 +71,16 @@ def ray_backend(jobs: list[Job], out: Path, context: BackendContext) -> Iterator
         started = True
     reaper = _reap_local_ray() if started else None
     try:
-        on_gpu = device != "cpu" and ray.cluster_resources().get("GPU", 0) >= 1
+        # only auto and cuda become GPU tasks (mps, xpu, cpu: the task keeps the run's device)
+        on_gpu = (device.split(":")[0] in ("auto", "cuda")
+                  and ray.cluster_resources().get("GPU", 0) >= 1)
         # Ray pins each task to its GPU share (CUDA_VISIBLE_DEVICES); jobs_per_gpu share one.
         # The task sees that GPU alone, as cuda (run_jobs refuses cuda:N: see check_ray_device)
         gpus = 1.0 / jobs_per_gpu if on_gpu else 0
         task_device = "cuda" if on_gpu else device
         remote = ray.remote(num_cpus=1, num_gpus=gpus, max_retries=0)(run_one)
         refs = {remote.remote(job, str(out), task_device,  # type: ignore[call-arg]
-                              job_function(job)): job for job in jobs}
+                              job_function(job), notes=context.notes): job for job in jobs}
         pending = list(refs)
         try:
             while pending:
@@ -84,7 +88,8 @@ def ray_backend(jobs: list[Job], out: Path, context: BackendContext) -> Iterator
                 try:
                     yield ray.get(ready[0])
                 except Exception as exc:  # the Ray worker died
-                    yield job_lost(out, refs[ready[0]], f"ray task failed: {exc!r}")
+                    yield job_lost(out, refs[ready[0]], f"ray task failed: {exc!r}",
+                                   context.notes)
         except BaseException:  # interrupted: cancel the rest (a KeyboardInterrupt in each task)
             for ref in pending:
                 with suppress(Exception):
@@ -162,7 +167,8 @@ def slurm_backend(jobs: list[Job], out: Path, context: BackendContext) -> Iterat
     if opts.qos:
         params["slurm_qos"] = opts.qos
     executor.update_parameters(**params)
-    submitted = executor.map_array(run_one, jobs, [str(out)] * len(jobs), [device] * len(jobs),
+    submitted = executor.map_array(partial(run_one, notes=context.notes), jobs,
+                                   [str(out)] * len(jobs), [device] * len(jobs),
                                    [job_function(job) for job in jobs])
     pending = dict(zip(submitted, jobs, strict=True))
     while pending:
@@ -171,6 +177,7 @@ def slurm_backend(jobs: list[Job], out: Path, context: BackendContext) -> Iterat
             try:
                 yield sjob.result()
             except Exception as exc:  # killed by SLURM (time limit, preemption, memory)
-                yield job_lost(out, job, f"slurm job {sjob.job_id} failed: {exc}")
+                yield job_lost(out, job, f"slurm job {sjob.job_id} failed: {exc}",
+                               context.notes)
         if pending:
             time.sleep(opts.poll_seconds)

@@ -385,8 +385,27 @@ def os_reason(exc: OSError) -> str:
     return exc.strerror or str(exc)
 
 
+#: suffix of the note a worker leaves in its run's notes folder once the job's function has
+#: returned, before the results are written (see :func:`run_one`'s ``notes``)
+RAN_SUFFIX = ".ran"
+
+
+def ran_in(notes: str | Path | None, job: Job) -> bool:
+    """Whether a worker of the run whose notes folder is ``notes`` ran ``job`` to its end
+    (its function returned; the results written next): the evidence that a job done on disk
+    is that run's, not another's. False without a notes folder: nothing shows it."""
+    return notes is not None and (Path(notes) / f"{job.job_id}{RAN_SUFFIX}").exists()
+
+
+def run_name(notes: str | Path | None) -> str:
+    """The name of the run whose notes folder is ``notes`` (its claims carry it), "" for
+    none."""
+    return Path(notes).name if notes is not None else ""
+
+
 def run_one(job: Job, out: str | Path, device: str = "auto",
-            run: JobFunction | None = None, *, record_device: str | None = None) -> Outcome:
+            run: JobFunction | None = None, *, record_device: str | None = None,
+            notes: str | None = None) -> Outcome:
     """Run ``job`` unless its directory is done or claimed by a live run; write results
     atomically, ``done`` last.
 
@@ -396,9 +415,14 @@ def run_one(job: Job, out: str | Path, device: str = "auto",
     (a worker pinned to GPU 1 runs on ``cuda``, the run's ``cuda:1``): ``result.json``
     records it, also in place of the job's own name for ``device`` (default: ``device``), so
     that a job's recorded device does not depend on the backend that ran it.
-    A done job whose files cannot be read is moved aside (see :func:`quarantine`) and run
-    again. Any exception, an ``OSError`` such as a full disk included, is caught, its traceback
-    written to ``error.txt`` when possible and reported as ``failed``.
+    ``notes``: the notes folder of the run the job runs for (:mod:`~shortcutlab.runner.runs`
+    makes one per run): the claim names that run (:func:`run_name`) and, once the job's
+    function has returned, a note ``<job_id>.ran`` there says a worker of this run did the job
+    (:func:`ran_in`), so that a run whose worker's reply is lost counts the job as its own
+    only when it is. A done job whose files cannot be read is moved aside (see
+    :func:`quarantine`) and run again. Any exception, an ``OSError`` such as a full disk
+    included, is caught, its traceback written to ``error.txt`` when possible and reported as
+    ``failed``.
     """
     run = run if run is not None else job_kind(job.kind).run
     start = time.perf_counter()
@@ -406,7 +430,7 @@ def run_one(job: Job, out: str | Path, device: str = "auto",
         path = write_job_file(out, job)
         if is_done(path):
             return Outcome(job.job_id, "skipped")
-        token = try_claim(path)
+        token = try_claim(path, run=run_name(notes))
     except OSError as exc:
         return Outcome(job.job_id, "failed",
                        f"cannot write {job_dir(out, job)}: {os_reason(exc)}")
@@ -414,7 +438,7 @@ def run_one(job: Job, out: str | Path, device: str = "auto",
         return Outcome(job.job_id, "busy", f"claimed by {describe_claim(path)}")
     try:
         with heartbeat(path, token):
-            return _run_claimed(job, path, device, run, start, record_device)
+            return _run_claimed(job, path, device, run, start, record_device, notes)
     finally:
         with suppress(OSError):
             release(path, token)
@@ -430,7 +454,8 @@ def _recorded_device(result: dict[str, Any], device: str, record_device: str | N
 
 
 def _run_claimed(job: Job, path: Path, device: str, run: JobFunction,
-                 start: float, record_device: str | None = None) -> Outcome:
+                 start: float, record_device: str | None = None,
+                 notes: str | None = None) -> Outcome:
     note = ""
     try:
         problem = done_problem(path) if (path / DONE_FILE).exists() else None
@@ -450,6 +475,9 @@ def _run_claimed(job: Job, path: Path, device: str, run: JobFunction,
         invalid = result_problem(result)
         if invalid is not None:  # never count a result that a later read would refuse
             raise RunnerError(f"the {job.kind} job's result {invalid}")
+        if notes is not None:  # before the results: a worker ending after them leaves it
+            with suppress(OSError):
+                (Path(notes) / f"{job.job_id}{RAN_SUFFIX}").touch()
         if output.epochs is not None:
             with atomic_path(path / EPOCHS_FILE, suffix=".parquet") as tmp:
                 output.epochs.to_parquet(tmp, index=False)

@@ -118,9 +118,11 @@ def _on_sigterm(signum: int, frame: Any) -> None:
 
 
 def _run_in_worker(job: Job, out: Path, device: str, run: JobFunction, *,
-                   record_device: str | None = None, replies: str | None = None) -> Outcome:
+                   record_device: str | None = None, replies: str | None = None,
+                   notes: str | None = None) -> Outcome:
     """:func:`run_one` in a pool worker (``record_device``: the run's name of ``device``, see
-    :func:`run_one`), its outcome also noted in the folder ``replies`` (:func:`_note_reply`):
+    :func:`run_one`; ``notes``: the run's notes folder, see :func:`run_one`), its outcome also
+    noted in the folder ``replies`` (:func:`_note_reply`):
     SIGTERM abandons the job (claim released) and ends the worker, which so never takes
     another job of a stopping run."""
     global _in_job
@@ -128,7 +130,7 @@ def _run_in_worker(job: Job, out: Path, device: str, run: JobFunction, *,
     try:
         if replies is not None:
             run = _noting_run(Path(replies), run)
-        outcome = run_one(job, out, device, run, record_device=record_device)
+        outcome = run_one(job, out, device, run, record_device=record_device, notes=notes)
         if replies is not None:
             _note_reply(Path(replies), outcome)
         return outcome
@@ -304,7 +306,7 @@ def _run_pools(jobs: list[Job], out: Path, context: BackendContext, replies: Pat
         progressed = False
         with _pool(workers, devices, {job_function(job).__module__ for job in pending}) as pool:
             futures = {pool.submit(_run_in_worker, job, out, job_device, job_function(job),
-                                   record_device=record_device,
+                                   record_device=record_device, notes=context.notes,
                                    replies=None if replies is None else str(replies)): job
                        for job in pending}
             workers_of_pool = dict(getattr(pool, "_processes", None) or {})

@@ -8,7 +8,10 @@ be). :func:`describe_failures` words the failures of a run for the commands.
 
 Several runs may share one output folder: each job is claimed by the process that runs it, a run
 that finds a job claimed by another live run waits for it (and takes it over if its owner dies),
-so every job runs once and each run ends with the whole table.
+so every job runs once and each run ends with the whole table. While it runs, a run keeps a notes
+folder, ``<out>/.runs/<host>-<pid>-<random>``, where its workers (on any node) note the jobs they
+did: a job whose worker's reply is lost counts as this run's only when a note shows it is, and
+as another run's ("done by another run") otherwise, never as both.
 
 Interrupts: the first SIGINT (Ctrl-C) or SIGTERM stops the run at once: no new job is claimed,
 the running ones are abandoned (their claims released; workers that do not stop within
@@ -21,9 +24,12 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import signal
+import socket
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
@@ -39,6 +45,7 @@ from shortcutlab.runner.claims import (
     describe_wait,
     drop_if_stale,
     is_stale,
+    pid_alive,
     read_claim,
 )
 from shortcutlab.runner.cluster_backends import check_ray_device
@@ -51,6 +58,7 @@ from shortcutlab.runner.jobs import (
     job_kind,
     last_error_line,
     os_reason,
+    ran_in,
     write_job_file,
 )
 from shortcutlab.runner.local_processes import device_slots
@@ -194,8 +202,10 @@ def run_jobs(
     jobs_per_gpu = resolve_jobs_per_gpu(jobs_per_gpu, device, {j.train.model for j in todo})
     slots = device_slots(device, jobs_per_gpu) if backend == "processes" and todo else []
     n_workers = workers or min(max(len(todo), 1), len(slots) or os.cpu_count() or 1)
+    notes = _make_notes(out) if todo else None
     context = BackendContext(device=device, workers=n_workers, jobs_per_gpu=jobs_per_gpu,
-                             ray_address=ray_address, slurm=slurm)
+                             ray_address=ray_address, slurm=slurm,
+                             notes=None if notes is None else str(notes))
     start = time.perf_counter()
     remaining: list[str] = []
     try:
@@ -208,7 +218,10 @@ def run_jobs(
     except KeyboardInterrupt as exc:
         summary = RunSummary(outcomes, time.perf_counter() - start, interrupted=getattr(
             exc, "signal_name", "SIGINT"))
-        raise RunInterrupted(_interrupted_line(summary, unique, out), summary) from None
+        raise RunInterrupted(_interrupted_line(summary, unique, out, notes), summary) from None
+    finally:
+        if notes is not None:
+            _remove_notes(notes)
     summary = RunSummary(outcomes, time.perf_counter() - start, remaining)
     _remove_stale_temporaries(out)
     if collect_table and unique:
@@ -316,10 +329,13 @@ def _stop_on_signals(backend: str) -> Iterator[None]:
             signal.signal(sig, former if former is not None else signal.SIG_DFL)
 
 
-def _interrupted_line(summary: RunSummary, unique: dict[str, Job], out: Path) -> str:
+def _interrupted_line(summary: RunSummary, unique: dict[str, Job], out: Path,
+                      notes: Path | None = None) -> str:
     """One line for an interrupted run: what finished, what failed, what is left. Jobs whose
-    results were written as the run stopped count as done (their outcome never came back); the
-    claims of workers killed meanwhile are removed."""
+    results a worker of this run wrote as the run stopped (its note in ``notes``, see
+    :func:`~shortcutlab.runner.jobs.run_one`) count as done (their outcome never came back),
+    those another run finished meanwhile as skipped ("done by another run"); the claims of
+    workers killed meanwhile are removed."""
     settled = {o.job_id for o in summary.outcomes}
     for job in unique.values():
         if job.job_id not in settled:
@@ -327,8 +343,10 @@ def _interrupted_line(summary: RunSummary, unique: dict[str, Job], out: Path) ->
             with suppress(OSError):
                 drop_if_stale(path)
                 if is_done(path):
-                    summary.outcomes.append(Outcome(job.job_id, "done",
-                                                    note="finished as the run stopped"))
+                    summary.outcomes.append(
+                        Outcome(job.job_id, "done", note="finished as the run stopped")
+                        if ran_in(notes, job) else
+                        Outcome(job.job_id, "skipped", note="done by another run"))
     done, before, failed = len(summary.done), len(summary.skipped), len(summary.failed)
     left = len(unique) - done - before - failed
     return (f"interrupted by {summary.interrupted} after {summary.seconds:.1f} s: "
@@ -378,6 +396,41 @@ def _warn_waiting(job: Job, path: Path, warned: set[str]) -> None:
         warned.add(key)
         log.warning("job %s (%s) is claimed by another run, %s; waiting for it %s",
                     job.job_id, job.experiment, describe_claim(path), describe_wait(path))
+
+
+#: the folder of the output folder that holds each run's notes folder while it runs
+NOTES_FOLDER = ".runs"
+
+
+def _make_notes(out: Path) -> Path:
+    """This run's notes folder, ``<out>/.runs/<host>-<pid>-<random>`` (on the output folder's
+    file system, which every worker sees): its workers note there the jobs they did (see
+    :func:`~shortcutlab.runner.jobs.run_one`); the folder name is the run's name in its
+    claims. The notes folders that ended runs of this host left (a run killed) are removed."""
+    host = socket.gethostname()
+    with suppress(OSError):
+        for folder in (out / NOTES_FOLDER).glob(f"{host}-*-*"):
+            pid = folder.name[len(host) + 1:].split("-", 1)[0]
+            if pid.isdigit() and not pid_alive(int(pid)) and folder.is_dir():
+                shutil.rmtree(folder, ignore_errors=True)
+    notes = out / NOTES_FOLDER / f"{host}-{os.getpid()}-{uuid.uuid4().hex[:12]}"
+    for _attempt in range(3):  # another run may remove the empty .runs at that moment
+        try:
+            notes.mkdir(parents=True)
+            return notes
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise RunnerError(f"cannot write the run's notes folder {notes}: "
+                              f"{os_reason(exc)}") from None
+    raise RunnerError(f"cannot write the run's notes folder {notes}")
+
+
+def _remove_notes(notes: Path) -> None:
+    """Remove this run's notes folder, and ``.runs`` when no other run's is left in it."""
+    shutil.rmtree(notes, ignore_errors=True)
+    with suppress(OSError):
+        notes.parent.rmdir()
 
 
 def _remove_stale_temporaries(out: Path, older_than: float = 600.0) -> None:
