@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from shortcutlab.runner import local_processes
-from shortcutlab.runner.backend_api import job_lost
+from shortcutlab.runner.backend_api import BackendContext, job_lost
 from shortcutlab.runner.claims import CLAIM_FILE
 from shortcutlab.runner.jobs import (
     ERROR_FILE,
@@ -31,7 +31,7 @@ from shortcutlab.runner.jobs import (
     job_status,
     run_one,
 )
-from shortcutlab.runner.runs import RunSummary, run_jobs
+from shortcutlab.runner.runs import NOTES_FOLDER, RunSummary, run_jobs
 from tests.runner.fake_jobs import noop_job
 from tests.runner.fake_pools import InProcessPool
 
@@ -215,25 +215,55 @@ def test_a_lost_task_with_a_reason_of_several_lines_is_reported_in_one(tmp_path:
 
 def test_the_notes_folder_of_a_run_that_was_killed_is_removed_by_the_next(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A run's notes folder is removed as it ends, but a run that cannot clean up (a second
-    Ctrl-C exits at once; SIGKILL) leaves it behind: the next run removes the folders of runs
-    that ended, and leaves a live run's alone."""
+    """A run's notes folder (its workers' outcome notes too) is removed as it ends, but a run
+    that cannot clean up (a second Ctrl-C exits at once; SIGKILL) leaves it behind: the next
+    run removes the folders of this host's runs that ended, and leaves a live run's alone."""
     import os
+    import socket
     import subprocess
-    import tempfile
 
-    temp = tmp_path / "tmp"
-    temp.mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    out = tmp_path / "out"
+    runs = out / NOTES_FOLDER
+    runs.mkdir(parents=True)
+    host = socket.gethostname()
     ended = subprocess.Popen(["true"])
     ended.wait()
-    left = temp / f"shortcutlab-replies-{ended.pid}-x1y2"
+    left = runs / f"{host}-{ended.pid}-x1y2"
     left.mkdir()
     (left / "0123456789abcdef.json").write_text("{}")
-    live = temp / f"shortcutlab-replies-{os.getppid()}-a3b4"
+    (left / "0123456789abcdef.ran").touch()
+    live = runs / f"{host}-{os.getppid()}-a3b4"
     live.mkdir()
-    out = tmp_path / "out"
     summary = _run(out, _jobs(1), lambda job_id, future, call: future.set_result(call()),
                    monkeypatch)
     assert len(summary.done) == 1
-    assert sorted(p.name for p in temp.iterdir()) == [live.name]
+    assert sorted(p.name for p in runs.iterdir()) == [live.name]
+
+
+def test_without_a_notes_folder_a_lost_reply_counts_as_its_files_show(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The backend called directly, with no notes folder: a job whose reply is lost after its
+    results were written is counted from its files alone, skipped ("done by another run":
+    nothing shows it was this run's, so it is never counted twice), not failed."""
+    jobs = _jobs(2)
+    lost = jobs[0]
+
+    def reply(job_id: str, future: Future, call: Callable[[], Any]) -> None:
+        outcome = call()
+        if job_id == lost.job_id:
+            future.set_exception(BrokenProcessPool("a worker died"))
+        else:
+            future.set_result(outcome)
+
+    pools: list[InProcessPool] = []
+
+    def pool(*args: Any) -> InProcessPool:
+        pools.append(InProcessPool(reply if not pools else None))
+        return pools[-1]
+
+    monkeypatch.setattr(local_processes, "_pool", pool)
+    outcomes = list(local_processes.processes_backend(
+        jobs, tmp_path, BackendContext(device="cpu", workers=2)))
+    assert sorted((o.job_id, o.status) for o in outcomes) == sorted(
+        [(lost.job_id, "skipped"), (jobs[1].job_id, "done")])
+    assert not (job_dir(tmp_path, lost) / ERROR_FILE).exists()

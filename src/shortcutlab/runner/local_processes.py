@@ -7,8 +7,8 @@ machine with several, each worker process is pinned to one of them (:func:`devic
 worker that dies breaks the pool: the job it ran is reported failed and the others run again in a
 fresh pool. When the run stops, each worker abandons its job on SIGTERM (its claim released) and
 ends; those still alive after :data:`~shortcutlab.runner.backend_api.STOP_GRACE_SECONDS` are
-killed (:func:`_stop_workers`). Each worker also leaves its job's outcome in a folder of the run's
-own (:func:`_note_reply`), so that a job whose reply is lost (a pool that broke just after it,
+killed (:func:`_stop_workers`). Each worker also leaves its job's outcome in the run's notes
+folder (:func:`_note_reply`), so that a job whose reply is lost (a pool that broke just after it,
 a reply that cannot be read) is counted as it ended, once: a job finished meanwhile by another
 run is that run's, not done twice.
 """
@@ -19,11 +19,9 @@ import json
 import multiprocessing
 import os
 import select
-import shutil
 import signal
 import socket
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -41,10 +39,10 @@ from shortcutlab.runner.claims import is_stale, pid_alive, read_claim
 from shortcutlab.runner.jobs import (
     Job,
     JobFunction,
-    JobOutput,
     Outcome,
     is_done,
     job_dir,
+    ran_in,
     run_one,
 )
 from shortcutlab.runner.mps import daemon_running
@@ -118,21 +116,18 @@ def _on_sigterm(signum: int, frame: Any) -> None:
 
 
 def _run_in_worker(job: Job, out: Path, device: str, run: JobFunction, *,
-                   record_device: str | None = None, replies: str | None = None,
-                   notes: str | None = None) -> Outcome:
+                   record_device: str | None = None, notes: str | None = None) -> Outcome:
     """:func:`run_one` in a pool worker (``record_device``: the run's name of ``device``, see
     :func:`run_one`; ``notes``: the run's notes folder, see :func:`run_one`), its outcome also
-    noted in the folder ``replies`` (:func:`_note_reply`):
+    noted in ``notes`` (:func:`_note_reply`):
     SIGTERM abandons the job (claim released) and ends the worker, which so never takes
     another job of a stopping run."""
     global _in_job
     _in_job = True
     try:
-        if replies is not None:
-            run = _noting_run(Path(replies), run)
         outcome = run_one(job, out, device, run, record_device=record_device, notes=notes)
-        if replies is not None:
-            _note_reply(Path(replies), outcome)
+        if notes is not None:
+            _note_reply(Path(notes), outcome)
         return outcome
     except _Stop:
         _end_by_sigterm()
@@ -141,58 +136,45 @@ def _run_in_worker(job: Job, out: Path, device: str, run: JobFunction, *,
         _in_job = False
 
 
-#: suffix of the note that a worker of this run ran a job's function (:func:`_noting_run`)
-_RAN = ".ran"
+#: suffix of a worker's outcome note in the run's notes folder (:func:`_note_reply`)
+_REPLY = ".json"
 
 
-def _noting_run(replies: Path, run: JobFunction) -> JobFunction:
-    """``run``, noting in ``replies`` (``<job_id>.ran``) that it returned, before
-    :func:`run_one` writes the results: a worker that ends after writing them but before
-    :func:`_note_reply` (the breaking pool's SIGTERM) still leaves a trace that this run did
-    the job (:func:`_unreplied`)."""
-    def noting(job: Job, device: str) -> JobOutput:
-        output = run(job, device)
-        with suppress(OSError):
-            (replies / f"{job.job_id}{_RAN}").touch()
-        return output
-
-    return noting
-
-
-def _note_reply(replies: Path, outcome: Outcome) -> None:
-    """Keep a worker's outcome in the run's folder ``replies``, in case its reply is lost (a
-    worker that dies just after, a reply that cannot be read): written before the reply is
-    sent, it survives the worker."""
+def _note_reply(notes: Path, outcome: Outcome) -> None:
+    """Keep a worker's outcome in the run's notes folder ``notes`` (``<job_id>.json``), in
+    case its reply is lost (a worker that dies just after, a reply that cannot be read):
+    written before the reply is sent, it survives the worker."""
     with suppress(OSError):
-        write_json(replies / f"{outcome.job_id}.json", asdict(outcome))
+        write_json(notes / f"{outcome.job_id}{_REPLY}", asdict(outcome))
 
 
-def _noted_reply(replies: Path | None, job: Job) -> Outcome | None:
+def _noted_reply(notes: str | None, job: Job) -> Outcome | None:
     """The outcome a worker of this run noted for ``job`` (:func:`_note_reply`), None when no
-    worker of this run finished it (or the run has no folder of replies)."""
-    if replies is None:
+    worker of this run finished it (or the run has no notes folder)."""
+    if notes is None:
         return None
     try:
-        data = json.loads((replies / f"{job.job_id}.json").read_text(encoding="utf-8"))
+        data = json.loads((Path(notes) / f"{job.job_id}{_REPLY}").read_text(encoding="utf-8"))
         return Outcome(**data)
     except (OSError, ValueError, TypeError):
         return None
 
 
-def _unreplied(out: Path, job: Job, replies: Path | None, died: dict[int, int | None]
+def _unreplied(out: Path, job: Job, notes: str | None, died: dict[int, int | None]
                ) -> Outcome | None:
-    """How ``job``, whose reply never came, ended: as its worker noted (the reply was lost),
-    done when a worker of this run wrote its results but ended before noting them
-    (:func:`_noting_run`), skipped when its results are there although no worker of this run
-    ran it (another run did, while it was queued here), failed when its worker died running
-    it (``died``: the pool's dead workers, pid to exit code); None when it did not run here
-    (run it again)."""
-    noted = _noted_reply(replies, job)
+    """How ``job``, whose reply never came, ended: as its worker noted in the run's notes
+    folder ``notes`` (the reply was lost), done when a worker of this run wrote its results
+    but ended before noting its outcome (the ``.ran`` note of :func:`run_one`, see
+    :func:`~shortcutlab.runner.jobs.ran_in`), skipped when its results are there although no
+    worker of this run ran it (another run did, while it was queued here; without notes
+    nothing shows it was this run's), failed when its worker died running it (``died``: the
+    pool's dead workers, pid to exit code); None when it did not run here (run it again)."""
+    noted = _noted_reply(notes, job)
     if noted is not None:
         return noted
     path = job_dir(out, job)
     if is_done(path):
-        if replies is not None and (replies / f"{job.job_id}{_RAN}").exists():
+        if ran_in(notes, job):
             # its worker wrote the results and ended before it could note them
             return Outcome(job.job_id, "done", note="its reply was lost")
         return Outcome(job.job_id, "skipped", note="done by another run")
@@ -261,39 +243,11 @@ def processes_backend(jobs: list[Job], out: Path, context: BackendContext) -> It
     failed (with an ``error.txt`` saying so) and every other unfinished job is run again in a
     fresh pool. A job whose reply was lost counts as its worker noted it (:func:`_unreplied`):
     one that finished as the pool broke is done, one another run finished meanwhile is
-    skipped, one another live run holds is ``busy`` (run_jobs waits for it)."""
-    _remove_ended_notes()
-    try:
-        replies: Path | None = Path(tempfile.mkdtemp(prefix=f"{_NOTES}{os.getpid()}-"))
-    except OSError:  # no temporary folder: a lost reply's job counts as its files show
-        replies = None
-    try:
-        yield from _run_pools(jobs, out, context, replies)
-    finally:
-        if replies is not None:
-            shutil.rmtree(replies, ignore_errors=True)
-
-
-#: the name of a run's notes folder (:func:`_note_reply`) in the temporary folder, before the
-#: run's process id
-_NOTES = "shortcutlab-replies-"
-
-
-def _remove_ended_notes() -> None:
-    """Remove the notes folders that runs which ended without cleaning up (a second Ctrl-C
-    exits at once; SIGKILL) left in the temporary folder: those named by a process id that no
-    longer runs."""
-    with suppress(OSError):
-        for folder in Path(tempfile.gettempdir()).glob(f"{_NOTES}*-*"):
-            pid = folder.name[len(_NOTES):].split("-", 1)[0]
-            if pid.isdigit() and not pid_alive(int(pid)) and folder.is_dir():
-                shutil.rmtree(folder, ignore_errors=True)
-
-
-def _run_pools(jobs: list[Job], out: Path, context: BackendContext, replies: Path | None
-               ) -> Iterator[Outcome]:
-    """:func:`processes_backend`'s pools, their workers' outcomes noted in ``replies``."""
+    skipped, one another live run holds is ``busy`` (run_jobs waits for it). The workers note
+    their outcomes in the run's notes folder (``context.notes``); without one, a lost reply's
+    job counts as its files show (done ones as another run's, skipped)."""
     device, workers, jobs_per_gpu = context.device, context.workers, context.jobs_per_gpu
+    notes = context.notes
     devices = device_slots(device, jobs_per_gpu)
     # a worker pinned to GPU N (CUDA_VISIBLE_DEVICES=N) sees it as "cuda"; the job's result
     # records the run's name of it, "cuda:N", as the other backends' do
@@ -306,8 +260,7 @@ def _run_pools(jobs: list[Job], out: Path, context: BackendContext, replies: Pat
         progressed = False
         with _pool(workers, devices, {job_function(job).__module__ for job in pending}) as pool:
             futures = {pool.submit(_run_in_worker, job, out, job_device, job_function(job),
-                                   record_device=record_device, notes=context.notes,
-                                   replies=None if replies is None else str(replies)): job
+                                   record_device=record_device, notes=notes): job
                        for job in pending}
             workers_of_pool = dict(getattr(pool, "_processes", None) or {})
             try:
@@ -319,7 +272,7 @@ def _run_pools(jobs: list[Job], out: Path, context: BackendContext, replies: Pat
                         broken.append(job)
                         continue
                     except Exception as exc:  # e.g. a result that cannot be sent back
-                        noted = _unreplied(out, job, replies, {})
+                        noted = _unreplied(out, job, notes, {})
                         outcome = (noted if noted is not None
                                    else job_lost(out, job, f"worker failed: {exc!r}"))
                     progressed = True
@@ -332,7 +285,7 @@ def _run_pools(jobs: list[Job], out: Path, context: BackendContext, replies: Pat
                 if proc.exitcode not in (None, 0, -signal.SIGTERM)}  # SIGTERM: the pool's
         pending = []
         for job in broken:
-            settled = _unreplied(out, job, replies, died)
+            settled = _unreplied(out, job, notes, died)
             if settled is None:  # not started, or stopped by the pool when another worker died
                 pending.append(job)
             else:  # (a job done here would be skipped by the next pool, as if not run here)

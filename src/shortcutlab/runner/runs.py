@@ -405,7 +405,8 @@ NOTES_FOLDER = ".runs"
 def _make_notes(out: Path) -> Path:
     """This run's notes folder, ``<out>/.runs/<host>-<pid>-<random>`` (on the output folder's
     file system, which every worker sees): its workers note there the jobs they did (see
-    :func:`~shortcutlab.runner.jobs.run_one`); the folder name is the run's name in its
+    :func:`~shortcutlab.runner.jobs.run_one`; the processes backend's, their outcomes too:
+    :mod:`~shortcutlab.runner.local_processes`); the folder name is the run's name in its
     claims. The notes folders that ended runs of this host left (a run killed) are removed."""
     host = socket.gethostname()
     with suppress(OSError):
