@@ -3,15 +3,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 import tempfile
 import types
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "benchmarks" / "bench_demo_job.py"
+from tests.benchmarks.scripts import load_script
 
 
 class _Table:
@@ -23,9 +21,7 @@ class _Table:
 
 
 def test_child_leaves_no_run_folder_behind(tmp_path, monkeypatch, capsys) -> None:
-    spec = importlib.util.spec_from_file_location("bench_demo_job_under_test", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_script("bench_demo_job")
     folders: list[Path] = []
 
     def run_jobs(jobs, out, **kwargs) -> None:  # stands in for training: writes a result

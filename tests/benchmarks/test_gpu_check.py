@@ -4,7 +4,6 @@ in-process with the measurements faked (fast), and end to end at tiny scale on t
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -12,6 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from tests.benchmarks.scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "benchmarks" / "gpu_check.py"
@@ -21,14 +22,7 @@ TINY = ["--device", "cpu", "--scale", "0.002", "--quick", "--jobs", "2", "--mode
 
 @pytest.fixture(scope="module")
 def check():
-    sys.path.insert(0, str(SCRIPT.parent))
-    try:
-        spec = importlib.util.spec_from_file_location("gpu_check_under_test", SCRIPT)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(SCRIPT.parent))
-    return module
+    return load_script("gpu_check")
 
 
 CEILING = {"image_size": 128,

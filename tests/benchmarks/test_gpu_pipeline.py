@@ -4,7 +4,6 @@ the generator changed, adc8c1a), and one that draws the same images is timed."""
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 import types
@@ -13,16 +12,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.benchmarks.scripts import load_script
+
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "benchmarks" / "bench_gpu_pipeline.py"
 
 
 @pytest.fixture(scope="module")
 def pipeline():
-    spec = importlib.util.spec_from_file_location("bench_gpu_pipeline_under_test", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("bench_gpu_pipeline")
 
 
 def _baseline(render) -> types.ModuleType:

@@ -4,29 +4,18 @@ graphs were asked for on CUDA (the 2026-11-27 check timed the engine's neutral p
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
 from shortcutlab.diagvib.jobs import build_jobs
 from shortcutlab.diagvib.presets import DIAGVIB_PRESET
 from shortcutlab.train.config import TrainConfig
-
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+from tests.benchmarks.scripts import load_script
 
 
 def _load(name: str):
-    sys.path.insert(0, str(BENCH))
-    try:
-        spec = importlib.util.spec_from_file_location(f"{name}_under_test", BENCH / f"{name}.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(BENCH))
-    return module
+    return load_script(name)
 
 
 def test_the_timed_epoch_uses_the_recipe_of_a_diagvib_job() -> None:

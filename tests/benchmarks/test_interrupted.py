@@ -4,7 +4,6 @@ status 130, not a ``RunInterrupted`` traceback."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 from pathlib import Path
 from types import ModuleType
@@ -12,19 +11,15 @@ from types import ModuleType
 import pytest
 
 from shortcutlab.runner import RunInterrupted, RunSummary
+from tests.benchmarks.scripts import load_script
 
-ROOT = Path(__file__).resolve().parents[2]
 LINE = "interrupted: 1 of 2 jobs finished, 1 not started"
 
 
 def _load(name: str, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         monkeypatch.setenv(var, os.environ.get(var, "1"))  # restored after the test
-    spec = importlib.util.spec_from_file_location(f"{name}_under_test",
-                                                  ROOT / "benchmarks" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(name)
 
 
 def _interrupt(*args, **kwargs):

@@ -3,18 +3,13 @@ is optional and falls back to the built-in textures, said without naming ``../sh
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "validate_diagvib_paper.py"
+from tests.benchmarks.scripts import load_script
 
 
 def test_help_names_no_development_path(capsys) -> None:
-    spec = importlib.util.spec_from_file_location("validate_diagvib_paper_help", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_script("validate_diagvib_paper")
     with pytest.raises(SystemExit) as stop:
         module.parse(["--help"])
     assert stop.value.code == 0

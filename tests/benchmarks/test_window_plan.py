@@ -4,7 +4,6 @@ equivalents), and no chunk runs when not even one job fits."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -13,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.benchmarks.scripts import load_script
+
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "benchmarks" / "window_plan.py"
 
 # The H200 check of 2026-11-27 (seconds per full-scale epoch) and a CPU one at scale 0.003.
 GPU = {"epoch_alone": {"epoch_s_each": 7.0},
@@ -25,10 +25,7 @@ CPU = {"epoch_alone": {"epoch_s_each": 1980.0},
 
 @pytest.fixture(scope="module")
 def window_plan():
-    spec = importlib.util.spec_from_file_location("window_plan_under_test", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("window_plan")
 
 
 def _job_seconds(per_epoch: float, scale: float) -> float:
