@@ -41,9 +41,13 @@ else
     echo "gpu_window: $left s left for the chunk: $jobs job(s) at a time," \
          "~$per_epoch s per full-scale epoch"
     [ "$device" = cpu ] && workers=(--workers "$jobs")
-    "$python" benchmarks/validate_diagvib_paper.py --campaign "$campaign" --scale "$scale" \
+    # Jobs slower than the plan must not outlive the window: at its end an interrupt (as a
+    # Ctrl-C) stops them and the finished ones are still archived; a kill 30 s later.
+    # The whole log lands under OUT as it is written; the terminal gets its last 60 lines.
+    timeout -s INT -k 30 "$left" \
+        "$python" benchmarks/validate_diagvib_paper.py --campaign "$campaign" --scale "$scale" \
         --device "$device" --jobs-per-gpu "$jobs" "${workers[@]}" --budget-seconds "$left" \
         --seconds-per-epoch "$per_epoch" --commit "$commit" --archive "$out/diagvib-chunk.tar.gz" \
-        --out "${CHUNK_DIR:-/tmp/diagvib-chunk}" ${CHUNK_ARGS:-} 2>&1 | tail -n 60 | tee "$out/chunk.log"
+        --out "${CHUNK_DIR:-/tmp/diagvib-chunk}" ${CHUNK_ARGS:-} 2>&1 | tee "$out/chunk.log" | tail -n 60
 fi
 echo "gpu_window: done in $(( $(date +%s) - start )) s"

@@ -300,6 +300,16 @@ def choose_chunk(missing: Sequence[Job], budget: float | None, seconds_per_job: 
     return list(missing[:max(rounds, 0) * concurrent])
 
 
+def _export(args: argparse.Namespace, chunk: Sequence[Job]) -> None:
+    """Archive the chunk's finished jobs (``--archive``, else ``$OUT`` or ``--out``) and say
+    how to add them to the campaign."""
+    out_env = os.environ.get("OUT")
+    archive = args.archive or (Path(out_env) if out_env else args.out) / ARCHIVE_NAME
+    count = export_chunk(chunk, args.out, archive, args.commit or _git_commit(), args.device)
+    print(f"archive: {archive} ({count} finished job(s)); add it with --campaign "
+          f"{args.campaign} --import {archive}", flush=True)
+
+
 def _git_commit() -> str:
     try:
         found = subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=7"],
@@ -363,8 +373,9 @@ def export_chunk(jobs: Sequence[Job], out: Path, archive: Path, commit: str,
     date = time.strftime("%Y-%m-%d")
     name = _device_name(device)
     archive.parent.mkdir(parents=True, exist_ok=True)
+    part = archive.with_name(archive.name + ".part")  # a window's hard end leaves no half
     count = 0
-    with tempfile.TemporaryDirectory() as tmp, tarfile.open(archive, "w:gz") as tar:
+    with tempfile.TemporaryDirectory() as tmp, tarfile.open(part, "w:gz") as tar:
         for job in jobs:
             path = out / job.job_id
             if not is_done(path):
@@ -381,6 +392,7 @@ def export_chunk(jobs: Sequence[Job], out: Path, archive: Path, commit: str,
                                               + "\n", encoding="utf-8")
             tar.add(folder, arcname=f"{RECORDS}/{job.job_id}")
             count += 1
+    os.replace(part, archive)
     return count
 
 
@@ -683,16 +695,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                            budget_seconds=budget)
     except RunInterrupted as exc:  # Ctrl-C: one line saying what finished, as the CLI does
         print(exc, file=sys.stderr)
+        if args.campaign is not None:  # a window's end: its finished jobs still count
+            _export(args, chunk)
         return 130
     print(f"{len(summary.done)} trained, {len(summary.skipped)} already done, "
           f"{len(summary.failed)} failed, {len(summary.remaining)} remaining")
     if args.campaign is not None:
-        out_env = os.environ.get("OUT")
-        archive = args.archive or (Path(out_env) if out_env else args.out) / ARCHIVE_NAME
-        count = export_chunk(chunk, args.out, archive, args.commit or _git_commit(),
-                             args.device)
-        print(f"archive: {archive} ({count} finished job(s)); add it with --campaign "
-              f"{args.campaign} --import {archive}")
+        _export(args, chunk)
     metrics = None
     table = collect_jobs(args.out) if args.out.is_dir() else None  # an empty chunk writes none
     if table is not None:

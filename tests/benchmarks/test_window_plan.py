@@ -64,14 +64,26 @@ esac
 """
 
 
+# records the deadline the chunk runs under, then runs it
+FAKE_TIMEOUT = """#!/usr/bin/env bash
+echo "TIMEOUT $1 $2 $3 $4 $5"
+shift 5
+exec "$@"
+"""
+
+
 @pytest.mark.parametrize(("window", "runs"), [(1000, True), (200, False)])
 def test_the_window_runs_the_planned_chunk_or_none(tmp_path: Path, window: int,
                                                    runs: bool) -> None:
-    fake = tmp_path / "python"
-    fake.write_text(FAKE_PYTHON)
-    fake.chmod(0o755)
+    """...under a deadline: the time left (its budget), then SIGINT, then a kill."""
+    fake, fake_timeout = tmp_path / "python", tmp_path / "bin" / "timeout"
+    fake_timeout.parent.mkdir()
+    for path, text in ((fake, FAKE_PYTHON), (fake_timeout, FAKE_TIMEOUT)):
+        path.write_text(text)
+        path.chmod(0o755)
     env = {**os.environ, "PYTHON": str(fake), "REAL_PYTHON": sys.executable,
-           "SUMMARY": json.dumps({"summary": GPU})}
+           "SUMMARY": json.dumps({"summary": GPU}),
+           "PATH": f"{fake_timeout.parent}{os.pathsep}{os.environ['PATH']}"}
     proc = subprocess.run(["bash", "benchmarks/gpu_window.sh", str(tmp_path / "out"),
                            str(window), "abc1234"], cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=60)
@@ -83,6 +95,11 @@ def test_the_window_runs_the_planned_chunk_or_none(tmp_path: Path, window: int,
         assert args[args.index("--jobs-per-gpu") + 1] == "4"
         assert float(args[args.index("--seconds-per-epoch") + 1]) >= 13.8 * 1.1
         assert args[args.index("--commit") + 1] == "abc1234"
+        (deadline,) = [line.split() for line in proc.stdout.splitlines()
+                       if line.startswith("TIMEOUT ")]
+        left = args[args.index("--budget-seconds") + 1]
+        assert deadline[1:5] == ["-s", "INT", "-k", "30"] and deadline[5] == left
+        assert window - 20 <= int(left) <= window - 15
     else:
         assert calls == []
         assert "no chunk run" in proc.stdout

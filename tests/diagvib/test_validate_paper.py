@@ -118,6 +118,31 @@ def test_campaign_chunks_resumed_twice_equal_one_run(script, tmp_path, monkeypat
     assert "this chunk: 0 job(s)" in capsys.readouterr().out
 
 
+@pytest.mark.slow  # 2 s or more on 2 idle cores (make test-fast leaves it out)
+def test_an_interrupted_chunk_still_archives_its_finished_jobs(script, tmp_path, monkeypatch,
+                                                                capsys) -> None:
+    """A window's end interrupts the chunk (gpu_window.sh: SIGINT, as a Ctrl-C): the jobs that
+    finished before it still reach the archive, and the campaign takes them."""
+    from shortcutlab.runner.runs import RunInterrupted, RunSummary
+
+    real = script.run_jobs
+
+    def first_then_interrupt(jobs, out, **kwargs):
+        real(jobs[:1], out, **kwargs)
+        raise RunInterrupted("interrupted: 1 of 2 jobs done", RunSummary([]))
+
+    monkeypatch.setattr(script, "run_jobs", first_then_interrupt)
+    campaign, archive = tmp_path / "campaign", tmp_path / "chunk.tar.gz"
+    assert script.main([*CAMPAIGN, "--campaign", str(campaign), "--budget-seconds", "100",
+                        "--out", str(tmp_path / "run"), "--archive", str(archive)]) == 130
+    captured = capsys.readouterr()
+    assert "interrupted: 1 of 2 jobs done" in captured.err
+    assert f"archive: {archive} (1 finished job(s))" in captured.out
+    assert not archive.with_name(archive.name + ".part").exists()
+    assert script.main(["--campaign", str(campaign), "--import", str(archive)]) == 0
+    assert [r["experiment"] for r in script.read_records(campaign)] == ["ZSO/hue/0"]
+
+
 def test_priority_puts_zgo_of_sample_0_first_then_the_other_studies(script) -> None:
     from shortcutlab.diagvib.jobs import build_jobs
 
