@@ -110,6 +110,19 @@ def test_spread_is_min_max_of_the_last_ten_epochs(epochs) -> None:
     assert spread.loc["b", "acc_min"] == b["acc"].min()  # fewer than ten epochs: all of them
 
 
+def test_spread_reads_the_last_epochs_not_the_first() -> None:
+    # 15 epochs whose test accuracy rises by 0.05 an epoch: the last ten (epochs 5..14) span
+    # 0.25..0.70; the first ten would span 0.00..0.45
+    rows = [{"job_id": "j", "epoch": e, "val_loss": 1.0 - e / 100, "test_set": "test",
+             "tag": "all", "acc": e * 0.05} for e in range(15)]
+    spread = job_spread(pd.DataFrame(rows)).set_index("job_id")
+    assert spread.loc["j", "epochs_run"] == 15 and spread.loc["j", "selected_epoch"] == 14
+    assert spread.loc["j", "acc_min"] == pytest.approx(0.25)
+    assert spread.loc["j", "acc_max"] == pytest.approx(0.70)
+    three = job_spread(pd.DataFrame(rows), last=3).set_index("job_id")
+    assert three.loc["j", "acc_min"] == pytest.approx(0.60)
+
+
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
     from typer.testing import CliRunner

@@ -128,8 +128,9 @@ def test_channel_stats_streaming_exact(fake: FakeGenerator) -> None:
     ds = DiagvibDataset(SPEC, "train")
     mean, std = histogram_channel_stats(ds, n=40, batch_size=7)
     imgs = ds.render(np.arange(40)).numpy().astype(np.float64) / 255.0
-    assert np.allclose(mean, imgs.mean(axis=(0, 2, 3)), atol=1e-12)
-    assert np.allclose(std, imgs.std(axis=(0, 2, 3)), atol=1e-12)
+    # rtol=0: np.allclose's default rtol (1e-5) would hide a wrong ddof (a relative 1/(2N))
+    assert np.allclose(mean, imgs.mean(axis=(0, 2, 3)), rtol=0, atol=1e-12)
+    assert np.allclose(std, imgs.std(axis=(0, 2, 3)), rtol=0, atol=1e-12)
     m2, s2 = histogram_channel_stats(ds, n=40, batch_size=40)
     assert np.array_equal(mean, m2) and np.array_equal(std, s2)
     assert max(fake.calls) <= 40

@@ -111,6 +111,16 @@ def test_dataset_eval_perfect_constant_and_shuffled() -> None:
         ds.eval(ds.labels[:-1])
 
 
+def test_repeated_indices_are_refused_not_counted_twice() -> None:
+    ds = DiagvibDataset(make_experiment("ZGO/hue-shape/0", scale=0.002), "test")
+    # image 0 twice: scored as given, it would weigh double in its class and cell
+    idx = np.array([0, 0, *range(2, len(ds))])
+    with pytest.raises(DiagvibError, match="repeat an image"):
+        ds.eval(ds.labels[idx], indices=idx)
+    with pytest.raises(DiagvibError, match="repeat an image"):
+        job_row(ds, ds.labels[idx], model="mine", indices=idx)
+
+
 def test_job_rows_give_the_benchmark_metrics() -> None:
     rows = []
     for name in ("ZGO/hue-shape/0", "ZGO/shape-hue/0", "CHGO/shape-hue/0"):

@@ -50,7 +50,7 @@ def reference(table: pd.DataFrame) -> dict:
             twos = [v for v in ood.values() if len(v) == 2]
             so_per_seed[key].append(sum(twos[0]) / 2 if twos else row["test_acc"])
     acc = {k: statistics.fmean(v) for k, v in per_seed.items()}
-    out: dict = {"P": {}, "FAAvg": {}, "FAMin": {}, "CHGO": {}}
+    out: dict = {"P": {}, "FAAvg": {}, "FAMin": {}, "CHGO": {}, "CHGO_cells": {}}
     by_pair: dict[tuple, list[float]] = defaultdict(list)
     for (model, study, pred, corr, _sample), value in sorted(acc.items()):
         by_pair[(model, study, pred, corr)].append(value)
@@ -72,8 +72,13 @@ def reference(table: pd.DataFrame) -> dict:
         if zgo is not None:
             deltas[(model, pred, sample)].append(statistics.fmean(values) - zgo)
     chgo: dict[tuple, list[float]] = defaultdict(list)
+    cells: dict[tuple, list[float]] = defaultdict(list)  # every (pair, sample) difference
     for (model, pred, _sample), values in deltas.items():
         chgo[(model, pred)].append(statistics.fmean(values))
+        cells[(model, pred)] += values
+    for key, values in cells.items():
+        std = statistics.stdev(values) if len(values) > 1 else math.nan
+        out["CHGO_cells"][key] = (std, len(values))
     for key, values in chgo.items():
         std = statistics.stdev(values) if len(values) > 1 else math.nan
         out["CHGO"][key] = (statistics.fmean(values), std, len(values))
@@ -123,6 +128,9 @@ def test_metrics_match_reference(messy_table: pd.DataFrame) -> None:
         exp = ref["CHGO"][(r.label, r.factor)]
         assert _close(r.mean, exp[0]) and _close(r.std, exp[1]) and r.n == exp[2]
         assert _close(r.sem, exp[1] / math.sqrt(exp[2]))
+        # std_cells: the sample std (ddof 1) over every (pair, sample) difference
+        std_cells, n_cells = ref["CHGO_cells"][(r.label, r.factor)]
+        assert _close(r.std_cells, std_cells) and r.n_cells == n_cells
     assert set(metrics.chgo["source"]) <= {"per-tag", "mixed"}
     assert "mixed" in set(metrics.chgo["source"])
 

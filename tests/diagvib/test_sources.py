@@ -109,6 +109,29 @@ def test_preprocess_thresholds_are_the_authors() -> None:
     assert rows[0] == pytest.approx((MASK_SIZE - DIGIT_SIZE) / 2, abs=1)
 
 
+def test_preprocess_bounding_box_threshold_is_strictly_above_100() -> None:
+    """The authors count grey > 100 for the box: a tail at exactly 100 stays outside it."""
+    im = np.zeros((1, 28, 28), dtype=np.float32)
+    im[0, 4:18, 10:14] = 1.0  # bright bar, 14 px
+    im[0, 18:25, 10:14] = 100 / 255  # exactly at the level: not in the box
+    rows = np.flatnonzero(preprocess_digits(im)[0].any(1))
+    assert rows[-1] - rows[0] + 1 == pytest.approx(DIGIT_SIZE, abs=1)  # box = the 14 bright rows
+    im[0, 18:25, 10:14] = 101 / 255  # one level above: the box spans 21 rows
+    rows = np.flatnonzero(preprocess_digits(im)[0].any(1))
+    assert rows[-1] - rows[0] + 1 == pytest.approx(14 * DIGIT_SIZE / 21, abs=1)
+
+
+def test_seeded_split_rounds_the_fractions(tmp_path: Path) -> None:
+    """13 images of a digit: 15% is 1.95 images, rounded to 2 each for val and test
+    (truncating would give 1 and 1, and train 11)."""
+    x, y = _fake_digits(13)
+    plain = tmp_path / "plain.npz"
+    np.savez(plain, images=x, labels=y)
+    shapes = load_shapes(plain)
+    assert shapes.split_rule.startswith("seeded")
+    assert shapes.count[:, 0].tolist() == [9, 2, 2] and (shapes.count == shapes.count[:, :1]).all()
+
+
 @pytest.mark.parametrize("gz", [False, True])
 def test_idx_folder_loader(tmp_path: Path, gz: bool) -> None:
     x, y = _fake_digits(6)

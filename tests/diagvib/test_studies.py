@@ -77,6 +77,11 @@ def test_bad_filters_and_scale() -> None:
     for bad in (0, -1.0, float("nan")):
         with pytest.raises(SpecError, match="scale"):
             make_experiment("ZGO/hue-shape/0", scale=bad)
+    # a count of zero samples would select no experiment: an empty benchmark, not an error
+    for bad in (0, -2):
+        with pytest.raises(SpecError, match="number of samples must be positive"):
+            experiment_names(["ZGO"], samples=bad)
+    assert len(experiment_names(["ZGO"], ["hue-shape"], samples=1)) == 1
 
 
 def test_selection_is_per_sample_and_shared_by_studies() -> None:
