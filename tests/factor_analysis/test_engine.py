@@ -146,6 +146,29 @@ def test_bootstrap_interval_brackets_and_chi2_flags_the_planted_factor(data):
     assert tests.loc["site=1", "pvalue"] == pytest.approx(expected)
 
 
+def test_holm_adjustment_matches_statsmodels():
+    """Three factors with the same counts have the same χ² p-value p: Holm's step-down gives
+    each 3p (the adjusted values never decrease along the sorted p-values), as statsmodels'
+    ``multipletests(method="holm")``; a factor without items (NaN) is no test."""
+    from statsmodels.stats.multitest import multipletests
+
+    from shortcutlab.factor_analysis import FactorResult
+
+    result = FactorResult(
+        models=("m",), names=("a", "b", "c", "d", "e"),
+        correct=np.array([[40.0, 40.0, 40.0, 0.0, 85.0]]),
+        count=np.array([[100.0, 100.0, 100.0, 0.0, 100.0]]),
+        average=np.array([0.8]), n_scored=np.array([1000]),
+    )
+    tests = factor_error_tests(result).set_index("factor")
+    assert np.isnan(tests.loc["d", "pvalue"]) and np.isnan(tests.loc["d", "pvalue_holm"])
+    finite = tests.drop(index="d")
+    expected = multipletests(finite["pvalue"], method="holm")[1]
+    np.testing.assert_allclose(finite["pvalue_holm"], expected, rtol=1e-12)
+    p = finite.loc["a", "pvalue"]
+    assert finite.loc[["a", "b", "c"], "pvalue_holm"].tolist() == pytest.approx([4 * p] * 3)
+
+
 def test_several_models_in_long_format(data):
     annotations, predictions, table, _ = data
     perfect = annotations[["id", "label"]].rename(columns={"label": "prediction"})
@@ -185,6 +208,9 @@ def test_bad_annotations_are_one_line_errors(change, message):
         (lambda p: pd.concat([p, p.iloc[:3]]), {}, "3 duplicated ids"),
         (lambda p: p.assign(prediction="cat"), {}, "outside the annotations' label set .*cat"),
         (lambda p: p, {"prob_col": "nope"}, "no column 'nope'"),
+        # confidences in percent would be binned as 1.0 and give a wrong calibration error
+        (lambda p: p.assign(probability=p["probability"] * 100), {"prob_col": "probability"},
+         r"'probability' must hold probabilities in \[0, 1\]; \d+ bad values"),
     ],
 )
 def test_bad_predictions_are_one_line_errors(change, kwargs, message):

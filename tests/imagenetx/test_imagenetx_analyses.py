@@ -271,6 +271,21 @@ def test_cubic_procedure_compares_the_strengths_where_the_fit_is_extreme():
         spillover.spillover(ratios.loc[few].iloc[:9], strength)
 
 
+def test_spillover_keeps_a_strength_with_five_models_and_drops_one_with_four():
+    """The authors keep the strengths with more than 4 models (imagenet_x/plots.py:
+    ``groupby(strength).size() > 4``): exactly 5 models are enough, 4 are not."""
+    gen = np.random.default_rng(5)
+    sizes = {0: 5, 50: 5, 100: 4}
+    strength = pd.Series({f"m{s}_{r}": s for s, n in sizes.items() for r in range(n)},
+                         dtype=float)
+    ratios = pd.DataFrame({"pose": [1.0 + v / 100 + gen.normal(0, 0.01) for v in strength]},
+                          index=strength.index)
+    row = spillover.spillover(ratios, strength, "cubic").loc["pose"]
+    assert (row["weak"], row["strong"]) == ("0", "50")
+    assert (row["n_weak"], row["n_strong"]) == (5, 5)
+    assert row["change"] == pytest.approx(0.5, abs=0.03)
+
+
 def test_cubic_procedure_with_three_strengths_fits_their_means_without_a_warning():
     """Three strengths under-determine a cubic: the fit drops to the quadratic through their
     means (what the cubic's least-squares fit gives), so the extremes are the strengths with

@@ -9,6 +9,7 @@ from shortcutlab.vqa.accuracy import (
     vqa_accuracies,
     vqa_accuracy,
 )
+from shortcutlab.vqa.evaluate import accuracies
 
 
 @pytest.mark.parametrize(
@@ -40,6 +41,14 @@ def test_normalisation_when_answers_differ():
 def test_single_reference_answer_is_exact_match():
     assert vqa_accuracy("red", ["red"]) == 1.0
     assert vqa_accuracy("Red", ["red"]) == 0.0
+
+
+def test_single_reference_answer_is_exact_match_under_the_vqa_vs_metric_too():
+    # the documented rule of both metrics (metric_info's "single_answer"): a hit on a
+    # one-answer question scores 1, not the authors' min(1, 1/3)
+    got = accuracies(["red", "Red", "red"], [["red"], ["red"], ["red"] * 3], metric="vqa-vs")
+    assert got.tolist() == [1.0, 0.0, 1.0]
+    assert accuracies(["red"], [["red"]], "vqa-vs", frozenset({"blue"})).tolist() == [0.0]
 
 
 def test_punctuation_rules():

@@ -93,6 +93,24 @@ def test_tail_drawn_is_the_build_ood_set_of_the_group(build):
         group_distribution(samples, "KO", defaults["KO"], replace(config, tail_factor=0.5))
 
 
+def test_proportions_are_shares_of_each_split(build):
+    """The figures draw each split's answer shares: a column's counts over that column's
+    total (taken from the build's files), so every non-empty column sums to 1."""
+    root, _ = build
+    samples, config = read_samples(root / "b"), read_build_config(root / "b")
+    for shortcut, concept in default_groups(samples).items():
+        dist = group_distribution(samples, shortcut, concept, config)
+        expected, _ = _independent(root, shortcut, concept)
+        shares = dist.proportions()
+        for col in ("train", "val", "test", "ood"):
+            counts = (expected[col] if col in expected else pd.Series(dtype=int)).reindex(
+                shares.index, fill_value=0)
+            total = counts.sum()
+            want = counts / total if total else counts * 0.0
+            assert shares[col].to_numpy() == pytest.approx(want.to_numpy()), (shortcut, col)
+            assert shares[col].sum() == pytest.approx(1.0 if total else 0.0)
+
+
 def test_default_groups_are_the_largest_with_an_ood_set(build):
     root, result = build
     s = read_samples(root / "b")
