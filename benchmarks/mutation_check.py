@@ -254,6 +254,22 @@ MUTATIONS: tuple[Mutation, ...] = (
              "critical_difference=critical_difference(scores.shape[0], len(algos), float(alpha)),",
              ("tests/stats/test_stats_compare.py",),
              "critical difference with k and N swapped"),
+    Mutation("M63", "diagvib/studies.py", "if samples <= 0:", "if samples < 0:",
+             ("tests/diagvib/test_studies.py",),
+             "samples=0 accepted: an empty benchmark instead of a refusal"),
+    Mutation("M64", "diagvib/sources.py", "inked = grey > BBOX_LEVEL",
+             "inked = grey >= BBOX_LEVEL",
+             ("tests/diagvib/test_sources.py",),
+             "a digit's bounding box takes grey level 100 itself (the authors: strictly above)"),
+    Mutation("M65", "diagvib/sources.py", "n_val = max(1, round(idx.size * SPLIT_FRACTIONS[1]))",
+             "n_val = max(1, int(idx.size * SPLIT_FRACTIONS[1]))",
+             ("tests/diagvib/test_sources.py",),
+             "the seeded digit split truncates the validation share instead of rounding it"),
+    Mutation("M66", "diagvib/dataset.py",
+             "var = (hist * (values[None, :] - mean[:, None]) ** 2).sum(axis=1) / count",
+             "var = (hist * (values[None, :] - mean[:, None]) ** 2).sum(axis=1) / (count - 1)",
+             ("tests/diagvib/test_dataset.py",),
+             "normalisation statistics with a ddof-1 variance (a relative error of 1/(2N))"),
 )
 
 
