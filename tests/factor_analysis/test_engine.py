@@ -147,9 +147,10 @@ def test_bootstrap_interval_brackets_and_chi2_flags_the_planted_factor(data):
 
 
 def test_holm_adjustment_matches_statsmodels():
-    """Three factors with the same counts have the same χ² p-value p: Holm's step-down gives
-    each 3p (the adjusted values never decrease along the sorted p-values), as statsmodels'
-    ``multipletests(method="holm")``; a factor without items (NaN) is no test."""
+    """Three factors with the same counts have the same, smallest χ² p-value p: of four
+    tests, Holm's step-down gives each 4p (the adjusted values never decrease along the
+    sorted p-values), as statsmodels' ``multipletests(method="holm")``; a factor without
+    items (NaN) is no test."""
     from statsmodels.stats.multitest import multipletests
 
     from shortcutlab.factor_analysis import FactorResult
