@@ -85,6 +85,20 @@ def test_selection_rules_and_oracle_gap(protocol_dir: Path) -> None:
     assert "(" in gaps.loc["erm", "cue"]
 
 
+@pytest.mark.parametrize(("shortest", "n_last"), [
+    (100, 30), (10, 3), (5, 2), (7, 3), (3, 1), (1, 1),
+])
+def test_default_window_is_the_last_30_percent_of_the_shortest_run_rounded_up(
+    shortest: int, n_last: int
+) -> None:
+    """BiasBed's Table 3 averages the last 30 of 100 epochs; shorter runs keep the share,
+    rounded up (5 epochs: 1.5 -> 2, 7 epochs: 2.1 -> 3), at least one epoch, and a longer run
+    beside the shortest changes nothing."""
+    epochs = pd.DataFrame({"run": [0] * shortest + [1] * (shortest + 4),
+                           "epoch": list(range(shortest)) + list(range(shortest + 4))})
+    assert default_n_last(epochs) == n_last
+
+
 def test_comparison_matches_stats_compare(protocol_dir: Path) -> None:
     epochs = load_epochs(protocol_dir)
     result = compare_algorithms(epochs, "last_n", n_last=2)

@@ -264,3 +264,61 @@ def test_ce_weight_with_a_probe_head_is_refused_not_ignored() -> None:
         create_algorithm("vae", 3, config)
     create_algorithm("vae", 3, SMALL["vae"].replace(hparams={"classifier": "joint",
                                                              "ce_weight": 5.0}))
+
+
+def test_vae_kl_term_is_the_closed_form_gaussian_kl_to_the_standard_normal() -> None:
+    """``kl`` is KL(N(mu, sigma^2) || N(0, I)) summed over the latent and averaged over the
+    batch, checked against torch.distributions; the encoder is set so that log sigma^2 is about
+    -2, where every term of the closed form (mu^2 + sigma^2 - 1 - log sigma^2) matters."""
+    algo, batch = _algorithm("vae")
+    latent = algo.network.latent
+    with torch.no_grad():
+        algo.network.encoder[-1].bias[latent:].fill_(-2.0)  # the logvar half
+        mu, logvar = algo.network.encode(batch["x"])
+        terms = algo.losses(batch)
+    assert float(logvar.mean()) < -1.5
+    q = torch.distributions.Normal(mu, torch.exp(0.5 * logvar))
+    p = torch.distributions.Normal(torch.zeros_like(mu), torch.ones_like(mu))
+    expected = torch.distributions.kl_divergence(q, p).sum() / len(mu)
+    torch.testing.assert_close(terms["kl"], expected, rtol=1e-5, atol=1e-5)
+    # the VAE's objective: recon + beta * KL (+ the joint head's cross entropy, weight 1)
+    torch.testing.assert_close(terms["vae"], terms["recon"] + terms["kl"] + terms["ce"])
+
+
+def test_asr_adversarial_loss_targets_the_least_likely_class() -> None:
+    """Minderer et al.'s least-likely loss: the cross entropy towards the class the feature
+    extractor finds least likely, i.e. per image logsumexp(logits) - min(logits), the largest
+    cross entropy of any target class."""
+    torch.manual_seed(0)  # a small classifier behind a fresh lens: fast on CPU
+    config = TrainConfig(model="small_cnn", algorithm="asr", hparams={"lens_width": 4})
+    algo = create_algorithm("asr", 3, config)
+    batch = _batch(8)
+    algo.eval()  # batch norm from running statistics: losses and predict see the same logits
+    with torch.no_grad():
+        terms = algo.losses(batch)
+        logits = algo.predict(batch["x"])
+    per_class = torch.logsumexp(logits, 1, keepdim=True) - logits  # CE towards each class
+    torch.testing.assert_close(terms["adv"], per_class.max(1).values.mean())
+    torch.testing.assert_close(terms["ce"], F.cross_entropy(logits, batch["y"]))
+    assert float(terms["adv"]) > float(terms["ce"])
+
+
+def test_factor_vae_total_correlation_is_the_discriminators_log_density_ratio() -> None:
+    """Kim & Mnih's density-ratio trick: TC ~ E[log D(z) / (1 - D(z))], D(z) the probability
+    that ``z`` is a code of q(z) (class 0 of the discriminator, as its loss labels codes). A
+    discriminator sure of class 0 (logits +3, -3 for every z) estimates TC = 6, and the VAE's
+    objective pays gamma (20) times it."""
+    algo, batch = _algorithm("factor_vae")
+    last = algo.discriminator.net[-1]
+    with torch.no_grad():
+        last.weight.zero_()
+        last.bias.copy_(torch.tensor([3.0, -3.0]))
+        terms = algo.losses(batch)
+        d_loss = algo.discriminator_loss(terms["z"])
+    torch.testing.assert_close(terms["tc"], torch.tensor(6.0))
+    base = terms["recon"] + terms["kl"] + terms["ce"]  # beta 1, joint head with weight 1
+    torch.testing.assert_close(terms["vae"] - base, torch.tensor(20.0 * 6.0), rtol=1e-5,
+                               atol=1e-3)
+    # codes labelled 0 (loss softplus(-6)), permuted codes 1 (softplus(6)), averaged
+    expected = 0.5 * (F.softplus(torch.tensor(-6.0)) + F.softplus(torch.tensor(6.0)))
+    torch.testing.assert_close(d_loss, expected)

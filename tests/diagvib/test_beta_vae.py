@@ -115,6 +115,32 @@ def test_the_kl_term_is_weighted_by_beta() -> None:
     assert kl[100.0] < 0.5 * kl[0.01], kl
 
 
+def test_active_units_and_kl_from_latent_means_by_hand() -> None:
+    """Burda et al.'s active units: latent dimensions whose mean varies across the test images
+    by more than 0.01 (variance over images, per dimension). With codes made by hand (dimension
+    0 counts the images, dimension 1 alternates +-0.5: variance 0.25; dimension 2 alternates
+    +-0.05: variance 0.0025, inactive; the others constant over images but different from each
+    other) exactly two are active, and the KL per image is 0.5 * sum(mu^2) at log sigma^2 = 0."""
+    plan = BetaVaePlan.make([1.0], scale=0.001, epochs=1, image_size=16, device="cpu")
+    test = plan.split("free", "test")
+    algo = create_algorithm("vae", 3, plan.config(1.0))
+    n, latent = len(test), algo.network.latent
+    sign = torch.tensor([(-1.0) ** i for i in range(n)])
+    mu = torch.arange(latent, dtype=torch.float32).repeat(n, 1)  # constant over images
+    mu[:, 0] = torch.arange(n, dtype=torch.float32)
+    mu[:, 1], mu[:, 2] = 0.5 * sign, 0.05 * sign
+    assert n % 2 == 0 and n <= 256  # one batch, alternating signs balanced
+
+    def encode(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        assert len(x) == n
+        return mu, torch.zeros_like(mu)
+
+    algo.network.encode = encode  # type: ignore[method-assign]
+    metrics = reconstruction_metrics(algo, test, torch.device("cpu"))
+    assert metrics["active_dims"] == 2
+    assert metrics["kl"] == pytest.approx(0.5 * float(mu.double().pow(2).sum()) / n, rel=1e-6)
+
+
 def test_claim_check_reads_the_table() -> None:
     table = pd.DataFrame({"beta": [1.0, 1.0, 4.0, 4.0], "setting": ["free", "fixed"] * 2,
                           "mse": [0.012, 0.010, 0.020, 0.010],

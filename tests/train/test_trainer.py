@@ -65,6 +65,21 @@ def test_epoch_batches_are_a_seeded_permutation_without_singletons() -> None:
     assert list(sampler) != batches
 
 
+@pytest.mark.parametrize(("n", "batch_size"), [(32, 8), (33, 8), (39, 8), (40, 8), (5, 8)])
+def test_drop_last_batches_are_those_of_torchs_batch_sampler(n: int, batch_size: int) -> None:
+    """``drop_last`` (the DiagViB-6 authors' loader) drops only an incomplete last batch: as many
+    full batches as torch's ``BatchSampler(drop_last=True)`` makes (a set that divides evenly
+    keeps every item); a set smaller than one batch keeps its only batch."""
+    from torch.utils.data import BatchSampler, SequentialSampler
+
+    batches = EpochBatches(n, batch_size, seed=0, drop_last=True).batches()
+    reference = list(BatchSampler(SequentialSampler(range(n)), batch_size, drop_last=True))
+    expected = [len(b) for b in reference] or [n]
+    assert [len(b) for b in batches] == expected
+    flat = np.concatenate(batches)
+    assert len(set(flat.tolist())) == len(flat)
+
+
 DATA = dict(
     train_ds=FakeDiagvib(96), val_ds=FakeDiagvib(24, split="val"),
     test_sets={"test": FakeDiagvib(30, split="test", ood=True)},
