@@ -325,6 +325,73 @@ MUTATIONS: tuple[Mutation, ...] = (
              "var = (hist * (values[None, :] - mean[:, None]) ** 2).sum(axis=1) / (count - 1)",
              ("tests/diagvib/test_dataset.py",),
              "normalisation statistics with a ddof-1 variance (a relative error of 1/(2N))"),
+    Mutation("M67", "runner/jobs.py", "if self.threads == DEFAULT_THREADS:",
+             "if self.threads >= DEFAULT_THREADS:",
+             ("tests/runner/test_jobs.py",),
+             "torch's thread count left out of job ids: jobs on 1 and 4 threads share a folder"),
+    Mutation("M68", "runner/jobs.py",
+             'exclude = {"inputs"} | (set() if self.inputs else {"input_digests"})',
+             'exclude = {"inputs", "input_digests"}',
+             ("tests/runner/test_jobs.py", "tests/diagvib/test_jobs.py"),
+             "the inputs' content digests left out of the job id: edited data reuses old results"),
+    # M69 survived before test_faults.py's 'result of another job' corruption case
+    Mutation("M69", "runner/jobs.py", 'owner = result.get("job_id", path.name)',
+             "owner = path.name",
+             ("tests/runner/test_faults.py::test_junk_and_copied_folders_are_reported_not_counted",
+              "tests/runner/test_faults.py::"
+              "test_a_corrupted_file_is_named_skipped_moved_aside_and_rerun"),
+             "a result.json of another job (copied into the folder) read as this job's"),
+    Mutation("M70", "runner/jobs.py",
+             "return (path / DONE_FILE).is_file() and done_problem(path) is None",
+             "return done_problem(path) is None",
+             ("tests/runner/test_jobs.py",
+              "tests/runner/test_faults.py::"
+              "test_a_kill_before_or_after_any_file_is_written_loses_nothing"),
+             "resume skips a job whose result.json exists without its done marker"),
+    Mutation("M71", "runner/jobs.py", "        job.check_inputs()\n", "",
+             ("tests/runner/test_jobs.py::"
+              "test_an_input_edited_after_planning_fails_the_job_instead_of_running_it",),
+             "a job runs on inputs edited since it was planned, under the old id"),
+    # M72 survived before test_claim_owners.py::test_a_run_releases_only_its_own_claim
+    Mutation("M72", "runner/claims.py", 'if claim is not None and claim.get("token") == token:',
+             "if claim is not None:",
+             ("tests/runner/test_claim_owners.py",),
+             "a run releases another run's claim: two runs train the same job at once"),
+    Mutation("M73", "runner/records.py", 'if key.startswith(("test_acc", "val_acc")):',
+             'if key.startswith("test_acc"):',
+             ("tests/runner/test_jobs.py",),
+             "val_acc outside [0, 1] counted (only test accuracies checked)"),
+    # M74 survived before test_config.py::test_the_step_schedule_drops_the_rate_at_each_
+    # milestone_epoch
+    Mutation("M74", "train/config.py",
+             "drops = sum(1 for m in self.lr_milestones if epoch >= m)",
+             "drops = sum(1 for m in self.lr_milestones if epoch > m)",
+             ("tests/train/test_config.py",),
+             "the step schedule drops the rate one epoch late (>= for >)"),
+    # M75 survived before test_io_rng.py::test_rng_streams_are_the_same_in_another_process
+    Mutation("M75", "utils/rng.py", 'return int.from_bytes(digest, "little")',
+             "return hash(str(part)) & 0xFFFFFFFFFFFFFFFF",
+             ("tests/utils/test_io_rng.py",),
+             "string keys of random streams hashed with Python's salted hash (per process)"),
+    # M76 survived before test_io_rng.py::test_rng_streams_depend_on_the_seed
+    Mutation("M76", "utils/rng.py",
+             "np.random.SeedSequence([_key_int(seed), *(_key_int(k) for k in key)])",
+             "np.random.SeedSequence([*(_key_int(k) for k in key)])",
+             ("tests/utils/test_io_rng.py",),
+             "random streams ignore the seed (every seed the same stream)"),
+    # M77 survived before test_head.py::test_factor_vae_jobs_record_their_classifier_too
+    Mutation("M77", "diagvib/jobs.py",
+             'if implied in ("vae", "factor_vae") and "classifier" not in config.hparams:',
+             'if implied == "vae" and "classifier" not in config.hparams:',
+             ("tests/diagvib/test_head.py",),
+             "FactorVAE jobs do not record their classifier (id and table column lack it)"),
+    # M78 survived before test_faults.py's 'result loss infinite' corruption case
+    Mutation("M78", "runner/records.py",
+             'return None if _number(value) and math.isfinite(value) else "a finite loss"',
+             'return None if _number(value) else "a finite loss"',
+             ("tests/runner/test_faults.py::"
+              "test_a_corrupted_file_is_named_skipped_moved_aside_and_rerun",),
+             "an infinite loss counted in a done result"),
 )
 
 

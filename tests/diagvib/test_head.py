@@ -116,3 +116,15 @@ def test_cli_error_bars_head_and_budget(tmp_path) -> None:
     assert job["train"]["frozen_batchnorm"] == "eval"
     sideways = runner.invoke(app, [*run, "--frozen-batchnorm", "sideways"])
     assert sideways.exit_code == 2 and "frozen_batchnorm" in sideways.output
+
+
+def test_factor_vae_jobs_record_their_classifier_too() -> None:
+    """with_implied_algorithm: VAE *and* FactorVAE jobs record their ``classifier`` (``joint``
+    unless given), so it is part of the job id and the job table's vae_classifier column."""
+    factor = build_jobs("factor_vae", ["ZSO"], ["shape-hue"], [0], scale=0.002)[0]
+    assert factor.train.algorithm == "factor_vae"
+    assert factor.train.hparams["classifier"] == "joint"
+    assert job_settings(factor.model_dump(mode="json")["train"])["vae_classifier"] == "joint"
+    probe = build_jobs("factor_vae", ["ZSO"], ["shape-hue"], [0], scale=0.002,
+                       train_config=TrainConfig(hparams={"classifier": "probe"}))[0]
+    assert probe.train.hparams["classifier"] == "probe" and probe.job_id != factor.job_id

@@ -63,3 +63,19 @@ def test_a_claim_whose_pid_now_belongs_to_another_process_is_stale(tmp_path: Pat
     claim["start"] = "1"  # our pid, started at another time: not the owner
     (tmp_path / claims.CLAIM_FILE).write_text(json.dumps(claim))
     assert claims.is_stale(tmp_path)
+
+
+def test_a_run_releases_only_its_own_claim(tmp_path: Path) -> None:
+    """A run whose claim was taken over meanwhile (it looked stale to another run) must not
+    remove the new owner's claim when its job ends: a third run would then claim the job and
+    train it while the new owner still does."""
+    ours = claims.try_claim(tmp_path)
+    assert ours is not None
+    (tmp_path / claims.CLAIM_FILE).unlink()  # taken over: another owner's claim replaces ours
+    theirs = claims.try_claim(tmp_path)
+    assert theirs is not None and theirs != ours
+    claims.release(tmp_path, ours)
+    assert (claims.read_claim(tmp_path) or {}).get("token") == theirs
+    assert claims.try_claim(tmp_path) is None  # still held by a live owner
+    claims.release(tmp_path, theirs)
+    assert claims.read_claim(tmp_path) is None

@@ -190,7 +190,10 @@ CORRUPTIONS: dict[str, tuple[str, Callable[[Path], None]]] = {
     "result accuracy above 1": ("result.json", _edit_result(test_acc=7.5)),
     "result tag accuracy below 0": ("result.json", _edit_result(**{"test_acc@a": -0.1})),
     "result loss a string": ("result.json", _edit_result(val_loss="0.1")),
+    "result loss infinite": ("result.json", _edit_result(val_loss=float("inf"))),
     "result epoch a float": ("result.json", _edit_result(best_epoch=0.5)),
+    # result.json of another job (copied in by hand): the folder cannot prove it is its own
+    "result of another job": ("result.json", _edit_result(job_id="0123456789abcdef")),
     "done marker a folder": ("done", _folder_marker),
     "job.json missing": ("job.json", lambda p: p.unlink()),
     "job.json edited": ("job.json", lambda p: p.write_text(

@@ -201,3 +201,17 @@ def test_a_result_value_of_the_wrong_type_fails_with_one_line_naming_its_key(tmp
     assert "\n" not in failed.error
     assert "val_acc = " in failed.error and "expected an accuracy in [0, 1]" in failed.error
     assert len(failed.error) < 200
+
+
+def test_an_input_edited_after_planning_fails_the_job_instead_of_running_it(tmp_path) -> None:
+    """A job's id holds its inputs' content as planned: run on edited data, its numbers would
+    be filed under the old data's id. The run refuses, names the input, and counts nothing."""
+    data = tmp_path / "data.bin"
+    data.write_bytes(b"planned")
+    job = Job(experiment="noop/a-b/0", kind="noop", inputs={"data": str(data)})
+    data.write_bytes(b"edited")
+    summary = run_jobs([job], tmp_path / "out", backend="serial", progress=False)
+    assert not summary.done and len(summary.failed) == 1
+    assert "input 'data'" in summary.failed[0].error
+    assert "changed since the job was planned" in summary.failed[0].error
+    assert job_status(tmp_path / "out" / job.job_id) == "failed"

@@ -216,3 +216,21 @@ def test_an_optimiser_setting_the_optimiser_ignores_is_refused() -> None:
         assert TrainConfig.from_stored(fine.model_dump(mode="json")) == fine
     stored = {**TrainConfig().model_dump(mode="json"), "momentum": 0.5}
     assert TrainConfig.from_stored(stored).momentum == 0.5  # planned before: still readable
+
+
+def test_the_step_schedule_drops_the_rate_at_each_milestone_epoch() -> None:
+    """learning_rate(epoch) is PyTorch's MultiStepLR (the BiasBed authors' schedule): the rate
+    of 0-based epoch e is lr * gamma ** (milestones <= e), so milestone 2 changes it from the
+    third epoch on."""
+    config = TrainConfig(optimizer="sgd", lr=0.1, lr_milestones=(2, 4), lr_gamma=0.5)
+    got = [config.learning_rate(e) for e in range(6)]
+    assert got == pytest.approx([0.1, 0.1, 0.05, 0.05, 0.025, 0.025])
+    opt = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=0.1)
+    sched = torch.optim.lr_scheduler.MultiStepLR(opt, milestones=[2, 4], gamma=0.5)
+    torch_rates = []
+    for _ in range(6):
+        torch_rates.append(opt.param_groups[0]["lr"])
+        opt.step()
+        sched.step()
+    assert got == pytest.approx(torch_rates)
+    assert config.learning_rate(3, base=1.0) == pytest.approx(0.5)

@@ -50,3 +50,27 @@ def test_a_failed_write_names_the_users_path_not_the_temporary(tmp_path):
     else:
         raise AssertionError("the error was swallowed")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_rng_streams_depend_on_the_seed():
+    """The seed is a component of every stream: two seeds, same key, two streams (a seed the
+    derivation dropped would give every training seed the same shuffles and dropout)."""
+    assert not np.array_equal(rng.rng(3, "train", 5).random(4), rng.rng(4, "train", 5).random(4))
+    assert not np.array_equal(rng.rng(0).random(4), rng.rng(1).random(4))
+    assert rng.torch_seed(1, "a") != rng.torch_seed(2, "a")
+
+
+def test_rng_streams_are_the_same_in_another_process():
+    """Same seed, same bytes across processes: a string key must not go through Python's
+    ``hash``, which is salted per process (PYTHONHASHSEED)."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("from shortcutlab.utils import rng; "
+            "print(rng.rng(7, 'train', 2).random(3).tolist(), rng.torch_seed(7, 'val'))")
+    here = f"{rng.rng(7, 'train', 2).random(3).tolist()} {rng.torch_seed(7, 'val')}"
+    for salt in ("1", "2"):
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             check=True, env={**os.environ, "PYTHONHASHSEED": salt})
+        assert out.stdout.strip() == here
