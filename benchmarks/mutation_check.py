@@ -392,6 +392,64 @@ MUTATIONS: tuple[Mutation, ...] = (
              ("tests/runner/test_faults.py::"
               "test_a_corrupted_file_is_named_skipped_moved_aside_and_rerun",),
              "an infinite loss counted in a done result"),
+    Mutation("M79", "imagenetx/predictions.py",
+             "if len(file_names) == len(self.file_names) and np.array_equal(file_names, "
+             "self.file_names):",
+             "if len(file_names) == len(self.file_names):",
+             ("tests/imagenetx/test_imagenetx_predictions.py",),
+             "predictions aligned by position when the image counts agree (ids not matched)"),
+    Mutation("M80", "imagenetx/predictions.py",
+             "bad = ~np.isfinite(probs) | (probs < 0) | (probs > 1)",
+             "bad = ~np.isfinite(probs) | (probs < 0)",
+             ("tests/imagenetx/test_imagenetx_predictions.py",),
+             "predicted probabilities in percent (above 1) accepted: calibration silently wrong"),
+    Mutation("M81", "imagenetx/predictions.py", "    out[:, index < 0] = np.nan\n", "",
+             ("tests/imagenetx/test_imagenetx_predictions.py",),
+             "combined models: an image a model lacks gets its first image's probability, not NaN"),
+    Mutation("M82", "factor_analysis/timm.py",
+             'bare = inner.str.split(r"[\\s,\\]]+", regex=True).str[0]',
+             'bare = inner.str.split(r"[\\s,\\]]+", regex=True).str[-2]',
+             ("tests/factor_analysis/test_factors_timm.py",
+              "tests/imagenetx/test_imagenetx_predictions.py"),
+             "timm --topk lists: the last class of the list taken, not the top-1"),
+    Mutation("M83", "biasbed/report.py", "({value - oracle:+.1f})", "({oracle - value:+.1f})",
+             ("tests/biasbed/test_protocol.py",),
+             "BiasBed Table 1's rule − oracle difference printed with its sign flipped",
+             expect="caught"),  # survived before test_rule_gap_frame_cells_are_oracle_rule_...
+    Mutation("M84", "vqa/store.py", "        marker.unlink()  # the folder",
+             "        pass  # the folder",
+             ("tests/vqa/test_io_eval.py", "tests/vqa/test_selection.py"),
+             "a rebuild that fails midway leaves the old build.json: a half-written folder reads "
+             "as complete",
+             expect="caught"),  # survived before test_a_rebuild_that_fails_midway_is_not_read_...
+    Mutation("M85", "vqa/report.py", 'return float("nan") if value is None else 100.0 * value',
+             'return float("nan") if value is None else value',
+             ("tests/vqa/test_report.py",),
+             "VQA baseline table in fractions under a header that says percent",
+             expect="caught"),  # survived before tests/vqa/test_report.py (no test read it)
+    Mutation("M86", "vqa/report.py", "{s: _pct(v) for s, v in scores[m][part].items()}",
+             '{s: _pct(v) for s, v in scores[m]["head"].items()}',
+             ("tests/vqa/test_report.py",),
+             "acc-head and acc-tail table: the tail columns show acc-head",
+             expect="caught"),  # survived before test_head_and_tail_columns_each_show_their_...
+    Mutation("M87", "diagvib/comparison.py", 'df = df[df["status"].astype(str) == "done"]',
+             'df = df[df["status"].astype(str) != "failed"]',
+             ("tests/diagvib/test_comparison.py",),
+             "model comparison counts a pending job's old metric value (status not done)",
+             expect="caught"),  # survived before test_only_done_jobs_are_compared_not_a_...
+    Mutation("M88", "imagenetx/predict.py", "batch_size=batch_size, shuffle=False,",
+             "batch_size=batch_size, shuffle=True,",
+             ("tests/imagenetx/test_imagenetx_predict_inputs.py",),
+             "imagenetx predict shuffles the images: predictions written against other file names",
+             expect="caught"),  # survived before test_each_file_gets_the_prediction_of_its_own_...
+    Mutation("M89", "vqa/loaders.py", 'how="left", indicator=True)',
+             'how="inner", indicator=True)',
+             ("tests/vqa/test_io_eval.py",),
+             "questions without an annotation silently dropped (a partial annotation file)"),
+    Mutation("M90", "factor_analysis/one_call.py", "if model_col is not None:",
+             "if False:",
+             ("tests/factor_analysis/test_factors_timm.py",),
+             "model_col with a timm CSV silently ignored, not refused"),
 )
 
 

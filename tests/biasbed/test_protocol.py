@@ -352,3 +352,18 @@ def test_augmented_folder_runs_do_not_depend_on_the_callers_random_state(
         frames.append(load_epochs(tmp_path / name))
     cols = ["run", "epoch", "train_loss", "val_loss", "val_acc", "acc"]
     pd.testing.assert_frame_equal(frames[0][cols], frames[1][cols])
+
+
+def test_rule_gap_frame_cells_are_oracle_rule_and_rule_minus_oracle_in_percent() -> None:
+    """BiasBed Table 1 style: ``oracle / rule (rule − oracle)`` in percent; the difference is
+    negative when the honest rule is below the oracle, and a missing cell is a dash."""
+    table = pd.DataFrame({
+        "algorithm": ["erm", "erm", "padain"], "dataset": ["d", "d", "d"],
+        "test_set": ["cue", "edge", "cue"],
+        "best_epoch": [0.80, 0.50, 0.90], "best_validation": [0.75, 0.50, 0.925],
+    })
+    gaps = rule_gap_frame(table, "best_validation")
+    assert gaps.loc["erm", "cue"] == "80.0 / 75.0 (-5.0)"  # 75 − 80
+    assert gaps.loc["erm", "edge"] == "50.0 / 50.0 (+0.0)"
+    assert gaps.loc["padain", "cue"] == "90.0 / 92.5 (+2.5)"  # 92.5 − 90
+    assert gaps.loc["padain", "edge"] == "–"  # padain has no edge row

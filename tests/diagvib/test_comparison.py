@@ -73,3 +73,19 @@ def test_report_section_for_single_factor_studies():
     html = report.render()
     assert "2 models over 6 predicted factors" in html and "F(1, 5) = ∞" in html
     assert "read the Friedman p-value instead" in html
+
+
+def test_only_done_jobs_are_compared_not_a_pending_jobs_old_value():
+    """A job reset to pending keeps the metric of an earlier attempt in its row; only jobs with
+    status done count (a run that cannot be proven to belong to its job is never counted)."""
+    table = job_table()
+    stale = ("cnn", "ERM", "ZGO", "hue", "shape", 2, 0, "pending", 0.0)
+    table = pd.concat([table, pd.DataFrame([stale], columns=table.columns)], ignore_index=True)
+    runs, _ = study_runs(table, "ZGO")
+    cell = runs[(runs["block"] == "hue-shape") & (runs["algorithm"] == "cnn")]
+    assert sorted(cell["run"]) == ["0/0", "0/1", "1/0", "1/1"]
+    done = table[(table.model == "cnn") & (table.predicted == "hue")
+                 & (table.correlated == "shape") & (table.status == "done")]
+    result = compare_study(table, "ZGO")
+    assert result.means.loc["hue-shape", "cnn"] == pytest.approx(done.test_acc.mean())
+    assert result.n_runs.to_numpy().max() == 4

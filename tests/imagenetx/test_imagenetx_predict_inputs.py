@@ -117,3 +117,38 @@ def test_non_square_input_size_is_refused():
         transform_from_config({"input_size": [3, 1024, 768]})
     assert transform_from_config({"input_size": [3, 24, 24]})(Image.new("RGB", (40, 30))).shape \
         == (3, 24, 24)
+
+
+class _MeanGrey(torch.nn.Module):
+    """A 'classifier' whose class is the image's mean normalised value on a grid of 1000
+    points: images of different grey levels get different classes."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        grid = torch.linspace(-2.5, 2.5, 1000)
+        return -(x.mean(dim=(1, 2, 3))[:, None] - grid[None, :]).abs()
+
+
+def test_each_file_gets_the_prediction_of_its_own_image(tmp_path):
+    """The CSV pairs every file name with the class of that image (one image at a time through
+    the same transform), not with another image's of its batch or of the folder."""
+    from shortcutlab.imagenetx.predict import eval_transform, predict_folder
+
+    root = tmp_path / "val"
+    levels = [200, 30, 120, 250, 80]  # not in file-name order
+    for i, level in enumerate(levels, start=1):
+        sub = root / f"n0000000{i % 2}"
+        sub.mkdir(parents=True, exist_ok=True)
+        Image.fromarray(np.full((40, 48, 3), level, dtype=np.uint8)).save(
+            sub / f"ILSVRC2012_val_{i:08d}.JPEG")
+    model = _MeanGrey()
+    predict_folder(model, root, tmp_path / "p.csv", batch_size=2, image_size=32,
+                   show_progress=False)
+    frame = pd.read_csv(tmp_path / "p.csv")
+    transform = eval_transform(32)
+    expected = {}
+    for path in sorted(root.rglob("*.JPEG")):
+        with Image.open(path) as img:
+            x = transform(img.convert("RGB"))[None]
+        expected[path.name] = int(model(x).argmax())
+    assert len(set(expected.values())) == len(levels)  # the classes tell the images apart
+    assert dict(zip(frame["file_name"], frame["predicted_class"], strict=True)) == expected

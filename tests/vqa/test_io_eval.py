@@ -353,3 +353,25 @@ def test_cli_baselines_and_score_on_any_question_set(built, tmp_path):
                               str(out), "--data", str(csv)])  # fmt: skip
     assert res.exit_code == 2
     assert "exactly one of --release DIR, --splits DIR or --data" in res.output
+
+
+def test_a_rebuild_that_fails_midway_is_not_read_as_a_complete_folder(built, tmp_path,
+                                                                        monkeypatch):
+    """build.json marks a complete folder: a rebuild into an existing folder that fails after
+    samples.parquet (a full disk) must not leave the old marker beside the new samples."""
+    import shortcutlab.vqa.store as store
+
+    table, _ = built
+    splits = build_splits(table)
+    out = tmp_path / "splits"
+    write_splits(splits, out, figures=False)
+    assert len(read_samples(out)) == len(table)
+
+    def full_disk(path, *args, **kwargs):
+        raise OSError(28, "No space left on device", str(path))
+
+    monkeypatch.setattr(store, "write_json", full_disk)  # splits.json, after samples.parquet
+    with pytest.raises(OSError, match="No space left"):
+        write_splits(splits, out, figures=False)
+    with pytest.raises(DataNotFoundError, match="not a complete VQA-VS split folder"):
+        read_samples(out)

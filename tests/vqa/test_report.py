@@ -1,0 +1,48 @@
+"""The VQA-VS baseline report (``shortcutlab demo``'s VQA stage): its tables in percent, the
+acc-head and acc-tail columns each from their own scores."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from shortcutlab.vqa.concepts import SHORTCUTS
+from shortcutlab.vqa.report import baseline_table, write_baseline_report
+from shortcutlab.vqa.splits import build_splits
+from shortcutlab.vqa.table import make_table
+
+
+def _scores(iid: float, ood: float, head: float, tail: float) -> dict[str, object]:
+    """score_splits-shaped results (fractions), one value per kind of set."""
+    return {"iid": iid, "ood": dict.fromkeys(SHORTCUTS, ood), "ood_mean": ood, "gap": iid - ood,
+            "head": dict.fromkeys(SHORTCUTS, head), "tail": dict.fromkeys(SHORTCUTS, tail)}
+
+
+def test_baseline_table_is_in_percent_one_row_per_model():
+    table = baseline_table({"a": _scores(0.625, 0.25, 0.5, 0.25),
+                            "b": _scores(0.5, 0.125, 0.5, 0.125)})
+    assert list(table.index) == ["a", "b"]
+    assert list(table.columns) == ["IID", *SHORTCUTS, "OOD mean", "gap"]
+    assert table.loc["a", "IID"] == pytest.approx(62.5)
+    assert table.loc["a", "OOD mean"] == pytest.approx(25.0)
+    assert table.loc["a", "gap"] == pytest.approx(62.5 - 25.0)
+    assert table.loc["b", list(SHORTCUTS)].tolist() == pytest.approx([12.5] * len(SHORTCUTS))
+
+
+def test_head_and_tail_columns_each_show_their_own_accuracy(tmp_path):
+    r = np.random.default_rng(0)
+    rows = []
+    for i in range(300):
+        o = int(r.integers(3))
+        ans = ["yellow", "blue", "green"][o] if r.random() < 0.8 else str(r.choice(["red", "x"]))
+        rows.append({"question_id": i, "image_id": i, "answers": [ans] * 10,
+                     "question": f"What color is the {['banana', 'sky', 'grass'][o]}?"})
+    splits = build_splits(make_table(pd.DataFrame(rows)))
+    # values found nowhere else in the page: 0.4321 -> "43.21", ...
+    scores = {"cnn-bow": _scores(0.9, 0.3, 0.4321, 0.1234),
+              "cnn-bow+color~shape": _scores(0.8, 0.2, 0.5678, 0.0876)}
+    html = write_baseline_report(splits, scores, tmp_path / "index.html").read_text()
+    section = html.split("acc-head and acc-tail")[1].split("Relations between shortcuts")[0]
+    for value in ("43.21", "12.34", "56.78", "8.76"):
+        assert section.count(value) == len(SHORTCUTS), value
