@@ -118,7 +118,6 @@ def test_campaign_chunks_resumed_twice_equal_one_run(script, tmp_path, monkeypat
     assert "this chunk: 0 job(s)" in capsys.readouterr().out
 
 
-@pytest.mark.slow  # 2 s or more on 2 idle cores (make test-fast leaves it out)
 def test_an_interrupted_chunk_still_archives_its_finished_jobs(script, tmp_path, monkeypatch,
                                                                 capsys) -> None:
     """A window's end interrupts the chunk (gpu_window.sh: SIGINT, as a Ctrl-C): the jobs that
