@@ -202,3 +202,16 @@ def test_render_without_png_imports_neither_torch_nor_matplotlib(tmp_path: Path)
     want = ImageGenerator().render(random_classes(30, seed=0), seed=0, split="train",
                                    indices=np.arange(30))
     assert (images == want).all()
+
+
+def test_traversal_fixes_the_classes_of_paper_figure_2() -> None:
+    """Paper Sec. 3.1 on Fig. 2: the other factors are fixed at (C_hue,1, C_lightn.,3,
+    C_scale,5, C_shape,1, C_text.,2): the first hue, the third lightness, the fifth scale,
+    the first digit and the second texture class (1-based in the paper)."""
+    from shortcutlab.diagvib.gallery import traversal_classes
+
+    classes, filled = traversal_classes()
+    paper = {"hue": 0, "lightness": 2, "scale": 4, "shape": 0, "texture": 1}
+    position = FACTORS.index("position")
+    for name, k in paper.items():
+        assert (classes[filled[:, position], position, FACTORS.index(name)] == k).all(), name

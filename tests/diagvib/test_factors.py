@@ -108,3 +108,20 @@ def test_random_classes_pure_and_uniform() -> None:
     assert not (random_classes(50, seed=6) == random_classes(50, seed=5)).all()
     with pytest.raises(DiagvibError, match="positive"):
         random_classes(0, seed=0)
+
+
+def test_every_lightness_class_matches_the_authors_config() -> None:
+    """All four lightness classes (dark value, bright value), not only the outer two: the
+    authors' code (boschresearch/diagvib-6, diagvibsix/dataset/config.py, LIGHTNESS) defines
+    dark ((0, 1/11), (4/11, 5/11)), darker ((2/11, 3/11), (6/11, 7/11)), brighter
+    ((4/11, 5/11), (8/11, 9/11)) and bright ((6/11, 7/11), (10/11, 1))."""
+    authors = {
+        "dark": ((0.0, 1 / 11), (4 / 11, 5 / 11)),
+        "darker": ((2 / 11, 3 / 11), (6 / 11, 7 / 11)),
+        "brighter": ((4 / 11, 5 / 11), (8 / 11, 9 / 11)),
+        "bright": ((6 / 11, 7 / 11), (10 / 11, 1.0)),
+    }
+    light = get_factor("lightness")
+    assert light.classes == tuple(authors)
+    for name, region in authors.items():
+        assert light.regions[light.index(name)] == region, name

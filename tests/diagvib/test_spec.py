@@ -224,3 +224,30 @@ def test_only_symmetric_zgo_specs_are_paired() -> None:
     assert not custom.is_paired() and custom.image_hash() == custom.content_hash()
     assert not make(study="custom", correlated=None,
                     weights={"train": [1 / 3] * 3, "test": [1 / 3] * 3}).is_paired()
+
+
+def test_uniform_cells_spread_leftover_images_over_the_columns() -> None:
+    """Module docstring / apportion_cells: the tie start rotates per row, so with equal weights
+    the leftover images of each row go to different columns and the column totals (the
+    correlated factor's class counts) differ by at most one, as the row totals do. By hand for
+    11 images over 9 equal cells: rows 4, 4, 3; row 0 gives its extra image to column 0, row 1
+    to column 1, so the columns hold 4, 4, 3 (without the rotation: 5, 3, 3)."""
+    uniform = np.full((3, 3), 1 / 9)
+    assert apportion_cells(uniform, 11).tolist() == [[2, 1, 1], [1, 2, 1], [1, 1, 1]]
+    for n in (10, 11, 13, 14, 100, 101):
+        cells = apportion_cells(uniform, n)
+        assert cells.sum() == n
+        for totals in (cells.sum(axis=0), cells.sum(axis=1)):
+            assert totals.max() - totals.min() <= 1, (n, cells.tolist())
+
+
+def test_a_spec_with_its_own_val_weights_uses_them() -> None:
+    """Only an omitted ``val`` follows ``train`` (class docstring): given val weights are
+    the validation split's distribution, never silently replaced by the training one."""
+    spec = make(study="custom", weights={"train": DIAG, "val": OFF, "test": OFF})
+    assert np.array_equal(spec.weights_of("val"), np.array(OFF))
+    assert np.bincount(assign_classes(spec, "val").cells, minlength=9).tolist() == [
+        0, 5, 5, 5, 0, 5, 5, 5, 0]  # 30 images over the six off-diagonal cells
+    assert set(assign_classes(spec, "val").tags) == {
+        f"{a}{b}-ood" for a in range(3) for b in range(3) if a != b}
+    assert set(assign_classes(make(study="custom"), "val").tags) == {"00-id", "11-id", "22-id"}

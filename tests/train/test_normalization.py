@@ -125,3 +125,24 @@ def test_no_validation_collapse_on_uncentred_images(seed: int) -> None:
     old = train(cfg.replace(normalization="none"), train_ds, val_ds, {}).epochs
     assert old["val_loss"].max() > 5 * fixed["val_loss"].max()
     assert old["val_loss"].max() > 3.0
+
+
+class _ConstantGreen(Dataset):
+    """Random red and blue channels, a green channel of 0.5 everywhere."""
+
+    def __init__(self) -> None:
+        x = torch.rand(6, 3, 8, 8, generator=torch.Generator().manual_seed(0))
+        x[:, 1] = 0.5
+        self.x = x
+
+    def __len__(self) -> int:
+        return len(self.x)
+
+    def __getitem__(self, i: int) -> dict:
+        return {"x": self.x[i], "y": torch.tensor(0)}
+
+
+def test_a_constant_channel_is_refused_not_divided_by_zero() -> None:
+    """Its z-score would divide by a standard deviation of 0 (inf/NaN inputs): refused."""
+    with pytest.raises(TrainError, match="constant over the training set"):
+        channel_stats(_ConstantGreen(), batch_size=4)
