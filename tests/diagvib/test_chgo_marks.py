@@ -9,6 +9,7 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
+from matplotlib.container import BarContainer
 from typer.testing import CliRunner
 
 from shortcutlab.cli.main import app
@@ -93,3 +94,17 @@ def test_chgo_figure_hatches_a_bar_over_fewer_cells(partial, complete):
     assert int(np.rint(centre)) == FACTORS.index(SHORT)
     whole = plot_chgo_improvement(compute_metrics(complete)).axes[0].patches
     assert not any(b.get_hatch() for b in whole)
+
+
+def test_chgo_bars_and_error_bars_are_both_in_percentage_points(complete):
+    """Table 2 as bars: height 100 × the mean CHGO − ZGO improvement, whisker 100 × its std
+    over dataset samples (one unit for both, the axis's percentage points)."""
+    metrics = compute_metrics(complete)
+    ax = plot_chgo_improvement(metrics).axes[0]
+    bars = next(c for c in ax.containers if isinstance(c, BarContainer))
+    chgo = metrics.chgo.set_index("factor").loc[list(FACTORS)]
+    assert chgo["std"].gt(0.001).all()  # a spread to draw
+    np.testing.assert_allclose([b.get_height() for b in bars.patches], 100 * chgo["mean"])
+    segments = bars.errorbar.lines[2][0].get_segments()
+    half = np.array([(s[1, 1] - s[0, 1]) / 2 for s in segments])
+    np.testing.assert_allclose(half, 100 * chgo["std"])

@@ -46,6 +46,21 @@ def test_panels_draw_on_the_callers_axes(metrics) -> None:
         figs.plot_panel(metrics, "a", "FGO-5", left)
 
 
+def test_pair_symmetry_plots_p_ij_against_one_minus_p_ji(metrics) -> None:
+    """Section 5's check: each unordered pair (i, j) of a model is the point
+    (1 − P_ji, P_ij), read here from the model's accuracy matrix (rows predicted, columns
+    correlated); on the diagonal when one factor of the pair dominates."""
+    ax = figs.plot_pair_symmetry(metrics, "ZGO").axes[0]
+    sym = metrics.symmetry[metrics.symmetry["study"] == "ZGO"]
+    drawn = {c.get_label(): c.get_offsets() for c in ax.collections}
+    assert sorted(drawn) == ["a", "b"]
+    for label, group in sym.groupby("label"):
+        matrix = metrics.matrix(str(label), "ZGO")
+        expected = [(1.0 - matrix.loc[j, i], matrix.loc[i, j])
+                    for i, j in zip(group["factor_i"], group["factor_j"], strict=True)]
+        assert len(expected) == 15  # the 6 factors' unordered pairs
+        np.testing.assert_allclose(np.asarray(drawn[str(label)]), expected)
+
 def test_cell_text_reads_on_its_colour() -> None:
     assert figs.text_colour(0.0) == "white"  # dark red: was black "0.00"
     assert figs.text_colour(1.0) == "white"  # dark blue

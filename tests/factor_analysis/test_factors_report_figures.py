@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 from matplotlib import cbook
+from matplotlib.container import BarContainer
 
 from shortcutlab.factor_analysis import analyse_factors, error_ratio_bars, write_report
 from shortcutlab.utils.html import figure_to_png, literal_text
@@ -32,3 +33,31 @@ def test_dollar_factor_names_are_literal_in_the_bar_chart(tmp_path):
     assert any(s.startswith("a$\\frac{$=u (n=") for s in shown), shown
     assert not any(t.get_parse_math() and cbook.is_math_text(t.get_text()) for t in names)
     assert (tmp_path / "rep" / "index.html") == write_report(report, tmp_path / "rep")
+
+
+def test_bar_whiskers_span_each_factors_own_bootstrap_interval():
+    """Each bar's whisker runs from the factor's lower to its upper bootstrap bound (intervals
+    of a ratio are asymmetric: the lower whisker is not the upper one mirrored)."""
+    gen = np.random.default_rng(1)
+    n = 600
+    label = gen.integers(0, 2, n)
+    annotations = pd.DataFrame({"id": np.arange(n), "label": label,
+                                "dark": (gen.random(n) < 0.3).astype(int),
+                                "small": (gen.random(n) < 0.5).astype(int)})
+    right = gen.random(n) < np.where(annotations["dark"] == 1, 0.6, 0.9)
+    predictions = pd.DataFrame({"id": np.arange(n),
+                                "prediction": np.where(right, label, 1 - label)})
+    report = analyse_factors(annotations, predictions, n_boot=50, min_count=10)
+    long = report.result.long().set_index("factor")
+    ax = error_ratio_bars(report, "model").axes[0]
+    factors = [t.get_text().split(" (n=")[0] for t in ax.get_yticklabels()]
+    assert sorted(factors) == sorted(long.index)
+    bars = next(c for c in ax.containers if isinstance(c, BarContainer))
+    np.testing.assert_allclose([p.get_width() for p in bars.patches],
+                               long.loc[factors, "error_ratio"])
+    spans = np.array([seg[:, 0] for seg in bars.errorbar.lines[2][0].get_segments()])
+    np.testing.assert_allclose(spans[:, 0], long.loc[factors, "error_ratio_lower"])
+    np.testing.assert_allclose(spans[:, 1], long.loc[factors, "error_ratio_upper"])
+    lower = long["error_ratio"] - long["error_ratio_lower"]
+    upper = long["error_ratio_upper"] - long["error_ratio"]
+    assert not np.allclose(lower, upper)  # the data tell the two whiskers apart

@@ -64,6 +64,28 @@ def test_group_comparison_is_transparent_where_not_significant():
         group_comparison(table, {"m0": "a"})
 
 
+def test_group_comparison_error_bars_are_the_standard_error_of_each_group_mean():
+    """Figure 1b's whiskers (axis: "± s.e.m."): std (ddof 1) / √(models in the group), by hand."""
+    table = pd.DataFrame({"pose": [1.0, 1.2, 1.7, 0.8, 1.0], "texture": [2.0, 2.6, 2.9, 1.1, 1.5]},
+                         index=[f"m{i}" for i in range(5)])
+    groups = {"m0": "a", "m1": "a", "m2": "a", "m3": "b", "m4": "b"}
+    ax = group_comparison(table, groups).axes[0]
+    order = [t.get_text() for t in ax.get_xticklabels()]
+    half = {}
+    for bars in (c for c in ax.containers if isinstance(c, BarContainer)):
+        (patch,) = bars.patches
+        (segment,) = bars.errorbar.lines[2][0].get_segments()
+        factor = order[int(round(patch.get_x() + patch.get_width() / 2))]
+        half[(round(patch.get_height(), 6), factor)] = (segment[1, 1] - segment[0, 1]) / 2
+    def sem(values: list[float]) -> float:
+        return float(np.std(values, ddof=1) / np.sqrt(len(values)))
+    expected = {(round(float(np.mean(v)), 6), f): sem(v) for f, v in
+                [("pose", [1.0, 1.2, 1.7]), ("pose", [0.8, 1.0]),
+                 ("texture", [2.0, 2.6, 2.9]), ("texture", [1.1, 1.5])]}
+    assert half.keys() == expected.keys()
+    for key, value in expected.items():
+        assert half[key] == pytest.approx(value), key
+
 def test_meta_label_heatmap_cells(result_and_ci):
     result, _ = result_and_ci
     fig = meta_label_heatmap(result, "m0", min_count=10)

@@ -86,6 +86,24 @@ def test_latex_keeps_fractions_apart():
     assert "81.2" in percent and "81.20" not in percent
 
 
+def _bold_cells(tex: str, block: str) -> list[bool]:
+    """Which cells of ``block``'s row of the LaTeX scores table are bold."""
+    (row,) = [line for line in tex.splitlines() if line.startswith(f"{block} & ")]
+    return [cell.startswith("\\textbf") for cell in row.split(" & ")[1:]]
+
+
+def test_latex_bolds_the_best_mean_of_each_block_in_the_direction_asked():
+    """Bold marks the best cell of a block: the highest score, or with lower_is_better (error
+    rates) the lowest; never the worst."""
+    df = pd.DataFrame({"block": ["a", "b"], "A": [0.10, 0.30], "B": [0.20, 0.05],
+                       "C": [0.40, 0.20]})
+    errors = compare(df, lower_is_better=True).to_latex()
+    assert _bold_cells(errors, "a") == [True, False, False]  # 0.10
+    assert _bold_cells(errors, "b") == [False, True, False]  # 0.05
+    scores = compare(df).to_latex()
+    assert _bold_cells(scores, "a") == [False, False, True]  # 0.40
+    assert _bold_cells(scores, "b") == [True, False, False]  # 0.30
+
 def test_significant_pairs_order_and_labels():
     rng = np.random.default_rng(0)
     scores = rng.normal(size=(30, 4)) + np.array([0.0, 0.0, 2.0, 2.5])
