@@ -505,6 +505,67 @@ MUTATIONS: tuple[Mutation, ...] = (
              ("tests/diagvib/test_factors.py", "tests/diagvib/test_render.py"),
              "lightness 'darker': bright value drawn from 5/11..6/11 (Table A1: 6/11..7/11)",
              expect="caught"),  # survived before test_every_lightness_class_matches_the_...
+    Mutation("M103", "train/algorithms/sagnet.py",
+             "new_var = a * var + (1 - a) * var[perm]",
+             "new_var = (a * std + (1 - a) * std[perm]) ** 2",
+             ("tests/train/test_algorithms_biasbed.py",),
+             "SagNet's style randomisation interpolates standard deviations, not variances",
+             expect="caught"),  # survived before test_sagnet_style_randomisation_interpolates_...
+    Mutation("M104", "train/algorithms/padain.py", "mean = x.mean(dim=(2, 3), keepdim=True)",
+             "mean = x.mean(dim=(1, 2, 3), keepdim=True)",
+             ("tests/train/test_algorithms_biasbed.py",
+              "tests/biasbed/test_reference_algorithms.py"),
+             "AdaIN/pAdaIN/SagNet instance mean over channels too (layer norm's, not per channel)"),
+    Mutation("M105", "biasbed/datasets.py", "size = round(self.image_size * 256 / 224)",
+             "size = self.image_size",
+             ("tests/biasbed/test_datasets.py", "tests/biasbed/test_imagenet_eval.py",
+              "tests/biasbed/test_paper_recipe.py"),
+             "ImageNet evaluation resizes to the crop size: the whole image, not its centre "
+             "224/256",
+             expect="caught"),  # survived before test_imagenet_evaluation_takes_the_centre_224_...
+    Mutation("M106", "biasbed/datasets.py",
+             "left, top = (nw - self.image_size) // 2, (nh - self.image_size) // 2",
+             "left, top = (nh - self.image_size) // 2, (nw - self.image_size) // 2",
+             ("tests/biasbed/test_datasets.py", "tests/biasbed/test_imagenet_eval.py",
+              "tests/biasbed/test_paper_recipe.py"),
+             "centre crop of a non-square image with its x and y offsets swapped",
+             expect="caught"),  # survived before test_imagenet_evaluation_takes_the_centre_224_...
+    Mutation("M107", "biasbed/samples.py", "size=min(per_set, len(data)), replace=False))",
+             "size=min(per_set, len(data)), replace=True))",
+             ("tests/biasbed/test_samples.py",),
+             "sample figure draws images with replacement: a row can show one image twice",
+             expect="caught"),  # survived before test_same_seed_same_files_... checked all 8 once
+    Mutation("M108", "vqa/baselines.py", "rule[key] = (answers.count(top) / len(answers), top)",
+             "rule[key] = (answers.count(top), top)",
+             ("tests/vqa/test_baselines.py::test_priors_on_hand_table",
+              "tests/vqa/test_baselines.py::"
+              "test_keyword_prior_prefers_the_most_concentrated_word_not_the_most_frequent"),
+             "keyword prior picks the word with the most majority answers, not the highest share",
+             expect="caught"),  # survived before test_keyword_prior_prefers_the_most_...
+    Mutation("M109", "vqa/baselines.py",
+             "arr.reshape(n, h // 2, 2, w // 2, 2, c).mean(axis=(2, 4))",
+             "arr.reshape(n, 2, h // 2, 2, w // 2, c).mean(axis=(1, 3))",
+             ("tests/vqa/test_baselines.py::test_cnn_bow_images_are_averaged_over_2x2_blocks",),
+             "cnn-bow's 2x2 average pooling averages far-apart pixels (wrong reshape)",
+             expect="caught"),  # survived before test_cnn_bow_images_are_averaged_over_2x2_...
+    Mutation("M110", "vqa/synthetic.py", "planted = sum(cell) % k  # Latin square",
+             "planted = cell[0] % k  # Latin square",
+             ("tests/vqa/test_planted.py",),
+             "planted composite shortcuts: the first slot alone predicts the answer (no Latin "
+             "square)"),
+    Mutation("M111", "vqa/synthetic.py",
+             "(planted + 1 + (j - n_major) % (k - 1)) % k",
+             "(planted + (j - n_major) % (k - 1)) % k",
+             ("tests/vqa/test_planted.py",),
+             "planted shortcut's minority answers include the planted one (majority share off)"),
+    Mutation("M112", "vqa/planted.py", ".value_counts(normalize=True)", ".value_counts()",
+             ("tests/vqa/test_planted.py",),
+             "planted study's population shares are counts, not fractions",
+             expect="caught"),  # survived before test_population_shares_of_each_ood_set_are_...
+    Mutation("M113", "vqa/loaders.py", "        _check_row_lengths(path, len(df.columns))\n", "",
+             ("tests/vqa/test_io_eval.py",),
+             "a CSV row with fewer fields than the header padded silently (check dropped)",
+             expect="caught"),  # survived before test_a_csv_row_with_fewer_fields_than_the_...
     Mutation("M115", "stats/friedman.py",
              "chi2 = float(raw / (1.0 - ties / (n * (k**3 - k))))", "chi2 = float(raw)",
              ("tests/stats/test_stats_friedman.py",),

@@ -207,3 +207,24 @@ def test_training_crops_are_seeded_per_item_not_by_the_global_rng(tmp_path: Path
     one = make()
     assert torch.equal(one[-1]["x"], make()[n - 1]["x"])  # item -1 is item n - 1, first load
     assert torch.equal(one[n - 1]["x"], ref[n - 1 + n])  # its second load, as in epoch 2
+
+
+def test_imagenet_evaluation_takes_the_centre_224_of_256_of_the_shorter_side(
+        tmp_path: Path) -> None:
+    """``imagenet-eval`` resizes the shorter side to ``image_size`` · 256/224 and takes the
+    centre ``image_size`` square (torchvision's Resize(256), CenterCrop(224)). With
+    ``image_size`` 56 an image 64 wide and 80 tall keeps its size (64 = 56 · 256/224) and the
+    crop is rows 12..67, columns 4..59: each pixel here encodes its own row and column."""
+    import numpy as np
+    from PIL import Image
+    from torchvision.transforms import CenterCrop
+
+    rows, cols = np.meshgrid(np.arange(80), np.arange(64), indexing="ij")
+    arr = np.stack([rows * 3, cols * 3, (rows + cols) % 256], axis=-1).astype(np.uint8)
+    (tmp_path / "a").mkdir()
+    Image.fromarray(arr).save(tmp_path / "a" / "x.png")
+    ds = ImageFolderDataset(tmp_path, ["a"], image_size=56, preprocess="imagenet-eval")
+    got = (ds[0]["x"] * 255).round().to(torch.uint8).permute(1, 2, 0).numpy()
+    assert got.shape == (56, 56, 3)
+    np.testing.assert_array_equal(got, arr[12:68, 4:60])
+    np.testing.assert_array_equal(got, np.asarray(CenterCrop(56)(Image.fromarray(arr))))

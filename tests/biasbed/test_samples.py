@@ -63,8 +63,9 @@ def test_same_seed_same_files_other_seed_others(two_sets) -> None:
     assert first != _chosen(sample_sets(test_dirs=dirs, per_set=3, seed=1, size=16))
     # a folder's draw depends on the seed and that folder only
     assert first[1] == _chosen(sample_sets(test_dirs=dirs[1:], per_set=3, seed=0, size=16))[0]
-    # fewer images than --per-set: all of them
-    assert len(sample_sets(test_dirs=dirs[:1], per_set=32, size=16)[0].files) == 8
+    # fewer images than --per-set: all of them, each once (drawn without replacement)
+    every = sample_sets(test_dirs=dirs[:1], per_set=32, size=16)[0].files
+    assert sorted(every) == sorted(two_sets["imagenet"].glob("*/*.png")) and len(every) == 8
 
 
 @pytest.mark.parametrize("case", ["missing folder", "no images", "no class folders",

@@ -675,3 +675,40 @@ def test_sagnet_adversarial_loss_is_w_adv_times_the_cross_entropy_with_the_unifo
     algo.step = 0
     out = algo.update(batch)
     assert out["loss_adv"] == pytest.approx(expected, rel=1e-4)
+
+
+# ------------------------------------- the style statistics against torch's own instance norm
+def test_instance_moments_and_adain_match_torchs_instance_norm() -> None:
+    """AdaIN's statistics are per sample *and per channel* (BiasBed eq. 1): content normalised
+    by them is ``F.instance_norm`` (eps 1e-5), and AdaIN gives it the style's per-channel
+    population mean and standard deviation (``torch.var_mean``, ``unbiased=False``)."""
+    from shortcutlab.train.algorithms.padain import adain
+
+    gen = torch.Generator().manual_seed(0)
+    scale = torch.tensor([0.5, 2.0, 4.0]).view(1, 3, 1, 1)
+    shift = torch.tensor([-3.0, 0.0, 5.0]).view(1, 3, 1, 1)
+    content = torch.randn(4, 3, 5, 6, generator=gen) * scale + shift
+    style = torch.randn(4, 3, 5, 6, generator=gen) * scale.flip(1) + shift.flip(1)
+    mean, std = instance_moments(content)
+    normalised = torch.nn.functional.instance_norm(content, eps=1e-5)
+    torch.testing.assert_close((content - mean) / std, normalised, atol=1e-5, rtol=1e-5)
+    s_var, s_mean = torch.var_mean(style, dim=(2, 3), unbiased=False, keepdim=True)
+    expected = normalised * (s_var + 1e-5).sqrt() + s_mean
+    torch.testing.assert_close(adain(content, style), expected, atol=1e-5, rtol=1e-5)
+
+
+def test_sagnet_style_randomisation_interpolates_the_variances() -> None:
+    """SagNet mixes the *variances* of the sample and its donor with the weight ``alpha``
+    (Nam et al.: ``var = a*var_i + (1-a)*var_j``), not their standard deviations: for samples
+    of standard deviation 1 and 5 and a = 0.5 the new one is sqrt(13) ≈ 3.61, not 3."""
+    gen = torch.Generator().manual_seed(1)
+    sigma = torch.tensor([1.0, 5.0, 2.0, 0.5, 3.0, 1.5]).view(6, 1, 1, 1)
+    x = torch.randn(6, 4, 8, 8, generator=gen) * sigma + torch.arange(6.0).view(6, 1, 1, 1)
+    perm = torch.tensor([1, 0, 3, 2, 5, 4])
+    alpha = torch.tensor([0.5, 0.25, 0.9, 0.5, 0.0, 0.7])
+    var, mean = torch.var_mean(x, dim=(2, 3), unbiased=False)
+    a = alpha.view(6, 1)
+    y = style_randomize(x, perm, alpha)
+    y_var, y_mean = torch.var_mean(y, dim=(2, 3), unbiased=False)
+    torch.testing.assert_close(y_var, a * var + (1 - a) * var[perm], rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(y_mean, a * mean + (1 - a) * mean[perm], rtol=1e-4, atol=1e-4)

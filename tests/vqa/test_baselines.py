@@ -178,3 +178,38 @@ def test_cnn_bow_training_is_independent_of_what_it_predicts_and_of_the_global_r
     torch.manual_seed(1)
     last = train_cnn_bow_epochs(small, train, rest[::-1][:37], cfg, every_epoch=False)
     assert last[-1] == {q: every[-1][q] for q in last[-1]}
+
+
+def test_keyword_prior_prefers_the_most_concentrated_word_not_the_most_frequent():
+    """The keyword prior's word is the one whose training answers are most concentrated (the
+    highest majority *share*): 'banana' (3 of 3 yellow) beats 'fruit' (6 of 10 blue), although
+    'fruit' has more majority answers."""
+    qt = "what color is the"
+    rows = [(f"b{i}", qt, "what color is the banana", "yellow") for i in range(3)]
+    rows += [(f"f{i}", qt, "what color is the fruit", "blue" if i < 6 else "green")
+             for i in range(10)]
+    test = _frame([("t1", qt, "what color is the fruit banana", "yellow"),
+                   ("t2", qt, "what color is the banana fruit", "yellow"),
+                   ("t3", qt, "what color is the fruit", "blue")])
+    assert keyword_prior(_frame(rows), test, min_support=3) == {
+        "t1": "yellow", "t2": "yellow", "t3": "blue"}
+
+
+def test_cnn_bow_images_are_averaged_over_2x2_blocks(tmp_path):
+    """The cnn-bow model sees each image down-sampled by the mean of every 2x2 block of
+    neighbouring pixels (skimage's block_reduce), scaled to [0, 1], channels first."""
+    from PIL import Image
+    from skimage.measure import block_reduce
+
+    from shortcutlab.vqa.baselines import _load_images
+
+    gen = np.random.default_rng(0)
+    arrays = [gen.integers(0, 256, (6, 8, 3), dtype=np.uint8) for _ in range(2)]
+    paths = []
+    for i, arr in enumerate(arrays):
+        Image.fromarray(arr).save(tmp_path / f"{i}.png")
+        paths.append(str(tmp_path / f"{i}.png"))
+    got = _load_images(paths)
+    assert got.shape == (2, 3, 3, 4)
+    expected = np.stack([block_reduce(a.astype(np.float64), (2, 2, 1), np.mean) for a in arrays])
+    np.testing.assert_allclose(got, expected.transpose(0, 3, 1, 2) / 255.0, rtol=1e-6)

@@ -375,3 +375,13 @@ def test_a_rebuild_that_fails_midway_is_not_read_as_a_complete_folder(built, tmp
         write_splits(splits, out, figures=False)
     with pytest.raises(DataNotFoundError, match="not a complete VQA-VS split folder"):
         read_samples(out)
+
+
+def test_a_csv_row_with_fewer_fields_than_the_header_is_refused(tmp_path):
+    """pandas pads a short row: here its objects would become an empty list, silently (a
+    partial table). It is refused, naming the row, instead of counted."""
+    csv = tmp_path / "t.csv"
+    csv.write_text("question_id,image_id,question,answers,objects\n"
+                   "1,a,Is it red?,yes,cat\n2,b,Is it?,no\n")
+    with pytest.raises(VQAError, match="row 3 has 4 field\\(s\\), the header 5"):
+        load_table(csv)
