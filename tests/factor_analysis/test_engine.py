@@ -129,6 +129,32 @@ def test_calibration_per_factor_against_a_plain_binning(data):
         calibration_by_factor(table, without)
 
 
+def test_calibration_average_is_the_ece_over_all_items_not_the_mean_over_factors(data):
+    annotations, predictions, table, joined = data
+    ece = calibration_by_factor(table, joined, n_bins=10)
+    frame = _plain(annotations, predictions)
+    bins = np.clip(np.ceil(frame["probability"] * 10).astype(int) - 1, 0, 9)
+    per_bin = frame.groupby(bins).agg(right=("right", "sum"), conf=("probability", "sum"))
+    expected = (per_bin["right"] - per_bin["conf"]).abs().sum() / len(frame)
+    assert ece.loc["model", "average"] == pytest.approx(expected)
+    factors = ece.drop(columns=["worst_factor", "average"]).loc["model"]
+    assert factors.mean() != pytest.approx(expected)  # the test tells the two apart
+
+
+def test_worst_factors_keep_a_factor_with_exactly_min_count_items(data):
+    annotations, predictions, table, joined = data
+    result = factor_result(table, joined)
+    frame = _plain(annotations, predictions)
+    n_water = int((frame["background"] == "water").sum())
+    counts = result.table("count").loc["model"]
+    assert counts["background=water"] == n_water
+    worst = worst_factors(result, k=len(result.names), min_count=n_water)
+    expected = {name for name in result.names if counts[name] >= n_water}
+    assert "background=water" in expected
+    assert set(worst["factor"]) == expected
+    assert len(worst) == len(expected)
+
+
 def test_bootstrap_interval_brackets_and_chi2_flags_the_planted_factor(data):
     _, _, table, joined = data
     result = factor_result(table, joined, n_boot=200, seed=1)
@@ -212,6 +238,9 @@ def test_bad_annotations_are_one_line_errors(change, message):
         # confidences in percent would be binned as 1.0 and give a wrong calibration error
         (lambda p: p.assign(probability=p["probability"] * 100), {"prob_col": "probability"},
          r"'probability' must hold probabilities in \[0, 1\]; \d+ bad values"),
+        # an empty prediction cell must not be scored as some label
+        (lambda p: p.assign(prediction=p["prediction"].where(p["id"] != "img00001")), {},
+         "1 rows without a value in 'prediction'"),
     ],
 )
 def test_bad_predictions_are_one_line_errors(change, kwargs, message):

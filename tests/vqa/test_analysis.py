@@ -2,6 +2,7 @@
 build, so that every recomputed quantity has a known answer."""
 
 import json
+import shutil
 
 import numpy as np
 import pandas as pd
@@ -97,6 +98,24 @@ def test_analyses_of_a_release_recover_its_construction(release):
     assert nonempty["KO"] and nonempty.sum() >= 3
     assert (agree.loc[nonempty, "jaccard"] == 1.0).all()
     assert out["ood_sizes"].to_dict() == {k: int(v) for k, v in agree["released"].items()}
+
+
+def test_agreement_jaccard_is_over_the_union_of_released_and_recomputed(release, tmp_path):
+    built, root, data = release
+    shutil.copytree(root, tmp_path / "rel")
+    s = built.samples
+    test = s[s["split"] == "test"]
+    tail = test.loc[test["tail:KO"], "question_id"].tolist()
+    head = test.loc[test["head:KO"], "question_id"].tolist()
+    assert len(tail) > 3 and len(head) >= 2
+    released = tail[3:] + head[:2]  # 3 recomputed ones missing, 2 others added
+    (tmp_path / "rel" / "OOD-Test/KO/OOD-Test-KO-Ques.json").write_text(
+        json.dumps([{"question_id": int(q)} for q in released]))
+    out = analyze_release(load_table(data), read_release(tmp_path / "rel"))
+    ko = out["agreement"].set_index("shortcut").loc["KO"]
+    n = len(tail)
+    assert (ko["released"], ko["recomputed"], ko["both"]) == (n - 1, n, n - 3)
+    assert ko["jaccard"] == pytest.approx((n - 3) / (n + 2))  # |A n B| / |A u B|
 
 
 def test_predictions_add_fig6_and_head_tail(release):

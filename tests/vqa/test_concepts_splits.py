@@ -136,6 +136,23 @@ def test_group_flags_head_tail_rule():
     )
 
 
+def test_a_perfectly_balanced_group_is_not_imbalanced_even_at_threshold_one():
+    # The paper: a group is imbalanced when its normalised entropy is *below* the threshold.
+    # Two answers 3 and 3 have entropy log 2 / log 2 = 1 exactly (halves are exact), so at the
+    # largest allowed threshold 1.0 the group is balanced and has no head and no tail; with
+    # "<=" every sample (count 3 < 1.2 x 3) would be held out as OOD.
+    concept = np.zeros(6, dtype=int)
+    answer = np.array([0, 0, 0, 1, 1, 1])
+    f = group_flags(concept, answer, entropy_threshold=1.0)
+    assert f.group_entropy[0] == 1.0
+    assert not f.imbalanced.any()
+    assert not f.head.any() and not f.tail.any()
+    # a slightly uneven group (entropy < 1) is imbalanced at threshold 1.0: counts 4 and 3,
+    # mean 3.5, both below 1.2 x 3.5 = 4.2, so all seven are tail
+    g = group_flags(np.zeros(7, dtype=int), np.array([0] * 4 + [1] * 3), entropy_threshold=1.0)
+    assert g.imbalanced.tolist() == [True] and g.tail.sum() == 7
+
+
 def test_jaccard_and_coincidence():
     a = np.array([1, 1, 0, 0], bool)
     b = np.array([1, 0, 1, 0], bool)
