@@ -620,6 +620,64 @@ MUTATIONS: tuple[Mutation, ...] = (
              ("tests/factor_analysis/test_factors_report_figures.py",),
              "factor report's bootstrap whiskers symmetric: the lower one is the upper's length",
              expect="caught"),  # survived before test_bar_whiskers_span_each_factors_own_...
+    Mutation("M127", "cli/vqa.py", 'if on != "test" and splits is None:',
+             'if on not in ("test", "val") and splits is None:',
+             ("tests/vqa/test_release.py", "tests/vqa/test_cli_score_options.py"),
+             "vqa score --on val with --release/--data not refused: test sets labelled IID val",
+             expect="caught"),  # survived before test_on_val_without_built_splits_is_refused
+    Mutation("M128", "cli/vqa.py", 'if train is not None and metric != "vqa-vs":',
+             'if train is not None and metric not in METRICS:',
+             ("tests/vqa/test_release.py", "tests/vqa/test_io_eval.py"),
+             "vqa score --train with --metric official silently ignored, not refused"),
+    Mutation("M129", "cli/vqa.py", 'is_train = samples["split"] == "train"',
+             'is_train = samples["split"] != "test"',
+             ("tests/vqa/test_release.py", "tests/vqa/test_cli_score_options.py"),
+             "vqa score --splits --metric vqa-vs: vocabulary from train + val, not train",
+             expect="caught"),  # survived before test_vqa_vs_vocabulary_of_built_splits_is_...
+    Mutation("M130", "cli/vqa.py",
+             'cells = [*result["ood"].values(), result["ood_mean"], result["iid"]]',
+             'cells = [*result["ood"].values(), result["iid"], result["ood_mean"]]',
+             ("tests/vqa/test_release.py", "tests/vqa/test_cli_score_options.py"),
+             "vqa score's paper-row line: IID and OOD mean swapped under 'mean IID'",
+             expect="caught"),  # survived before test_printed_paper_row_is_ood_sets_then_...
+    Mutation("M131", "cli/vqa.py", 'if injection is not None and "cnn-bow" not in models:',
+             'if injection is not None and "cnn-bow" not in choices:',
+             ("tests/vqa/test_io_eval.py", "tests/cli/test_hostile_inputs.py"),
+             "vqa baselines --inject without cnn-bow silently ignored, not refused"),
+    Mutation("M132", "cli/stats.py", "if pairs and not strict:", "if pairs and strict is None:",
+             ("tests/stats/test_stats_cli.py", "tests/stats/test_stats_conventions.py"),
+             "stats compare --trained-on without --strict silently ignored, not refused"),
+    Mutation("M133", "cli/stats.py",
+             "excluded += [b for b in in_distribution if b not in excluded]",
+             "excluded = [b for b in in_distribution if b not in excluded]",
+             ("tests/stats/test_stats_cli.py", "tests/stats/test_stats_conventions.py"),
+             "stats compare --strict drops the --exclude-block blocks from the exclusion",
+             expect="caught"),  # survived before test_strict_adds_its_blocks_to_the_excluded_ones
+    Mutation("M134", "cli/diagvib_metrics.py", "unique.setdefault(d.resolve(), d)",
+             "unique.setdefault(d, d)",
+             ("tests/cli/test_option_boundaries.py",),
+             "diagvib metrics: one run folder given in two spellings read twice",
+             expect="caught"),  # survived before test_metrics_of_one_folder_in_two_spellings_...
+    Mutation("M135", "cli/options.py", "if not 0 <= sample < DEFAULT_SAMPLES:",
+             "if not 0 <= sample <= DEFAULT_SAMPLES:",
+             ("tests/cli/test_bad_inputs.py", "tests/cli/test_option_boundaries.py"),
+             "--samples 5 accepted: a sixth dataset sample outside the benchmark's five",
+             expect="caught"),  # survived before test_samples_are_the_benchmarks_five_ids_0_to_4
+    Mutation("M136", "cli/imagenetx.py", "        if clash:\n", "        if len(clash) > 1:\n",
+             ("tests/imagenetx/test_imagenetx_predict_inputs.py",
+              "tests/cli/test_hostile_inputs.py"),
+             "imagenetx predict: one preprocessing option with --data-config silently ignored"),
+    Mutation("M137", "cli/imagenetx.py", 'interpolation or "bilinear")',
+             'interpolation or "bicubic")',
+             ("tests/imagenetx/test_imagenetx_predict_inputs.py",),
+             "imagenetx predict's default resize interpolation bicubic, not the documented "
+             "bilinear",
+             expect="caught"),  # survived before test_preprocessing_options_and_their_...
+    Mutation("M138", "cli/vqa.py", 'if select and "cnn-bow" not in models:',
+             'if select and "cnn-bow" not in choices:',
+             ("tests/vqa/test_io_eval.py", "tests/vqa/test_cli_score_options.py"),
+             "vqa baselines --select without cnn-bow silently ignored, not refused",
+             expect="caught"),  # survived before test_select_without_cnn_bow_is_refused_...
 )
 
 
