@@ -152,3 +152,24 @@ def test_each_file_gets_the_prediction_of_its_own_image(tmp_path):
         expected[path.name] = int(model(x).argmax())
     assert len(set(expected.values())) == len(levels)  # the classes tell the images apart
     assert dict(zip(frame["file_name"], frame["predicted_class"], strict=True)) == expected
+
+
+def test_preprocessing_options_and_their_documented_defaults_reach_the_transform(
+        tmp_path, weights, monkeypatch):
+    # defaults of the help (and of ResNet-50's standard evaluation): 224 crop of a 256 resize
+    # (crop_pct 0.875), bilinear; each option given reaches the transform as given
+    import shortcutlab.imagenetx.predict as predict
+
+    calls = []
+    real = predict.eval_transform
+    monkeypatch.setattr(predict, "eval_transform",
+                        lambda *args: calls.append(args) or real(*args))
+    folder = _folder(tmp_path / "val", n=1)
+    base = ["imagenetx", "predict", "--model", "small_cnn", "--weights", str(weights),
+            "--imagenet-val", str(folder)]
+    ok = runner.invoke(app, [*base, "--out", str(tmp_path / "a.csv")])
+    assert ok.exit_code == 0, ok.output
+    ok = runner.invoke(app, [*base, "--out", str(tmp_path / "b.csv"), "--image-size", "32",
+                             "--crop-pct", "1.0", "--interpolation", "nearest"])
+    assert ok.exit_code == 0, ok.output
+    assert calls == [(224, 0.875, "bilinear"), (32, 1.0, "nearest")]

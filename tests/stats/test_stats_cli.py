@@ -149,3 +149,16 @@ def test_select_out_writes_all_its_files_or_none(tmp_path, monkeypatch):
     blocked.write_text("x")
     res = runner.invoke(app, ["select", str(path), "--out", str(blocked)])
     assert res.exit_code == 2 and blocked.read_text() == "x"
+
+
+def test_strict_adds_its_blocks_to_the_excluded_ones(tmp_path):
+    # --exclude-block and --strict together leave out both; N counts the rest
+    path = table2_csv(tmp_path)
+    dropped, in_dist = TEST_SETS[0], TEST_SETS[1]
+    res = runner.invoke(app, ["compare", str(path), "--exclude-block", dropped, "--strict",
+                              "--trained-on", f"{ALGORITHMS[0]}={in_dist}", "--json"])
+    assert res.exit_code == 0, res.output
+    obj = json.loads(res.stdout)
+    assert set(obj["excluded_blocks"]) == {dropped, in_dist}
+    scores = np.array(ROWS).T[2:]  # the rows of the other test sets, by scipy
+    assert obj["chi2"] == pytest.approx(stats.friedmanchisquare(*scores.T).statistic)
