@@ -734,6 +734,63 @@ MUTATIONS: tuple[Mutation, ...] = (
              "missing |= col_codes < -1",
              ("tests/factor_analysis/test_engine.py",),
              "worst-group accuracy: a missing factor value grouped with the first value"),
+    Mutation("M151", "train/trainer.py",
+             "test_acc={name: best_evals[name].acc for name in test_sets}",
+             "test_acc={name: tests[name].acc for name in test_sets}",
+             ("tests/train/test_trainer.py",),
+             "reported test accuracy that of the last epoch, not the lowest-validation-loss one",
+             expect="caught"),  # survived before test_reported_test_accuracy_is_that_of_the_best...
+    Mutation("M152", "train/trainer.py", "    algorithm.eval()\n    loader = loader or",
+             "    loader = loader or",
+             ("tests/train/test_trainer.py",),
+             "evaluation in training mode: dropout on, BatchNorm statistics updated by test sets"),
+    Mutation("M153", "train/trainer.py", "stopped_early = epoch + 1 < config.epochs",
+             "stopped_early = epoch + 1 <= config.epochs",
+             ("tests/train/test_trainer.py",),
+             "patience running out at the last epoch recorded as an early stop",
+             expect="caught"),  # survived before test_patience_running_out_at_the_last_epoch_...
+    Mutation("M154", "train/trainer.py", "indices.append(torch.arange(position, position + n))",
+             "indices.append(torch.arange(n))",
+             ("tests/train/test_trainer.py",),
+             "per-tag accuracy of a dataset without 'index': every batch read the first tags",
+             expect="caught"),  # survived before test_per_tag_accuracy_without_item_indices_...
+    Mutation("M155", "train/trainer.py", "with autocast_for(device, precision):",
+             'with autocast_for(device, "fp32"):',
+             ("tests/train/test_mixed_precision.py", "tests/train/test_trainer.py"),
+             "bf16/fp16 runs evaluated in float32 (autocast scope only around training steps)",
+             expect="caught"),  # survived before test_evaluation_runs_under_the_configs_autocast...
+    Mutation("M156", "train/step_modes.py",
+             "sampler = EpochBatches(n_train, config.batch_size, config.seed, config.drop_last)",
+             "sampler = EpochBatches(n_train, config.batch_size, config.seed)",
+             ("tests/train/test_step_modes.py",),
+             "CUDA-graph plan ignores drop_last: static batches of an uneven set called ragged",
+             expect="caught"),  # survived before test_drop_last_makes_an_uneven_training_set_...
+    Mutation("M157", "train/step_modes.py", 'if kinds != ["Adam"]:', 'if "Adam" not in kinds:',
+             ("tests/train/test_step_modes.py",),
+             "CUDA-graph plan accepts Adam beside another optimiser (SGD's step captured)",
+             expect="caught"),  # survived before test_adam_beside_another_optimiser_is_not_graphed
+    Mutation("M158", "train/metrics.py", ".sum().div(seen.sum())", ".mean()",
+             ("tests/train/test_trainer.py", "tests/diagvib/test_evaluation.py"),
+             "mean per-class accuracy of tensors counts classes absent from the targets as 0"),
+    Mutation("M159", "diagvib/evaluation.py", "(preds >= num_classes)", "(preds > num_classes)",
+             ("tests/diagvib/test_evaluation.py",),
+             "a predicted class id equal to num_classes accepted (scored as a miss, not refused)"),
+    Mutation("M160", "runner/collect.py", "if (path / DONE_FILE).exists():",
+             "if (path / RESULT_FILE).exists():",
+             ("tests/runner/test_jobs.py",
+              "tests/runner/test_faults.py::test_junk_and_copied_folders_are_reported_not_counted"),
+             "job table reads a result.json without its done marker (a pending job skipped)",
+             expect="caught"),  # survived before test_a_result_without_its_done_marker_is_a_...
+    Mutation("M161", "runner/records.py", "and not isinstance(value, bool) and value >= 0",
+             "and not isinstance(value, bool)",
+             ("tests/runner/test_jobs.py",),
+             "a result with best_epoch or epochs_run -1 counted done",
+             expect="caught"),  # survived before test_a_negative_epoch_count_is_no_valid_result
+    Mutation("M162", "diagvib/checkpoints.py", 'first = epochs.drop_duplicates("job_id")',
+             'first = epochs.drop_duplicates("job_id", keep="last")',
+             ("tests/diagvib/test_checkpoints.py",),
+             "checkpoint rules fill test_acc from a job's last test set, not its first",
+             expect="caught"),  # survived before test_checkpoint_rules_fill_test_acc_from_each_...
 )
 
 

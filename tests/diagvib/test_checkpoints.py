@@ -206,3 +206,18 @@ def test_report_names_the_rule_and_shows_the_noise(run_dir, tmp_path) -> None:
     assert default.exit_code == 0
     assert "the checkpoint with the lowest validation loss" in (
         tmp_path / "d" / "index.html").read_text()
+
+
+def test_checkpoint_rules_fill_test_acc_from_each_jobs_first_test_set() -> None:
+    """Two test sets per job: ``test_acc`` is the first's (as the runner's own ``test_acc``),
+    the second's numbers never replace it."""
+    first = _epochs("a", 3)
+    second = first.assign(test_set="zz", acc=first["acc"] + 0.01)
+    epochs = pd.concat([first, second], ignore_index=True)
+    table = pd.DataFrame({"job_id": ["a"], "status": ["done"], "test_acc": [np.nan],
+                          "best_epoch": [0]})
+    out = apply_checkpoint(table, epochs, "last")
+    want = first[(first["epoch"] == 2) & (first["tag"] == "all")]["acc"].item()
+    assert out["test_acc"].item() == want
+    assert out["test_acc@01-ood"].item() == first[
+        (first["epoch"] == 2) & (first["tag"] == "01-ood")]["acc"].item()

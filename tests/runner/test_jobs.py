@@ -215,3 +215,27 @@ def test_an_input_edited_after_planning_fails_the_job_instead_of_running_it(tmp_
     assert "input 'data'" in summary.failed[0].error
     assert "changed since the job was planned" in summary.failed[0].error
     assert job_status(tmp_path / "out" / job.job_id) == "failed"
+
+
+def test_a_result_without_its_done_marker_is_a_pending_row_not_a_result(tmp_path) -> None:
+    """A job killed between writing result.json and its done marker is pending: listed, with
+    empty result columns, and never counted (the marker is written last)."""
+    jobs = noop_jobs(2)
+    run_jobs(jobs, tmp_path, backend="serial", progress=False, collect_table=False)
+    (tmp_path / jobs[0].job_id / "done").unlink()
+    assert (tmp_path / jobs[0].job_id / "result.json").is_file()
+    table = collect(tmp_path).set_index("job_id")
+    assert table.attrs["skipped"] == []
+    assert table.loc[jobs[0].job_id, "status"] == "pending"
+    assert pd.isna(table.loc[jobs[0].job_id, "test_acc"])
+    assert table.loc[jobs[1].job_id, "status"] == "done"
+
+
+@pytest.mark.parametrize("key", ["best_epoch", "epochs_run"])
+def test_a_negative_epoch_count_is_no_valid_result(key) -> None:
+    from shortcutlab.runner.records import result_problem
+
+    good = {"best_epoch": 0, "epochs_run": 1, "val_loss": 0.5, "val_acc": 0.9,
+            "test_acc": 0.8, "train_seconds": 1.0}
+    assert result_problem(good) is None
+    assert result_problem({**good, key: -1}) == f"has {key} = -1, expected a whole number >= 0"

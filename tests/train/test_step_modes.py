@@ -199,3 +199,21 @@ def test_a_failed_capture_falls_back_to_eager_steps_and_says_why() -> None:
         assert torch.equal(a, b)
     assert step_modes.step_mode_of(runner, None) == f"eager: {runner.failed}"
     assert step_modes.step_mode_of(object(), None) == "graph"
+
+
+def test_drop_last_makes_an_uneven_training_set_static_for_a_graph() -> None:
+    """100 images in batches of 16 with ``drop_last``: six batches of 16 (the 4 left over are
+    dropped), every step the same shape, so the step can be a graph; without drop_last it
+    cannot (the parametrised case above)."""
+    assert _plan(CFG, n=100) is None
+    assert "training batches of 4 and 16" in (_plan(CFG.replace(drop_last=False), n=100) or "")
+
+
+def test_adam_beside_another_optimiser_is_not_graphed() -> None:
+    """Only Adam's step is captured (``capturable``): an algorithm holding Adam and SGD must
+    run eagerly, naming both."""
+    algo = create_algorithm(CFG.algorithm, 3, CFG)
+    algo.opt_extra = torch.optim.SGD(algo.parameters(), lr=0.1)
+    assert sorted(type(o).__name__ for o in optimizers_of(algo)) == ["Adam", "SGD"]
+    why = cuda_graph_plan("auto", CUDA, CFG, algo, 96)
+    assert why is not None and "optimiser Adam, SGD" in why

@@ -274,3 +274,100 @@ def test_a_nan_validation_loss_is_never_the_best() -> None:
         assert res.best_epoch == 1 and res.val_loss == pytest.approx(math.log(3))
         stopped = train(cfg.replace(epochs=10, patience=2), **DATA)
         assert (stopped.best_epoch, stopped.epochs_run) == (1, 4)
+
+
+class _Souring(Algorithm):
+    """Reads the label from the image (the bright square's channel) with a weight that falls by
+    0.5 a step: right at epoch 0 (6 steps: 4 -> 1), wrong and ever more sure from epoch 1 on
+    (-2, -5), so the validation loss is lowest at epoch 0 while the accuracy then drops to ~0."""
+
+    def __init__(self, num_classes, config, context=None) -> None:
+        super().__init__(num_classes, config, context)
+        self.s = torch.nn.Parameter(torch.tensor(4.0))
+
+    def update(self, batch):
+        with torch.no_grad():
+            self.s -= 0.5
+        return {"loss": 1.0}
+
+    def predict(self, x):
+        return x[:, :, 8:24, 8:24].mean((2, 3)) * self.s
+
+
+def test_reported_test_accuracy_is_that_of_the_best_epoch_not_the_last() -> None:
+    with algorithms.REGISTRY.scratch():
+        algorithms.register_algorithm(_Souring, name="_souring_test")
+        cfg = TrainConfig(algorithm="_souring_test", epochs=3, batch_size=16)  # 6 steps/epoch
+        res = train(cfg, **DATA)
+    assert res.best_epoch == 0 and res.epochs_run == 3
+    per_epoch = res.epochs[res.epochs["tag"] == "all"].set_index("epoch")["acc"]
+    assert per_epoch[0] == 1.0 and per_epoch[2] < 0.5  # the model got worse after epoch 0
+    assert res.test_acc["test"] == per_epoch[0] == res.summary()["test_acc"]
+    for tag, acc in res.test_acc_tags["test"].items():
+        row = res.epochs[(res.epochs["epoch"] == 0) & (res.epochs["tag"] == tag)]
+        assert acc == row["acc"].item()
+
+
+@pytest.mark.usefixtures("frozen_algorithm")
+def test_patience_running_out_at_the_last_epoch_is_no_early_stop() -> None:
+    """Patience 2 with 3 epochs: the loop ends at the last epoch it would have run anyway, so
+    nothing was stopped early (``stopped_early`` says epochs were left out)."""
+    cfg = TrainConfig(algorithm="_frozen_test", epochs=3, patience=2)
+    res = train(cfg, **DATA)
+    assert (res.best_epoch, res.epochs_run, res.stopped_early) == (0, 3, False)
+
+
+class _NoIndex(FakeDiagvib):
+    """FakeDiagvib whose items carry no ``index``: evaluation counts positions itself."""
+
+    def __getitem__(self, i: int) -> dict:
+        item = super().__getitem__(i)
+        del item["index"]
+        return item
+
+
+@pytest.mark.usefixtures("frozen_algorithm")
+def test_per_tag_accuracy_without_item_indices_follows_the_dataset_order() -> None:
+    """Batches without ``index``: the k-th image of the evaluation is the dataset's k-th, across
+    batches. The frozen model predicts class 0 everywhere, so a tag ``<a><b>-...`` has accuracy 1
+    when a == 0 and 0 otherwise, and its count is the number of images with that tag."""
+    ds = _NoIndex(30, split="test", ood=True)
+    algo = algorithms.create_algorithm("_frozen_test", 3, TrainConfig(algorithm="_frozen_test"))
+    res = evaluate(algo, ds, device=torch.device("cpu"), batch_size=7)
+    tags, counts = np.unique(ds.tags, return_counts=True)
+    assert {t: n for t, (_, n) in res.tags.items()} == dict(
+        zip(tags.tolist(), counts.tolist(), strict=True))
+    assert {t: acc for t, (acc, _) in res.tags.items()} == {
+        t: float(t[0] == "0") for t in tags.tolist()}
+
+
+class _Linear(Algorithm):
+    """A linear read-out that records the dtype its logits come out in."""
+
+    def __init__(self, num_classes, config, context=None) -> None:
+        super().__init__(num_classes, config, context)
+        self.lin = torch.nn.Linear(3, num_classes)
+        self.seen: list[torch.dtype] = []
+
+    def update(self, batch):
+        return {"loss": 1.0}
+
+    def predict(self, x):
+        out = self.lin(x.mean((2, 3)))
+        self.seen.append(out.dtype)
+        return out
+
+
+def test_evaluation_runs_under_the_configs_autocast_precision() -> None:
+    """``precision`` reaches evaluation: under bf16 a Linear layer's output is bfloat16 (torch's
+    autocast op list), under fp32 float32 — a bf16 run's numbers are those of a bf16 model."""
+    from shortcutlab.train.precision import precision_available
+
+    if not precision_available("bf16", torch.device("cpu")):
+        pytest.skip("no bf16 autocast on this CPU's torch")
+    algo = _Linear(3, TrainConfig())
+    ds = FakeDiagvib(12, split="test")
+    evaluate(algo, ds, device=torch.device("cpu"), precision="bf16")
+    assert algo.seen == [torch.bfloat16]
+    evaluate(algo, ds, device=torch.device("cpu"), precision="fp32")
+    assert algo.seen == [torch.bfloat16, torch.float32]
