@@ -218,3 +218,19 @@ def test_collect_jobs_reads_each_job_file_once_and_gives_the_same_table(
     assert by_model.loc["rn50_in", ["status", "lr"]].tolist() == ["failed", 0.01]
     assert by_model.loc["vae", "vae_classifier"] == "joint"
     assert (table.loc[table["model"] == "small_cnn", "status"] == "done").all()
+
+
+def test_a_spec_file_edited_after_generation_is_refused(tmp_path) -> None:
+    """A job built from a generated folder must run the spec its index.csv hashed: a spec file
+    changed since (here its seed) is refused, never planned under its old name and hash."""
+    from shortcutlab.diagvib.studies import write_benchmark
+
+    write_benchmark(tmp_path / "specs", scale=0.001, studies=["ZSO"], pairs=["hue-shape"],
+                    samples=[0])
+    spec_file = tmp_path / "specs" / "ZSO" / "hue" / "0.yaml"
+    text = spec_file.read_text(encoding="utf-8")
+    assert text.count("\nseed: 0\n") == 1
+    build_jobs("small_cnn", ["ZSO"], ["hue-shape"], [0], specs_dir=tmp_path / "specs")  # intact
+    spec_file.write_text(text.replace("\nseed: 0\n", "\nseed: 1\n"), encoding="utf-8")
+    with pytest.raises(RunnerError, match="was changed after `diagvib studies` wrote it"):
+        build_jobs("small_cnn", ["ZSO"], ["hue-shape"], [0], specs_dir=tmp_path / "specs")

@@ -239,3 +239,18 @@ def test_a_negative_epoch_count_is_no_valid_result(key) -> None:
             "test_acc": 0.8, "train_seconds": 1.0}
     assert result_problem(good) is None
     assert result_problem({**good, key: -1}) == f"has {key} = -1, expected a whole number >= 0"
+
+
+def test_a_rerun_with_every_job_done_still_rewrites_the_job_table(tmp_path) -> None:
+    """``collect_table`` rewrites the job table at the end of every run, also one that only
+    skipped done jobs: a deleted (or stale) jobs.csv comes back with every job done."""
+    jobs = noop_jobs(2)
+    run_jobs(jobs, tmp_path, backend="serial", progress=False)
+    (tmp_path / "jobs.csv").unlink()
+    (tmp_path / "jobs.parquet").unlink()
+    again = run_jobs(jobs, tmp_path, backend="serial", progress=False)
+    assert len(again.skipped) == 2 and again.done == []
+    table = pd.read_csv(tmp_path / "jobs.csv")
+    assert sorted(table["job_id"]) == sorted(j.job_id for j in jobs)
+    assert table["status"].tolist() == ["done", "done"]
+    assert (tmp_path / "jobs.parquet").is_file()
