@@ -828,6 +828,38 @@ MUTATIONS: tuple[Mutation, ...] = (
              ("tests/runner/test_faults.py::test_junk_and_copied_folders_are_reported_not_counted",
               "tests/diagvib/test_jobs.py"),
              "job table counts a copied job folder (its job.json names another id) as a job"),
+    Mutation("M171", "cli/diagvib_render.py", "if not 0 < n <= MAX_RENDER_IMAGES:",
+             "if not 0 < n:",
+             ("tests/diagvib/test_cli_render.py", "tests/cli/test_bad_inputs.py"),
+             "diagvib render's cap on --n dropped (10 million images planned, not refused)",
+             expect="caught"),  # survived before test_render_refuses_more_images_than_its_cap
+    Mutation("M172", "cli/diagvib_render.py", "for target in (out, png):", "for target in (out,):",
+             ("tests/diagvib/test_cli_render.py", "tests/cli/test_bad_inputs.py"),
+             "diagvib render's --png not checked before rendering"),
+    Mutation("M173", "cli/diagvib_studies.py", "seed=image_seed, generator=generator)",
+             "seed=seed, generator=generator)",
+             ("tests/diagvib/test_dataset.py", "tests/diagvib/test_cli_json.py"),
+             "diagvib export --image-seed ignored: the pixels drawn from the benchmark --seed",
+             expect="caught"),  # survived before test_export_image_seed_reaches_the_pixels
+    Mutation("M174", "cli/biasbed.py", "if value is not None and not value > 0:",
+             "if value is not None and not value >= 0:",
+             ("tests/cli/test_hostile_inputs.py", "tests/biasbed/test_cli_options.py"),
+             "biasbed run --lr 0 / --scale 0 accepted (x>0 loosened to x>=0)"),
+    Mutation("M175", "cli/diagvib_run.py", "        patience=patience,\n", "\n",
+             ("tests/diagvib/test_jobs.py", "tests/cli/test_shared_options.py"),
+             "diagvib run --patience never reaches the training config (silently the preset's)",
+             expect="caught"),  # survived before test_diagvib_run_training_options_reach_...
+    Mutation("M176", "cli/options.py", "return preset if preset is not None else protocol",
+             "return preset",
+             ("tests/biasbed/test_cli_options.py", "tests/cli/test_shared_options.py"),
+             "the former --protocol name of --preset silently ignored"),
+    Mutation("M177", "cli/options.py", "account=self.slurm_account, qos=self.slurm_qos,",
+             "account=self.slurm_account, qos=self.slurm_account,",
+             ("tests/cli/test_shared_options.py", "tests/runner/test_backends.py"),
+             "--slurm-qos replaced by the --slurm-account value on its way to sbatch"),
+    Mutation("M178", "cli/biasbed.py", "nemenyi_clip=nemenyi_clip,", "nemenyi_clip=False,",
+             ("tests/biasbed/test_table2_protocol.py", "tests/biasbed/test_cli_options.py"),
+             "biasbed report --nemenyi-clip silently ignored"),
 )
 
 

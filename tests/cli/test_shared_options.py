@@ -116,3 +116,24 @@ def test_biasbed_run_honours_threads(tmp_path: Path) -> None:
         assert result["threads"] == threads
         ids[threads] = job_id
     assert ids[1] != ids[2]
+
+
+def test_diagvib_run_training_options_reach_every_job(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each training option of `diagvib run` ends up in every job's TrainConfig (none left at
+    the preset's value)."""
+    calls: list[list[Any]] = []
+
+    def fake_run_jobs(jobs: Any, out: Any, **kwargs: Any) -> RunSummary:
+        calls.append(list(jobs))
+        return RunSummary([])
+
+    monkeypatch.setattr("shortcutlab.runner.runs.run_jobs", fake_run_jobs)
+    res = runner.invoke(app, [*COMMANDS["diagvib run"], "--patience", "7", "--lr", "0.003",
+                              "--batch-size", "9", "--device", "cpu", "--backend", "serial",
+                              "--out", str(tmp_path / "run")])
+    assert res.exit_code == 0, res.output
+    (jobs,) = calls
+    assert jobs and {(j.train.patience, j.train.lr, j.train.batch_size, j.train.epochs)
+                     for j in jobs} == {(7, 0.003, 9, 1)}

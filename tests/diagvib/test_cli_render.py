@@ -215,3 +215,14 @@ def test_traversal_fixes_the_classes_of_paper_figure_2() -> None:
     position = FACTORS.index("position")
     for name, k in paper.items():
         assert (classes[filled[:, position], position, FACTORS.index(name)] == k).all(), name
+
+
+def test_render_refuses_more_images_than_its_cap(tmp_path: Path) -> None:
+    """--n above MAX_RENDER_IMAGES is refused by name (the cap and the way round it), before
+    any source is loaded or disk space is weighed."""
+    from shortcutlab.cli.diagvib_render import MAX_RENDER_IMAGES
+
+    out = tmp_path / "x.npz"
+    msg = _fails(["diagvib", "render", "--n", str(MAX_RENDER_IMAGES + 1), "--out", str(out)])
+    assert f"up to {MAX_RENDER_IMAGES:,}" in msg and "--seed" in msg, msg
+    assert not out.exists()
