@@ -15,6 +15,7 @@ from shortcutlab.vqa.loaders import load_easy_vqa, load_table
 from shortcutlab.vqa.splits import build_splits
 from shortcutlab.vqa.store import read_samples, write_splits
 from shortcutlab.vqa.table import make_table
+from tests.vqa.colour_questions import colour_questions
 
 QUESTIONS = [
     {"image_id": 10, "question": "What color is the cat?", "question_id": 100},
@@ -140,15 +141,8 @@ def test_easy_vqa_is_read_once_per_process_and_callers_cannot_change_it(monkeypa
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    r = np.random.default_rng(0)
-    rows = []
-    for i in range(600):
-        o = int(r.integers(3))
-        ans = ["yellow", "blue", "green"][o] if r.random() < 0.8 else str(r.choice(["red", "x"]))
-        rows.append({"question_id": i, "image_id": i, "answers": [ans] * 8 + ["red"] * 2,
-                     "question": f"What color is the {['banana', 'sky', 'grass'][o]}?",
-                     "objects": [["banana", "sky", "grass"][o]]})  # fmt: skip
-    table = make_table(pd.DataFrame(rows))
+    table = make_table(colour_questions(600, lambda ans: [ans] * 8 + ["red"] * 2,
+                                        objects=True))
     out = tmp_path_factory.mktemp("splits")
     write_splits(build_splits(table), out, figures=False)
     return table, out

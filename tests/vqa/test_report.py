@@ -3,14 +3,13 @@ acc-head and acc-tail columns each from their own scores."""
 
 from __future__ import annotations
 
-import numpy as np
-import pandas as pd
 import pytest
 
 from shortcutlab.vqa.concepts import SHORTCUTS
 from shortcutlab.vqa.report import baseline_table, write_baseline_report
 from shortcutlab.vqa.splits import build_splits
 from shortcutlab.vqa.table import make_table
+from tests.vqa.colour_questions import colour_questions
 
 
 def _scores(iid: float, ood: float, head: float, tail: float) -> dict[str, object]:
@@ -31,14 +30,7 @@ def test_baseline_table_is_in_percent_one_row_per_model():
 
 
 def test_head_and_tail_columns_each_show_their_own_accuracy(tmp_path):
-    r = np.random.default_rng(0)
-    rows = []
-    for i in range(300):
-        o = int(r.integers(3))
-        ans = ["yellow", "blue", "green"][o] if r.random() < 0.8 else str(r.choice(["red", "x"]))
-        rows.append({"question_id": i, "image_id": i, "answers": [ans] * 10,
-                     "question": f"What color is the {['banana', 'sky', 'grass'][o]}?"})
-    splits = build_splits(make_table(pd.DataFrame(rows)))
+    splits = build_splits(make_table(colour_questions(300, lambda ans: [ans] * 10)))
     # values found nowhere else in the page: 0.4321 -> "43.21", ...
     scores = {"cnn-bow": _scores(0.9, 0.3, 0.4321, 0.1234),
               "cnn-bow+color~shape": _scores(0.8, 0.2, 0.5678, 0.0876)}
