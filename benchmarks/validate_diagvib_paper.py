@@ -375,23 +375,27 @@ def export_chunk(jobs: Sequence[Job], out: Path, archive: Path, commit: str,
     archive.parent.mkdir(parents=True, exist_ok=True)
     part = archive.with_name(archive.name + ".part")  # a window's hard end leaves no half
     count = 0
-    with tempfile.TemporaryDirectory() as tmp, tarfile.open(part, "w:gz") as tar:
-        for job in jobs:
-            path = out / job.job_id
-            if not is_done(path):
-                continue
-            result = json.loads((path / RESULT_FILE).read_text(encoding="utf-8"))
-            device_name = name if str(result.get("device", device)) != "cpu" else "cpu"
-            folder = Path(tmp) / job.job_id
-            folder.mkdir()
-            for file in (JOB_FILE, RESULT_FILE, EPOCHS_FILE):
-                if (path / file).is_file():
-                    shutil.copyfile(path / file, folder / file)
-            record = record_of(job, result, commit, device_name, date)
-            (folder / RECORD_FILE).write_text(json.dumps(record, indent=2, sort_keys=True)
-                                              + "\n", encoding="utf-8")
-            tar.add(folder, arcname=f"{RECORDS}/{job.job_id}")
-            count += 1
+    try:
+        with tempfile.TemporaryDirectory() as tmp, tarfile.open(part, "w:gz") as tar:
+            for job in jobs:
+                path = out / job.job_id
+                if not is_done(path):
+                    continue
+                result = json.loads((path / RESULT_FILE).read_text(encoding="utf-8"))
+                device_name = name if str(result.get("device", device)) != "cpu" else "cpu"
+                folder = Path(tmp) / job.job_id
+                folder.mkdir()
+                for file in (JOB_FILE, RESULT_FILE, EPOCHS_FILE):
+                    if (path / file).is_file():
+                        shutil.copyfile(path / file, folder / file)
+                record = record_of(job, result, commit, device_name, date)
+                (folder / RECORD_FILE).write_text(json.dumps(record, indent=2, sort_keys=True)
+                                                  + "\n", encoding="utf-8")
+                tar.add(folder, arcname=f"{RECORDS}/{job.job_id}")
+                count += 1
+    except BaseException:
+        part.unlink(missing_ok=True)  # nothing half-written is left beside the archive
+        raise
     os.replace(part, archive)
     return count
 

@@ -231,3 +231,30 @@ def test_statements_speak_of_each_recipe_on_its_own_line(script, capsys) -> None
     assert lines[at + 2].strip() == "ours (small_cnn@bf16):  0.50"
     script.print_statements(compute_metrics(fp32), "sem")  # one model: the plain line
     assert "        ours:  0.90" in capsys.readouterr().out.splitlines()
+
+
+def test_an_archive_that_fails_midway_leaves_no_file_behind(script, tmp_path,
+                                                            monkeypatch) -> None:
+    """An error while writing the chunk's archive (a full disk, a bad result) leaves neither a
+    half archive nor its ``.part``: an importer never sees a partial chunk."""
+    from types import SimpleNamespace
+
+    for job_id in ("a", "b"):
+        (tmp_path / "out" / job_id).mkdir(parents=True)
+        (tmp_path / "out" / job_id / script.RESULT_FILE).write_text("{}", encoding="utf-8")
+    calls = []
+
+    def record_then_fail(job, *args):
+        calls.append(job.job_id)
+        if len(calls) == 2:
+            raise OSError("No space left on device")
+        return {}
+
+    monkeypatch.setattr(script, "is_done", lambda path: True)
+    monkeypatch.setattr(script, "record_of", record_then_fail)
+    archive = tmp_path / "chunk.tar.gz"
+    jobs = [SimpleNamespace(job_id="a"), SimpleNamespace(job_id="b")]
+    with pytest.raises(OSError, match="No space"):
+        script.export_chunk(jobs, tmp_path / "out", archive, "abc", "cpu")
+    assert calls == ["a", "b"]
+    assert not archive.exists() and not archive.with_name(archive.name + ".part").exists()
