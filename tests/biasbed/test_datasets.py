@@ -228,3 +228,24 @@ def test_imagenet_evaluation_takes_the_centre_224_of_256_of_the_shorter_side(
     assert got.shape == (56, 56, 3)
     np.testing.assert_array_equal(got, arr[12:68, 4:60])
     np.testing.assert_array_equal(got, np.asarray(CenterCrop(56)(Image.fromarray(arr))))
+
+
+@pytest.mark.parametrize("preprocess, resize", [("imagenet-eval", 64), ("resize", 56)])
+@pytest.mark.parametrize("width, height", [(67, 90), (81, 101), (95, 68)])
+def test_evaluation_pixels_are_torchvisions_resize_then_centre_crop(
+        tmp_path: Path, preprocess: str, resize: int, width: int, height: int) -> None:
+    """Pixel for pixel the authors' torchvision loaders (Resize, CenterCrop): 67×90 resized to
+    64 is 64×85 there (the long side truncated, not rounded to 86), and its 56-crop of a
+    75-tall image starts at row round(9.5) = 10, not 9."""
+    import numpy as np
+    from PIL import Image
+    from torchvision.transforms import CenterCrop, Compose, Resize
+
+    arr = np.random.default_rng(width * height).integers(0, 256, (height, width, 3),
+                                                          dtype=np.uint8)
+    (tmp_path / "a").mkdir()
+    Image.fromarray(arr).save(tmp_path / "a" / "x.png")
+    ds = ImageFolderDataset(tmp_path, ["a"], image_size=56, preprocess=preprocess)
+    got = (ds[0]["x"] * 255).round().to(torch.uint8).permute(1, 2, 0).numpy()
+    want = Compose([Resize(resize), CenterCrop(56)])(Image.fromarray(arr))
+    np.testing.assert_array_equal(got, np.asarray(want))

@@ -271,17 +271,15 @@ class ImageFolderDataset(Dataset):
                     with torch.random.fork_rng(devices=[]):
                         torch.manual_seed(torch_seed(self.seed, "augment", index, draw))
                         return self._augment(im)
-                w, h = im.size
+                from torchvision.transforms import functional as tvf
+
                 size = self.image_size
                 if self.preprocess == "imagenet-eval":
                     size = round(self.image_size * 256 / 224)
-                scale = size / min(w, h)
-                nw, nh = max(size, round(w * scale)), max(size, round(h * scale))
-                if (nw, nh) != (w, h):
-                    im = im.resize((nw, nh), Image.Resampling.BILINEAR)
-                left, top = (nw - self.image_size) // 2, (nh - self.image_size) // 2
-                im = im.crop((left, top, left + self.image_size, top + self.image_size))
-                arr = np.asarray(im, dtype=np.uint8)
+                # torchvision's Resize(size), CenterCrop(image_size), as the authors' loaders:
+                # its long side (truncated) and crop offsets (rounded) are theirs to the pixel
+                im = tvf.resize(im, [size], tvf.InterpolationMode.BILINEAR)
+                arr = np.asarray(tvf.center_crop(im, [self.image_size]), dtype=np.uint8)
         except OSError as exc:
             raise BiasbedDataError(f"cannot read image {str(path)!r}: {exc}") from None
         return torch.from_numpy(arr.copy()).permute(2, 0, 1).float().div_(255.0)
