@@ -89,6 +89,14 @@ def test_validation_index_is_the_same_in_a_batch_with_a_non_ascii_name():
     assert mixed.tolist() == [*ascii_only.tolist(), -1]
 
 
+def test_validation_index_refuses_digits_outside_ascii():
+    """Arabic-Indic or full-width digits are not the ``%08d`` of a validation file name: such a
+    name is no validation image, whichever parser reads it (not image 123's number)."""
+    names = np.array(["ILSVRC2012_val_00000123.JPEG", "ILSVRC2012_val_0000012\u0663.JPEG",
+                      "ILSVRC2012_val_0000012\uff13.JPEG"])
+    assert val_image_index(names).tolist() == [122, -1, -1]
+
+
 def test_bad_choices_are_named():
     with pytest.raises(ImagenetXError, match="unknown factor selection 'all'.*top, multi"):
         load_annotations("all")
