@@ -300,3 +300,102 @@ def test_cubic_procedure_with_three_strengths_fits_their_means_without_a_warning
         row = spillover.spillover(ratios, strength, "cubic").loc["pose"]
     assert (row["weak"], row["strong"]) == ("40", "90")
     assert row["change"] == pytest.approx(0.6, abs=0.02)
+
+
+def test_table3_lists_the_most_susceptible_factors_with_their_intervals(top_val):
+    """Table 3's susceptible list is the k factors with the highest error ratios above 1,
+    highest first; checked against error ratios counted by hand on the 'dog' images of a model
+    wrong on a different share of each factor's images (seven factors above the dog average)."""
+    dog = top_val.meta_label == META_LABELS.index("dog")
+    position = np.arange(len(top_val))
+    every = {"texture": 1, "pattern": 2, "color": 3, "smaller": 4, "shape": 5,
+             "subcategory": 7, "partial_view": 9, "pose": 40}
+    wrong = np.zeros(len(top_val), dtype=bool)
+    for name, step in every.items():
+        wrong |= top_val.factors[:, FACTORS.index(name)] & (position % step == 0)
+    wrong &= dog
+    classes = np.where(wrong, (top_val.labels + 1) % 1000, top_val.labels)
+    result = evaluate(Predictions(("m",), top_val.file_names, classes[None, :]), top_val)
+    listing = analyses.meta_label_listing(result, k=4)
+    part = listing[(listing["meta_label"] == "dog") & (listing["kind"] == "susceptible")]
+
+    base = wrong[dog].mean()  # the dog meta-label's error rate
+    by_hand = {}
+    for k, name in enumerate(FACTORS):
+        images = dog & top_val.factors[:, k]
+        if images.any():
+            by_hand[name] = (wrong[images].mean() / base, int(images.sum()),
+                             int((~wrong[images]).sum()))
+    above = sorted((v[0], name) for name, v in by_hand.items() if v[0] > 1)
+    assert len(above) >= 6  # more susceptible factors than the four listed
+    expected = [name for _, name in above[::-1][:4]]
+    assert part.sort_values("rank")["factor"].tolist() == expected
+    for row in part.itertuples():
+        ratio, n, right = by_hand[row.factor]
+        assert row.error_ratio == pytest.approx(ratio, rel=1e-9)
+        assert row.n_images == n
+        # Wilson interval of the factor's accuracy (z = 1.96) mapped to 1 - accuracy over base
+        bounds = analyses.wilson_interval(np.array(right), np.array(n))
+        assert (row.lower, row.upper) == pytest.approx(((1 - bounds[1]) / base,
+                                                        (1 - bounds[0]) / base), rel=1e-9)
+        assert row.lower <= row.error_ratio <= row.upper
+
+
+def test_figure4_keeps_the_four_model_groups_of_the_paper(tmp_path):
+    """Figures 1b and 4 compare four groups of models: supervised on ImageNet-1k, with more
+    data, self-supervised and with robustness interventions (paper section 3.1); the other
+    families of the shipped map are left out."""
+    known = analyses.load_model_families()
+    one_each = {family: known.index[known == family][0] for family in analyses.FAMILIES}
+    folder = tmp_path / "results" / "val" / "top_factor" / "imagenet_testbed" / "class"
+    folder.mkdir(parents=True)
+    table = pd.DataFrame({f: 0.7 for f in FACTORS}, index=list(one_each.values()))
+    table["average"] = 0.75
+    table.rename_axis("model").to_csv(folder / "accuracies_per_factor.csv")
+    fig4 = analyses.figure4_models(analyses.read_result_tables(tmp_path / "results"))
+    assert sorted(fig4["family"]) == sorted(["supervised_1k", "more_data", "self_supervised",
+                                             "robustness_intervention"])
+    assert fig4.loc[one_each["robustness_intervention"], "family"] == "robustness_intervention"
+
+
+def test_accuracy_by_active_factors_leaves_out_images_without_a_prediction():
+    """A model with predictions for every other image only: its accuracy per number of active
+    factors is counted over the images it has (images it lacks are not its errors)."""
+    multi = load_annotations("multi")
+    n_active = multi.factors.sum(axis=1)
+    has = np.arange(len(multi)) % 2 == 0
+    right = has & (np.arange(len(multi)) % 3 != 0)
+    classes = np.where(right, multi.labels, (multi.labels + 1) % 1000)
+    preds = Predictions(("half",), multi.file_names[has], classes[None, has])
+    acc = analyses.accuracy_by_active_factors(preds, multi)
+    for n in (1, 2, 3):
+        assert acc.loc["half", n] == pytest.approx(right[has & (n_active == n)].mean(), rel=1e-12)
+    assert acc.loc["half", 1] == pytest.approx(2 / 3, abs=0.01)
+
+
+def test_figure17_takes_the_strongest_strength_with_five_models():
+    """Figure 17 (as the authors' code): crop only and colour jitter only at their strongest
+    strength among those with 5+ models; both and the tailored jitter with all their models.
+    The per-factor test is scipy's Alexander-Govern across the four."""
+    tables = pd.concat([
+        _fake_group("crop", "crop", [8, 50, 92], {"pose": -0.2}, 0),
+        _fake_group("colorjitter", "color", [0, 50, 100], {"color": -0.2}, 1),
+        _fake_group("colorjitter_crop", "color", [50], {}, 2),
+        _fake_group("adaptive_colorjitter", "color", [50], {}, 3),
+    ])
+    # colour jitter 100 keeps 4 models: 50 is the strongest strength with 5+
+    tables = tables.drop([f"resnet50_color100_id{r}" for r in (4, 5)])
+    out = analyses.tailored_augmentation(tables)
+    ratios = out["ratios"]
+    models = ratios.groupby("augmentation").groups
+    assert sorted(models["crop"]) == [f"crop/resnet50_crop8_id{r}" for r in range(6)]
+    assert sorted(models["color jitter"]) == [f"colorjitter/resnet50_color50_id{r}"
+                                              for r in range(6)]
+    assert len(models["color jitter + crop"]) == len(models["per-class color jitter + crop"]) == 6
+    crop = tables.loc[[f"resnet50_crop8_id{r}" for r in range(6)]]
+    np.testing.assert_allclose(ratios.loc[sorted(models["crop"]), "pose"],
+                               error_ratio(crop)["pose"], rtol=1e-12)
+    samples = [ratios.loc[ratios["augmentation"] == label, "pose"]
+               for label in analyses.TAILORED_GROUPS]
+    expected = stats.alexandergovern(*samples)
+    assert out["tests"].loc["pose", "pvalue"] == pytest.approx(expected.pvalue, rel=1e-9)

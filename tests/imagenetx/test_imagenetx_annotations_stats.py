@@ -64,6 +64,39 @@ def test_real_labels_and_validation_index(top_val):
         real_labels(np.array(["n01440764_1.JPEG"]))
 
 
+def test_validation_index_needs_eight_decimal_digits():
+    """Only ``ILSVRC2012_val_%08d.JPEG`` names are validation images: a letter or another
+    character among the eight digits (``A`` is 17 past ``0`` in ASCII, ``:`` is 10) makes the
+    name unknown (-1), it is not read as some other image's number."""
+    names = np.array(["ILSVRC2012_val_0000000A.JPEG", "ILSVRC2012_val_0000001:.JPEG",
+                      "ILSVRC2012_val_00000017.JPEG"])
+    assert val_image_index(names).tolist() == [-1, -1, 16]
+    with pytest.raises(ImagenetXError, match="1 file names are not validation images"):
+        real_labels(names[:1])
+
+
+def test_validation_index_is_the_same_in_a_batch_with_a_non_ascii_name():
+    """A non-ASCII file name of a validation name's length (28) sends the whole batch through
+    the slower parser: every other name keeps its number (the eight digits, image n at
+    position n - 1)."""
+    names = np.array(["ILSVRC2012_val_00000001.JPEG", "ILSVRC2012_val_00012345.JPEG",
+                      "ILSVRC2012_val_00050000.JPEG", "ILSVRC2012_val_00050001.JPEG"])
+    ascii_only = val_image_index(names)
+    assert ascii_only.tolist() == [0, 12_344, 49_999, -1]
+    odd = "ILSVRC2012_val_0000012ä.JPEG"
+    assert len(odd) == 28
+    mixed = val_image_index(np.append(names, odd))
+    assert mixed.tolist() == [*ascii_only.tolist(), -1]
+
+
+def test_validation_index_refuses_digits_outside_ascii():
+    """Arabic-Indic or full-width digits are not the ``%08d`` of a validation file name: such a
+    name is no validation image, whichever parser reads it (not image 123's number)."""
+    names = np.array(["ILSVRC2012_val_00000123.JPEG", "ILSVRC2012_val_0000012\u0663.JPEG",
+                      "ILSVRC2012_val_0000012\uff13.JPEG"])
+    assert val_image_index(names).tolist() == [122, -1, -1]
+
+
 def test_bad_choices_are_named():
     with pytest.raises(ImagenetXError, match="unknown factor selection 'all'.*top, multi"):
         load_annotations("all")
@@ -90,6 +123,23 @@ def test_alexander_govern_matches_scipy_per_factor():
         alexander_govern_by_factor(table, {k: v for k, v in groups.items() if k != "m0"})
 
 
+def test_alexander_govern_is_significant_at_the_papers_five_percent_by_default():
+    """Figure 1b: a factor is significant when the Alexander-Govern p-value is at most 0.05.
+    Here one factor's p-value (scipy) lies between 0.05 and 0.10: not significant by default,
+    significant when 0.10 is asked for."""
+    gen = np.random.default_rng(11)
+    a, b, c = gen.normal(1, 0.1, 6), gen.normal(1.1, 0.1, 8), gen.normal(1, 0.1, 5)
+    expected = stats.alexandergovern(a, b, c).pvalue
+    assert 0.05 < expected < 0.10  # the case this test is about
+    table = pd.DataFrame({"texture": np.concatenate([a, b, c])},
+                         index=[f"m{i}" for i in range(19)])
+    groups = dict(zip(table.index, ["a"] * 6 + ["b"] * 8 + ["c"] * 5, strict=True))
+    result = alexander_govern_by_factor(table, groups)
+    assert result.loc["texture", "pvalue"] == pytest.approx(expected, rel=1e-9)
+    assert not result.loc["texture", "significant"]
+    assert alexander_govern_by_factor(table, groups, alpha=0.10).loc["texture", "significant"]
+
+
 def test_welch_and_augmentation_strengths():
     gen = np.random.default_rng(1)
     a, b = _table(gen, 5), _table(gen, 7, 0.5)
@@ -104,6 +154,11 @@ def test_welch_and_augmentation_strengths():
                                                                for i in range(7)]
     effects = augmentation_strength_effects(table, "crop", 8.0)
     assert effects.loc[(100.0, "pose"), "pvalue"] == pytest.approx(expected.pvalue)
+    # each strength against the baseline: its mean minus the baseline's (b shifted by +0.5)
+    assert effects.loc[(100.0, "pose"), "difference"] == pytest.approx(
+        b["pose"].mean() - a["pose"].mean())
+    assert effects.loc[(100.0, "pose"), "difference"] > 0.3
+    assert effects.loc[(100.0, "pose"), "statistic"] == pytest.approx(expected.statistic)
     with pytest.raises(ImagenetXError, match=r"baseline crop=3.0 not among.*8.0"):
         augmentation_strength_effects(table, "crop", 3.0)
 

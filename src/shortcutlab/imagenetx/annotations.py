@@ -225,7 +225,7 @@ def val_image_index(file_names: np.ndarray) -> np.ndarray:
         raw = names[fits].astype("S28")
     except UnicodeEncodeError:  # non-ASCII names: slow path
         series = pd.Series(names)
-        valid = series.str.fullmatch(r"ILSVRC2012_val_\d{8}\.JPEG").to_numpy()
+        valid = series.str.fullmatch(r"ILSVRC2012_val_[0-9]{8}\.JPEG").to_numpy()  # ASCII
         out[valid] = series[valid].str.slice(15, 23).astype(np.int64).to_numpy() - 1
     else:
         chars = raw.view("S1").reshape(len(raw), 28)
