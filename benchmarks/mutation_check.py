@@ -524,11 +524,11 @@ MUTATIONS: tuple[Mutation, ...] = (
              "224/256",
              expect="caught"),  # survived before test_imagenet_evaluation_takes_the_centre_224_...
     Mutation("M106", "biasbed/datasets.py",
-             "left, top = (nw - self.image_size) // 2, (nh - self.image_size) // 2",
-             "left, top = (nh - self.image_size) // 2, (nw - self.image_size) // 2",
+             "im = tvf.resize(im, [size], tvf.InterpolationMode.BILINEAR)",
+             "im = tvf.resize(im, [size, size], tvf.InterpolationMode.BILINEAR)",
              ("tests/biasbed/test_datasets.py", "tests/biasbed/test_imagenet_eval.py",
               "tests/biasbed/test_paper_recipe.py"),
-             "centre crop of a non-square image with its x and y offsets swapped",
+             "evaluation image squashed to a square before the centre crop (aspect ratio lost)",
              expect="caught"),  # survived before test_imagenet_evaluation_takes_the_centre_224_...
     Mutation("M107", "biasbed/samples.py", "size=min(per_set, len(data)), replace=False))",
              "size=min(per_set, len(data)), replace=True))",
