@@ -22,6 +22,7 @@ from shortcutlab.diagvib.spec import ExperimentSpec, assign_classes
 from shortcutlab.diagvib.study_figures import (
     FIGURE3_STUDIES,
     CellShares,
+    cell_images,
     cell_shares,
     example_cells,
     study_example_figure,
@@ -61,10 +62,10 @@ def specs() -> dict[str, ExperimentSpec]:
                                             scale=0.1)}
 
 
-def _class_table(spec: ExperimentSpec, split: str) -> np.ndarray:
-    """Images per (shape, hue) cell, counted in the spec's class table."""
+def _class_table(spec: ExperimentSpec, split: str, column: str = "hue") -> np.ndarray:
+    """Images per (shape, ``column``) cell, counted in the spec's class table."""
     local = assign_classes(spec, split).local
-    rows, cols = local[:, FACTORS.index("shape")], local[:, FACTORS.index("hue")]
+    rows, cols = local[:, FACTORS.index("shape")], local[:, FACTORS.index(column)]
     return np.bincount(rows * 3 + cols, minlength=9).reshape(3, 3)
 
 
@@ -125,6 +126,28 @@ def test_columns_of_a_study_without_a_correlated_factor(specs) -> None:
     texture = cell_shares(specs["ZGO"], "texture")
     assert np.allclose(texture.train, 1 / 9) and texture.column_classes == tuple(
         specs["ZGO"].selected["texture"])
+
+
+def test_image_counts_are_the_class_tables_rows_by_predicted_class(specs) -> None:
+    """cell_images (the counts of cell_shares.csv): row a, column b = images with the a-th
+    shape and the b-th hue, on the asymmetric CGO-1 / CGO-2 / CHGO cells too."""
+    for study in ("CGO-1", "CGO-2", "CHGO", "FGO-5"):
+        for split in ("train", "test"):
+            counts = cell_images(specs[study], split, "hue")
+            assert np.array_equal(counts, _class_table(specs[study], split)), (study, split)
+    cgo = cell_images(specs["CGO-1"], "train")  # the added cell (0, 2): shape 0 with hue 2
+    assert cgo[0, 2] > 0 and cgo[2, 0] == 0
+
+
+def test_columns_outside_the_joint_factors_keep_the_predicted_classes_shares(specs) -> None:
+    """CGO-1 with texture columns: each shape's share of the training images is its 2:1:1 of the
+    paper (rows), split evenly over the three textures, as the class table counts them."""
+    spec = specs["CGO-1"]
+    texture = cell_shares(spec, "texture")
+    assert np.allclose(texture.train, np.outer([0.5, 0.25, 0.25], [1 / 3] * 3))
+    for split, table in (("train", texture.train), ("test", texture.test)):
+        counts = _class_table(spec, split, "texture")
+        assert np.abs(table - counts / counts.sum()).max() <= 1 / counts.sum(), split
 
 
 def _markers(ax, kind: str) -> dict[tuple[int, int], float]:

@@ -10,7 +10,7 @@ from shortcutlab.diagvib import dataset as dataset_module
 from shortcutlab.diagvib.dataset import DiagvibDataset
 from shortcutlab.diagvib.factor_errors import factor_inputs, factor_report
 from shortcutlab.diagvib.studies import make_experiment
-from shortcutlab.errors import DiagvibError
+from shortcutlab.errors import DiagvibError, FactorAnalysisError
 
 SPEC = make_experiment("ZGO/hue-shape/0", scale=0.01)
 
@@ -61,3 +61,15 @@ def test_export_metadata_and_indices(test_split):
         factor_inputs(meta, preds, predicted="colour")
     with pytest.raises(DiagvibError, match="3 predictions for"):
         factor_inputs(test_split, preds[:3])
+
+
+def test_predictions_for_part_of_the_split_are_refused_unless_coverage_is_lowered(test_split):
+    """A report on half the test images would give per-class error ratios of an unknown
+    subset as the split's: refused by default (min_coverage 1), accepted when asked for."""
+    preds = _shortcut_model(test_split)
+    half = np.arange(0, len(test_split), 2)
+    with pytest.raises(FactorAnalysisError, match="coverage 50.0% < min_coverage 100%"):
+        factor_report(test_split, preds[half], indices=half, n_boot=0, min_count=5)
+    report = factor_report(test_split, preds[half], indices=half, n_boot=0, min_count=5,
+                           min_coverage=0.5)
+    assert report.result is not None
