@@ -985,6 +985,75 @@ MUTATIONS: tuple[Mutation, ...] = (
               "tests/train/test_algorithms_biasbed.py::"
               "test_former_hue_and_texture_pool_hparams_map_to_style"),
              "legacy hue=true with style=texture silently becomes texture+hue (refusal narrowed)"),
+    Mutation("M207", "runner/local_processes.py", "slots.value += 1", "slots.value += 0",
+             ("tests/runner/test_backends.py::test_each_new_worker_takes_the_next_device_slot",
+              "tests/runner/test_backends.py::"
+              "test_process_workers_are_pinned_to_one_fake_gpu_each"),
+             "every processes worker takes the first device slot (all jobs on GPU 0)"),
+    Mutation("M208", "runner/local_processes.py",
+             "int(index) < len(visible) and visible[int(index)]:",
+             "int(index) < len(visible):",
+             ("tests/runner/test_backends.py::test_device_slots_share_and_pin_gpus",
+              "tests/runner/test_device_record.py"),
+             "without CUDA_VISIBLE_DEVICES, GPU 0's workers get an empty one (no GPU at all)"),
+    Mutation("M209", "runner/local_processes.py", "not in (None, 0, -signal.SIGTERM)}",
+             "not in (None, 0)}",
+             ("tests/runner/test_dead_workers.py",),
+             "workers the broken pool stopped count as dead: their jobs failed, not rerun",
+             expect="caught"),  # survived before test_a_job_whose_worker_the_broken_pool_...
+    Mutation("M210", "runner/mps.py", "if largest <= SMALL_MODEL_MAX_MPARAMS else",
+             "if largest < SMALL_MODEL_MAX_MPARAMS else",
+             ("tests/runner/test_mps.py",),
+             "--jobs-per-gpu auto: a model of exactly 15 M parameters sized as a large one",
+             expect="caught"),  # survived before test_jobs_per_gpu_auto_sizes_a_15m_...
+    Mutation("M211", "runner/mps.py", "if not (on_cuda and local and jobs_per_gpu > 1):",
+             "if not (on_cuda and local and jobs_per_gpu >= 1):",
+             ("tests/runner/test_mps.py",),
+             "an MPS daemon started for one job per GPU (> 1 for >= 1)"),
+    Mutation("M212", "runner/mps.py",
+             "pipe = Path(os.environ.get(PIPE_ENV) or DEFAULT_PIPE_DIRECTORY)",
+             "pipe = Path(DEFAULT_PIPE_DIRECTORY)",
+             ("tests/runner/test_mps.py", "tests/runner/test_device_record.py"),
+             "an MPS daemon on CUDA_MPS_PIPE_DIRECTORY unseen: another started, slots renumbered"),
+    Mutation("M213", "runner/cluster_backends.py", 'get("GPU", 0) >= 1)', 'get("GPU", 0) > 1)',
+             ("tests/runner/test_ray_devices.py",),
+             "a Ray cluster with exactly one GPU runs every task on the CPU",
+             expect="caught"),  # survived before test_a_cluster_with_one_gpu_...
+    Mutation("M214", "runner/cluster_backends.py", 'kwargs["num_cpus"] = workers',
+             'kwargs["num_cpus"] = os.cpu_count()',
+             ("tests/runner/test_ray_devices.py",),
+             "a local Ray instance ignores --workers (every CPU of the machine)",
+             expect="caught"),  # survived before test_a_local_ray_instance_gets_...
+    Mutation("M215", "runner/cluster_backends.py",
+             '    if opts.partition:\n        params["slurm_partition"] = opts.partition\n', "",
+             ("tests/runner/test_backends.py::test_slurm_via_submitit_debug_executor",),
+             "--slurm-partition not passed to sbatch (the cluster's default partition)",
+             expect="caught"),  # survived before the debug executor test read the parameters
+    Mutation("M216", "runner/reaper.py", ".split()[19]", ".split()[20]",
+             ("tests/runner/test_reaper.py",
+              "tests/runner/test_faults.py::"
+              "test_a_local_ray_instance_dies_with_a_killed_main_process"),
+             "reaper's start time read from /proc/<pid>/stat field 23 (vsize), not 22"),
+    Mutation("M217", "runner/reaper.py", "if start_time(pid) == start:",
+             "if start_time(pid) is not None:",
+             ("tests/runner/test_reaper.py",),
+             "reaper kills a reused pid (its start time not compared)",
+             expect="caught"),  # survived before tests/runner/test_reaper.py
+    Mutation("M218", "runner/backend_api.py", "and settings[key] < 1:", "and settings[key] < 0:",
+             ("tests/runner/test_backends.py::test_slurm_settings_below_one_are_refused",
+              "tests/cli/test_shared_options.py"),
+             "--slurm-mem-gb 0 (and a 0-minute time limit, 0 CPUs) accepted",
+             expect="caught"),  # survived before test_slurm_settings_below_one_are_refused
+    Mutation("M219", "runner/runs.py", "for job in unique.values():\n        try:",
+             "for job in jobs:\n        try:",
+             ("tests/runner/test_jobs.py",),
+             "a job id handed twice to run_jobs runs and counts twice (a generator: none run)",
+             expect="caught"),  # survived before test_a_job_handed_twice_runs_...
+    Mutation("M220", "runner/runs.py", "left = len(unique) - done - before - failed",
+             "left = len(unique) - done - before",
+             ("tests/runner/test_lost_tasks.py",),
+             "an interrupted run's 'not done' count includes its failed jobs",
+             expect="caught"),  # survived before test_an_interrupted_runs_line_counts_...
 )
 
 

@@ -75,15 +75,27 @@ def test_ray_local_instance(tmp_path, ray_instance) -> None:
     assert ray_instance.is_initialized()  # the caller's instance is left running
 
 
-def test_slurm_via_submitit_debug_executor(tmp_path) -> None:
+def test_slurm_via_submitit_debug_executor(tmp_path, monkeypatch) -> None:
     """submitit's *debug* executor runs the submitted array in-process: same code path as SLURM
-    (AutoExecutor, parameters, map_array, polling) without starting interpreters."""
-    pytest.importorskip("submitit")
+    (AutoExecutor, parameters, map_array, polling) without starting interpreters. Every
+    setting of the run reaches the submission, under submitit's names."""
+    submitit = pytest.importorskip("submitit")
+    given: dict = {}
+    original = submitit.AutoExecutor.update_parameters
+
+    def record(self, **kwargs):
+        given.update(kwargs)
+        return original(self, **kwargs)
+
+    monkeypatch.setattr(submitit.AutoExecutor, "update_parameters", record)
     jobs = _jobs("slurm")
-    opts = SlurmOptions(cluster="debug", partition="gpu", timeout_min=5, poll_seconds=0.05)
+    opts = SlurmOptions(cluster="debug", partition="gpu", timeout_min=5, gpus_per_node=2,
+                        cpus_per_task=3, array_parallelism=7, poll_seconds=0.05)
     summary = run_jobs(jobs, tmp_path, backend="slurm", slurm=opts, progress=False)
     _check(tmp_path, summary, jobs)
     assert (tmp_path / ".submitit").is_dir()
+    assert given == {"slurm_partition": "gpu", "timeout_min": 5, "gpus_per_node": 2,
+                     "cpus_per_task": 3, "slurm_array_parallelism": 7}
 
 
 @pytest.mark.slow  # 2 s or more on 2 idle cores (make test-fast leaves it out)
@@ -118,6 +130,16 @@ def test_slurm_via_submitit_local_executor_spawns_processes(tmp_path, monkeypatc
         slurm_options("lsf")
 
 
+@pytest.mark.parametrize("key", ["mem_gb", "timeout_min", "cpus_per_task"])
+def test_slurm_settings_below_one_are_refused(key: str) -> None:
+    """0 GB of memory, a 0-minute limit or 0 CPUs would be no request at all (``--mem 0``
+    is SLURM's "all the node's memory"; mem_gb 0 would silently fall back to the default)."""
+    for bad in (0, -1):
+        with pytest.raises(RunnerError, match=f"SLURM {key} must be >= 1 \\(got {bad}\\)"):
+            slurm_options("local", **{key: bad})
+    assert getattr(slurm_options("local", **{key: 1}), key) == 1
+
+
 def test_slurm_without_slurm_is_a_clear_error(tmp_path) -> None:
     submitit = pytest.importorskip("submitit")
     if submitit.SlurmExecutor.affinity() >= 0:
@@ -138,6 +160,27 @@ def test_device_slots_share_and_pin_gpus(monkeypatch: pytest.MonkeyPatch) -> Non
     assert device_slots("cuda:1", 3) == ["1", "1", "1"]
     monkeypatch.setattr(backend_api, "gpu_count", lambda: 0)
     assert device_slots("auto", 2) == []
+
+
+def test_each_new_worker_takes_the_next_device_slot(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pool of 2 GPUs x 2 jobs per GPU: its four workers, started one after the other, are
+    pinned to GPUs 0, 0, 1, 1 (a replacement worker wraps round to the first slot). The
+    worker start runs here, with its process-wide effects (parent watch, signals) faked."""
+    import multiprocessing
+
+    from shortcutlab.runner import local_processes
+
+    monkeypatch.setattr(local_processes, "_die_with_parent", lambda main: None)
+    monkeypatch.setattr(local_processes, "keep_freed_memory", lambda: None)
+    monkeypatch.setattr(local_processes.signal, "signal", lambda *args: None)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    slots = multiprocessing.get_context("spawn").Value("i", 0)
+    devices = ["0", "0", "1", "1"]
+    pinned = []
+    for _ in range(5):
+        local_processes._init_worker(os.getpid(), slots, devices, dict(os.environ))
+        pinned.append(os.environ["CUDA_VISIBLE_DEVICES"])
+    assert pinned == ["0", "0", "1", "1", "0"]
 
 
 def test_jobs_per_gpu_must_be_positive(tmp_path) -> None:

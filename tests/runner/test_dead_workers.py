@@ -92,3 +92,73 @@ def test_a_job_that_finished_as_the_pool_broke_counts_as_done(tmp_path: Path,
     assert sorted(o.job_id for o in summary.done) == sorted(j.job_id for j in jobs)
     assert not summary.skipped and not summary.failed
     assert sorted(ran) == sorted(j.job_id for j in jobs)  # nothing ran twice
+
+
+class _BrokenPool:
+    """A worker pool that breaks at once: each submitted job is left claimed by one of the
+    pool's worker processes (``owners``: job id to pid; the pids are of no live process),
+    and every reply is lost. ``_processes`` holds the workers' exit codes as a real pool's
+    do once it is shut down."""
+
+    def __init__(self, owners: dict[str, int], exitcodes: dict[int, int]) -> None:
+        from types import SimpleNamespace
+
+        self.owners = owners
+        self._processes = {pid: SimpleNamespace(exitcode=code) for pid, code in exitcodes.items()}
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+    def submit(self, fn, job, out, device, run, **settings):
+        import json
+        import socket
+        import time
+        from concurrent.futures import Future
+        from concurrent.futures.process import BrokenProcessPool
+
+        from shortcutlab.runner.claims import CLAIM_FILE
+        from shortcutlab.runner.jobs import job_dir
+
+        claim = {"pid": self.owners[job.job_id], "host": socket.gethostname(),
+                 "time": time.time(), "token": f"token-{job.job_id}"}
+        (job_dir(out, job) / CLAIM_FILE).write_text(json.dumps(claim))
+        future: Future = Future()
+        future.set_exception(BrokenProcessPool("a worker died"))
+        return future
+
+
+def _gone_pid() -> int:
+    """The pid of a process that has ended and been reaped."""
+    import subprocess
+
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    return proc.pid
+
+
+def test_a_job_whose_worker_the_broken_pool_stopped_runs_again(tmp_path: Path,
+                                                              monkeypatch) -> None:
+    """When a worker dies the pool stops the others with SIGTERM. The job of the worker that
+    died (SIGKILL) fails, with that reason; the job of a worker the pool stopped (exit by
+    SIGTERM, its claim left behind) is no failure: it runs again in a fresh pool and is done."""
+    import signal
+
+    from shortcutlab.runner import local_processes
+    from tests.runner.fake_pools import InProcessPool
+
+    killed, stopped = (Job(experiment=f"noop/pool-{w}/0", kind="noop")
+                       for w in ("killed", "stopped"))
+    killed_pid, stopped_pid = _gone_pid(), _gone_pid()
+    pools = [_BrokenPool({killed.job_id: killed_pid, stopped.job_id: stopped_pid},
+                         {killed_pid: -signal.SIGKILL, stopped_pid: -signal.SIGTERM}),
+             InProcessPool()]
+    monkeypatch.setattr(local_processes, "_pool", lambda *args: pools.pop(0))
+    summary = run_jobs([killed, stopped], tmp_path, backend="processes", workers=2,
+                       device="cpu", progress=False)
+    assert [o.job_id for o in summary.failed] == [killed.job_id]
+    assert "killed by SIGKILL" in summary.failed[0].error
+    assert [o.job_id for o in summary.done] == [stopped.job_id]
+    assert pools == []  # the second pool ran the stopped worker's job

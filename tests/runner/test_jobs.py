@@ -254,3 +254,15 @@ def test_a_rerun_with_every_job_done_still_rewrites_the_job_table(tmp_path) -> N
     assert sorted(table["job_id"]) == sorted(j.job_id for j in jobs)
     assert table["status"].tolist() == ["done", "done"]
     assert (tmp_path / "jobs.parquet").is_file()
+
+
+def test_a_job_handed_twice_runs_and_counts_once(tmp_path) -> None:
+    """run_jobs takes each job id once, whether the jobs come as a list with a repeat or as
+    a generator (read once): 2 distinct jobs, 2 outcomes, both done."""
+    a, b = noop_jobs(2, prefix="noop/twice-x")
+    summary = run_jobs([a, a, b], tmp_path / "list", backend="serial", progress=False)
+    assert sorted(o.job_id for o in summary.outcomes) == sorted([a.job_id, b.job_id])
+    assert len(summary.done) == 2
+    summary = run_jobs((job for job in (a, b, a)), tmp_path / "generator", backend="serial",
+                       progress=False)
+    assert len(summary.done) == 2 and len(summary.outcomes) == 2

@@ -142,3 +142,23 @@ def test_an_interrupted_run_counts_as_its_own_only_the_jobs_it_finished(
     assert got == {ours.job_id: ("done", "finished as the run stopped"),
                    theirs.job_id: ("skipped", "done by another run")}
     assert "2 of 3 jobs done (1 in this run)" in str(info.value)
+
+
+def test_an_interrupted_runs_line_counts_each_job_once(tmp_path: Path) -> None:
+    """Three jobs, one done and one failed before the stop: the line's counts add up to the
+    three jobs (1 done + 1 failed + 1 not done), the failed one is not also 'not done'."""
+    ok, bad, left = _job("c-ok"), Job(experiment="noop/fail-lost-task/0", kind="noop"), _job(
+        "c-left")
+
+    def stopping(jobs: list[Job], out: Path, context: BackendContext) -> Iterator[Outcome]:
+        for job in (ok, bad):
+            yield run_one(job, out, context.device, job_function(job), notes=context.notes)
+        raise KeyboardInterrupt
+
+    with BACKENDS.scratch():
+        register_backend("stopping", stopping)
+        with pytest.raises(RunInterrupted) as info:
+            run_jobs([ok, bad, left], tmp_path, backend="stopping", device="cpu",
+                     progress=False)
+    assert sorted(o.status for o in info.value.summary.outcomes) == ["done", "failed"]
+    assert "1 of 3 jobs done (1 in this run), 1 failed, 1 not done" in str(info.value)

@@ -147,3 +147,11 @@ def test_jobs_per_gpu_auto_rule_and_parsing() -> None:
             parse_jobs_per_gpu(bad)
     assert resolve_jobs_per_gpu("auto", "cpu", ["small_cnn"]) == 1
     assert resolve_jobs_per_gpu(4, "cuda", ["small_cnn"]) == 4
+
+
+def test_jobs_per_gpu_auto_sizes_a_15m_parameter_model_as_a_small_one() -> None:
+    """The 4 GiB estimate holds for models of *up to* 15 M parameters (inclusive): on a
+    24 GB card, 0.9 x 23.6 GiB // 4 GiB = 5 jobs of a 15.0 M model, 0.9 x 23.6 // 12 = 1 of a
+    15.1 M one."""
+    assert auto_jobs_per_gpu(23.6, [mps.SMALL_MODEL_MAX_MPARAMS]) == int(0.9 * 23.6 // 4) == 5
+    assert auto_jobs_per_gpu(23.6, [15.1]) == int(0.9 * 23.6 // 12) == 1

@@ -125,3 +125,32 @@ def test_a_device_that_is_no_cuda_stays_off_the_clusters_gpus(tmp_path, monkeypa
     is handed to each task as it is, and asks Ray for no GPU."""
     tasks = _run(tmp_path, monkeypatch, gpus=2, device=device)
     assert [(t["device"], t["num_gpus"]) for t in tasks] == [(device, 0)] * 2
+
+
+def test_a_cluster_with_one_gpu_runs_the_tasks_on_it(tmp_path, monkeypatch) -> None:
+    """One GPU is a GPU: two jobs per GPU each ask Ray for half of it and run on ``cuda``."""
+    tasks = _run(tmp_path, monkeypatch, gpus=1, device="auto", jobs_per_gpu=2)
+    assert [(t["device"], t["num_gpus"]) for t in tasks] == [("cuda", 0.5)] * 2
+
+
+@pytest.mark.parametrize("address", [None, "ray://head:10001"])
+def test_a_local_ray_instance_gets_the_runs_workers_as_its_cpus(tmp_path, monkeypatch,
+                                                                address) -> None:
+    """Ray is started here (none running): a local instance has ``workers`` CPUs, so at most
+    that many one-CPU tasks run at once; joining a cluster names no CPU count (the cluster's
+    own); the instance started here is shut down after."""
+    tasks: list[dict[str, object]] = []
+    ray = _fake_ray(0, tasks)
+    started: list[dict[str, object]] = []
+    ray.is_initialized = lambda: bool(started) and not started[-1].get("shut")  # type: ignore
+    ray.init = lambda **kw: started.append(kw)  # type: ignore[attr-defined]
+    ray.shutdown = lambda: started[-1].update(shut=True)  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "ray", ray)
+    monkeypatch.setattr(cluster_backends, "_reap_local_ray", lambda: None)
+    jobs = [Job(experiment=f"noop/ray-cpus/{i}", kind="noop") for i in range(2)]
+    context = BackendContext(device="cpu", workers=3, ray_address=address)
+    outcomes = list(cluster_backends.ray_backend(jobs, tmp_path, context))
+    assert [o.status for o in outcomes] == ["done", "done"]
+    [init] = started
+    assert init["address"] == address and init.pop("shut") is True
+    assert init.get("num_cpus") == (3 if address is None else None)
