@@ -14,6 +14,7 @@ from shortcutlab.cli.main import app
 from shortcutlab.errors import VQAError
 from shortcutlab.vqa.concepts import NONE, SHORTCUTS
 from shortcutlab.vqa.distributions import default_groups, figure_groups, group_distribution
+from shortcutlab.vqa.figures import answer_distributions
 from shortcutlab.vqa.splits import build_splits
 from shortcutlab.vqa.store import read_build_config, read_samples, write_splits
 from tests.vqa.test_analysis import _table
@@ -109,6 +110,37 @@ def test_proportions_are_shares_of_each_split(build):
             want = counts / total if total else counts * 0.0
             assert shares[col].to_numpy() == pytest.approx(want.to_numpy()), (shortcut, col)
             assert shares[col].sum() == pytest.approx(1.0 if total else 0.0)
+
+
+def test_left_panel_draws_the_most_frequent_ood_answers_as_shares(build):
+    """Figs. 4 / 10, left panel: at most ``max_answers`` answers, the OOD answers first (the
+    most frequent when they are more), and the bars are each split's shares of the group,
+    counted from the build's files with pandas alone."""
+    root, _ = build
+    samples, config = read_samples(root / "b"), read_build_config(root / "b")
+    checked = 0
+    for shortcut, concept in default_groups(samples).items():
+        dist = group_distribution(samples, shortcut, concept, config)
+        expected, _ = _independent(root, shortcut, concept)
+        ood = expected["ood"][expected["ood"] > 0] if "ood" in expected else expected["ood"]
+        for k in sorted({1, 2, len(expected)}):
+            fig = answer_distributions([dist], max_answers=k)
+            left = fig.axes[0]
+            shown = [t.get_text() for t in left.get_xticklabels()]
+            assert len(shown) == k, (shortcut, k)
+            if len(ood) <= k:
+                assert set(ood.index) <= set(shown), (shortcut, k)
+            else:  # the k most frequent OOD answers (ties either way)
+                assert set(shown) <= set(ood.index), (shortcut, k)
+                hidden = ood.drop(shown)
+                assert ood[shown].min() >= hidden.max(), (shortcut, k)
+                checked += 1
+            heights = [p.get_height() for p in left.patches]
+            for col, drawn in (("train", heights[:k]), ("ood", heights[k:])):
+                total = expected[col].sum()  # an empty column: shares 0
+                share = expected[col] / total if total else expected[col] * 0.0
+                assert drawn == pytest.approx(share[shown].tolist()), (shortcut, k, col)
+    assert checked > 0  # some group had more OOD answers than shown
 
 
 def test_default_groups_are_the_largest_with_an_ood_set(build):

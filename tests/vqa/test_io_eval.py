@@ -77,6 +77,20 @@ def test_majority_answer_tie_goes_to_the_alphabetically_first_answer():
     assert make_table(rows)["answer"].tolist() == ["a", "a"]
 
 
+def test_a_missing_answer_label_or_question_type_is_filled_not_turned_into_text():
+    # a partly filled answer column (a CSV with empty cells, a merged frame): the missing
+    # label is the majority human answer, a missing question type is "" (unknown), never the
+    # text "nan" or "None" that would become a group of its own
+    rows = pd.DataFrame({"question_id": [1, 2, 3], "image_id": [1, 1, 1],
+                         "question": ["q?", "q?", "q?"],
+                         "answers": [["b", "c", "b"], ["x"], ["y", "z", "z"]],
+                         "answer": [np.nan, "x", None],
+                         "question_type": [None, "what is", np.nan]})  # fmt: skip
+    table = make_table(rows)
+    assert table["answer"].tolist() == ["b", "x", "z"]
+    assert table["question_type"].tolist() == ["", "what is", ""]
+
+
 def test_answers_that_are_not_text_are_refused(tmp_path):
     # VQA-style answer objects in a JSONL table were turned into the text of the dict
     # ("{'answer': 'yes', ...}"), so every prediction would have scored 0 without a word

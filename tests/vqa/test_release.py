@@ -476,3 +476,50 @@ def test_cli_accuracy_summary_keeps_each_item_whole_at_80_columns(tmp_path):
     for item in ("accuracy 100.00 % over 120 questions", "yes/no 100.00 %", "number 100.00 %",
                  "other 100.00 %"):  # fmt: skip
         assert any(item in line for line in lines), (item, lines)
+
+
+def test_packed_answer_counts_below_zero_are_refused(tmp_path):
+    # a count of -1 would silently drop the answer (range(-1) is empty) and change the score
+    packed = _packed()
+    packed["annotations"][1]["answer_count"] = {"no": 7, "yes": -1}
+    with pytest.raises(VQAError, match="question 2 has an answer_count that is not a whole"):
+        read_release(_write(tmp_path / "p", {"test_annotations.json": packed}))
+
+
+def test_release_vocabulary_keeps_answers_of_at_least_nine_training_questions(tmp_path):
+    # the authors' preprocessing keeps a multiple-choice answer of >= 9 training questions:
+    # "cat" on exactly 9 is in, "cow" on 8 is out
+    files = _files()
+    extra = ["cat"] * 9 + ["cow"] * 8
+    files["Training/Training-Ans.json"] += [
+        {"question_id": 5000 + k, "multiple_choice_answer": a, "answers": [{"answer": a}]}
+        for k, a in enumerate(extra)
+    ]
+    assert read_release(_write(tmp_path / "r", files)).vocabulary == VOCAB | {"cat"}
+
+
+def test_training_answers_win_over_the_packed_answers_word(tmp_path):
+    # both present: the vocabulary is the training one (the module docstring; the packed
+    # answers_word is only the fallback), here with "dog" on nine training questions
+    files = _files()
+    files["Training/Training-Ans.json"] += [
+        {"question_id": 5000 + k, "multiple_choice_answer": "dog", "answers": [{"answer": "dog"}]}
+        for k in range(9)
+    ]
+    files["test_annotations.json"] = _packed()  # answers_word: VOCAB, no "dog"
+    release = read_release(_write(tmp_path / "r", files))
+    assert release.vocabulary == VOCAB | {"dog"}
+    assert "Training-Ans.json" in release.vocabulary_source
+    r = score_release(release, PREDICTIONS, metric="vqa-vs")
+    assert r["ood"]["KWP"] == pytest.approx(VS[6])  # "dog" scores 2/3 again
+
+
+def test_iid_test_answers_with_a_repeated_question_or_a_null_answer_are_refused(tmp_path):
+    files = _files()
+    files["IID-Test/IID-Test-Ans.json"].append(_annotation(3))
+    with pytest.raises(VQAError, match="IID-Test-Ans.json: 1 duplicate question id.*: 3"):
+        read_release(_write(tmp_path / "dup", files))
+    files = _files()
+    files["IID-Test/IID-Test-Ans.json"][0]["answers"][4]["answer"] = None
+    with pytest.raises(VQAError, match="question 1 has the answer null; every answer must be"):
+        read_release(_write(tmp_path / "null", files))

@@ -124,10 +124,12 @@ def make_table(df: pd.DataFrame, source: str = "table") -> pd.DataFrame:
     if "answer" not in out.columns:
         out["answer"] = [_majority(a) for a in out["answers"]]
     else:
-        filled = out["answer"].where(out["answer"].notna(), None)
+        # a mask, not Series.where(..., None): pandas fills an object column with NaN there,
+        # and str(NaN) made the label "nan" for every question without one
+        known = out["answer"].notna()
         out["answer"] = [
-            str(v) if v is not None else _majority(a)
-            for v, a in zip(filled, out["answers"], strict=True)
+            str(v) if k else _majority(a)
+            for v, k, a in zip(out["answer"], known, out["answers"], strict=True)
         ]
     if "question_type" not in out.columns:
         out["question_type"] = ""
