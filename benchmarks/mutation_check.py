@@ -1120,6 +1120,72 @@ MUTATIONS: tuple[Mutation, ...] = (
              'ax.bar(x + 0.2, share["test"], 0.4, color=_OOD)',
              ("tests/vqa/test_answer_figures.py",),
              "Figs. 4/10 OOD bars draw the IID test shares"),
+    Mutation("M249", "biasbed/imagenet.py", "if names == set(subset_wnids(head)):",
+             "if names <= set(subset_wnids(head)):",
+             ("tests/biasbed/test_imagenet_eval.py",),
+             "a 1000-class folder whose classes all lie in ImageNet-A scored over 200 logits"),
+    Mutation("M250", "biasbed/imagenet.py", "weights[g, list(members)] = 1.0 / len(members)",
+             "weights[g, list(members)] = 1.0",
+             ("tests/biasbed/test_imagenet_eval.py",),
+             "16-class head sums member logits instead of averaging them (dog: 109 classes)"),
+    Mutation("M251", "biasbed/stylize.py", "if min(w, h) < size:", "if min(w, h) <= size:",
+             ("tests/biasbed/test_stylize.py",),
+             "a style image of exactly the output size left out (< for <=)",
+             expect="caught"),  # survived before test_style_image_of_exactly_the_size_...
+    Mutation("M252", "biasbed/stylize.py", "left, top = (w - side) // 2, (h - side) // 2",
+             "left, top = 0, 0",
+             ("tests/biasbed/test_stylize.py",),
+             "style image cropped at its top-left corner, not its centre",
+             expect="caught"),  # survived before test_style_image_is_cropped_at_its_centre
+    Mutation("M253", "biasbed/stylize.py", "integers(0, n_styles, size=n_content)",
+             "integers(0, n_styles - 1, size=n_content)",
+             ("tests/biasbed/test_stylize.py",),
+             "the last style image is never drawn (numpy's high is exclusive)",
+             expect="caught"),  # survived before test_every_style_image_is_drawn_uniformly
+    Mutation("M254", "biasbed/stylize.py", "y = transfer(x, s, alpha)", "y = transfer(x, s, 1.0)",
+             ("tests/biasbed/test_stylize.py",),
+             "stylize --alpha ignored (always full strength)",
+             expect="caught"),  # survived before test_adain_gets_the_requested_strength_...
+    Mutation("M255", "biasbed/stylize.py", "if not 0.0 <= alpha <= 1.0:", "if not 0.0 <= alpha:",
+             ("tests/biasbed/test_stylize.py",),
+             "stylize alpha > 1 (AdaIN extrapolation) accepted",
+             expect="caught"),  # survived before test_alpha_outside_0_1_is_refused
+    Mutation("M256", "biasbed/stylize.py",
+             'image_size=size, preprocess="imagenet-eval")',
+             'image_size=size, preprocess="resize")',
+             ("tests/biasbed/test_stylize.py",),
+             "content images squashed to the square, not resized to 256/224 and centre-cropped",
+             expect="caught"),  # survived before test_adain_gets_the_requested_strength_...
+    Mutation("M257", "biasbed/folder_jobs.py", 'spec.get("metric", "mean_per_class")',
+             'spec.get("metric", "top1")',
+             ("tests/biasbed/test_datasets.py", "tests/biasbed/test_folder_job_device.py"),
+             "a planned mean-per-class folder job (metric left out of its spec) scored top-1",
+             expect="caught"),  # survived before test_a_planned_folder_job_runs_the_...
+    Mutation("M258", "biasbed/folder_jobs.py", 'spec.get("preprocess", "resize")',
+             'spec.get("preprocess", "imagenet")',
+             ("tests/biasbed/test_datasets.py", "tests/biasbed/test_folder_job_device.py"),
+             "a planned resize folder job (preprocess left out of its spec) run with crops",
+             expect="caught"),  # survived before test_a_planned_folder_job_runs_the_...
+    Mutation("M259", "biasbed/folder_jobs.py", "folder.datasets(seed=job.train.seed)",
+             "folder.datasets(seed=0)",
+             ("tests/biasbed/test_datasets.py", "tests/biasbed/test_folder_job_device.py"),
+             "every seed of a folder job gets the same training crops (seed 0)",
+             expect="caught"),  # survived before test_a_folder_job_seeds_its_training_...
+    Mutation("M260", "biasbed/presets.py", '"normalization": "imagenet",',
+             '"normalization": "train",',
+             ("tests/train/test_algorithms_biasbed.py", "tests/biasbed/test_paper_recipe.py"),
+             "biasbed preset normalises with the training split's statistics, not ImageNet's",
+             expect="caught"),  # survived before test_the_biasbed_preset_normalises_...
+    Mutation("M261", "utils/io.py", "if written != rows:", "if written < rows:",
+             ("tests/utils/test_io_rng.py", "tests/diagvib/test_dataset.py"),
+             "streamed npz: rows beyond the declared shape silently dropped",
+             expect="caught"),  # survived before test_a_streamed_npz_with_more_rows_...
+    Mutation("M262", "utils/io.py",
+             "return self.write_text(target, json.dumps(obj, indent=indent, sort_keys=True)",
+             "return self.write_text(target, json.dumps(obj, indent=indent, sort_keys=False)",
+             ("tests/utils/test_output_set.py",),
+             "output_set JSON not byte-stable (keys in insertion order)",
+             expect="caught"),  # survived before test_output_set_json_is_byte_identical_...
 )
 
 

@@ -249,3 +249,28 @@ def test_evaluation_pixels_are_torchvisions_resize_then_centre_crop(
     got = (ds[0]["x"] * 255).round().to(torch.uint8).permute(1, 2, 0).numpy()
     want = Compose([Resize(resize), CenterCrop(56)])(Image.fromarray(arr))
     np.testing.assert_array_equal(got, np.asarray(want))
+
+
+@pytest.mark.parametrize("settings", [
+    {},  # resize, mean per class: left out of the description
+    {"metric": "top1"},
+    {"metric": "mean_per_class", "preprocess": "imagenet"},
+    {"preprocess": "biasbed", "image_size": 48},
+    {"label_space_kind": "imagenet1k", "test_heads": {"cue": "imagenet16"}},  # auto: top-1
+])
+def test_a_planned_folder_job_runs_the_experiment_it_describes(
+        folders: dict[str, Path], settings: dict) -> None:
+    """A job carries its experiment as ``describe()``, which leaves settings at their defaults
+    out (so that old job ids stay); the experiment rebuilt where the job runs must score with
+    the planned metric, the planned preprocessing and label space, not other defaults."""
+    from shortcutlab.biasbed.folder_jobs import folder_from_spec
+
+    exp = FolderExperiment(folders["train"], folders["val"], {"cue": folders["cue"]},
+                           **({} if "label_space_kind" in settings else
+                              {"class_map": folders["map"]}), **settings)
+    rebuilt = folder_from_spec(exp.describe())
+    assert rebuilt.resolved_metric() == exp.resolved_metric()
+    assert (rebuilt.preprocess, rebuilt.label_space_kind, rebuilt.test_heads,
+            rebuilt.image_size) == (exp.preprocess, exp.label_space_kind, exp.test_heads,
+                                    exp.image_size)
+    assert rebuilt.describe() == exp.describe()

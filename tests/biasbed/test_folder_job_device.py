@@ -33,3 +33,28 @@ def test_a_folder_job_records_the_device_it_ran_on(folders: dict[str, Path], tmp
     assert run_one(job, tmp_path, device).status == "done"
     result = read_result(job_dir(tmp_path, job))
     assert result["device"] == "cpu"
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+def test_a_folder_job_seeds_its_training_crops_with_the_run_seed(
+        folders: dict[str, Path], monkeypatch: pytest.MonkeyPatch, seed: int) -> None:
+    """The training set's augmentation (RandomResizedCrop per image) is seeded with the job's
+    seed: runs of several seeds see different crops, as the paper's repeated runs do."""
+    seen: list[int | None] = []
+
+    class Stop(Exception):
+        pass
+
+    def datasets(self: FolderExperiment, seed: int | None = None):  # type: ignore[no-untyped-def]
+        seen.append(seed)
+        raise Stop
+
+    monkeypatch.setattr(FolderExperiment, "datasets", datasets)
+    exp = FolderExperiment(folders["train"], folders["val"], {"cue": folders["cue"]},
+                           folders["map"], 16, preprocess="imagenet")
+    job = Job(experiment="folders:seed", kind=FOLDERS_KIND,
+              train=TrainConfig(algorithm="erm", model="small_cnn", epochs=1, seed=seed),
+              spec=exp.describe())
+    with pytest.raises(Stop):
+        folders_job(job, "cpu")
+    assert seen == [seed]

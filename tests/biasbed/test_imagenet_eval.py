@@ -130,3 +130,14 @@ def test_imagenet1k_training_classes_outside_imagenet_are_refused(tmp_path: Path
                                image_size=16, label_space_kind="imagenet1k")
         with pytest.raises(BiasbedDataError, match=f"outside its label space: \\['{bad}'\\]"):
             exp.datasets()
+
+
+def test_a_1000_class_folder_within_imagenet_a_is_not_given_the_200_class_head() -> None:
+    """Only a folder with exactly ImageNet-A's (or -R's) 200 classes gets that head: an ImageNet
+    validation folder of a few classes that all happen to lie in ImageNet-A is still scored
+    over all 1000 logits (restricting it to 200 would drop 800 competitors, a higher score)."""
+    for head in ("imagenet-a", "imagenet-r"):
+        subset = list(subset_wnids(head))
+        assert detect_head(subset[:2]) == "imagenet1k"
+        assert detect_head(subset[1:]) == "imagenet1k"  # 199 of the 200
+        assert detect_head(subset[::-1]) == head  # the order of the folders does not matter

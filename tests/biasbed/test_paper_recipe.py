@@ -99,3 +99,16 @@ def test_top1_is_the_default_in_the_imagenet1k_space(tmp_path: Path) -> None:
     assert plain.resolved_metric() == "mean_per_class"
     with pytest.raises(BiasbedDataError, match="valid choices: auto, top1, mean_per_class"):
         FolderExperiment(exp.train_dir, exp.val_dir, metric="top5")
+
+
+def test_the_biasbed_preset_normalises_with_imagenet_statistics() -> None:
+    """The authors' ImageNet pipeline ends in ``Normalize`` with ImageNet's mean and std
+    (0.485, 0.456, 0.406 / 0.229, 0.224, 0.225), not statistics of the training split: the
+    preset's ``normalization`` is ``imagenet`` (a model trained on Stylized-ImageNet and tested
+    on ImageNet sees the same input scaling)."""
+    from shortcutlab.train.config import TrainConfig
+
+    cfg = TrainConfig(preset="biasbed", algorithm="erm")
+    assert cfg.normalization == "imagenet"
+    assert (cfg.optimizer, cfg.momentum, cfg.weight_decay, cfg.lr_gamma) == ("sgd", 0.9, 1e-4,
+                                                                             0.1)

@@ -74,3 +74,15 @@ def test_rng_streams_are_the_same_in_another_process():
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                              check=True, env={**os.environ, "PYTHONHASHSEED": salt})
         assert out.stdout.strip() == here
+
+
+def test_a_streamed_npz_with_more_rows_than_declared_is_refused(tmp_path):
+    """The header is written before the rows: extra rows would sit in the file unread (np.load
+    reads the declared shape), dropped without a word; refused like too few, nothing left."""
+    data = np.arange(6 * 2, dtype=np.uint8).reshape(6, 2)
+    with pytest.raises(ValueError, match="6 rows written for an array of 5"):
+        io.write_npz_streaming(tmp_path / "s.npz", "x", (5, 2), [data[:3], data[3:]])
+    assert list(tmp_path.iterdir()) == []
+    out = io.write_npz_streaming(tmp_path / "s.npz", "x", (6, 2), [data[:3], data[3:]])
+    with np.load(out) as z:
+        assert np.array_equal(z["x"], data)

@@ -45,3 +45,15 @@ def test_mathtext_is_off_for_names_with_dollars() -> None:
         ax = other.add_subplot()
         ax.bar(["$x$", "a$\\frac{$"], [1, 2])  # tick labels made while drawing
         other.tight_layout()
+
+
+def test_output_set_json_is_byte_identical_to_write_json(tmp_path: Path) -> None:
+    """``outputs.write_json`` writes JSON "as write_json writes it": sorted keys, so equal
+    objects give equal bytes whatever their insertion order (hashes and diffs stay stable)."""
+    from shortcutlab.utils.io import write_json
+
+    obj = {"b": 1, "a": {"d": [1, 2], "c": None}}
+    write_json(tmp_path / "ref.json", {"a": {"c": None, "d": [1, 2]}, "b": 1})
+    with output_set() as outputs:
+        outputs.write_json(tmp_path / "set.json", obj)
+    assert (tmp_path / "set.json").read_bytes() == (tmp_path / "ref.json").read_bytes()
