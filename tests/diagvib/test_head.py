@@ -128,3 +128,13 @@ def test_factor_vae_jobs_record_their_classifier_too() -> None:
     probe = build_jobs("factor_vae", ["ZSO"], ["shape-hue"], [0], scale=0.002,
                        train_config=TrainConfig(hparams={"classifier": "probe"}))[0]
     assert probe.train.hparams["classifier"] == "probe" and probe.job_id != factor.job_id
+
+
+@pytest.mark.parametrize("preset", ["paper", "default", "biasbed"])
+def test_every_preset_but_demo_gets_the_papers_full_head(preset: str) -> None:
+    """A.2: "the output size of all the architectures are modified to predict the factor
+    classes": one output per class of the factor under any preset; only demo keeps its
+    3-output head (docs/diagvib-fidelity.md) (M271)."""
+    jobs = build_jobs("small_cnn", ["ZSO"], ["shape-hue"], [0], scale=0.002,
+                      train_config=TrainConfig(preset=preset))
+    assert DiagvibParams.of(jobs[0]).head == "full"

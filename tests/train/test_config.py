@@ -50,6 +50,8 @@ def test_demo_preset_keeps_the_fast_settings_and_overrides_are_recorded() -> Non
     demo = TrainConfig(preset="demo")
     assert (demo.lr, demo.batch_size, demo.epochs, demo.patience) == (3e-3, 32, 10, 4)
     assert demo.normalization == "auto" and demo.describe_preset() == "demo"
+    # docs/diagvib-fidelity.md: "`eval` freezes the statistics too, the demo default" (M272)
+    assert demo.frozen_batchnorm == "eval"
     custom = TrainConfig(preset="demo", lr=1e-3, patience=None)
     assert (custom.lr, custom.patience, custom.batch_size) == (1e-3, None, 32)
     assert custom.overrides() == {"lr": 1e-3, "patience": None}
