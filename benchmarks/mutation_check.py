@@ -1186,6 +1186,69 @@ MUTATIONS: tuple[Mutation, ...] = (
              ("tests/utils/test_output_set.py",),
              "output_set JSON not byte-stable (keys in insertion order)",
              expect="caught"),  # survived before test_output_set_json_is_byte_identical_...
+    Mutation("M263", "cli/factors.py", 'tests.loc[(model, item.factor), "pvalue_holm"]',
+             'tests.loc[(model, item.factor), "pvalue"]',
+             ("tests/factor_analysis/test_factors_cli.py",),
+             "`factors evaluate`'s p (Holm) column prints the unadjusted χ² p-value",
+             expect="caught"),  # survived before test_evaluate_prints_each_models_...
+    Mutation("M264", "cli/factors.py", "m = report.result.models.index(str(model))", "m = 0",
+             ("tests/factor_analysis/test_factors_cli.py",),
+             "`factors evaluate` with several models prints the first model's accuracy for each",
+             expect="caught"),  # survived before test_evaluate_prints_each_models_...
+    Mutation("M265", "cli/factors.py", "seed=self.seed, k=self.top", "seed=0, k=self.top",
+             ("tests/factor_analysis/test_factors_cli.py",),
+             "`factors` ignores --seed: every bootstrap interval drawn with seed 0",
+             expect="caught"),  # survived before test_evaluate_passes_seed_and_...
+    Mutation("M266", "cli/factors.py", "min_count=self.min_count, group_cols=",
+             "min_count=30, group_cols=",
+             ("tests/factor_analysis/test_factors_cli.py",
+              "tests/factor_analysis/test_factors_timm.py"),
+             "`factors` ignores --min-count: factors and groups of fewer than 30 items unranked",
+             expect="caught"),  # survived before test_evaluate_passes_seed_and_...
+    Mutation("M267", "cli/factors.py", '1.0, "--min-coverage"', '0.9, "--min-coverage"',
+             ("tests/factor_analysis/test_factors_cli.py",),
+             "`factors` accepts by default predictions for only 90% of the annotated items",
+             expect="caught"),  # survived before test_evaluate_refuses_predictions_...
+    Mutation("M268", "cli/errors.py",
+             "exc.filename2 if exc.filename2 is not None else exc.filename or",
+             "exc.filename if exc.filename is not None else exc.filename2 or",
+             ("tests/cli/test_clean_errors.py",),
+             "a failed rename's one-line error names the temporary file, not the user's path",
+             expect="caught"),  # survived before test_a_failed_rename_names_the_...
+    Mutation("M269", "cli/errors.py", "        library.removeHandler(handler)\n", "        pass\n",
+             ("tests/cli/test_clean_errors.py",),
+             "each command leaves its Warning: handler on the library logger (warnings repeat)",
+             expect="caught"),  # survived before test_warnings_show_once_per_...
+    Mutation("M270", "cli/errors.py", "except UnicodeDecodeError as exc:  # a safety net",
+             "except UnicodeEncodeError as exc:  # a safety net",
+             ("tests/cli/test_clean_errors.py",),
+             "a non-UTF-8 input a loader does not name is a traceback and exit 1, not exit 2",
+             expect="caught"),  # survived before test_an_undecodable_input_in_...
+    Mutation("M271", "diagvib/presets.py", 'PRESET_HEADS.get(preset, "full")',
+             'PRESET_HEADS.get(preset, "selected")',
+             ("tests/diagvib/test_head.py",),
+             "DiagViB-6 jobs under a preset but paper/demo get the 3-output head (A.2: full)",
+             expect="caught"),  # survived before test_every_preset_but_demo_gets_...
+    Mutation("M272", "diagvib/presets.py", '"frozen_batchnorm": "eval",',
+             '"frozen_batchnorm": "train",',
+             ("tests/train/test_config.py", "tests/diagvib/test_head.py"),
+             "demo preset's frozen RN50-IN updates its BatchNorm statistics (docs: eval)",
+             expect="caught"),  # survived before the demo preset test read the docs' eval
+    Mutation("M273", "train/model_info.py",
+             "imply no algorithm and freeze nothing\n            return ModelInfo()",
+             "imply no algorithm and freeze nothing\n"
+             "            return ModelInfo(freeze_backbone=True)",
+             ("tests/train/test_model_info.py",),
+             "read without torch, a timm:/torchvision: model counts as frozen",
+             expect="caught"),  # survived before the no-torch subprocess imported ROOT/src
+    Mutation("M274", "train/model_info.py", 'register("rn50_in", ModelInfo(freeze_backbone=True))',
+             'register("rn50_in", ModelInfo())',
+             ("tests/train/test_model_info.py",),
+             "read without torch, RN50-IN counts as trained end to end (not frozen)"),
+    Mutation("M275", "cli/diagvib_report.py", "checkpoint=checkpoint)",
+             'checkpoint="lowest-val-loss")',
+             ("tests/diagvib/test_report.py",),
+             "`diagvib report` ignores --checkpoint (always the paper's lowest validation loss)"),
 )
 
 
