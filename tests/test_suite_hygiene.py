@@ -61,3 +61,21 @@ def test_loadgroup_runs_a_group_on_one_worker(tmp_path: Path) -> None:
         ran = list(out.glob(f"{group}-*.txt"))
         workers = {p.read_text() for p in ran}
         assert len(ran) == 6 and len(workers) == 1 and "none" not in workers, (group, workers)
+
+
+def test_subprocesses_run_the_package_under_test_not_the_checkouts_src() -> None:
+    """A test's subprocess puts ``tests.package_src.PACKAGE_SRC`` on ``PYTHONPATH``, never the
+    checkout's ``src`` by its path: benchmarks/mutation_check.py runs the tests against a
+    mutated copy first on ``PYTHONPATH``, which such a subprocess would never import (M273
+    survived that way)."""
+    import re
+
+    import shortcutlab
+    from tests.package_src import PACKAGE_SRC
+
+    assert (PACKAGE_SRC / "shortcutlab" / "__init__.py").samefile(shortcutlab.__file__)
+    by_path = re.compile(r'(parents\[\d\]|ROOT|REPO)\s*/\s*"src"')
+    offenders = [f"{path.name}:{n}" for path in sorted(CONFTEST.parent.rglob("*.py"))
+                 for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+                 if by_path.search(line) and "rglob" not in line]
+    assert offenders == []

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.benchmarks.scripts import load_script
+from tests.package_src import PACKAGE_SRC
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "benchmarks" / "gpu_check.py"
@@ -132,7 +133,7 @@ def test_gpu_check_runs_end_to_end_on_cpu(tmp_path: Path) -> None:
     every epoch section hands its own recipe to those processes; the fake-section tests run
     all sections through the same code."""
     out = tmp_path / "check.json"
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "OMP_NUM_THREADS": "1"}
+    env = {**os.environ, "PYTHONPATH": str(PACKAGE_SRC), "OMP_NUM_THREADS": "1"}
     sections = ["cuda_tests", "ceiling", "epoch_shared_bf16"]
     proc = subprocess.run([sys.executable, str(SCRIPT), *TINY, "--out", str(out),
                            "--only", *sections], cwd=ROOT, env=env, capture_output=True,

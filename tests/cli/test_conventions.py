@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -26,6 +25,7 @@ from shortcutlab import __version__
 from shortcutlab.cli.main import app
 from shortcutlab.cli.output import to_json
 from tests.diagvib.tables import synthetic_table
+from tests.package_src import PACKAGE_SRC
 
 runner = CliRunner()
 
@@ -71,7 +71,7 @@ def test_version_flag() -> None:
 
 def test_commands_render_json_in_one_place() -> None:
     """No command module formats JSON itself: print_json of cli/output.py does."""
-    cli = Path(__file__).resolve().parents[2] / "src" / "shortcutlab" / "cli"
+    cli = PACKAGE_SRC / "shortcutlab" / "cli"
     own = [f.name for f in sorted(cli.glob("*.py"))
            if f.name != "output.py" and "json.dumps(" in f.read_text(encoding="utf-8")]
     assert not own, own

@@ -15,13 +15,13 @@ from typer.testing import CliRunner
 
 from shortcutlab import __version__
 from shortcutlab.cli.main import app
+from tests.package_src import PACKAGE_SRC
 
 runner = CliRunner()
-SRC = Path(__file__).resolve().parents[2] / "src"
 
 
 def _env(**extra: str) -> dict[str, str]:
-    path = os.pathsep.join(p for p in (str(SRC), os.environ.get("PYTHONPATH", "")) if p)
+    path = os.pathsep.join(p for p in (str(PACKAGE_SRC), os.environ.get("PYTHONPATH", "")) if p)
     return {**os.environ, "PYTHONPATH": path, "OMP_NUM_THREADS": "1", **extra}
 
 

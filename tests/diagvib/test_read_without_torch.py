@@ -13,9 +13,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-import shortcutlab
 from shortcutlab.diagvib.jobs import build_jobs
 from shortcutlab.runner.jobs import Job, JobOutput, run_one
+from tests.package_src import PACKAGE_SRC
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -67,9 +67,7 @@ def test_reading_a_run_folder_imports_no_torch(tmp_path) -> None:
             for job in build_jobs(model, ["ZSO"], ["shape-hue"], [0], [0], 0.002)]
     for job in jobs:
         assert run_one(job, folder, "cpu", fake_training).status == "done"
-    # the package under test (a mutated copy first on PYTHONPATH included), not ROOT/src
-    env = {**os.environ, "PYTHONPATH": str(Path(shortcutlab.__file__).parents[1]),
-           "OMP_NUM_THREADS": "1"}
+    env = {**os.environ, "PYTHONPATH": str(PACKAGE_SRC), "OMP_NUM_THREADS": "1"}
     proc = subprocess.run([sys.executable, "-c", READ, str(folder), str(tmp_path / "report")],
                           capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]

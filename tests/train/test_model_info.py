@@ -6,12 +6,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from pathlib import Path
 
-import shortcutlab
 from shortcutlab.train import model_info
 from shortcutlab.train.model_paths import is_import_path
 from shortcutlab.train.models import freezes_backbone, implied_algorithm, list_models
+from tests.package_src import PACKAGE_SRC
 
 
 def test_declared_facts_match_the_registry() -> None:
@@ -46,9 +45,7 @@ def test_facts_answer_without_torch() -> None:
             " implied_algorithm('resnet18'), freezes_backbone('rn50_in'),"
             " freezes_backbone('small_cnn'), implied_algorithm('timm:resnet18'),"
             " freezes_backbone('torchvision:resnet50'), 'torch' in sys.modules)\n")
-    # the package under test (a mutated copy first on PYTHONPATH included), not ROOT/src
-    env = {**os.environ, "PYTHONPATH": str(Path(shortcutlab.__file__).parents[1]),
-           "OMP_NUM_THREADS": "1"}
+    env = {**os.environ, "PYTHONPATH": str(PACKAGE_SRC), "OMP_NUM_THREADS": "1"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env=env, check=True, timeout=120).stdout.split()
     assert out == ["vae", "asr", "None", "True", "False", "None", "False", "False"]

@@ -14,8 +14,8 @@ import pytest
 
 from shortcutlab.errors import RunnerError, TrainError
 from shortcutlab.train.model_paths import check_models_reach_workers, resolve_model_path
+from tests.package_src import PACKAGE_SRC
 
-SRC = Path(__file__).resolve().parents[2] / "src"
 MODULE = textwrap.dedent("""
     import torch
 
@@ -27,7 +27,7 @@ MODULE = textwrap.dedent("""
 
 def _env() -> dict[str, str]:
     # PYTHONPATH names only the sources: the user's module is found from the working directory
-    return {**os.environ, "PYTHONPATH": str(SRC), "OMP_NUM_THREADS": "1"}
+    return {**os.environ, "PYTHONPATH": str(PACKAGE_SRC), "OMP_NUM_THREADS": "1"}
 
 
 @pytest.mark.slow  # 2 s or more on 2 idle cores (make test-fast leaves it out)
@@ -44,7 +44,7 @@ def test_model_by_import_path_from_the_command_line(tmp_path: Path, monkeypatch)
     (tmp_path / "shortcutlab_cli_zoo.py").write_text(MODULE)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", str(tmp_path))])
-    monkeypatch.setenv("PYTHONPATH", str(SRC))  # what the command is given; restored after
+    monkeypatch.setenv("PYTHONPATH", str(PACKAGE_SRC))  # what the command is given; restored after
     try:
         res = CliRunner().invoke(app, [
             "diagvib", "run", "--model", "shortcutlab_cli_zoo:tiny", "--study", "ZSO", "--pairs",
@@ -126,7 +126,7 @@ def test_model_by_import_path_on_ray(tmp_path: Path) -> None:
     work.mkdir()
     mods.joinpath("ray_zoo.py").write_text(MODULE)
     env = _env()
-    env["PYTHONPATH"] = os.pathsep.join([str(SRC), str(mods)])
+    env["PYTHONPATH"] = os.pathsep.join([str(PACKAGE_SRC), str(mods)])
     env.pop("RAY_AUTH_MODE", None)  # Ray's default: it would log its token notice (issue 34)
     cmd = [sys.executable, "-m", "shortcutlab", "diagvib", "run", "--model", "ray_zoo:tiny",
            "--study", "ZSO", "--pairs", "hue-shape", "--samples", "0", "--scale", "0.002",
