@@ -31,6 +31,21 @@ def test_the_default_preset_is_neutral() -> None:
     assert cfg.overrides() == {} and cfg.describe_preset() == "default"
 
 
+def test_the_default_preset_takes_pytorchs_own_defaults() -> None:
+    """"Neutral" means PyTorch's: Adam's lr and betas, and MultiStepLR's gamma (divide by 10)
+    for a schedule a user adds; read from torch itself, not from the preset."""
+    import inspect
+
+    adam = torch.optim.Adam([torch.zeros(1, requires_grad=True)]).defaults
+    cfg = TrainConfig()
+    assert (cfg.lr, cfg.adam_betas, cfg.weight_decay) == (
+        adam["lr"], adam["betas"], adam["weight_decay"])
+    gamma = inspect.signature(torch.optim.lr_scheduler.MultiStepLR).parameters["gamma"].default
+    scheduled = TrainConfig(lr_milestones=(2,))
+    assert scheduled.lr_gamma == gamma == 0.1
+    assert scheduled.learning_rate(2) == pytest.approx(adam["lr"] * gamma)
+
+
 def test_paper_preset_is_the_authors_resnet18_config() -> None:
     # trainer/resnet18config.yml and base_trainer.py of the DiagViB-6 authors: Adam lr 2e-4,
     # betas (0.9, 0.999), mini-batch 64 (drop_last), 30 epochs, no early stopping, z-scoring;

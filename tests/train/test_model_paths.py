@@ -139,3 +139,19 @@ def test_model_by_import_path_on_ray(tmp_path: Path) -> None:
     assert "Token authentication" not in res.stderr, res.stderr  # the start is quiet
     (job,) = [p for p in (tmp_path / "runs").rglob("job.json")]
     assert json.loads(job.read_text())["train"]["model"] == "ray_zoo:tiny"
+
+
+def test_a_factory_that_returns_no_module_is_refused_before_any_job(tmp_path: Path,
+                                                                    monkeypatch) -> None:
+    """``factory_for`` builds the model once: a factory returning something other than an
+    ``nn.Module`` (here its weights' state dict) is refused now, naming what it returned."""
+    from shortcutlab.train.model_paths import factory_for
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.setenv("PYTHONPATH", os.environ.get("PYTHONPATH", ""))
+    (tmp_path / "shortcutlab_test_not_a_module.py").write_text(
+        MODULE + "\ndef weights(num_classes):\n    return tiny(num_classes).state_dict()\n")
+    assert factory_for("shortcutlab_test_not_a_module:tiny")(num_classes=3)[-1].out_features == 3
+    with pytest.raises(TrainError, match="returned a OrderedDict, not a torch.nn.Module"):
+        factory_for("shortcutlab_test_not_a_module:weights")
