@@ -1186,6 +1186,82 @@ MUTATIONS: tuple[Mutation, ...] = (
              ("tests/utils/test_output_set.py",),
              "output_set JSON not byte-stable (keys in insertion order)",
              expect="caught"),  # survived before test_output_set_json_is_byte_identical_...
+    Mutation("M277", "utils/digest.py",
+             'digest.update(rel.as_posix().encode() + b"\\0" + _file_sha256(',
+             "digest.update(_file_sha256(",
+             ("tests/utils/test_digest.py", "tests/diagvib/test_jobs.py"),
+             "folder digest without the file names (train/test swapped: same digest)",
+             expect="caught"),  # survived before test_swapped_file_names_change_a_folder_digest
+    Mutation("M278", "utils/digest.py", 'if any(part.startswith(".") for part in rel.parts):',
+             'if rel.name.startswith("."):',
+             ("tests/utils/test_digest.py", "tests/diagvib/test_jobs.py"),
+             "folder digest reads files inside hidden folders (.git, .ipynb_checkpoints)",
+             expect="caught"),  # survived before test_hidden_files_and_folders_do_not_change_...
+    Mutation("M279", "utils/sanitize.py", "return number if math.isfinite(number) else None",
+             "return number if number == number else None",
+             ("tests/utils/test_sanitize.py", "tests/stats/test_stats_compare.py",
+              "tests/diagvib/test_metrics.py"),
+             "finite_or_none lets infinity through (NaN only)"),
+    Mutation("M280", "utils/sanitize.py", "if isinstance(obj, (list, tuple)):",
+             "if isinstance(obj, list):",
+             ("tests/utils/test_sanitize.py", "tests/stats/test_stats_compare.py",
+              "tests/diagvib/test_metrics.py"),
+             "json_safe leaves NaN inside tuples",
+             expect="caught"),  # survived before test_json_safe_goes_through_dicts_lists_and_tuples
+    Mutation("M281", "utils/display.py",
+             "return result_text(*self._display(), float_format=self._float_format)",
+             "return result_text(*self._display())",
+             ("tests/utils/test_display.py", "tests/stats/test_stats_compare.py"),
+             "print(result) ignores the class's float format (p = 1e-6 printed 0.000)",
+             expect="caught"),  # survived before test_text_and_html_use_the_class_float_format
+    Mutation("M282", "utils/display.py", "table = _cells(frame, float_format).to_html(",
+             'table = _cells(frame, "{:.3f}").to_html(',
+             ("tests/utils/test_display.py", "tests/stats/test_stats_compare.py"),
+             "Jupyter's table ignores the float format (p = 1e-6 shown 0.000)",
+             expect="caught"),  # survived before test_text_and_html_use_the_class_float_format
+    Mutation("M283", "utils/html.py", 'self._parts.append(f"<p{cls}>{html.escape(text)}</p>")',
+             'self._parts.append(f"<p{cls}>{text}</p>")',
+             ("tests/utils/test_html.py", "tests/diagvib/test_report.py",
+              "tests/utils/test_output_set.py"),
+             "report paragraphs not escaped ('p < 0.05 and n > 3' shows 'p  3')"),
+    Mutation("M284", "utils/html.py", 'escape=True, na_rep="–"', 'escape=False, na_rep="–"',
+             ("tests/utils/test_html.py", "tests/diagvib/test_report.py",
+              "tests/utils/test_output_set.py"),
+             "report table cells not escaped (a '<' in a name hides the cell)",
+             expect="caught"),  # survived before test_table_cells_show_as_given_with_floats_...
+    Mutation("M285", "utils/registry.py", "if not name or not isinstance(name, str):",
+             "if not isinstance(name, str):",
+             ("tests/utils/test_registry.py",),
+             "registries accept an empty name",
+             expect="caught"),  # survived before test_a_registry_refuses_an_empty_name
+    Mutation("M286", "utils/registry.py",
+             "accepts or (lambda obj: not isinstance(obj, type(fnmatch)))",
+             "accepts or (lambda obj: True)",
+             ("tests/utils/test_registry.py", "tests/train/test_models.py"),
+             "a self-registering entry-point module is itself registered (a module as a model)",
+             expect="caught"),  # survived before test_a_module_entry_point_registers_itself_...
+    Mutation("M287", "utils/progress.py",
+             'line += f", eta {duration(task.time_remaining)}"',
+             'line += f", eta {duration((elapsed or 0.0) + task.time_remaining)}"',
+             ("tests/utils/test_progress.py",),
+             "log progress prints the estimated total time as the ETA",
+             expect="caught"),  # survived before test_the_eta_is_the_time_left_at_the_rate_so_far
+    Mutation("M288", "utils/mpl_text.py",
+             "return [escape_math(str(v)) for v in self.inner.format_ticks(values)]",
+             "return [str(v) for v in self.inner.format_ticks(values)]",
+             ("tests/imagenetx/test_imagenetx_report_readable.py",),
+             "category tick labels made at draw time not escaped ('$x$' drawn as math)"),
+    Mutation("M289", "demo/vqa.py", 'best = max(scores, key=lambda m: scores[m]["iid"])',
+             'best = min(scores, key=lambda m: scores[m]["iid"])',
+             ("tests/demo/test_vqa_demo.py",),
+             "VQA demo names the worst model as the best IID",
+             expect="caught"),  # survived before test_demo_stage_writes_... named the best
+    Mutation("M290", "demo/imagenetx.py",
+             'top = analyse(predictions, which="top", error_type="real_class", n_boot=500,',
+             'top = analyse(predictions, which="top", n_boot=500,',
+             ("tests/demo/test_imagenetx_demo.py",),
+             "ImageNet-X demo scores the original labels against themselves (class, not ReaL)",
+             expect="caught"),  # survived before (no test ran the stage): test_demo_reproduces_...
 )
 
 
