@@ -22,6 +22,9 @@ def test_demo_stage_writes_splits_scores_and_report(tmp_path):
         assert r["counts"]["iid"] == 750  # 25 % of 3,000
     # the question-type prior is at least as good as the global answer prior on IID data
     assert scores["question-type-prior"]["iid"] >= scores["answer-prior"]["iid"]
+    # the summary names the model with the highest IID score, and that score in percent
+    best = max(scores, key=lambda m: scores[m]["iid"])
+    assert f"best IID: {best} {100 * scores[best]['iid']:.1f} %" in lines[1]
     html = (tmp_path / "index.html").read_text()
     for text in ("Statistics (cf. paper Table 1)", "Baselines", "acc-head and acc-tail",
                  "Relations between shortcuts", "<img", "Planted shortcuts"):  # fmt: skip

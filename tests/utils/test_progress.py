@@ -68,3 +68,14 @@ def test_progress_bar_writes_lines_when_stderr_is_not_a_terminal(capsys) -> None
                                            (312, "5 min 12 s"), (7380, "2 h 03 min")])
 def test_duration(seconds: float, text: str) -> None:
     assert duration(seconds) == text
+
+
+def test_the_eta_is_the_time_left_at_the_rate_so_far() -> None:
+    """One step a second: after 60 of 1,000 steps, 940 s are left (not the 1,000 s in all)."""
+    clock, out = Clock(), io.StringIO()
+    with LogProgress(every=60, stream=out, get_time=clock) as bar:
+        task = bar.add_task("training", total=1000)
+        for _ in range(60):
+            clock.now += 1
+            bar.advance(task)
+        assert out.getvalue() == "training: 60/1,000 (6 %), 1 min 00 s, eta 15 min 40 s\n"

@@ -136,3 +136,28 @@ def test_items_keep_registration_order_and_scratch_can_reread_entry_points(
     with reg.scratch(reload=True):
         assert reg.get("floor") is math.floor  # ... unless a test asks to read it again
     assert "floor" not in reg and reg.names() == ["a", "sqrt", "z"]
+
+
+def test_a_registry_refuses_an_empty_name() -> None:
+    from shortcutlab.utils.registry import Registry
+
+    reg: Registry[int] = Registry("widget", error=_Boom)
+    with pytest.raises(_Boom, match=r"a widget needs a non-empty name, got ''"):
+        reg.register("", 1)
+    assert reg.names() == []
+
+
+def test_a_module_entry_point_registers_itself_and_is_not_registered(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An entry point naming a module (as pyproject's ``diagvib_baselines``) is imported for
+    what it registers; the module itself is no model."""
+    from importlib.metadata import EntryPoint
+
+    from shortcutlab.utils import registry as registry_mod
+
+    monkeypatch.setattr(registry_mod, "entry_points",
+                        lambda group: [EntryPoint("mod", "json", "g"),
+                                       EntryPoint("sqrt", "math:sqrt", "g")])
+    reg: registry_mod.Registry[object] = registry_mod.Registry("widget", error=_Boom, group="g")
+    assert reg.names() == ["sqrt"] and "mod" not in reg
