@@ -180,6 +180,20 @@ def test_idx_folder_loader(tmp_path: Path, gz: bool) -> None:
     assert alone.split_rule.startswith("seeded")
 
 
+def test_authors_split_keeps_80_percent_of_mnist_train(tmp_path: Path) -> None:
+    """The authors' preprocess_mnist.py trains on the first 80 % of each class of MNIST-train
+    and validates on the other 20 %: of 10 training digits per class, 8 train and 2 validate
+    (a 90/10 cut would give 9 and 1; 5 or 2 digits per class cannot tell the two apart)."""
+    x, y = _fake_digits(11)
+    first = np.tile(np.arange(11) < 10, 10)  # 10 per class for MNIST-train, 1 for MNIST-test
+    path = tmp_path / "mnist.npz"
+    np.savez(path, x_train=x[first], y_train=y[first], x_test=x[~first], y_test=y[~first])
+    shapes = load_shapes(path)
+    assert shapes.split_rule.startswith("authors'")
+    assert shapes.count.tolist() == [[8] * 10, [2] * 10, [1] * 10]
+    assert shapes.pool_ids("train", 3).tolist() == list(range(30, 38))  # the first 8, in order
+
+
 def test_idx_errors(tmp_path: Path) -> None:
     with pytest.raises(DataNotFoundError, match="does not exist"):
         load_shapes(tmp_path / "nope")
