@@ -1303,6 +1303,17 @@ MUTATIONS: tuple[Mutation, ...] = (
              "factor = max(digit_size / crop.shape[0], digit_size / crop.shape[1])",
              ("tests/diagvib/test_sources.py",),
              "digit resized by its shorter side to 28 px (the longer one overflows the canvas)"),
+    Mutation("M302", "diagvib/render.py", "* step[:, None] + 2.0", "* step[:, None]",
+             ("tests/diagvib/test_render.py",),
+             "render window 2 px too small: anti-aliased edges of some objects cut to grey"),
+    Mutation("M303", "diagvib/render.py", "return centre + (centre - (m - 1) / 2 < 0)",
+             "return centre",
+             ("tests/diagvib/test_render.py",),
+             "numpy path: objects past the top/left edge 1 px off the authors' int() placement"),
+    Mutation("M304", "diagvib/sources.py", "TRAIN_FRACTION = 0.8", "TRAIN_FRACTION = 0.9",
+             ("tests/diagvib/test_sources.py",),
+             "authors' MNIST split 90/10 into train/val, not their 80/20",
+             expect="caught"),  # survived before test_authors_split_keeps_80_percent_...
 )
 
 
