@@ -110,6 +110,21 @@ def test_random_classes_pure_and_uniform() -> None:
         random_classes(0, seed=0)
 
 
+def test_random_classes_draw_the_factors_independently() -> None:
+    """Uniform marginals are not enough: a shared draw would tie the factors together (a
+    shortcut in data meant to have none). Every pair of factors passes scipy's chi-square test
+    of independence, and every (shape, texture) combination turns up."""
+    from scipy.stats import chi2_contingency
+
+    a = random_classes(3000, seed=8)
+    for i in range(len(FACTORS)):
+        for j in range(i + 1, len(FACTORS)):
+            table = np.zeros((a[:, i].max() + 1, a[:, j].max() + 1))
+            np.add.at(table, (a[:, i], a[:, j]), 1)
+            assert chi2_contingency(table).pvalue > 1e-4, (FACTORS[i], FACTORS[j])
+    assert np.unique(a[:, 4] * 5 + a[:, 5]).size == 50
+
+
 def test_every_lightness_class_matches_the_authors_config() -> None:
     """All four lightness classes (dark value, bright value), not only the outer two: the
     authors' code (boschresearch/diagvib-6, diagvibsix/dataset/config.py, LIGHTNESS) defines

@@ -237,6 +237,61 @@ def test_texture_polarity_bright_texture_takes_dark_colour(gen: ImageGenerator) 
             assert np.abs(mode - expect[k]).max() <= 1.0, (value, k, mode, expect[k])
 
 
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_object_colour_rounds_to_the_nearest_level(gen: ImageGenerator, backend: str) -> None:
+    """Inside the digit (mask 1) a flat texture of 0 shows the bright colour exactly, rounded to
+    the nearest of the 256 levels: round(255 * colorsys.hls_to_rgb(hue, bright, 1)), the
+    standard library's HLS, not the renderer's. (Truncating would darken about half the
+    channels by one level; the numpy/torch comparison allows +-1 and cannot see it.)"""
+    import colorsys
+
+    flat = ImageGenerator(gen.shapes, _constant_textures(0.0))
+    classes = random_classes(24, seed=34, fixed={"position": "center-center", "scale": "large"})
+    idx = np.arange(24)
+    images = np.asarray(flat.render(classes, seed=34, split="train", indices=idx,
+                                    backend=backend))
+    real = flat.realisations(classes, seed=34, split="train", indices=idx)
+    checked = 0
+    for k in range(24):
+        want = 255 * np.array(colorsys.hls_to_rgb(real["hue"][k] / 360,
+                                                  real["lightness"][k, 1], 1.0))
+        clear = np.abs(want % 1 - 0.5) > 0.01  # not too close to a tie for float32
+        inside = _object(images[k:k + 1], threshold=1)[0]
+        colours, counts = np.unique(images[k][:, inside].T, axis=0, return_counts=True)
+        mode = colours[counts.argmax()]  # the interior colour (edges blend with the grey)
+        assert (mode[clear] == np.floor(want[clear] + 0.5)).all(), (k, mode, want)
+        checked += int((clear & (want % 1 > 0.5)).sum())
+    assert checked >= 10  # channels where rounding and truncating differ
+
+
+def test_negative_class_indices_are_refused_not_wrapped(gen: ImageGenerator) -> None:
+    """-1 would index the last class (numpy wraps): an image of class 9 labelled -1."""
+    classes = random_classes(3, seed=0)
+    for name in FACTORS:
+        bad = classes.copy()
+        bad[2, F[name]] = -1
+        with pytest.raises(DiagvibError, match=f"unknown {name} class index -1; valid choices"):
+            gen.render(bad, seed=0, split="train", indices=np.arange(3))
+        with pytest.raises(DiagvibError, match=f"unknown {name} class index -1"):
+            gen.render(bad, seed=0, split="train", indices=np.arange(3), backend="torch")
+
+
+def test_image_indices_from_2_to_the_58_are_refused(gen: ImageGenerator) -> None:
+    """Draw j of image i is stream output i * 16 + j in uint64: image i + 2**60 would repeat
+    image i's draws, so indices stop well below (2**58 - 1 is the largest accepted)."""
+    i = np.array([5, 5 + 2**60], dtype=np.uint64)
+    u = stream_uniforms(0, "diagvib-render", "train", i)
+    assert (u[0] == u[1]).all()  # why the refusal matters: the counter wraps
+    classes = random_classes(2, seed=0)
+    ok = gen.realisations(classes, seed=0, split="train", indices=np.array([0, 2**58 - 1]))
+    assert ok["scale"].shape == (2,)
+    for big in (2**58, 2**60 + 5, 2**62):
+        for backend in ("numpy", "torch"):
+            with pytest.raises(DiagvibError, match=r"image indices must be in \[0, 2\*\*58\)"):
+                gen.render(classes, seed=0, split="train", indices=np.array([0, big]),
+                           backend=backend)
+
+
 def test_hls_colours() -> None:
     rgb = hls_to_rgb(np.array([0.0, 120.0, 240.0, 60.0]), np.array([0.5, 0.5, 0.25, 1.0]))
     assert np.allclose(rgb, [[1, 0, 0], [0, 1, 0], [0, 0, 0.5], [1, 1, 1]])

@@ -121,6 +121,18 @@ def test_preprocess_bounding_box_threshold_is_strictly_above_100() -> None:
     assert rows[-1] - rows[0] + 1 == pytest.approx(14 * DIGIT_SIZE / 21, abs=1)
 
 
+def test_preprocess_pastes_at_the_authors_truncated_offset() -> None:
+    """An odd side: a 28 x 17 box (already 28 px long, so not resized) goes on the 40-px canvas
+    at int((40 - 1) / 2 - (side - 1) / 2) per axis, the authors' whole-pixel offset: rows
+    int(19.5 - 13.5) = 6, columns int(19.5 - 8) = int(11.5) = 11 (rounding would give 12)."""
+    im = np.zeros((1, 28, 28), dtype=np.float32)
+    im[0, :, 5:22] = 1.0
+    mask = preprocess_digits(im)[0]
+    rows, cols = np.flatnonzero(mask.any(1)), np.flatnonzero(mask.any(0))
+    assert (rows[0], rows[-1]) == (6, 6 + 28 - 1)
+    assert (cols[0], cols[-1]) == (11, 11 + 17 - 1)
+
+
 def test_seeded_split_rounds_the_fractions(tmp_path: Path) -> None:
     """13 images of a digit: 15% is 1.95 images, rounded to 2 each for val and test
     (truncating would give 1 and 1, and train 11)."""
@@ -166,6 +178,20 @@ def test_idx_folder_loader(tmp_path: Path, gz: bool) -> None:
     alone = load_shapes(tmp_path)
     assert alone.count.tolist() == [[3] * 10, [1] * 10, [1] * 10]
     assert alone.split_rule.startswith("seeded")
+
+
+def test_authors_split_keeps_80_percent_of_mnist_train(tmp_path: Path) -> None:
+    """The authors' preprocess_mnist.py trains on the first 80 % of each class of MNIST-train
+    and validates on the other 20 %: of 10 training digits per class, 8 train and 2 validate
+    (a 90/10 cut would give 9 and 1; 5 or 2 digits per class cannot tell the two apart)."""
+    x, y = _fake_digits(11)
+    first = np.tile(np.arange(11) < 10, 10)  # 10 per class for MNIST-train, 1 for MNIST-test
+    path = tmp_path / "mnist.npz"
+    np.savez(path, x_train=x[first], y_train=y[first], x_test=x[~first], y_test=y[~first])
+    shapes = load_shapes(path)
+    assert shapes.split_rule.startswith("authors'")
+    assert shapes.count.tolist() == [[8] * 10, [2] * 10, [1] * 10]
+    assert shapes.pool_ids("train", 3).tolist() == list(range(30, 38))  # the first 8, in order
 
 
 def test_idx_errors(tmp_path: Path) -> None:
@@ -285,6 +311,34 @@ def test_equalise_is_uniform_and_keeps_order() -> None:
     eq = equalise(im)
     assert np.allclose(np.sort(eq.ravel()), (np.arange(64 * 64) + 0.5) / 4096, atol=1e-6)
     assert (np.argsort(eq.ravel(), kind="stable") == np.argsort(im.ravel(), kind="stable")).all()
+
+
+def test_equalise_keeps_ties_equal_at_their_average_rank() -> None:
+    """Flat regions stay flat: 50 pixels at 0.2, 30 at 0.7 and 20 at 0.9 of 100 take the
+    midpoints of their shares of [0, 1], (25.5 - 0.5) / 100, (65.5 - 0.5) / 100 and
+    (90.5 - 0.5) / 100 (by hand), not a ramp of distinct values."""
+    im = np.repeat([0.2, 0.7, 0.9], [50, 30, 20]).reshape(10, 10)
+    eq = equalise(im[:, ::-1])  # the order of the pixels plays no part
+    assert eq.shape == (10, 10) and eq.dtype == np.float32
+    assert np.unique(eq).tolist() == pytest.approx([0.25, 0.65, 0.90])
+    assert (eq == equalise(im)[:, ::-1]).all()
+
+
+def test_textures_too_small_for_a_crop_are_refused() -> None:
+    """A crop is MASK_SIZE px with one px either side for the bilinear lookups, at offsets from
+    1: a texture needs MASK_SIZE + 4 = 44 px a side. A smaller one would give negative crop
+    offsets (pixels of another texture) and is refused; 44 px works, with its one crop."""
+    for side in (MASK_SIZE, MASK_SIZE + 3):
+        images = [np.full((64, 64), 0.5, np.float32)] * 4 + [np.zeros((side, 64), np.float32)]
+        with pytest.raises(DiagvibError, match="texture 'lava' must be .* at least 44 px"):
+            sources_module.TextureSource(images)
+    from shortcutlab.diagvib.render import ImageGenerator, random_classes
+
+    edge = sources_module.TextureSource([np.full((44, 44), 0.5, np.float32)] * 5)
+    gen = ImageGenerator(load_shapes(), edge)
+    classes = random_classes(20, seed=0)
+    real = gen.realisations(classes, seed=0, split="train", indices=np.arange(20))
+    assert (real["texture_offset"] == 1).all()  # the only crop that fits
 
 
 def _write_textures(folder: Path, names=("tiles", "wood", "carpet", "bricks", "lava")) -> None:
