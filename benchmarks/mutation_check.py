@@ -1455,6 +1455,83 @@ MUTATIONS: tuple[Mutation, ...] = (
              ("tests/diagvib/test_sources.py",),
              "authors' MNIST split 90/10 into train/val, not their 80/20",
              expect="caught"),  # survived before test_authors_split_keeps_80_percent_...
+    Mutation("M319", "imagenetx/evaluate.py", "found = worst >= 0", "found = worst > 0",
+             ("tests/imagenetx/test_imagenetx_evaluate_numbers.py",),
+             "headline blanks the worst factor's accuracy and error ratio when it is pose "
+             "(factor 0)",
+             expect="caught"),  # survived before test_headline_shows_the_worst_factor_numbers_...
+    Mutation("M320", "imagenetx/evaluate.py", "if len(frame) <= MAX_SHOWN:",
+             "if len(frame) < MAX_SHOWN:",
+             ("tests/imagenetx/test_imagenetx_evaluate_numbers.py",),
+             "a result of exactly 20 models printed as 'first 20 of 20 models shown' (<= for <)",
+             expect="caught"),  # survived before test_exactly_max_shown_models_print_without_...
+    Mutation("M321", "imagenetx/evaluate.py",
+             'out["acc_worst_factor"] = float(np.nanmin(acc))',
+             'out["acc_worst_factor"] = float(np.nanmax(acc))',
+             ("tests/imagenetx/test_imagenetx_evaluate_numbers.py",),
+             "flat dict's acc_worst_factor is the best factor's accuracy",
+             expect="caught"),  # survived before test_flat_dict_worst_factor_is_the_lowest_...
+    Mutation("M322", "imagenetx/evaluate.py", "m = int(np.argmin(coverage))",
+             "m = int(np.argmax(coverage))",
+             ("tests/imagenetx/test_imagenetx_evaluate_numbers.py",),
+             "min_coverage refusal names the best-covered model (and its coverage)",
+             expect="caught"),  # survived before test_min_coverage_refusal_names_the_model_...
+    Mutation("M323", "imagenetx/evaluate.py",
+             "acc = np.where(self.class_count > 0, acc, np.inf)",
+             "acc = np.where(self.class_count > 0, acc, -np.inf)",
+             ("tests/imagenetx/test_imagenetx_evaluate.py",
+              "tests/imagenetx/test_imagenetx_evaluate_numbers.py"),
+             "worst-k classes rank classes without a prediction first (they fill the k)"),
+    Mutation("M324", "imagenetx/evaluate.py", "if not 1 <= k <= NUM_CLASSES:",
+             "if not 0 <= k <= NUM_CLASSES:",
+             ("tests/imagenetx/test_imagenetx_evaluate_numbers.py",),
+             "worst_classes_accuracy(k=0) gives NaN instead of a refusal",
+             expect="caught"),  # survived before test_worst_classes_leave_out_classes_without_...
+    Mutation("M325", "imagenetx/report.py", "return bool(np.isfinite(values).any())",
+             "return bool(np.isfinite(values).all())",
+             ("tests/imagenetx/test_imagenetx_report_numbers.py",),
+             "report drops the heatmap of every model with one empty meta-label x factor cell "
+             "('no mistakes')",
+             expect="caught"),  # survived before test_a_model_with_mistakes_gets_its_heatmap
+    Mutation("M326", "imagenetx/evaluate.py",
+             "return engine.error_ratio(self.meta_accuracy, self.meta_average)",
+             "return engine.error_ratio(self.meta_accuracy, self.average[:, None])",
+             ("tests/imagenetx/test_imagenetx_evaluate.py",
+              "tests/imagenetx/test_imagenetx_analyses.py"),
+             "per-meta-label error ratio against the overall accuracy, not the meta-label's"),
+    Mutation("M327", "imagenetx/evaluate.py", "keep = real[:, 0] >= 0", "keep = real[:, 0] > 0",
+             ("tests/imagenetx/test_imagenetx_evaluate.py",),
+             "ignore_empty_real also drops images whose first ReaL label is class 0"),
+    Mutation("M328", "imagenetx/report.py",
+             "annotations, error_type, ignore_empty_real,\n"
+             "                          n_boot, seed=seed)",
+             "annotations, n_boot=n_boot, seed=seed)",
+             ("tests/imagenetx/test_imagenetx_report_numbers.py",),
+             "analyse's bootstrap intervals under error type class whatever the evaluation's",
+             expect="caught"),  # survived before test_every_part_of_the_analysis_uses_the_...
+    Mutation("M329", "imagenetx/report.py",
+             "result = evaluate(predictions, annotations, error_type, ignore_empty_real)",
+             "result = evaluate(predictions, annotations, error_type)",
+             ("tests/imagenetx/test_imagenetx_report_numbers.py",),
+             "analyse ignores ignore_empty_real (empty-ReaL images scored as wrong)",
+             expect="caught"),  # survived before test_every_part_of_the_analysis_uses_the_...
+    Mutation("M330", "imagenetx/report.py",
+             "analyses.calibration_by_factor(predictions, annotations, error_type)",
+             "analyses.calibration_by_factor(predictions, annotations)",
+             ("tests/imagenetx/test_imagenetx_report_numbers.py",),
+             "report's calibration per factor under error type class whatever the evaluation's",
+             expect="caught"),  # survived before test_every_part_of_the_analysis_uses_the_...
+    Mutation("M331", "imagenetx/report.py",
+             "analyses.accuracy_by_active_factors(predictions, multi, error_type)",
+             "analyses.accuracy_by_active_factors(predictions, multi)",
+             ("tests/imagenetx/test_imagenetx_report_numbers.py",),
+             "report's accuracy by number of active factors (figure 7) under error type class",
+             expect="caught"),  # survived before test_every_part_of_the_analysis_uses_the_...
+    Mutation("M332", "imagenetx/report.py",
+             'statistics.alexander_govern_by_factor(result.table("error_ratio"), group_map)',
+             'statistics.alexander_govern_by_factor(result.table("accuracy"), group_map)',
+             ("tests/imagenetx/test_imagenetx_cli.py::test_report_with_groups",),
+             "group tests (figure 1b) on factor accuracy, not error ratio"),
 )
 
 
