@@ -1314,6 +1314,86 @@ MUTATIONS: tuple[Mutation, ...] = (
              'checkpoint="lowest-val-loss")',
              ("tests/diagvib/test_report.py",),
              "`diagvib report` ignores --checkpoint (always the paper's lowest validation loss)"),
+    Mutation("M305", "biasbed/protocol.py", "if self.preset == BIASBED_PRESET and lr is None:",
+             "if self.preset == BIASBED_PRESET:",
+             ("tests/biasbed/test_protocol_tables.py", "tests/biasbed/test_cli_options.py",
+              "tests/biasbed/test_protocol.py"),
+             "under the biasbed preset a given --lr is silently replaced by the authors' 1e-4",
+             expect="caught"),  # survived before test_a_given_lr_is_kept_under_the_biasbe...
+    Mutation("M306", "biasbed/protocol.py",
+             "epochs = FAST_EPOCHS if self.epochs is None and self.preset is None else self.epochs",
+             "epochs = FAST_EPOCHS if self.epochs is None else self.epochs",
+             ("tests/biasbed/test_cli_options.py", "tests/biasbed/test_protocol.py"),
+             "biasbed preset without --epochs trains 10 epochs, not the paper's 100"),
+    Mutation("M307", "biasbed/protocol.py",
+             "if not seeds or len(set(seeds)) != len(seeds) or min(seeds) < 0:",
+             "if not seeds or min(seeds) < 0:",
+             ("tests/biasbed/test_protocol_tables.py", "tests/biasbed/test_cli_options.py",
+              "tests/biasbed/test_protocol.py"),
+             "--seeds 0,0 accepted: one run counted twice as independent runs",
+             expect="caught"),  # survived before test_repeated_seeds_are_refused
+    Mutation("M308", "biasbed/protocol.py", '"seed": p.job.train.seed,', '"seed": p.run,',
+             ("tests/biasbed/test_protocol_tables.py", "tests/biasbed/test_cli_options.py",
+              "tests/biasbed/test_protocol.py"),
+             "protocol.json records the run number as the seed (--seeds 3,7 read back as 0,1)",
+             expect="caught"),  # survived before test_protocol_json_records_each_runs_own...
+    Mutation("M309", "biasbed/protocol.py",
+             'keys = ["algorithm", "dataset", "model", "preset",',
+             'keys = ["algorithm", "dataset", "preset",',
+             ("tests/biasbed/test_protocol_tables.py", "tests/biasbed/test_cli_options.py",
+              "tests/biasbed/test_protocol.py"),
+             "competitors.csv merges two models of one algorithm into one row (runs summed)",
+             expect="caught"),  # survived before test_competitor_table_keeps_models_apart...
+    Mutation("M310", "biasbed/protocol.py", "table = meta.groupby(keys, sort=True, dropna=False)",
+             "table = meta.groupby(keys, sort=True)",
+             ("tests/biasbed/test_protocol_tables.py", "tests/biasbed/test_cli_options.py",
+              "tests/biasbed/test_protocol.py"),
+             "competitors.csv silently drops competitors with a field an older protocol lacks",
+             expect="caught"),  # survived before test_competitor_table_keeps_models_apart...
+    Mutation("M311", "biasbed/protocol.py",
+             'epochs: pd.DataFrame,\n    rule: str = "best_validation",',
+             'epochs: pd.DataFrame,\n    rule: str = "last_n",',
+             ("tests/biasbed/test_protocol_tables.py", "tests/biasbed/test_protocol.py"),
+             "compare_algorithms' default rule the last-n mean, not Table 2's best validation",
+             expect="caught"),  # survived before test_compare_algorithms_defaults_to_tabl...
+    Mutation("M312", "biasbed/report.py", 'row["best_epoch"] * scale, row[rule] * scale',
+             'row["best_epoch"] * scale, row["best_validation"] * scale',
+             ("tests/biasbed/test_protocol_tables.py", "tests/biasbed/test_protocol.py"),
+             "report's last-n Table 1 cells show the best-validation numbers",
+             expect="caught"),  # survived before test_rule_gap_frame_shows_the_asked_rule
+    Mutation("M313", "biasbed/report.py",
+             'runs = epochs.groupby(["algorithm", "dataset"])["run"].nunique()',
+             'runs = epochs.groupby(["algorithm", "dataset"])["run"].count()',
+             ("tests/biasbed/test_protocol_tables.py", "tests/biasbed/test_protocol.py"),
+             "report's 'runs each' counts epoch records, not runs",
+             expect="caught"),  # survived before test_report_text_states_runs_epochs_and_...
+    Mutation("M314", "biasbed/report.py", 'n_epochs = int(epochs["epoch"].max()) + 1',
+             'n_epochs = int(epochs["epoch"].max())',
+             ("tests/biasbed/test_protocol_tables.py", "tests/biasbed/test_protocol.py"),
+             "report states one epoch fewer than were trained (0-based max)",
+             expect="caught"),  # survived before test_report_text_states_runs_epochs_and_...
+    Mutation("M315", "biasbed/report.py",
+             'F({result.df_num:.4g}, "\n            f"{result.df_den:.4g})',
+             'F({result.df_den:.4g}, "\n            f"{result.df_num:.4g})',
+             ("tests/biasbed/test_protocol_tables.py", "tests/biasbed/test_protocol.py"),
+             "report prints the Iman-Davenport degrees of freedom swapped",
+             expect="caught"),  # survived before test_report_text_states_runs_epochs_and_...
+    Mutation("M316", "biasbed/report.py", "(p = {result.chi2_p_value:.3g})",
+             "(p = {result.p_value:.3g})",
+             ("tests/biasbed/test_protocol_tables.py", "tests/biasbed/test_protocol.py"),
+             "report prints the Iman-Davenport p-value as the Friedman chi2's p-value",
+             expect="caught"),  # survived before test_report_text_states_runs_epochs_and_...
+    Mutation("M317", "biasbed/report.py", "epochs, rule, n_last=n_last, alpha=alpha, **options",
+             "epochs, rule, n_last=n_last, alpha=alpha",
+             ("tests/biasbed/test_protocol_tables.py", "tests/biasbed/test_protocol.py"),
+             "report's ranks-under-each-rule table ignores --strict/--compare-by/--df",
+             expect="caught"),  # survived before test_ranks_under_each_rule_respect_the_s...
+    Mutation("M318", "biasbed/report.py", "if not 0.0 < alpha < 1.0:",
+             "if not 0.0 < alpha <= 1.0:",
+             ("tests/biasbed/test_protocol_tables.py", "tests/biasbed/test_protocol.py",
+              "tests/cli/test_hostile_inputs_2.py"),
+             "biasbed report --alpha 1 accepted (every difference significant)",
+             expect="caught"),  # survived before test_alpha_outside_the_open_unit_interva...
 )
 
 
