@@ -225,3 +225,14 @@ def test_alpha_outside_the_open_unit_interval_is_refused(alpha: float) -> None:
 def test_alpha_inside_the_unit_interval_is_accepted() -> None:
     for alpha in (0.05, 0.1, 0.999):
         check_alpha(alpha)
+
+
+def test_jobs_recorded_before_pretrained_was_count_as_from_scratch(tmp_path: Path) -> None:
+    """A job written before ``pretrained`` was recorded reads "no" (as when no job records it),
+    not "nan": one competitor run over two invocations is one row "no" with both runs."""
+    older = _job(run=1, seed=1)
+    del older["pretrained"]
+    (tmp_path / "protocol.json").write_text(json.dumps({"version": 1, "jobs": {
+        "a": _job(), "b": older}}))
+    table = competitor_table(tmp_path)
+    assert list(table["pretrained"]) == ["no"] and list(table["runs"]) == [2]
