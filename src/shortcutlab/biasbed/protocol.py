@@ -397,7 +397,8 @@ def competitor_table(out: str | Path) -> pd.DataFrame:
                          ("metric", "mean_per_class"), ("precision", "fp32")):
         if col not in meta:
             meta[col] = default
-    meta["pretrained"] = meta["pretrained"].map(lambda v: v or "no")
+    # a job written before "pretrained" was recorded is NaN beside the others' None: "no" too
+    meta["pretrained"] = meta["pretrained"].map(lambda v: v if isinstance(v, str) and v else "no")
     meta["metric"] = meta["metric"].fillna("mean_per_class")
     meta["precision"] = meta["precision"].fillna("fp32")
     keys = ["algorithm", "dataset", "model", "preset", "pretrained", "train_dir", "epochs",
