@@ -367,3 +367,27 @@ def test_rule_gap_frame_cells_are_oracle_rule_and_rule_minus_oracle_in_percent()
     assert gaps.loc["erm", "edge"] == "50.0 / 50.0 (+0.0)"
     assert gaps.loc["padain", "cue"] == "90.0 / 92.5 (+2.5)"  # 92.5 − 90
     assert gaps.loc["padain", "edge"] == "–"  # padain has no edge row
+
+
+def test_runs_of_one_competitor_with_another_recipe_are_refused_not_pooled(
+        protocol_dir: Path, folders: dict[str, Path], tmp_path: Path) -> None:
+    """A second ``biasbed run`` into the same folder with another ``--lr`` adds erm runs the
+    statistics would pool with the first call's as one algorithm: refused, naming the
+    difference. More seeds of the same recipe are the protocol's own way to grow, and count."""
+    import shutil
+
+    def add(out: Path, **settings) -> None:
+        planned = build_protocol_jobs([_experiment(folders)], ProtocolSettings(
+            ("erm",), seeds=(2,), epochs=3, batch_size=6, **settings))
+        assert not run_protocol(planned, out, progress=False).failed
+
+    same, other = tmp_path / "same", tmp_path / "other"
+    shutil.copytree(protocol_dir, same)
+    add(same)
+    epochs = load_epochs(same)
+    assert epochs.groupby("algorithm")["run"].nunique().to_dict() == {"erm": 3, "padain": 2}
+    shutil.copytree(protocol_dir, other)
+    add(other, lr=0.01)
+    with pytest.raises(ProtocolError, match=r"erm \(small_cnn\) on folders were trained with 2 "
+                       r"different recipes \(train\.lr: .* vs .*\).*its own --out folder"):
+        load_epochs(other)

@@ -54,7 +54,7 @@ from shortcutlab.diagvib.studies import make_experiment
 from shortcutlab.errors import ProtocolError, StatsError, unknown_choice
 from shortcutlab.runner.backend_api import SlurmOptions
 from shortcutlab.runner.collect import collect_epochs
-from shortcutlab.runner.jobs import Job
+from shortcutlab.runner.jobs import Job, read_job
 from shortcutlab.runner.preflight import check_backend
 from shortcutlab.runner.runs import RunSummary, run_jobs
 from shortcutlab.stats.compare import ComparisonResult, compare
@@ -433,6 +433,7 @@ def load_epochs(out: str | Path) -> pd.DataFrame:
     if "kind" not in info:  # protocol files written before the kind was recorded
         info["kind"] = ""
     info = info.reset_index()[["job_id", "algorithm", "model", "dataset", "seed", "kind"]]
+    _check_one_recipe(Path(out), info[info["job_id"].isin(set(epochs["job_id"]))])
     table = info.merge(epochs, on="job_id", how="inner").rename(columns={"job_id": "run"})
     if table["model"].nunique() > 1:  # several models in one folder: compare algorithm/model
         table["algorithm"] = table["algorithm"].astype(str) + "/" + table["model"].astype(str)
@@ -442,6 +443,47 @@ def load_epochs(out: str | Path) -> pd.DataFrame:
         kind="stable",
         ignore_index=True,
     )
+
+
+def _recipe(out: Path, job_id: str) -> dict[str, Any]:
+    """A job as stored, flattened to dotted keys, without what may differ between the runs of
+    one competitor: the training seed, the library versions and the thread count."""
+    data = json.loads(read_job(out / job_id).canonical_json())
+    data.pop("versions", None)
+    data.pop("threads", None)
+    data.get("train", {}).pop("seed", None)
+
+    def flat(item: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+        items: dict[str, Any] = {}
+        for key, value in item.items():
+            items.update(flat(value, f"{prefix}{key}.") if isinstance(value, dict)
+                         else {f"{prefix}{key}": value})
+        return items
+
+    return flat(data)
+
+
+def _check_one_recipe(out: Path, finished: pd.DataFrame) -> None:
+    """Refuse a folder whose runs of one competitor (algorithm, model, dataset) were trained
+    with different recipes (two ``biasbed run`` calls into one ``--out`` with another
+    ``--lr``, ``--epochs``, preset, hyper-parameter ...): the statistics would pool them as
+    one algorithm's runs. Runs may differ only in their seed."""
+    for (algorithm, model, dataset), group in finished.groupby(
+            ["algorithm", "model", "dataset"], sort=True):
+        recipes: dict[str, dict[str, Any]] = {}
+        for job_id in group["job_id"]:
+            recipe = _recipe(out, str(job_id))
+            recipes.setdefault(json.dumps(recipe, sort_keys=True, default=str), recipe)
+        if len(recipes) > 1:
+            first, second = list(recipes.values())[:2]
+            keys = sorted(k for k in first.keys() | second.keys()
+                          if first.get(k) != second.get(k))
+            shown = "; ".join(f"{k}: {first.get(k)!r} vs {second.get(k)!r}" for k in keys[:4])
+            raise ProtocolError(
+                f"{str(out)!r}: the runs of {algorithm} ({model}) on {dataset} were trained "
+                f"with {len(recipes)} different recipes ({shown}); the runs of one competitor "
+                "may differ only in their seed: give each recipe its own --out folder"
+            )
 
 
 def default_n_last(epochs: pd.DataFrame) -> int:
