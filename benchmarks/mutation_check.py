@@ -1612,6 +1612,12 @@ MUTATIONS: tuple[Mutation, ...] = (
              'statistics.alexander_govern_by_factor(result.table("accuracy"), group_map)',
              ("tests/imagenetx/test_imagenetx_cli.py::test_report_with_groups",),
              "group tests (figure 1b) on factor accuracy, not error ratio"),
+    Mutation("M361", "biasbed/protocol.py", "        if len(recipes) > 1:\n",
+             "        if len(recipes) > 2:\n",
+             ("tests/biasbed/test_protocol.py::"
+              "test_runs_of_one_competitor_with_another_recipe_are_refused_not_pooled",),
+             "runs of one algorithm under two recipes (another --lr) pooled in the statistics",
+             expect="caught"),  # survived before the refusal and its test (both new)
 )
 
 
