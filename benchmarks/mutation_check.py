@@ -1612,6 +1612,67 @@ MUTATIONS: tuple[Mutation, ...] = (
              'statistics.alexander_govern_by_factor(result.table("accuracy"), group_map)',
              ("tests/imagenetx/test_imagenetx_cli.py::test_report_with_groups",),
              "group tests (figure 1b) on factor accuracy, not error ratio"),
+    Mutation("M333", "diagvib/evaluation.py",
+             'results[f"acc_{kind}"] = mean_per_class_accuracy('
+             "preds[mask], target[mask], num_classes,",
+             'results[f"acc_{kind}"] = mean_per_class_accuracy(preds, target, num_classes,',
+             ("tests/diagvib/test_evaluation.py",),
+             "acc_id/acc_ood scored over every image (the in/out-of-distribution mask dropped)",
+             expect="caught"),  # survived before test_id_and_ood_accuracies_are_over_thei...
+    Mutation("M334", "diagvib/evaluation.py", "bad = (preds < 0) | (preds >= num_classes)",
+             "bad = (preds >= num_classes)",
+             ("tests/diagvib/test_evaluation.py",),
+             "a negative predicted class id accepted (scored as a miss, not refused)",
+             expect="caught"),  # survived before test_negative_class_ids_and_indices_are_...
+    Mutation("M335", "diagvib/evaluation.py", '"test_acc": results["acc_avg"],',
+             '"test_acc": results["acc_plain"],',
+             ("tests/diagvib/test_evaluation.py",),
+             "job row's test_acc is plain accuracy, not the paper's mean per-class accuracy",
+             expect="caught"),  # survived before test_job_row_test_acc_is_mean_per_class_...
+    Mutation("M336", "diagvib/evaluation.py",
+             "if idx.size and (idx.min() < 0 or idx.max() >= len(dataset)):",
+             "if idx.size and idx.max() >= len(dataset):",
+             ("tests/diagvib/test_evaluation.py",),
+             "a negative index accepted (numpy wraps it round: another image's label and cell)",
+             expect="caught"),  # survived before test_negative_class_ids_and_indices_are_...
+    Mutation("M337", "diagvib/report.py", '_PAPER_FIGURE = {"CGO": "4b", "FGO": "5b"}',
+             '_PAPER_FIGURE = {"CGO": "5b", "FGO": "4b"}',
+             ("tests/diagvib/test_report.py",),
+             "FAAvg/FAMin captions name the wrong paper figure (CGO is 4b, FGO 5b)",
+             expect="caught"),  # survived before test_aggregate_captions_name_the_papers_...
+    Mutation("M338", "diagvib/report.py", 'err="std", scale=100, digits=1)',
+             'err="sem", scale=100, digits=1)',
+             ("tests/diagvib/test_report.py", "tests/diagvib/test_chgo_marks.py"),
+             "CHGO over ZGO table shows ± sem, not the paper's Table 2 standard deviation",
+             expect="caught"),  # survived before test_chgo_table_shows_the_standard_devia...
+    Mutation("M339", "diagvib/report.py", "lambda d: d.abs().mean()", "lambda d: d.mean()",
+             ("tests/diagvib/test_report.py",),
+             "report's mean |deviation| of P_ij + P_ji - 1 without the absolute value",
+             expect="caught"),  # survived before test_mean_deviation_is_of_absolute_value...
+    Mutation("M340", "diagvib/report.py", "ascending=[False, True]", "ascending=[True, True]",
+             ("tests/diagvib/test_report.py", "tests/diagvib/test_checkpoints.py"),
+             "checkpoint-noise table lists the narrowest ranges, not the widest",
+             expect="caught"),  # survived before test_noise_table_lists_the_widest_ranges...
+    Mutation("M341", "diagvib/report.py",
+             "err=error_bars)\n        for label, factor, _ in _flagged",
+             'err="sem")\n        for label, factor, _ in _flagged',
+             ("tests/diagvib/test_report.py",),
+             "P_i (ZSO) table ignores --error-bars std and always shows the sem",
+             expect="caught"),  # survived before test_zso_table_shows_the_chosen_error_ba...
+    Mutation("M342", "diagvib/comparison.py",
+             'alpha: float = 0.05,\n    by: str | Sequence[str] = "auto",\n'
+             "    complete_only: bool = False,\n) -> ComparisonResult:",
+             'alpha: float = 0.1,\n    by: str | Sequence[str] = "auto",\n'
+             "    complete_only: bool = False,\n) -> ComparisonResult:",
+             ("tests/diagvib/test_comparison.py",),
+             "compare_study's default alpha 0.1, not BiasBed's 0.05 (CD too small)",
+             expect="caught"),  # survived before test_default_alpha_gives_demsars_critica...
+    Mutation("M343", "diagvib/comparison.py",
+             "runs, dropped = study_runs(table, study, metric=metric, complete_only=True)",
+             "runs, dropped = study_runs(table, study, metric=metric, complete_only=False)",
+             ("tests/diagvib/test_comparison.py",),
+             "report's comparison refused when a model lacks a factor pair (pairs not dropped)",
+             expect="caught"),  # survived before test_report_section_drops_pairs_a_model_...
     Mutation("M361", "biasbed/protocol.py", "        if len(recipes) > 1:\n",
              "        if len(recipes) > 2:\n",
              ("tests/biasbed/test_protocol.py::"

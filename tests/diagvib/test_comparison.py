@@ -89,3 +89,21 @@ def test_only_done_jobs_are_compared_not_a_pending_jobs_old_value():
     result = compare_study(table, "ZGO")
     assert result.means.loc["hue-shape", "cnn"] == pytest.approx(done.test_acc.mean())
     assert result.n_runs.to_numpy().max() == 4
+
+
+def test_default_alpha_gives_demsars_critical_difference():
+    """BiasBed (and Demšar 2006) test at α = 0.05: for k = 3 models, q_0.05 = 2.343 (Demšar's
+    Table 5a), so over N = 30 factor pairs CD = 2.343 * sqrt(k (k + 1) / (6 N)) = 0.605."""
+    result = compare_study(job_table(), "ZGO")
+    assert result.critical_difference == pytest.approx(2.343 * np.sqrt(3 * 4 / (6 * 30)),
+                                                       abs=1e-3)
+
+
+def test_report_section_drops_pairs_a_model_lacks_and_compares_the_rest():
+    table = job_table()
+    table = table[~((table.model == "mlp") & (table.predicted == "hue"))]
+    report = HtmlReport("t")
+    add_comparison_section(report, table)
+    html = report.render()
+    assert "Left out 5 factor pair(s) not run for every model" in html
+    assert "3 models over 25 factor pairs" in html

@@ -153,3 +153,47 @@ def test_transform_and_tuple_items_for_ones_own_loop() -> None:
     assert DiagvibDataset(spec, "train")[3]["x"].shape == (3, 128, 128)  # dicts by default
     with pytest.raises(DiagvibError, match="item kind"):
         DiagvibDataset(spec, "train", items="list")
+
+
+def test_id_and_ood_accuracies_are_over_their_own_cells() -> None:
+    """acc_id / acc_ood: mean per-class accuracy over the images of the -id / -ood cells only
+    (sklearn's balanced accuracy on those images), not over every image."""
+    target = np.array([0, 0, 1, 2, 2, 2])
+    preds = np.array([0, 1, 1, 2, 0, 0])
+    tags = np.array(["00-id", "00-id", "11-id", "21-ood", "21-ood", "22-id"])
+    results, _ = evaluate_predictions(preds, target, tags)
+    ood = np.char.endswith(tags, "-ood")
+    assert results["acc_id"] == pytest.approx(balanced_accuracy_score(target[~ood], preds[~ood]))
+    assert results["acc_id"] == pytest.approx(0.5)  # classes 0, 1, 2: 1/2, 1, 0
+    assert results["acc_ood"] == pytest.approx(0.5)  # class 2 only: 1 of 2
+    assert results["acc_avg"] == pytest.approx((1 / 2 + 1 + 1 / 3) / 3)  # all images differ
+
+
+def test_negative_class_ids_and_indices_are_refused() -> None:
+    """A -1 prediction (e.g. an 'abstain' code) is not a class: refused, not scored as a miss;
+    a -1 index would silently take the last image's label and cell (numpy wraps it round)."""
+    target = np.array([0, 0, 1, 2, 2, 2])
+    tags = np.array(["00-id", "00-id", "11-id", "21-ood", "21-ood", "22-id"])
+    with pytest.raises(DiagvibError, match="in 0..2"):
+        evaluate_predictions(np.array([0, -1, 1, 2, 2, 2]), target, tags)
+    ds = DiagvibDataset(make_experiment("ZGO/hue-shape/0", scale=0.002), "test")
+    idx = np.array([-1, *range(1, len(ds))])  # image 0 missing, the last one twice
+    with pytest.raises(DiagvibError, match="indices must be in"):
+        ds.eval(ds.labels[idx], indices=idx)
+
+
+def test_job_row_test_acc_is_mean_per_class_on_an_unbalanced_subset() -> None:
+    """The paper's accuracy is the mean per-class one: on a subset of all class-0 images and
+    one image each of classes 1 and 2, half of class 0 wrong, plain accuracy is far lower."""
+    ds = DiagvibDataset(make_experiment("ZGO/hue-shape/0", scale=0.005), "test")
+    zero = np.flatnonzero(ds.labels == 0)
+    idx = np.concatenate([zero, np.flatnonzero(ds.labels == 1)[:1],
+                          np.flatnonzero(ds.labels == 2)[:1]])
+    preds = ds.labels[idx].copy()
+    preds[: zero.size // 2] = 1
+    row = job_row(ds, preds, model="mine", indices=idx)
+    expected = balanced_accuracy_score(ds.labels[idx], preds)
+    assert row["test_acc"] == pytest.approx(expected)
+    half = 1 - (zero.size // 2) / zero.size
+    assert expected == pytest.approx((half + 1 + 1) / 3)  # classes 0, 1, 2
+    assert float(np.mean(preds == ds.labels[idx])) < expected - 0.1  # plain would differ

@@ -319,3 +319,90 @@ def test_tables_say_when_a_number_lacks_samples_or_correlated_factors(tmp_path):
     html = write_report(table, tmp_path / "r").read_text(encoding="utf-8")
     assert "4/5 pairs" in html and "2/3 samples" in html
     assert "(k/5 pairs): some sample had only k of the 5 correlated factors" in html
+
+
+@pytest.fixture
+def captions(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """No figure is drawn (these tests read the page's numbers and captions): the captions
+    :meth:`HtmlReport.figure` was given, in order; a report then builds in well under a second."""
+    from shortcutlab.diagvib import figures as figs
+    from shortcutlab.stats.compare import ComparisonResult
+
+    shown: list[str] = []
+    monkeypatch.setattr(HtmlReport, "figure",
+                        lambda self, fig, caption="", dpi=110: shown.append(caption))
+    for name in ("plot_accuracy_matrices", "plot_factor_aggregates", "plot_pair_symmetry",
+                 "plot_chgo_improvement"):
+        monkeypatch.setattr(figs, name, lambda *a, **k: None)
+    monkeypatch.setattr(ComparisonResult, "cd_diagram", lambda self, **k: None)
+    return shown
+
+
+def _section(html: str, heading: str) -> str:
+    """The first table after the ``<h2>`` ending in ``heading``."""
+    return html.split(f"{heading}</h2>")[1].split("<table")[1].split("</table>")[0]
+
+
+def test_aggregate_captions_name_the_papers_figures(captions):
+    """The paper draws FAAvg/FAMin through the CGO studies in figure 4b and through the FGO
+    studies in figure 5b (its figure 5 caption: "ZSO, FGO and ZGO studies")."""
+    table = synthetic_table(studies=("ZSO", "ZGO", "CGO-1", "FGO-5"), samples=(0,))
+    report_module.build_report(table)
+    cgo = [c for c in captions if "through the CGO studies" in c]
+    fgo = [c for c in captions if "through the FGO studies" in c]
+    assert len(cgo) == 1 and "(paper figure 4b)" in cgo[0]
+    assert len(fgo) == 1 and "(paper figure 5b)" in fgo[0]
+
+
+def test_zso_table_shows_the_chosen_error_bar(captions):
+    """--error-bars std: the P_i table shows mean ± the ddof-0 standard deviation over the
+    dataset samples (ERROR_BAR_TEXT), computed here from the job table's three samples."""
+    table = synthetic_table(studies=("ZSO", "ZGO"), samples=(0, 1, 2))
+    zso = table[table["study"] == "ZSO"].groupby("predicted")["test_acc"]
+    for err, spread in (("std", zso.std(ddof=0)), ("sem", zso.sem(ddof=1))):
+        report, _ = report_module.build_report(table, error_bars=err)
+        cells = _section(report.render(), "(ZSO)")
+        mean = zso.mean()
+        for factor in FACTORS:
+            assert f"{mean[factor]:.2f} ± {spread[factor]:.2f}" in cells, (err, factor)
+    assert not np.allclose(zso.std(ddof=0), zso.sem(ddof=1))  # the two are told apart
+
+
+def test_chgo_table_shows_the_standard_deviation_as_papers_table_2(captions):
+    """Paper Table 2: "mean accuracy improvement and its standard deviation" of CHGO over ZGO,
+    whatever ± the other tables show (the default, sem, is smaller by sqrt(3) here)."""
+    table = synthetic_table(studies=("ZSO", "ZGO", "CHGO"), samples=(0, 1, 2), noise=0.05)
+    report, metrics = report_module.build_report(table, error_bars="sem")
+    cells = _section(report.render(), "CHGO over ZGO (paper Table 2)")
+    chgo = metrics.chgo.set_index("factor")
+    for factor in FACTORS:
+        mean, std = 100 * chgo.at[factor, "mean"], 100 * chgo.at[factor, "std"]
+        assert f"{mean:.1f} ± {std:.1f}" in cells, factor
+    shown = [f"± {100 * chgo.at[f, 'std']:.1f}" for f in FACTORS]
+    assert shown != [f"± {100 * chgo.at[f, 'sem']:.1f}" for f in FACTORS]  # sem: other numbers
+
+
+def test_mean_deviation_is_of_absolute_values(captions):
+    """mean |P_ij + P_ji - 1| over the 15 unordered ZGO pairs, by hand: P_ij = 0.9 when the
+    indices of i < j have an even sum (6 pairs: deviation +0.2), else 0.3 (9 pairs: -0.4);
+    P_ji = 0.3. Mean |deviation| = (6 * 0.2 + 9 * 0.4) / 15 = 0.32 (the signed mean: -0.16)."""
+    table = synthetic_table(studies=("ZSO", "ZGO"), samples=(0,))
+    zgo = table["study"] == "ZGO"
+    rank = {f: k for k, f in enumerate(FACTORS)}
+    i = table.loc[zgo, "predicted"].map(rank)
+    j = table.loc[zgo, "correlated"].map(rank)
+    table.loc[zgo, "test_acc"] = np.where((i < j) & ((i + j) % 2 == 0), 0.9, 0.3)
+    html = report_module.build_report(table)[0].render()
+    assert "ZGO: mean |deviation| small_cnn 0.32" in html
+
+
+def test_noise_table_lists_the_widest_ranges_first():
+    from shortcutlab.diagvib.report import noise_table
+
+    widths = {"a": 0.10, "b": 0.30, "c": 0.20, "d": 0.05}
+    table = pd.DataFrame({
+        "label": "m", "status": "done", "experiment": list(widths), "seed": 0, "test_acc": 0.5,
+        "acc_min": 0.4, "acc_max": [0.4 + w for w in widths.values()]})
+    widest = noise_table(table, widest=2)
+    assert widest["experiment"].tolist() == ["b", "c"]
+    assert (widest["acc_max"] - widest["acc_min"]).round(6).tolist() == [0.3, 0.2]
