@@ -741,7 +741,7 @@ MUTATIONS: tuple[Mutation, ...] = (
              "test_acc={name: tests[name].acc for name in test_sets}",
              ("tests/train/test_trainer.py",),
              "reported test accuracy that of the last epoch, not the lowest-validation-loss one",
-             expect="caught"),  # survived before test_reported_test_accuracy_is_that_of_the_best...
+             expect="caught"),  # survived before test_reported_test_accuracy_is_that_of_the_...
     Mutation("M152", "train/trainer.py", "    algorithm.eval()\n    loader = loader or",
              "    loader = loader or",
              ("tests/train/test_trainer.py",),
@@ -760,7 +760,7 @@ MUTATIONS: tuple[Mutation, ...] = (
              'with autocast_for(device, "fp32"):',
              ("tests/train/test_mixed_precision.py", "tests/train/test_trainer.py"),
              "bf16/fp16 runs evaluated in float32 (autocast scope only around training steps)",
-             expect="caught"),  # survived before test_evaluation_runs_under_the_configs_autocast...
+             expect="caught"),  # survived before test_evaluation_runs_under_the_configs_...
     Mutation("M156", "train/step_modes.py",
              "sampler = EpochBatches(n_train, config.batch_size, config.seed, config.drop_last)",
              "sampler = EpochBatches(n_train, config.batch_size, config.seed)",
@@ -1673,6 +1673,91 @@ MUTATIONS: tuple[Mutation, ...] = (
              ("tests/diagvib/test_comparison.py",),
              "report's comparison refused when a model lacks a factor pair (pairs not dropped)",
              expect="caught"),  # survived before test_report_section_drops_pairs_a_model_...
+    Mutation("M347", "vqa/evaluate.py",
+             'return float(acc[mask].mean()) if mask.any() else float("nan")',
+             'return float(acc[mask].mean()) if mask.any() else 0.0',
+             ("tests/vqa/test_io_eval.py", "tests/vqa/test_release.py",
+              "tests/vqa/test_scoring_rules.py"),
+             "an empty OOD set scores 0 (not None) and pulls its group mean, the OOD mean and "
+             "the gap",
+             expect="caught"),  # survived before test_an_empty_ood_set_is_none_and_left_out_of_...
+    Mutation("M348", "vqa/evaluate.py",
+             "        if vocabulary is not None:\n"
+             "            raise VQAError(\"a vocabulary filter belongs to the vqa-vs metric "
+             "only\")\n",
+             "",
+             ("tests/vqa/test_accuracy.py", "tests/vqa/test_release.py",
+              "tests/vqa/test_scoring_rules.py"),
+             "official metric with a vocabulary filter: the filter silently ignored, not refused",
+             expect="caught"),  # survived before test_a_vocabulary_filter_under_the_official_...
+    Mutation("M349", "vqa/evaluate.py",
+             "    if isinstance(value, (bool, np.bool_)):\n        return None\n", "",
+             ("tests/vqa/test_io_eval.py", "tests/vqa/test_release.py",
+              "tests/vqa/test_scoring_rules.py"),
+             "a prediction answered true/false (or with a boolean id) read as '1'/'0', not "
+             "refused",
+             expect="caught"),  # survived before test_boolean_answers_and_ids_are_refused_not_...
+    Mutation("M350", "vqa/evaluate.py", 'for t in sorted(set(labels)) if t != ""}',
+             "for t in sorted(set(labels))}",
+             ("tests/vqa/test_io_eval.py", "tests/vqa/test_release.py",
+              "tests/vqa/test_scoring_rules.py"),
+             "per-answer/question-type accuracy gains a '' type: the untyped questions",
+             expect="caught"),  # survived before test_untyped_questions_form_no_answer_type_and_...
+    Mutation("M351", "vqa/evaluate.py",
+             '"per_question_type": _per_label(acc, table, "question_type")',
+             '"per_question_type": _per_label(acc, table, "answer_type")',
+             ("tests/vqa/test_io_eval.py", "tests/vqa/test_release.py",
+              "tests/vqa/test_scoring_rules.py"),
+             "score_table's per-question-type accuracy grouped by answer type (copy-paste)",
+             expect="caught"),  # survived before test_untyped_questions_form_no_answer_type_and_...
+    Mutation("M352", "vqa/evaluate.py", '        samples["question_id"].astype(str),\n',
+             "        None,\n",
+             ("tests/vqa/test_io_eval.py", "tests/vqa/test_cli_score_options.py"),
+             "score_splits refuses predictions for the other splits' questions (documented: "
+             "ignored)"),
+    Mutation("M353", "vqa/evaluate.py", "valid = [v for v in values if not math.isnan(v)]",
+             "valid = list(values)",
+             ("tests/vqa/test_io_eval.py", "tests/vqa/test_release.py",
+              "tests/vqa/test_scoring_rules.py"),
+             "one empty OOD set makes its group mean, the OOD mean and the gap NaN (not left "
+             "out)"),
+    Mutation("M354", "vqa/loaders.py", 'negated = "not" in words or "no" in words',
+             'negated = "not" in words',
+             ("tests/vqa/test_io_eval.py",),
+             "easy-VQA 'is no red shape present?' read as affirmative: wrong colour/shape mined"),
+    Mutation("M355", "vqa/loaders.py", 'per_image.setdefault(str(ann["image_id"]), set())',
+             'per_image.setdefault(ann["image_id"], set())',
+             ("tests/vqa/test_io_eval.py",),
+             "COCO objects keyed by integer image id: no question's image matches, every "
+             "objects list empty"),
+    Mutation("M356", "vqa/loaders.py", "isinstance(value, (bool, dict, list))",
+             "isinstance(value, (dict, list))",
+             ("tests/vqa/test_io_eval.py",),
+             "a VQA annotation answer true/false becomes the text 'True'/'False', not refused",
+             expect="caught"),  # survived before test_vqa_json_boolean_answers_are_refused_not_...
+    Mutation("M357", "vqa/loaders.py", 'return [v for v in text.split("|") if v] if text else []',
+             'return text.split("|")',
+             ("tests/vqa/test_io_eval.py",),
+             "an empty CSV objects/answers cell becomes [''] (an object or answer named ''), "
+             "not []",
+             expect="caught"),  # survived before test_an_empty_csv_objects_cell_is_no_object_...
+    Mutation("M358", "vqa/store.py", 'ood = {k: ids[test & s[f"tail:{k}"].to_numpy()].tolist()',
+             'ood = {k: ids[s[f"tail:{k}"].to_numpy()].tolist()',
+             ("tests/vqa/test_io_eval.py",),
+             "splits.json's OOD test sets (and build.json's ood_sizes) include the train and val "
+             "tails",
+             expect="caught"),  # survived before test_split_index_ood_and_head_sets_are_the_...
+    Mutation("M359", "vqa/store.py",
+             'if not (d / MARKER).exists() or not (d / "samples.parquet").exists():',
+             'if not (d / MARKER).exists() and not (d / "samples.parquet").exists():',
+             ("tests/vqa/test_io_eval.py",),
+             "a split folder without build.json (a half-written rebuild) read as complete"),
+    Mutation("M360", "vqa/loaders.py", "if row and len(row) != width:",
+             "if row and len(row) < width:",
+             ("tests/vqa/test_io_eval.py",),
+             "CSV rows with one field more than the header accepted: pandas makes the first "
+             "column the index, every column shifts (question_id <- image_id)",
+             expect="caught"),  # survived before test_a_csv_whose_rows_all_have_one_field_more_...
     Mutation("M361", "biasbed/protocol.py", "        if len(recipes) > 1:\n",
              "        if len(recipes) > 2:\n",
              ("tests/biasbed/test_protocol.py::"

@@ -393,3 +393,51 @@ def test_a_csv_row_with_fewer_fields_than_the_header_is_refused(tmp_path):
                    "1,a,Is it red?,yes,cat\n2,b,Is it?,no\n")
     with pytest.raises(VQAError, match="row 3 has 4 field\\(s\\), the header 5"):
         load_table(csv)
+
+
+def test_a_csv_whose_rows_all_have_one_field_more_than_the_header_is_refused(tmp_path):
+    """pandas reads such a file without a word, the first column becoming the index: every
+    value shifts one column left (question_id <- image_id, answers <- the extra field)."""
+    csv = tmp_path / "t.csv"
+    csv.write_text("question_id,image_id,question,answers\n"
+                   "1,a,Is it red?,yes,extra\n2,b,Is it?,no,more\n")
+    with pytest.raises(VQAError, match="row 2 has 5 field\\(s\\), the header 4"):
+        load_table(csv)
+
+
+def test_an_empty_csv_objects_cell_is_no_object_and_empty_items_are_dropped(tmp_path):
+    csv = tmp_path / "t.csv"
+    csv.write_text("question_id,image_id,question,answers,objects\n"
+                   "1,a,Is it red?,yes,\n2,b,Is it?,no|no,cat||dog\n")
+    t = load_table(csv)
+    assert t["objects"].tolist() == [[], ["cat", "dog"]]  # not [''] nor an object ''
+    assert t["answers"].tolist() == [["yes"], ["no", "no"]]
+
+
+def test_vqa_json_boolean_answers_are_refused_not_turned_into_true(tmp_path):
+    (tmp_path / "q.json").write_text(json.dumps({"questions": QUESTIONS}))
+    ann = [dict(ANSWERS[0]), ANSWERS[1]]
+    ann[0]["answers"] = [{"answer": True, "answer_id": 1}] + ANSWERS[0]["answers"][1:]
+    (tmp_path / "a.json").write_text(json.dumps({"annotations": ann}))
+    with pytest.raises(VQAError, match="question 100 has an answer that is not text"):
+        load_table([tmp_path / "q.json", tmp_path / "a.json"])
+
+
+def test_split_index_ood_and_head_sets_are_the_test_rows_of_each_part(built):
+    """splits.json's OOD test sets (what a user scores on, Table 2) hold test questions only,
+    exactly the test rows flagged tail (head likewise); build.json's ood_sizes are their
+    sizes. The train and val splits have tails of their own, which must not leak in."""
+    _, out = built
+    s = read_samples(out)
+    index = json.loads((out / "splits.json").read_text())
+    summary = json.loads((out / "build.json").read_text())
+    test = s["split"] == "test"
+    other_tails = 0
+    for k in index["ood"]:
+        for part in ("ood", "head"):
+            flag = s[f"{'tail' if part == 'ood' else 'head'}:{k}"]
+            assert index[part][k] == s.loc[test & flag, "question_id"].tolist(), (part, k)
+            assert set(index[part][k]) <= set(index["test"])
+        assert summary["ood_sizes"][k] == len(index["ood"][k])
+        other_tails += int((~test & s[f"tail:{k}"]).sum())
+    assert other_tails > 0  # the check has something to leave out
