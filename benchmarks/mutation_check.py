@@ -1767,20 +1767,24 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("M390", "stats/compare.py", "else -scores, axis=1,", "else -scores, axis=0,",
              ("tests/stats/test_stats_compare.py",),
              "within-block ranks (scores CSV) computed down each algorithm's column (axis 0), "
-             "not across the algorithms of a block"),
+             "not across the algorithms of a block",
+             expect="caught"),  # survived before test_block_ranks_rank_the_algorithms_...
     Mutation("M391", "stats/compare.py", "rankdata(scores if lower_is_better else -scores,",
              "rankdata(-scores if lower_is_better else scores,",
              ("tests/stats/test_stats_compare.py",),
-             "within-block ranks (scores CSV) in the wrong direction: rank 1 is the worst"),
+             "within-block ranks (scores CSV) in the wrong direction: rank 1 is the worst",
+             expect="caught"),  # survived before test_block_ranks_rank_the_algorithms_...
     Mutation("M392", "stats/compare.py", "return self.p_value < self.alpha",
              "return self.chi2_p_value < self.alpha",
              ("tests/stats/test_stats_compare.py", "tests/stats/test_compare_display.py"),
-             "verdict 'differ' from the Friedman chi2 p-value, not the Iman-Davenport one"),
+             "verdict 'differ' from the Friedman chi2 p-value, not the Iman-Davenport one",
+             expect="caught"),  # survived before test_the_verdict_is_the_iman_davenport_...
     Mutation("M393", "stats/compare.py",
              "return ScoreTable(parsed.means.loc[keep], sub(parsed.std), sub(parsed.n_runs), None)",
              "return ScoreTable(parsed.means.loc[keep], parsed.std, parsed.n_runs, None)",
              ("tests/stats/test_stats_compare.py", "tests/stats/test_stats_conventions.py"),
-             "excluded blocks (strict setting) keep their std/n_runs in the result"),
+             "excluded blocks (strict setting) keep their std/n_runs in the result",
+             expect="caught"),  # survived before test_excluded_blocks_leave_the_spread_...
     Mutation("M394", "stats/compare.py", "nemenyi_p_values(ranks_arr, scores.shape[0],",
              "nemenyi_p_values(ranks_arr, scores.shape[1],",
              ("tests/stats/test_stats_compare.py",),
@@ -1792,37 +1796,45 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("M396", "stats/compare.py", "scores.shape[0], float(alpha)),",
              "scores.shape[0], 0.05),",
              ("tests/stats/test_stats_compare.py",),
-             "critical difference always at alpha 0.05 (the paper's), whatever alpha is asked"),
+             "critical difference always at alpha 0.05 (the paper's), whatever alpha is asked",
+             expect="caught"),  # survived before test_the_critical_difference_is_at_the_alpha_asked
     Mutation("M397", "stats/tables.py", "bad = ~np.isfinite(values.to_numpy(dtype=float))",
              "bad = np.isnan(values.to_numpy(dtype=float))",
              ("tests/stats/test_stats_tables.py",),
-             "an infinite score (inf in the CSV) accepted: the mean is inf and ranks first"),
+             "an infinite score (inf in the CSV) accepted: the mean is inf and ranks first",
+             expect="caught"),  # survived before the inf cases of test_bad_tables_...
     Mutation("M398", "stats/tables.py", '"block": df[block].astype(str).str.strip(),',
              '"block": df[block].astype(str),',
              ("tests/stats/test_stats_tables.py",),
-             "long-table block names not stripped: 'x ' and 'x' become two blocks"),
+             "long-table block names not stripped: 'x ' and 'x' become two blocks",
+             expect="caught"),  # survived before test_long_table_block_and_algorithm_...
     Mutation("M399", "stats/tables.py", "for n, h in enumerate(header) if n and (",
              "for n, h in enumerate(header) if n > 1 and (",
              ("tests/stats/test_stats_tables.py",),
-             "an empty header on the first algorithm column accepted (an algorithm named 'nan')"),
+             "an empty header on the first algorithm column accepted (an algorithm named 'nan')",
+             expect="caught"),  # survived before the empty-header cases of test_bad_tables_...
     Mutation("M400", "stats/selection.py",
              'odd = long["epoch"][(long["epoch"] < 0) | (long["epoch"] % 1 != 0)]',
              'odd = long["epoch"][long["epoch"] < 0]',
              ("tests/stats/test_stats_selection.py",),
              "fractional epochs (steps logged as epoch 0.5, 1.5, ...) accepted: 'last n epochs' "
-             "averages n logging points"),
+             "averages n logging points",
+             expect="caught"),  # survived before the fractional-epoch case of test_bad_records
     Mutation("M401", "stats/selection.py", "if (per_epoch_val > 1).any():",
              "if (per_epoch_val > 2).any():",
              ("tests/stats/test_stats_selection.py",),
              "a validation score that differs between the test-set rows of one epoch accepted "
-             "(with two test sets)"),
+             "(with two test sets)",
+             expect="caught"),  # survived before test_a_validation_score_that_differs_...
     Mutation("M402", "stats/selection.py", 'agg(["mean", "std", "count"])',
              'agg(["mean", "sem", "count"])',
              ("tests/stats/test_stats_selection.py",),
-             "compare_rules' std over runs is the standard error of the mean"),
+             "compare_rules' std over runs is the standard error of the mean",
+             expect="caught"),  # survived before test_compare_rules_std_is_the_sample_...
     Mutation("M403", "stats/selection.py", "if int(n_last) < 1:", "if int(n_last) < 0:",
              ("tests/stats/test_stats_selection.py",),
-             "last-0 selection accepted: it silently averages every epoch"),
+             "last-0 selection accepted: it silently averages every epoch",
+             expect="caught"),  # survived before the n_last=0 case of test_bad_records
 )
 
 

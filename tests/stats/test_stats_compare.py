@@ -1,3 +1,4 @@
+import io
 import json
 
 import numpy as np
@@ -117,3 +118,64 @@ def test_significant_pairs_order_and_labels():
 def test_bad_alpha():
     with pytest.raises(StatsError, match="alpha"):
         compare(long_runs(), alpha=0.0)
+
+
+def _csv_ranks(result) -> dict[tuple[str, str], float]:
+    scores = pd.read_csv(io.StringIO(result.scores_csv()))
+    return {(b, a): r for b, a, r in zip(scores["block"], scores["algorithm"], scores["rank"],
+                                          strict=True)}
+
+
+def test_block_ranks_rank_the_algorithms_of_each_block_best_first():
+    """The scores CSV's rank column: 1 = the best algorithm of that block (ties averaged), by
+    hand; the mean over blocks is the mean rank of the Friedman test."""
+    df = pd.DataFrame({"block": ["a", "b"], "A": [0.9, 0.2], "B": [0.5, 0.6], "C": [0.7, 0.6]})
+    result = compare(df)
+    assert _csv_ranks(result) == {("a", "A"): 1.0, ("a", "B"): 3.0, ("a", "C"): 2.0,
+                                  ("b", "A"): 3.0, ("b", "B"): 1.5, ("b", "C"): 1.5}
+    errors = compare(df, lower_is_better=True)  # error rates: the lowest is rank 1
+    assert _csv_ranks(errors) == {("a", "A"): 3.0, ("a", "B"): 1.0, ("a", "C"): 2.0,
+                                  ("b", "A"): 1.0, ("b", "B"): 2.5, ("b", "C"): 2.5}
+    for res in (result, errors, compare(long_runs())):
+        np.testing.assert_allclose(res.block_ranks.sum(axis=1), 3 * 4 / 2)  # 1 + 2 + 3 per block
+        np.testing.assert_allclose(res.block_ranks.mean(axis=0), res.ranks)
+
+
+def test_the_verdict_is_the_iman_davenport_test_not_the_chi2_one():
+    """BiasBed rejects H0 on the Iman-Davenport F (its p-value), which is less conservative
+    than Friedman's chi2: 4 algorithms on 4 blocks where only F is significant at 0.05."""
+    rows = [(4.0, 3.0, 2.0, 1.0)] * 3 + [(3.0, 1.0, 4.0, 2.0)]
+    df = pd.DataFrame(rows, columns=list("ABCD"))
+    df.insert(0, "block", ["b1", "b2", "b3", "b4"])
+    result = compare(df)
+    chi2 = stats.friedmanchisquare(*np.array(rows).T)
+    assert result.chi2 == pytest.approx(chi2.statistic) == pytest.approx(7.5)
+    assert result.chi2_p_value == pytest.approx(chi2.pvalue) and chi2.pvalue > 0.05
+    f = 3 * 7.5 / (4 * 3 - 7.5)  # (N - 1) chi2 / (N (k - 1) - chi2) = 5
+    assert result.F == pytest.approx(f)
+    assert result.p_value == pytest.approx(stats.f.sf(f, 3, 9)) and result.p_value < 0.05
+    assert result.significant and str(result).startswith("4 algorithms on 4 blocks differ ")
+    assert json.loads(result.to_json())["significant"] is True
+
+
+def test_excluded_blocks_leave_the_spread_over_runs_too():
+    """The strict setting drops a block from the std and run counts as well as the means."""
+    full = compare(long_runs())
+    strict = compare(long_runs(), exclude_blocks=["set1", "set4"])
+    kept = ["set0", "set2", "set3", "set5"]
+    assert strict.blocks == kept
+    assert list(strict.std.index) == kept and list(strict.n_runs.index) == kept
+    pd.testing.assert_frame_equal(strict.std, full.std.loc[kept])
+    obj = strict.to_dict()
+    assert sorted(obj["std"]) == sorted(obj["n_runs"]) == sorted(kept)
+    scores = pd.read_csv(io.StringIO(strict.scores_csv()))
+    assert sorted(set(scores["block"])) == kept and not scores.isna().any().any()
+
+
+def test_the_critical_difference_is_at_the_alpha_asked():
+    """Demšar's CD = q_alpha(k, inf) / sqrt(2) * sqrt(k (k + 1) / (6 N)), at each alpha."""
+    for alpha in (0.05, 0.1, 0.01):
+        result = compare(long_runs(), alpha=alpha)  # k = 3 algorithms, N = 6 blocks
+        q = stats.studentized_range.ppf(1 - alpha, 3, np.inf)
+        assert result.critical_difference == pytest.approx(q / np.sqrt(2) * np.sqrt(12 / 36))
+        assert json.loads(result.to_json())["alpha"] == alpha

@@ -107,6 +107,11 @@ def test_selection_feeds_compare():
         (lambda d: d.assign(test_t1=d["test_t1"].where(d["epoch"] != 3)), {}, "run r1 epoch 3"),
         (lambda d: pd.concat([d, d.head(1)]), {}, "duplicated per-epoch record.*run r1 epoch 1"),
         (lambda d: d, {"n_last": 9}, "needs ≥9 epochs per run; short: r1 \\(4 epochs\\)"),
+        # last-0 would silently average every epoch
+        (lambda d: d, {"n_last": 0}, "n_last must be ≥1, got 0"),
+        # epochs logged as fractions (steps): "the last n epochs" would be n logging points
+        (lambda d: d.assign(epoch=d["epoch"] / 2), {"n_last": 2},
+         "epoch 0.5 of run r1: epochs must be whole numbers"),
     ],
 )
 def test_bad_records(change, kwargs, match):
@@ -165,3 +170,21 @@ def test_a_missing_test_set_record_is_refused():
     gap = (records["job_id"] == "r1") & (records["epoch"] == 2) & (records["test_set"] == "test_t1")
     with pytest.raises(StatsError, match="run r1 epoch 2 has no record for test set test_t1"):
         select(records[~gap], "best_validation")
+
+
+def test_a_validation_score_that_differs_between_test_sets_is_refused():
+    # r1 epoch 2 (val 0.7, the best-validation epoch) says val 0.9 on its test_t2 rows: which
+    # epoch is the best one would depend on the test set
+    records = long()
+    odd = (records["job_id"] == "r1") & (records["epoch"] == 2) & (records["test_set"] == "test_t2")
+    records.loc[odd, "val_acc"] = 0.9
+    with pytest.raises(StatsError, match="run r1 epoch 2 has different validation scores"):
+        select(records, "best_validation")
+
+
+def test_compare_rules_std_is_the_sample_std_over_runs():
+    """Table 1's ± is the spread over runs (std, ddof=1), by hand from the two runs' picks."""
+    row = compare_rules(wide(), n_last=2).set_index(["algorithm", "test_set"]).loc[("A", "test_t1")]
+    assert row["best_epoch_std"] == pytest.approx(abs(0.9 - 0.5) / 2**0.5)  # r1 0.9, r2 0.5
+    assert row["best_validation_std"] == pytest.approx(abs(0.4 - 0.1) / 2**0.5)  # 0.4, 0.1
+    assert row["last_n_std"] == pytest.approx(abs(0.6 - 0.3) / 2**0.5)  # (.9+.3)/2, (.5+.1)/2

@@ -43,6 +43,13 @@ def test_parquet_roundtrip(tmp_path):
         ("dataset,A,B\nd1,1,2\nd2,3\n", r"ragged table .*line 3 has 2"),
         ("dataset,A,B\nd1,1,2\nd2,3,\n", r"NaN.*column 'B'.*d2"),
         ("dataset,A,B\nd1,1,2\nd2,3,oops\n", r"non-numeric.*'B'.*d2='oops'"),
+        # an infinite score would be the best mean and rank first in every block it is in
+        ("dataset,A,B\nd1,1,inf\nd2,3,4\n", r"inf value.*column 'B'.*d1"),
+        ("block,algorithm,run,score\nx,A,0,1\nx,B,0,-inf\ny,A,0,1\ny,B,0,2\n",
+         r"inf value.*line 3 \(x, B\)"),
+        # an unnamed algorithm column would compete as an algorithm called 'nan'
+        ("dataset,,B\nd1,1,2\nd2,3,4\n", r"column\(s\) 2 have an empty header"),
+        ("dataset,A,\nd1,1,2\nd2,3,4\n", r"column\(s\) 3 have an empty header"),
         ("dataset,A\nd1,1\nd2,3\n", "block-name column and ≥2 algorithm"),
         ("dataset,A,B\nd1,1,2\n", "at least 2 blocks.*d1"),
         ("dataset,A,B\nd1,1,2\nd1,3,4\n", "duplicated block name.*d1"),
@@ -91,3 +98,11 @@ def test_the_same_runs_in_another_order_tie():
     rows += [("y", a, r, v) for a in "AB" for r, v in enumerate([0.5, 0.7, 0.9])]
     t = parse_table(pd.DataFrame(rows, columns=["block", "algorithm", "run", "score"]))
     assert t.means.loc["x", "A"] == t.means.loc["x", "B"]
+
+
+def test_long_table_block_and_algorithm_names_are_stripped(tmp_path):
+    # "x " and "x" (a trailing blank in a hand-edited CSV) are one block, not two ragged ones
+    t = load_table(write(tmp_path, "block,algorithm,run,score\nx ,A,0,1\nx,B ,0,2\n"
+                                   "y,A,0,3\n y,B,0,4\n"))
+    assert t.blocks == ["x", "y"] and t.algorithms == ["A", "B"]
+    assert t.means.to_numpy().tolist() == [[1.0, 2.0], [3.0, 4.0]]
