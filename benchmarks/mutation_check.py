@@ -1764,6 +1764,87 @@ MUTATIONS: tuple[Mutation, ...] = (
               "test_runs_of_one_competitor_with_another_recipe_are_refused_not_pooled",),
              "runs of one algorithm under two recipes (another --lr) pooled in the statistics",
              expect="caught"),  # survived before the refusal and its test (both new)
+    Mutation("M362", "train/algorithms/padain.py", "if x.shape[2] * x.shape[3] < 2:",
+             "if x.shape[2] * x.shape[3] < 1:",
+             ("tests/train/test_algorithms_biasbed.py::"
+              "test_padain_leaves_a_1x1_map_alone",),
+             "pAdaIN swaps the statistics of a 1x1 map: its one value becomes the donor's mean "
+             "(the sample's own content erased)"),
+    Mutation("M363", "train/algorithms/padain.py", "if len(convs) < 2:", "if len(convs) < 1:",
+             ("tests/train/test_algorithms_biasbed.py::"
+              "test_padain_stages_of_a_generic_model_are_every_conv_but_the_last",),
+             "pAdaIN stages of a one-conv model accepted: no swap layer at all, ERM reported "
+             "as pAdaIN (refusal removed)"),
+    Mutation("M364", "train/algorithms/padain.py", "return convs[:-1]", "return convs",
+             ("tests/train/test_algorithms_biasbed.py::"
+              "test_padain_stages_of_a_generic_model_are_every_conv_but_the_last",),
+             "pAdaIN stages of a generic model include the last conv (swapped right before "
+             "global pooling)"),
+    Mutation("M365", "train/algorithms/padain.py", 'hparams_defaults = {"p": 0.01,',
+             'hparams_defaults = {"p": 0.1,',
+             ("tests/train/test_algorithms_biasbed.py::"
+              "test_padain_and_infodrop_defaults_are_the_papers",),
+             "pAdaIN's swap probability default 0.1, not Nuriel et al.'s 0.01"),
+    Mutation("M366", "train/algorithms/sagnet.py",
+             "normalised = ((x - mean) / std)[perm].detach()",
+             "normalised = ((x - mean) / std)[perm]",
+             ("tests/train/test_algorithms_biasbed.py::"
+              "test_sagnet_content_randomisation_detaches_the_donors_content",),
+             "SagNet's content randomisation lets the style loss's gradient reach the donor's "
+             "content"),
+    Mutation("M367", "train/algorithms/sagnet.py",
+             "self.backward(loss_s + loss_adv, retain_graph=True)",
+             "self.backward(loss_s, retain_graph=True)",
+             ("tests/biasbed/test_reference_algorithms.py::"
+              "test_sagnet_joint_step_gradients_are_the_hand_computation",),
+             "SagNet's joint step drops the adversarial term (loss_adv reported, never "
+             "back-propagated)"),
+    Mutation("M368", "train/algorithms/sagnet.py",
+             'if self.adv_params and self.hparams["clip_adv"] > 0:',
+             'if self.adv_params and self.hparams["clip_adv"] < 0:',
+             ("tests/biasbed/test_reference_algorithms.py::"
+              "test_sagnet_joint_step_gradients_are_the_hand_computation",),
+             "SagNet's joint step never clips the adversarial gradient to clip_adv"),
+    Mutation("M369", "train/algorithms/infodrop.py", "temperature <= 0", "temperature < 0",
+             ("tests/train/test_algorithms_biasbed.py::"
+              "test_infodrop_refuses_a_zero_temperature_and_zero_layers",),
+             "InfoDrop temperature 0 accepted: log(density)/0 gives NaN probabilities and every "
+             "activation is dropped (refusal removed)"),
+    Mutation("M370", "train/algorithms/infodrop.py",
+             "if n_layers < 1 or n_layers > len(convs):",
+             "if n_layers < 0 or n_layers > len(convs):",
+             ("tests/train/test_algorithms_biasbed.py::"
+              "test_infodrop_refuses_a_zero_temperature_and_zero_layers",),
+             "InfoDrop on 0 convolutions accepted: ERM reported as InfoDrop (refusal removed)"),
+    Mutation("M371", "train/algorithms/infodrop.py", '"temperature": 0.03,',
+             '"temperature": 0.1,',
+             ("tests/train/test_algorithms_biasbed.py::"
+              "test_padain_and_infodrop_defaults_are_the_papers",),
+             "InfoDrop's default temperature 0.1, not Shi et al.'s 0.03"),
+    Mutation("M372", "train/algorithms/stylized.py",
+             "target = alpha * target + (1.0 - alpha) * f_c",
+             "target = alpha * target + (1.0 - alpha) * f_s",
+             ("tests/train/test_algorithms_fidelity.py::"
+              "test_adain_style_transfer_is_the_hand_computation",),
+             "AdaIN's strength alpha blends with the style's features, not the content's "
+             "(Debiased's alpha 0.5)"),
+    Mutation("M373", "train/algorithms/stylized.py",
+             "content, style = (content - self.mean) / self.std, (style - self.mean) / self.std",
+             "content, style = (content - self.mean) / self.std, style",
+             ("tests/train/test_algorithms_fidelity.py::"
+              "test_adain_style_transfer_is_the_hand_computation",),
+             "AdaIN's VGG encoder sees the style image unnormalised (torchvision layout)"),
+    Mutation("M374", "train/algorithms/stylized.py", 'if not 0.0 <= self.hparams["p"] <= 1.0:',
+             'if not 0.0 <= self.hparams["p"]:',
+             ("tests/train/test_algorithms_biasbed.py::"
+              "test_stylising_algorithms_refuse_a_probability_above_one",),
+             "Stylized/Debiased p > 1 accepted (silently p = 1; refusal removed)"),
+    Mutation("M375", "train/algorithms/padain.py", "return PermutedAdaIN(p, detach=detach)",
+             "return PermutedAdaIN(p)",
+             ("tests/train/test_algorithms_biasbed.py::"
+              "test_padain_detach_hparam_reaches_the_swap_layers",),
+             "pAdaIN's detach hparam ignored by the algorithm (donor statistics always "
+             "detached)"),
     Mutation("M390", "stats/compare.py", "else -scores, axis=1,", "else -scores, axis=0,",
              ("tests/stats/test_stats_compare.py",),
              "within-block ranks (scores CSV) computed down each algorithm's column (axis 0), "
@@ -1835,6 +1916,9 @@ MUTATIONS: tuple[Mutation, ...] = (
              ("tests/stats/test_stats_selection.py",),
              "last-0 selection accepted: it silently averages every epoch",
              expect="caught"),  # survived before the n_last=0 case of test_bad_records
+    # M362-M375: BiasBed texture-debiasing algorithms; all 14 survived the whole test files
+    # (test_algorithms_biasbed, test_infodrop_reference, test_algorithms_fidelity,
+    # biasbed/test_reference_algorithms) before the tests named here
 )
 
 

@@ -154,3 +154,43 @@ def test_debiased_adain_input(adain_file: Path, monkeypatch) -> None:
             torch.testing.assert_close(styled, raw)
     with pytest.raises(TrainError, match="valid choices: normalised, pixels"):
         _debiased(adain_file, adain_input="raw")
+
+
+def test_sagnet_joint_step_gradients_are_the_hand_computation(monkeypatch) -> None:
+    """BiasBed's joint step, by hand: the style head steps on the gradient of loss_s + loss_adv
+    (the adversarial term back-propagated, not only reported); the featurizer's batch-norm
+    parameters on that gradient clipped to total norm ``clip_adv`` (torch's clip_grad_norm_) plus
+    the content loss's. Style randomisation is switched off so the forward is deterministic."""
+    monkeypatch.setattr(sagnet_module, "style_randomize", lambda f, perm, a: f)
+    hp = {"w_adv": 1.0, "clip_adv": 0.05}
+    algo, ref = _sagnet(**hp), _sagnet(**hp)  # the same initialisation
+    batch = _batch()
+    x, y = batch["x"], batch["y"]
+    feats = ref.featurizer(x)
+    style_logits = ref.style_head(feats)
+    loss_sa = F.cross_entropy(style_logits, y) - F.log_softmax(style_logits, 1).mean() * 1.0
+    loss_c = F.cross_entropy(ref.content_head(feats), y)
+    style_params = list(ref.style_head.parameters())
+    g_style = torch.autograd.grad(loss_sa, style_params, retain_graph=True)
+    bn = sagnet_module.batchnorm_parameters(ref.featurizer)
+    g_adv = [g.clone() for g in torch.autograd.grad(loss_sa, bn, retain_graph=True)]
+    assert float(torch.cat([g.flatten() for g in g_adv]).norm()) > 0.1  # the clip bites
+    for p, g in zip(bn, g_adv, strict=True):
+        p.grad = g
+    torch.nn.utils.clip_grad_norm_(bn, 0.05)
+    g_bn = [p.grad + g for p, g in zip(bn, torch.autograd.grad(loss_c, bn), strict=True)]
+
+    seen: dict[str, list[torch.Tensor]] = {}
+    real = algo.step_optimizers
+
+    def spy(*opts, **kwargs):
+        seen["style"] = [p.grad.clone() for p in algo.style_head.parameters()]
+        seen["bn"] = [p.grad.clone() for p in sagnet_module.batchnorm_parameters(algo.featurizer)]
+        return real(*opts, **kwargs)
+
+    monkeypatch.setattr(algo, "step_optimizers", spy)
+    algo.update(batch)
+    for got, want in zip(seen["style"], g_style, strict=True):
+        torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-4)
+    for got, want in zip(seen["bn"], g_bn, strict=True):
+        torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-4)

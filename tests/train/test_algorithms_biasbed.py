@@ -712,3 +712,81 @@ def test_sagnet_style_randomisation_interpolates_the_variances() -> None:
     y_var, y_mean = torch.var_mean(y, dim=(2, 3), unbiased=False)
     torch.testing.assert_close(y_var, a * var + (1 - a) * var[perm], rtol=1e-4, atol=1e-5)
     torch.testing.assert_close(y_mean, a * mean + (1 - a) * mean[perm], rtol=1e-4, atol=1e-4)
+
+
+# ------------------------------------ mutation-testing gaps (M362-M375): refusals and defaults
+def test_padain_leaves_a_1x1_map_alone() -> None:
+    """A 1x1 map has no spatial statistics: its instance mean is the value itself and its std
+    sqrt(eps), so swapping would replace the sample's one value by the donor's (its content
+    erased). pAdaIN must pass it through unchanged and count no swap."""
+    x = torch.arange(12.0).view(4, 3, 1, 1)
+    layer = PermutedAdaIN(p=1.0).train()
+    for step in range(3):
+        layer.reseed(0, step)
+        assert torch.equal(layer(x), x)
+    assert layer.swaps == 0
+
+
+def test_padain_stages_of_a_generic_model_are_every_conv_but_the_last() -> None:
+    """For a model without known stages, statistics are swapped after every Conv2d but the last
+    (the last feeds global pooling, which would reduce a swapped map to the donor's mean), and a
+    model with one Conv2d is refused: it would get no swap layer at all, i.e. plain ERM."""
+    model = nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU(), nn.Conv2d(4, 4, 3), nn.ReLU(),
+                          nn.Conv2d(4, 4, 3), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                          nn.Linear(4, 3))
+    assert feature_modules(model) == ["0", "2"]
+    one = nn.Sequential(nn.Conv2d(3, 4, 3), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(4, 3))
+    with pytest.raises(TrainError, match="fewer than two Conv2d"):
+        feature_modules(one)
+
+
+def test_padain_and_infodrop_defaults_are_the_papers() -> None:
+    """pAdaIN swaps with p = 0.01 per layer (Nuriel et al., ImageNet); InfoDrop's reference
+    settings (Shi et al.'s code): drop rate 1.5, temperature 0.03, bandwidth 1, radius 3, 9
+    sampled offsets. The defaults must reach the layers that use them."""
+    padain = create_algorithm("padain", 3, TrainConfig(algorithm="padain", model="small_cnn"))
+    assert {layer.p for layer in padain.swap_layers} == {0.01}
+    assert {layer.detach for layer in padain.swap_layers} == {True}
+    infodrop = create_algorithm("infodrop", 3, TrainConfig(algorithm="infodrop",
+                                                           model="small_cnn"))
+    (block,) = infodrop.drop_layers
+    assert (block.drop_rate, block.temperature, block.bandwidth, block.radius,
+            block.n_offsets) == (1.5, 0.03, 1.0, 3, 9)
+
+
+def test_padain_detach_hparam_reaches_the_swap_layers() -> None:
+    """``detach=False`` lets the donor's statistics receive gradient; the algorithm must build
+    its layers with it (not silently keep the reference's detached donor)."""
+    cfg = TrainConfig(algorithm="padain", model="small_cnn", hparams={"detach": False})
+    algo = create_algorithm("padain", 3, cfg)
+    assert algo.swap_layers and {layer.detach for layer in algo.swap_layers} == {False}
+
+
+def test_sagnet_content_randomisation_detaches_the_donors_content() -> None:
+    """The style head sees another sample's normalised content with its own statistics; the
+    donor's content is detached, so the style loss of sample i sends no gradient to the donor's
+    input (only to sample i's own mean and std)."""
+    x = torch.randn(4, 3, 5, 5, generator=torch.Generator().manual_seed(0)).requires_grad_()
+    perm = torch.tensor([1, 2, 3, 0])
+    out = content_randomize(x, perm)
+    (grad,) = torch.autograd.grad((out[0] * torch.arange(25.0).view(5, 5)).sum(), x)
+    assert float(grad[1].abs().sum()) == 0.0  # the donor
+    assert float(grad[0].abs().sum()) > 0.0  # the sample's own statistics
+
+
+def test_infodrop_refuses_a_zero_temperature_and_zero_layers() -> None:
+    """Temperature 0 divides log-densities by zero (NaN drop probabilities: every activation
+    dropped); InfoDrop on 0 convolutions is plain ERM under InfoDrop's name. Both are refused."""
+    conv = nn.Conv2d(3, 4, 3, padding=1)
+    with pytest.raises(TrainError, match="temperature > 0"):
+        InfoDropConv2d(conv, temperature=0.0)
+    with pytest.raises(TrainError, match=r"n_layers must be in 1\.\.4"):
+        wrap_convs(create_model("small_cnn", 3), 0)
+
+
+@pytest.mark.parametrize("name", ["stylized", "debiased"])
+def test_stylising_algorithms_refuse_a_probability_above_one(name: str) -> None:
+    """p is the probability that a stylised image replaces the original: p = 1.5 must be refused,
+    not silently run as p = 1."""
+    with pytest.raises(TrainError, match=r"p must be in \[0, 1\], got 1.5"):
+        create_algorithm(name, 3, TrainConfig(algorithm=name, hparams={"p": 1.5}))

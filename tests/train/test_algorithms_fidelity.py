@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from shortcutlab.train.algorithms import create_algorithm
@@ -92,3 +93,32 @@ def test_sagnet_adversarial_loss_is_the_papers_with_the_codes_eps_as_an_option()
     expected = -torch.log(logits.softmax(1) + 1e-5).mean(1).mean() * 0.1
     torch.testing.assert_close(code._adversarial_loss(logits), expected)
     assert float(code._adversarial_loss(logits)) < float(paper._adversarial_loss(logits))
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.5, 1.0])
+def test_adain_style_transfer_is_the_hand_computation(alpha: float) -> None:
+    """Huang & Belongie's AdaIN transfer: both images ImageNet-normalised and encoded, the
+    content features given the style features' per-channel mean and std (torch's instance norm
+    and ``var_mean``), blended with the *content* features by ``alpha``, then decoded."""
+    from shortcutlab.train.algorithms.stylized import AdaINStyleTransfer
+
+    torch.manual_seed(0)
+    net = AdaINStyleTransfer()
+    net.clamp = False
+    for m in net.modules():  # He init: features and images of order 1 through all 30 layers
+        if isinstance(m, nn.Conv2d):
+            nn.init.kaiming_normal_(m.weight, nonlinearity="relu")
+            nn.init.zeros_(m.bias)
+    gen = torch.Generator().manual_seed(3)
+    content = torch.rand(2, 3, 16, 16, generator=gen)
+    style = torch.rand(2, 3, 16, 16, generator=gen) * 0.5 + 0.4
+    mean = torch.tensor([0.485, 0.456, 0.406]).view(1, 3, 1, 1)
+    std = torch.tensor([0.229, 0.224, 0.225]).view(1, 3, 1, 1)
+    with torch.no_grad():
+        f_c = net.encoder((content - mean) / std)
+        f_s = net.encoder((style - mean) / std)
+        s_var, s_mean = torch.var_mean(f_s, dim=(2, 3), unbiased=False, keepdim=True)
+        target = F.instance_norm(f_c, eps=1e-5) * (s_var + 1e-5).sqrt() + s_mean
+        expected = net.decoder(alpha * target + (1 - alpha) * f_c)
+    torch.testing.assert_close(net(content, style, alpha), expected, atol=1e-4, rtol=1e-4)
+    assert float(expected.abs().mean()) > 0.5  # a visible output, not ~0
