@@ -1764,6 +1764,9 @@ MUTATIONS: tuple[Mutation, ...] = (
               "test_runs_of_one_competitor_with_another_recipe_are_refused_not_pooled",),
              "runs of one algorithm under two recipes (another --lr) pooled in the statistics",
              expect="caught"),  # survived before the refusal and its test (both new)
+    # M362-M375: BiasBed texture-debiasing algorithms; all 14 survived the whole test files
+    # (test_algorithms_biasbed, test_infodrop_reference, test_algorithms_fidelity,
+    # biasbed/test_reference_algorithms) before the tests named here
     Mutation("M362", "train/algorithms/padain.py", "if x.shape[2] * x.shape[3] < 2:",
              "if x.shape[2] * x.shape[3] < 1:",
              ("tests/train/test_algorithms_biasbed.py::"
@@ -1916,9 +1919,6 @@ MUTATIONS: tuple[Mutation, ...] = (
              ("tests/stats/test_stats_selection.py",),
              "last-0 selection accepted: it silently averages every epoch",
              expect="caught"),  # survived before the n_last=0 case of test_bad_records
-    # M362-M375: BiasBed texture-debiasing algorithms; all 14 survived the whole test files
-    # (test_algorithms_biasbed, test_infodrop_reference, test_algorithms_fidelity,
-    # biasbed/test_reference_algorithms) before the tests named here
 )
 
 
