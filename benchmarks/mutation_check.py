@@ -1848,6 +1848,75 @@ MUTATIONS: tuple[Mutation, ...] = (
               "test_padain_detach_hparam_reaches_the_swap_layers",),
              "pAdaIN's detach hparam ignored by the algorithm (donor statistics always "
              "detached)"),
+    Mutation("M376", "diagvib/beta_vae.py", "- 1.0 - logvar).sum())", "- 1.0).sum())",
+             ("tests/diagvib/test_beta_vae.py",),
+             "beta-VAE test KL (fig. A3 table) without its -log sigma^2 term"),
+    Mutation("M377", "diagvib/beta_vae.py", "obj_pixels += int(obj.sum()) * target.shape[1]",
+             "obj_pixels += int(obj.sum())",
+             ("tests/diagvib/test_beta_vae.py",),
+             "beta-VAE mse_object divided by object pixels, not pixels x channels (3x too big)",
+             expect="caught"),  # survived before test_reconstruction_numbers_of_a_decoder_...
+    Mutation("M378", "diagvib/beta_vae.py", "> OBJECT_LEVELS / 255.0).any(1, keepdim=True)",
+             "> OBJECT_LEVELS / 255.0).all(1, keepdim=True)",
+             ("tests/diagvib/test_beta_vae.py",),
+             "beta-VAE object mask needs every channel off the background grey, not any",
+             expect="caught"),  # survived before test_reconstruction_numbers_of_a_decoder_...
+    Mutation("M379", "diagvib/beta_vae.py", "err = (torch.sigmoid(logits) - target).pow(2)",
+             "err = (logits - target).pow(2)",
+             ("tests/diagvib/test_beta_vae.py",),
+             "beta-VAE test MSE of the decoder's logits, not its pixel means",
+             expect="caught"),  # survived before test_reconstruction_numbers_of_a_decoder_...
+    Mutation("M380", "diagvib/beta_vae.py", 'out["mse"] / out["mse_mean_image"]',
+             'out["mse_mean_image"] / out["mse"]',
+             ("tests/diagvib/test_beta_vae.py",),
+             "beta-VAE mse_relative inverted (mean-image MSE over the VAE's)",
+             expect="caught"),  # survived before test_reconstruction_numbers_of_a_decoder_...
+    Mutation("M381", "diagvib/beta_vae.py", "return total / (255.0 * len(ds))",
+             "return total / len(ds)",
+             ("tests/diagvib/test_beta_vae.py",),
+             "beta-VAE mean training image in grey levels, not [0, 1] (mse_mean_image)",
+             expect="caught"),  # survived before test_mean_image_is_the_pixel_mean_in_unit_...
+    Mutation("M382", "diagvib/beta_vae.py", '"fixed_better": bool(fixed["mse"] < free["mse"])',
+             '"fixed_better": bool(fixed["mse"] <= free["mse"])',
+             ("tests/diagvib/test_beta_vae.py",),
+             "beta-VAE claim check counts a tie in test MSE as fixed reconstructing better",
+             expect="caught"),  # survived before test_claim_check_counts_ties_as_neither_...
+    Mutation("M383", "diagvib/beta_vae.py", '"relative_free": float(free["mse_relative"])',
+             '"relative_free": float(fixed["mse_relative"])',
+             ("tests/diagvib/test_beta_vae.py",),
+             "beta-VAE claim check reports the fixed setting's relative MSE as the free one's",
+             expect="caught"),  # survived before test_claim_check_counts_ties_as_neither_...
+    Mutation("M384", "diagvib/beta_vae.py", "np.all(np.diff(ratios) > 0)",
+             "np.all(np.diff(ratios) >= 0)",
+             ("tests/diagvib/test_beta_vae.py",),
+             "beta-VAE free/fixed MSE ratio 'grows with beta' when it stays flat",
+             expect="caught"),  # survived before test_claim_check_counts_ties_as_neither_...
+    Mutation("M385", "diagvib/figures.py", 'ax.text(c, r, f"{v:.2f}{mark}"',
+             'ax.text(r, c, f"{v:.2f}{mark}"',
+             ("tests/diagvib/test_result_display.py",),
+             "Fig. 4a cell numbers written at the transposed cell (P_ji's place)",
+             expect="caught"),  # survived before test_matrix_panel_rows_are_predicted_and_...
+    Mutation("M386", "diagvib/figures.py",
+             "return metrics.matrix(label, study).reindex(index=FACTORS, columns=FACTORS)",
+             "return metrics.matrix(label, study).T.reindex(index=FACTORS, columns=FACTORS)",
+             ("tests/diagvib/test_result_display.py",),
+             "Fig. 4a matrices transposed: rows correlated, columns predicted",
+             expect="caught"),  # survived before test_matrix_panel_rows_are_predicted_and_...
+    Mutation("M387", "diagvib/figures.py", "x = {s: i for i, s in enumerate(present)}",
+             "x = {s: i for i, s in enumerate(order)}",
+             ("tests/diagvib/test_result_display.py", "tests/diagvib/test_aggregate_marks.py"),
+             "Fig. 4b points placed by the whole sequence's index: off their tick when a step is "
+             "missing"),
+    Mutation("M388", "diagvib/gallery.py", "images[i].transpose(1, 2, 0))",
+             "images[i].transpose(2, 1, 0))",
+             ("tests/diagvib/test_cli_render.py",),
+             "image grid tiles each image mirrored about its diagonal (rows and columns swapped)",
+             expect="caught"),  # survived before test_image_grid_tiles_each_image_upright_...
+    Mutation("M389", "diagvib/gallery.py", 'split="train", indices=np.arange(n))',
+             'split="test", indices=np.arange(n))',
+             ("tests/diagvib/test_cli_render.py",),
+             "gallery's random training images drawn from the test digit pool",
+             expect="caught"),  # survived before test_gallery's training-pool check
     Mutation("M390", "stats/compare.py", "else -scores, axis=1,", "else -scores, axis=0,",
              ("tests/stats/test_stats_compare.py",),
              "within-block ranks (scores CSV) computed down each algorithm's column (axis 0), "

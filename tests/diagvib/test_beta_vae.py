@@ -250,3 +250,94 @@ def test_the_command_defaults_are_the_paper_recipe_of_the_library() -> None:
             defaults["image_size"], defaults["images"]) == (
         bv.DEFAULT_SCALE, bv.DEFAULT_EPOCHS, 1e-4, 64, 128, bv.DEFAULT_IMAGES)
     assert (bv.DEFAULT_LR, bv.DEFAULT_BATCH_SIZE, bv.DEFAULT_IMAGE_SIZE) == (1e-4, 64, 128)
+
+
+class _Pictures:
+    """A stand-in test split: ``render(idx)`` gives hand-made uint8 images (as SettingSplit)."""
+
+    def __init__(self, images: np.ndarray) -> None:
+        self.images = images
+
+    def __len__(self) -> int:
+        return len(self.images)
+
+    def render(self, indices: Any) -> torch.Tensor:
+        return torch.as_tensor(self.images[np.asarray(indices, dtype=np.int64).reshape(-1)])
+
+
+def _hand_pictures() -> np.ndarray:
+    """Two 16x16 images on the background grey 127: image 0 has a 4x4 patch that leaves the
+    grey in the red channel only (255, 127, 127), image 1 a 2x2 black patch (all channels)."""
+    images = np.full((2, 3, 16, 16), 127, dtype=np.uint8)
+    images[0, 0, 2:6, 3:7] = 255
+    images[1, :, 9:11, 9:11] = 0
+    return images
+
+
+def test_reconstruction_numbers_of_a_decoder_that_answers_grey_by_hand() -> None:
+    """``mse`` per pixel and channel of the decoded pixel means (sigmoid of the logits),
+    ``mse_object`` the same over the object's pixels (a pixel is the object's when any channel
+    is more than 4 grey levels from 127), ``mse_mean_image`` the MSE of answering the given
+    mean image and ``mse_relative`` = mse / mse_mean_image. A decoder whose logits are all 0
+    answers 0.5 everywhere, so every number follows from the pixels by hand (numpy, float64)."""
+    plan = BetaVaePlan.make([1.0], scale=0.001, epochs=1, image_size=16, device="cpu")
+    algo = create_algorithm("vae", 3, plan.config(1.0))
+    algo.input_norm.set_stats(ChannelStats.identity())
+    latent = algo.network.latent
+
+    def encode(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return torch.zeros(len(x), latent), torch.zeros(len(x), latent)
+
+    def decode(z: torch.Tensor) -> torch.Tensor:
+        return torch.zeros(len(z), 3, 16, 16)
+
+    algo.network.encode = encode  # type: ignore[method-assign]
+    algo.network.decode = decode  # type: ignore[method-assign]
+    images = _hand_pictures()
+    target = images.astype(np.float64) / 255
+    mean = np.full((3, 16, 16), 0.25)  # a mean image far from both
+    metrics = reconstruction_metrics(algo, _Pictures(images), torch.device("cpu"),  # type: ignore[arg-type]
+                                     train_mean=mean)
+    err = (0.5 - target) ** 2
+    obj = np.zeros((2, 16, 16), dtype=bool)
+    obj[0, 2:6, 3:7] = True  # 16 pixels, red only off the grey
+    obj[1, 9:11, 9:11] = True  # 4 pixels
+    mse_mean_image = float(((target - mean) ** 2).mean())
+    assert metrics["mse"] == pytest.approx(float(err.mean()), rel=1e-5)
+    assert metrics["mse_object"] == pytest.approx(
+        float(err.transpose(1, 0, 2, 3)[:, obj].sum()) / (20 * 3), rel=1e-5)
+    assert metrics["bce"] == pytest.approx(3 * 16 * 16 * math.log(2), rel=1e-5)
+    assert metrics["mse_mean_image"] == pytest.approx(mse_mean_image, rel=1e-5)
+    assert metrics["mse_relative"] == pytest.approx(float(err.mean()) / mse_mean_image,
+                                                    rel=1e-5)
+    assert 0 < metrics["mse_relative"] < 1  # the grey answer beats the far-off mean image
+
+
+def test_mean_image_is_the_pixel_mean_in_unit_range() -> None:
+    """The mean training image, pixels in [0, 1], the same over batches of any size."""
+    from shortcutlab.diagvib.beta_vae import mean_image
+
+    images = _hand_pictures()
+    want = images.astype(np.float64).mean(0) / 255
+    for batch in (1, 256):
+        got = mean_image(_Pictures(images), batch=batch)  # type: ignore[arg-type]
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+    assert got.max() == pytest.approx((255 + 127) / 2 / 255)
+
+
+def test_claim_check_counts_ties_as_neither_better_nor_growing() -> None:
+    """Fixed reconstructs better only when its MSE is strictly lower; a free/fixed ratio that
+    stays flat over β does not grow; each setting's relative MSE comes from its own row."""
+    table = pd.DataFrame({"beta": [1.0, 1.0, 4.0, 4.0], "setting": ["free", "fixed"] * 2,
+                          "mse": [0.010, 0.010, 0.020, 0.020],
+                          "mse_relative": [0.6, 0.3, 0.7, 0.4]})
+    claim = claim_check(table)
+    for beta in ("1", "4"):
+        per = claim["per_beta"][beta]
+        assert per["ratio_free_to_fixed"] == pytest.approx(1.0)
+        assert per["fixed_better"] is False and per["fixed_better_relative"] is True
+    assert claim["per_beta"]["1"]["relative_free"] == pytest.approx(0.6)
+    assert claim["per_beta"]["1"]["relative_fixed"] == pytest.approx(0.3)
+    assert claim["per_beta"]["4"]["relative_free"] == pytest.approx(0.7)
+    assert claim["fixed_better_at_every_beta"] is False
+    assert claim["ratio_grows_with_beta"] is False

@@ -136,6 +136,16 @@ def test_gallery(tmp_path: Path) -> None:
                                                      "samples.png"}
     with np.load(tmp_path / "samples.npz") as z:
         assert z["images"].shape == (8, 3, 128, 128) and z["texture"].shape == (8,)
+        images, names = z["images"], {f: z[f].tolist() for f in FACTORS}
+    # n random *training* images: the classes of random_classes(split="train") rendered from
+    # the training digit pool (the same classes from the test pool look different)
+    from shortcutlab.diagvib.render import ImageGenerator, class_names, random_classes
+
+    gen, classes = ImageGenerator(), random_classes(8, seed=0, split="train")
+    train = gen.render(classes, seed=0, split="train", indices=np.arange(8))
+    test = gen.render(classes, seed=0, split="test", indices=np.arange(8))
+    assert (images == train).all() and not (train == test).all()
+    assert names == {f: list(v) for f, v in class_names(classes).items()}
     from PIL import Image
 
     from shortcutlab.diagvib.gallery import CAPTION_HEIGHT
@@ -226,3 +236,20 @@ def test_render_refuses_more_images_than_its_cap(tmp_path: Path) -> None:
     msg = _fails(["diagvib", "render", "--n", str(MAX_RENDER_IMAGES + 1), "--out", str(out)])
     assert f"up to {MAX_RENDER_IMAGES:,}" in msg and "--seed" in msg, msg
     assert not out.exists()
+
+
+def test_image_grid_tiles_each_image_upright_in_reading_order() -> None:
+    """Tile i of ``image_grid`` is image i as (H, W, 3), row i // ncols, column i % ncols, with
+    ``gap`` white pixels between tiles; images with distinct pixel values show any transposition
+    or mirroring."""
+    from shortcutlab.diagvib.gallery import image_grid
+
+    images = np.arange(3 * 3 * 4 * 4, dtype=np.uint8).reshape(3, 3, 4, 4)
+    grid = image_grid(images, ncols=2, gap=1)
+    assert grid.shape == (2 * 4 + 1, 2 * 4 + 1, 3)
+    for i, (r, c) in enumerate([(0, 0), (0, 1), (1, 0)]):
+        tile = grid[r * 5: r * 5 + 4, c * 5: c * 5 + 4]
+        assert (tile == images[i].transpose(1, 2, 0)).all(), i
+        assert tile[0, 1, 0] == images[i, 0, 0, 1]  # first row, second column, red
+    assert (grid[4, :] == 255).all() and (grid[:, 4] == 255).all()  # the gaps
+    assert (grid[5:, 5:] == 255).all()  # no fourth image

@@ -9,6 +9,7 @@ import pytest
 from matplotlib.figure import Figure
 
 from shortcutlab.diagvib import figures as figs
+from shortcutlab.diagvib.factors import FACTORS
 from shortcutlab.diagvib.metrics import CHANCE, compute_metrics
 from shortcutlab.errors import DiagvibError
 from tests.diagvib.tables import synthetic_table
@@ -89,3 +90,28 @@ def test_points_at_zero_keep_their_whole_marker(metrics) -> None:
     low = ax.get_ylim()[0]
     # a 3-point marker is ~0.015 of a 3-inch axis; the old limit (-0.02) cut it in half
     assert low <= -0.05
+
+
+def test_matrix_panel_rows_are_predicted_and_cell_numbers_sit_on_their_cells(metrics) -> None:
+    """Fig. 4a: rows the predicted factor, columns the correlated one. The synthetic table plants
+    ZGO accuracy ~0.95 when the predicted factor comes before the correlated one in FACTORS
+    (easier) and ~0.05 otherwise, so the upper triangle is high and the lower low; every
+    cell's text is the value of the cell it is drawn on (x = column, y = row)."""
+    fig = Figure()
+    ax = fig.subplots()
+    values = np.asarray(figs.plot_panel(metrics, "a", "ZGO", ax).get_array())
+    n = len(FACTORS)
+    for r in range(n):
+        for c in range(n):
+            if r < c:
+                assert values[r, c] > 0.8, (FACTORS[r], FACTORS[c])
+            elif r > c:
+                assert values[r, c] < 0.2, (FACTORS[r], FACTORS[c])
+    texts = ax.texts
+    assert len(texts) == n * (n - 1)  # the diagonal is empty
+    for t in texts:
+        x, y = t.get_position()
+        assert t.get_text() == f"{values[int(y), int(x)]:.2f}", (x, y)
+    # the text rows differ: a transposed placement would put a high number in the low triangle
+    assert any(float(t.get_text()) > 0.8 and t.get_position()[1] < t.get_position()[0]
+               for t in texts)
