@@ -151,3 +151,18 @@ def test_factor_shares_bars_heights_order_and_legend(top_val):
             np.testing.assert_allclose(heights, table.loc[names, which].to_numpy())
     assert drawn == mean.index.tolist()
     assert drawn[:2] == ["pose", "background"]
+
+
+def test_group_comparison_draws_a_factor_with_p_equal_to_alpha_opaque():
+    """Transparent only where p > alpha (the title says so): p = alpha is a group difference."""
+    table = pd.DataFrame({"pose": [1.0, 1.2, 1.7, 0.8], "texture": [2.0, 2.6, 2.9, 1.1]},
+                         index=[f"m{i}" for i in range(4)])
+    groups = {"m0": "a", "m1": "a", "m2": "b", "m3": "b"}
+    tests = pd.DataFrame({"pvalue": [0.05, 0.0500001]}, index=["pose", "texture"])
+    ax = group_comparison(table, groups, tests, alpha=0.05).axes[0]
+    order = [t.get_text() for t in ax.get_xticklabels()]
+    alpha_of = {}
+    for p in ax.patches:
+        alpha_of.setdefault(order[int(round(p.get_x() + p.get_width() / 2))], set()).add(
+            p.get_alpha())
+    assert alpha_of == {"pose": {1.0}, "texture": {0.3}}

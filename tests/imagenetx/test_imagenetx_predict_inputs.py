@@ -173,3 +173,58 @@ def test_preprocessing_options_and_their_documented_defaults_reach_the_transform
                              "--crop-pct", "1.0", "--interpolation", "nearest"])
     assert ok.exit_code == 0, ok.output
     assert calls == [(224, 0.875, "bilinear"), (32, 1.0, "nearest")]
+
+
+@pytest.mark.parametrize("crop_pct", [0.875, 0.95, 0.9, 1.0])
+def test_eval_transform_matches_timms_evaluation_transform(crop_pct):
+    """timm's create_transform (the reference the module doc names): resize the short side to
+    floor(size / crop_pct) (32 / 0.95 = 33.7 -> 33), centre-crop, normalise; same tensor."""
+    from timm.data import create_transform
+
+    from shortcutlab.imagenetx.predict import eval_transform
+
+    img = Image.fromarray(np.random.default_rng(3).integers(0, 255, (40, 52, 3), dtype=np.uint8))
+    ours = eval_transform(32, crop_pct)(img)
+    ref = create_transform(32, crop_pct=crop_pct, interpolation="bilinear")(img)
+    assert ours.shape == ref.shape == (3, 32, 32)
+    torch.testing.assert_close(ours, ref, atol=1e-5, rtol=0)
+
+
+class _BatchNormed(torch.nn.Module):
+    """Mean grey value through a batch norm whose running statistics (mean -1, var 4) differ
+    from any batch's: eval mode gives (x + 1) / 2, training mode the batch's own z-scores."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.norm = torch.nn.BatchNorm1d(1, affine=False)
+        self.norm.running_mean.fill_(-1.0)
+        self.norm.running_var.fill_(4.0)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        z = self.norm(x.mean(dim=(1, 2, 3))[:, None])
+        grid = torch.linspace(-2.5, 2.5, 1000)
+        return -(z - grid[None, :]).abs()
+
+
+def test_a_model_given_in_training_mode_predicts_as_in_eval_mode(tmp_path):
+    """predict_folder puts the model in eval mode: the classes are those of model.eval() one
+    image at a time, not of batch statistics (nor dropout)."""
+    from shortcutlab.imagenetx.predict import eval_transform, predict_folder
+
+    root = tmp_path / "val"
+    root.mkdir()
+    for i, level in enumerate([40, 200, 90, 160], start=1):
+        Image.fromarray(np.full((40, 48, 3), level, dtype=np.uint8)).save(
+            root / f"ILSVRC2012_val_{i:08d}.JPEG")
+    model = _BatchNormed().train()
+    predict_folder(model, root, tmp_path / "p.csv", batch_size=2, image_size=32,
+                   show_progress=False)
+    frame = pd.read_csv(tmp_path / "p.csv")
+    reference = _BatchNormed().eval()
+    transform = eval_transform(32)
+    expected = {}
+    for path in sorted(root.glob("*.JPEG")):
+        with Image.open(path) as img:
+            expected[path.name] = int(reference(transform(img.convert("RGB"))[None]).argmax())
+    assert len(set(expected.values())) == 4
+    assert dict(zip(frame["file_name"], frame["predicted_class"], strict=True)) == expected

@@ -229,3 +229,44 @@ def test_gather_predictions_puts_the_original_labels_first(tmp_path):
     assert gather_predictions([tmp_path / "mine.csv"]).models == ("mine",)
     with pytest.raises(ImagenetXError, match="--original-labels"):
         gather_predictions(None)
+
+
+def test_select_keeps_each_model_with_its_own_rows_in_the_order_asked():
+    """select(["c", "a"]): row 0 is c's classes and probabilities, row 1 a's (not file order)."""
+    preds = Predictions(("a", "b", "c"), np.array(NAMES[:2]),
+                        np.array([[1, 2], [3, 4], [5, 6]]),
+                        np.array([[0.1, 0.2], [0.3, 0.4], [0.5, 0.6]], dtype=np.float32))
+    chosen = preds.select(["c", "a"])
+    assert chosen.models == ("c", "a")
+    assert chosen.classes.tolist() == [[5, 6], [1, 2]]
+    assert chosen.probabilities is not None
+    np.testing.assert_allclose(chosen.probabilities, [[0.5, 0.6], [0.1, 0.2]], rtol=1e-6)
+
+
+def test_npz_probabilities_must_have_the_shape_of_the_predictions(tmp_path):
+    """2 models × 3 images: probabilities stored images × models (3 × 2, same size) would put
+    one model's confidences on another model's images, so they are refused."""
+    classes = np.array([[1, 2, 3], [4, 5, 6]])
+    np.savez(tmp_path / "m.npz", predictions=classes, file_names=np.array(NAMES[:3]),
+             probabilities=np.full((3, 2), 0.5))
+    with pytest.raises(ImagenetXError, match=r"probabilities shape \(3, 2\) != \(2, 3\)"):
+        read_prediction_matrix(tmp_path / "m.npz")
+    np.savez(tmp_path / "ok.npz", predictions=classes, file_names=np.array(NAMES[:3]),
+             probabilities=np.full((2, 3), 0.5))
+    assert read_prediction_matrix(tmp_path / "ok.npz").probabilities.shape == (2, 3)
+
+
+def test_npz_probabilities_outside_0_1_are_refused_as_in_csv(tmp_path):
+    """Confidences in percent (85.0) make every calibration error meaningless: a CSV refuses
+    them (test_bad_probability_is_named), and so must an .npz. NaN stays allowed: it marks an
+    image without a prediction (what save_prediction_matrix writes after combine)."""
+    classes = np.array([[1, 2, 3]])
+    for bad in (85.0, -0.1, np.inf):
+        np.savez(tmp_path / "m.npz", predictions=classes, file_names=np.array(NAMES[:3]),
+                 probabilities=np.array([[0.5, bad, 0.9]]))
+        with pytest.raises(ImagenetXError, match=r"probabilities must be numbers in \[0, 1\]"):
+            read_prediction_matrix(tmp_path / "m.npz")
+    np.savez(tmp_path / "m.npz", predictions=np.array([[1, -1, 3]]),
+             file_names=np.array(NAMES[:3]), probabilities=np.array([[0.0, np.nan, 1.0]]))
+    probs = read_prediction_matrix(tmp_path / "m.npz").probabilities
+    assert probs is not None and probs[0, 0] == 0.0 and np.isnan(probs[0, 1])

@@ -381,6 +381,14 @@ def read_prediction_matrix(
     _check_file_names(names, partition, str(path), columns)
     if probabilities is not None and probabilities.shape != matrix.shape:
         raise ImagenetXError(f"{path}: probabilities shape {probabilities.shape} != {matrix.shape}")
+    if probabilities is not None:  # NaN: no prediction (as save_prediction_matrix writes it)
+        bad = np.isinf(probabilities) | (probabilities < 0) | (probabilities > 1)
+        if bad.any():
+            raise ImagenetXError(
+                f"{path}: probabilities must be numbers in [0, 1] (NaN: none); bad values in "
+                f"model rows {_rows(np.flatnonzero(bad.any(axis=1)) + 1)} at image columns "
+                f"{_rows(columns[bad.any(axis=0)])}"
+            )
     return Predictions(tuple(models), names, matrix.astype(np.int16), probabilities)
 
 
