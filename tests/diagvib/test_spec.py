@@ -67,6 +67,10 @@ def test_content_hash_is_pinned_and_sensitive() -> None:
          ["weights.train", "1.5", "distribution"]),
         ({"weights": {"train": [[-0.1, 0, 0], [0, 0.6, 0], [0, 0, 0.5]], "test": OFF}},
          ["weights.train", "-0.1"]),
+        # short of 1 is refused as well as over 1 (apportionment would silently renormalise)
+        ({"weights": {"train": DIAG, "test": [[0, 0.15, 0.15], [0.15, 0, 0.15],
+                                              [0.15, 0.15, 0]]}},
+         ["weights.test", "0.9", "distribution"]),
         ({"weights": {"train": [1 / 3] * 3, "test": OFF}}, ["weights.train", "shape"]),
         ({"weights": {"train": DIAG, "tset": OFF}}, ["tset", "train, val, test"]),
         ({"weights": {"train": DIAG}}, ["weights.test"]),

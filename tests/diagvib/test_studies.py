@@ -22,6 +22,7 @@ from shortcutlab.diagvib.studies import (
     parse_experiment_name,
     scaled_sizes,
     select_classes,
+    study_weights,
     write_benchmark,
 )
 from shortcutlab.errors import SpecError
@@ -165,6 +166,19 @@ def test_cgo_cells_vary_with_pair_and_sample() -> None:
         for (p, c), s in itertools.product(factor_pairs()[:10], range(5))
     }
     assert len(patterns) == 6  # all six off-diagonal cells get picked somewhere
+
+
+def test_seeded_chgo_shortcut_class_is_any_class_of_the_predicted_factor() -> None:
+    # Paper sec. 3.3: "one of the classes of F_i is exclusively coupled" -- drawn at random, so
+    # over 30 pairs x 5 samples each of the three classes is the shortcut class about 50 times
+    # (binomial(150, 1/3): sd 5.8; 25 is more than 4 sd below).
+    shortcut = [
+        int(np.flatnonzero(study_weights("CHGO", sample=s, predicted=p, correlated=c)[0]
+                           .astype(bool).sum(axis=1) == 1)[0])
+        for (p, c), s in itertools.product(factor_pairs(), range(5))
+    ]
+    counts = np.bincount(shortcut, minlength=3)
+    assert counts.sum() == 150 and counts.min() >= 25, counts
 
 
 @pytest.mark.parametrize("name", ["ZSO/hue/0", "CHGO/shape-hue/3", "FGO-10/scale-position/2"])
