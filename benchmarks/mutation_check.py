@@ -2119,6 +2119,99 @@ MUTATIONS: tuple[Mutation, ...] = (
              "return np.where(idx < 0, idx + n - 1, idx)",
              ("tests/diagvib/test_dataset.py",),
              "negative index -1 gives the second-last image (off by one)"),
+    Mutation("M446", "vqa/concepts.py", "    first.sort()\n",
+             "    first = np.arange(len(key))\n",
+             ("tests/vqa/test_concepts_splits.py", "tests/vqa/test_reference.py"),
+             "a word repeated in a question counted each time in f(w), f(w, a) (paper: once)",
+             expect="caught"),  # survived before test_a_word_repeated_in_a_question_counts_once
+    Mutation("M447", "vqa/concepts.py",
+             "        if toks[: len(qtoks)] == qtoks:\n            toks = toks[len(qtoks) :]\n",
+             "        toks = toks[len(qtoks) :]\n",
+             ("tests/vqa/test_concepts_splits.py",),
+             "KW candidates lose as many leading words as the question type has, prefix or not"),
+    Mutation("M448", "vqa/concepts.py", "kop = _pair(ko, ko2, ko_swap, config)",
+             "kop = _pair(ko, ko2, kw_swap, config)",
+             ("tests/vqa/test_concepts_splits.py",),
+             "KOP under pair_order='position' ordered by the keywords' positions"),
+    Mutation("M449", "vqa/concepts.py", "lengths = sorted(by_len, reverse=True)",
+             "lengths = sorted(by_len)",
+             ("tests/vqa/test_concepts_splits.py",),
+             "question type: the shortest matching prefix, not the longest"),
+    Mutation("M450", "vqa/distributions.py", 'counts["other"] = counts["val"] + counts["test"]',
+             'counts["other"] = counts["val"]',
+             ("tests/vqa/test_answer_figures.py",),
+             "Figs. 4/8/10 abscissa: answers absent from training ordered by val count only",
+             expect="caught"),  # survived before test_answers_absent_from_training_follow_...
+    Mutation("M451", "vqa/distributions.py", 'sizes = group_sizes(samples, s, split="train")',
+             "sizes = group_sizes(samples, s)",
+             ("tests/vqa/test_answer_figures.py",),
+             "Fig. 8's group: the largest over all splits, not the largest training group",
+             expect="caught"),  # survived before test_fig8_groups_are_chosen_among_training_...
+    Mutation("M452", "vqa/distributions.py",
+             "return ~concepts.astype(str).str.contains(NONE, regex=False).to_numpy()",
+             "return ~(concepts.astype(str) == NONE).to_numpy()",
+             ("tests/vqa/test_answer_figures.py",),
+             "composite concepts with a missing part ('qt + <none>') counted as groups",
+             expect="caught"),  # survived before test_a_composite_concept_with_a_missing_part_...
+    Mutation("M453", "vqa/distributions.py",
+             "threshold=tail_threshold(n_test, len(answers), config.tail_factor)",
+             'threshold=tail_threshold(n_test, len(counts), config.tail_factor)',
+             ("tests/vqa/test_answer_figures.py",),
+             "drawn tail threshold's mean over all the group's answers, not its IID test ones"),
+    Mutation("M454", "vqa/baselines.py", 'return PRIORS[name](samples[split == "train"],',
+             'return PRIORS[name](samples[split != "test"],',
+             ("tests/vqa/test_baselines.py::test_priors_on_hand_table",
+              "tests/vqa/test_baselines.py::"
+              "test_keyword_prior_prefers_the_most_concentrated_word_not_the_most_frequent",
+              "tests/vqa/test_baselines.py::test_prior_predictions_learn_from_the_training_rows_only",
+              "tests/vqa/test_baselines.py::"
+              "test_a_majority_tie_goes_to_the_alphabetically_first_answer_in_any_order",
+              "tests/vqa/test_baselines.py::test_keyword_prior_tie_goes_to_the_word_that_comes_first"),
+             "prior baselines fitted on train + val (val answers leak into val predictions)",
+             expect="caught"),  # survived before test_prior_predictions_learn_from_the_training_...
+    Mutation("M455", "vqa/baselines.py",
+             "return min(a for a, c in counts.items() if c == best)",
+             "return max(a for a, c in counts.items() if c == best)",
+             ("tests/vqa/test_baselines.py::test_priors_on_hand_table",
+              "tests/vqa/test_baselines.py::"
+              "test_keyword_prior_prefers_the_most_concentrated_word_not_the_most_frequent",
+              "tests/vqa/test_baselines.py::test_prior_predictions_learn_from_the_training_rows_only",
+              "tests/vqa/test_baselines.py::"
+              "test_a_majority_tie_goes_to_the_alphabetically_first_answer_in_any_order",
+              "tests/vqa/test_baselines.py::test_keyword_prior_tie_goes_to_the_word_that_comes_first"),
+             "prior baselines: a majority tie goes to the alphabetically last answer",
+             expect="caught"),  # survived before test_a_majority_tie_goes_to_the_alphabetically_...
+    Mutation("M456", "vqa/baselines.py", "if len(answers) >= min_support:",
+             "if len(answers) > min_support:",
+             ("tests/vqa/test_baselines.py::test_priors_on_hand_table",
+              "tests/vqa/test_baselines.py::"
+              "test_keyword_prior_prefers_the_most_concentrated_word_not_the_most_frequent",
+              "tests/vqa/test_baselines.py::test_prior_predictions_learn_from_the_training_rows_only",
+              "tests/vqa/test_baselines.py::"
+              "test_a_majority_tie_goes_to_the_alphabetically_first_answer_in_any_order",
+              "tests/vqa/test_baselines.py::test_keyword_prior_tie_goes_to_the_word_that_comes_first"),
+             "keyword prior needs min_support + 1 training questions (>= for >)"),
+    Mutation("M457", "vqa/baselines.py", "(rule[(qt, w)][0], -i, rule[(qt, w)][1])",
+             "(rule[(qt, w)][0], i, rule[(qt, w)][1])",
+             ("tests/vqa/test_baselines.py::test_priors_on_hand_table",
+              "tests/vqa/test_baselines.py::"
+              "test_keyword_prior_prefers_the_most_concentrated_word_not_the_most_frequent",
+              "tests/vqa/test_baselines.py::test_prior_predictions_learn_from_the_training_rows_only",
+              "tests/vqa/test_baselines.py::"
+              "test_a_majority_tie_goes_to_the_alphabetically_first_answer_in_any_order",
+              "tests/vqa/test_baselines.py::test_keyword_prior_tie_goes_to_the_word_that_comes_first"),
+             "keyword prior: a tie in majority share goes to the last word, not the first",
+             expect="caught"),  # survived before test_keyword_prior_tie_goes_to_the_word_that_...
+    Mutation("M458", "vqa/analysis.py", 'if k in ("metric", "numbers", "count_missing_wrong")',
+             'if k in ("metric", "numbers")',
+             ("tests/vqa/test_analysis.py",),
+             "head/tail accuracy of a release ignores count_missing_wrong (released row uses it)",
+             expect="caught"),  # survived before test_head_tail_count_missing_predictions_wrong_...
+    Mutation("M459", "vqa/analysis.py", '    if not (split == "train").any():\n',
+             "    if False:\n",
+             ("tests/vqa/test_analysis.py",),
+             "analysis of a release without its training questions no longer refused",
+             expect="caught"),  # survived before test_a_release_analysis_without_training_...
 )
 
 

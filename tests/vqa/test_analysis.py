@@ -227,3 +227,33 @@ def test_data_without_image_objects_gets_the_note_build_gives(release, tmp_path)
     assert json.loads(res.stdout)["sizes"] == {"train": 600, "test": 200}
     with_objects = CliRunner().invoke(app, [*args, "--data", data[-1]])
     assert with_objects.exit_code == 0 and "no image objects" not in with_objects.output
+
+
+def test_head_tail_count_missing_predictions_wrong_as_the_released_row_does(release):
+    """With count_missing_wrong, a test question without a prediction scores 0 in the head and
+    tail accuracies as in the released row: perfect answers for every other question give
+    head accuracy = predicted share of the head; the KO tail equals the released KO set."""
+    built, root, data = release
+    s = built.samples
+    test = s[s["split"] == "test"]
+    dropped = set(test["question_id"].iloc[::4])
+    preds = {q: a for q, a in zip(test["question_id"], test["answer"], strict=True)
+             if q not in dropped}
+    out = analyze_release(load_table(data), read_release(root), preds, count_missing_wrong=True)
+    ht = out["head_tail"]
+    heads = [k for k in SHORTCUTS if test[f"head:{k}"].any()]
+    assert "KO" in heads and len(heads) >= 3
+    for k in heads:
+        head = test[test[f"head:{k}"]]
+        assert ht.loc[k, "head"] == pytest.approx(1 - head["question_id"].isin(dropped).mean())
+    assert ht.loc["KO", "tail"] == pytest.approx(ht.loc["KO", "released_ood"])
+    assert out["row"]["iid"] == pytest.approx(1 - len(dropped) / len(test))
+
+
+def test_a_release_analysis_without_training_questions_is_refused(release):
+    """E_train, the head splits of the training set (Fig. 5a) and Table 1's groups all need the
+    training questions: data with the IID test questions alone is refused, not analysed."""
+    _, root, data = release
+    test_only = [d for d in data if "IID-Test" in d or d.endswith("instances.json")]
+    with pytest.raises(VQAError, match="no training questions"):
+        analyze_release(load_table(test_only), read_release(root))

@@ -13,7 +13,13 @@ from typer.testing import CliRunner
 from shortcutlab.cli.main import app
 from shortcutlab.errors import VQAError
 from shortcutlab.vqa.concepts import NONE, SHORTCUTS
-from shortcutlab.vqa.distributions import default_groups, figure_groups, group_distribution
+from shortcutlab.vqa.distributions import (
+    default_groups,
+    fig8_groups,
+    figure_groups,
+    group_distribution,
+    group_sizes,
+)
 from shortcutlab.vqa.figures import answer_distributions
 from shortcutlab.vqa.splits import build_splits
 from shortcutlab.vqa.store import read_build_config, read_samples, write_splits
@@ -201,3 +207,54 @@ def test_bad_input_is_one_error_line_and_writes_nothing(build, args, fragment):
     errors = [line for line in res.output.splitlines() if line.startswith("Error:")]
     assert len(errors) == 1 and fragment in errors[0], res.output
     assert "Traceback" not in res.output and not out.exists()
+
+
+def _samples(rows, shortcut="KW"):
+    """Hand-made built samples: (concept, split, answer) rows of one shortcut, no tail flags
+    (every group here is balanced on IID test or has no IID test questions)."""
+    s = pd.DataFrame(rows, columns=[shortcut, "split", "answer"])
+    for k in SHORTCUTS:
+        if k != shortcut:
+            s[k] = NONE
+        s[f"tail:{k}"] = False
+    return s
+
+
+def test_answers_absent_from_training_follow_by_their_val_plus_test_count():
+    """The abscissa (module docstring): training count first; answers without training samples
+    after, by val + test count. Here green (1 val + 3 test = 4) precedes red (2 val + 0 test),
+    although red has more val questions."""
+    rows = [("sky", "train", "blue")] * 3 + [("sky", "test", "blue")] * 3
+    rows += [("sky", "val", "green")] + [("sky", "test", "green")] * 3
+    rows += [("sky", "val", "red")] * 2
+    dist = group_distribution(_samples(rows), "KW", "sky")
+    assert dist.counts.index.tolist() == ["blue", "green", "red"]
+    assert dist.counts[["train", "val", "test"]].to_numpy().tolist() == [[3, 0, 3], [0, 1, 3],
+                                                                         [0, 2, 0]]
+    assert not dist.imbalanced and not dist.counts["tail"].any()  # 3 and 3: balanced
+
+
+def test_fig8_groups_are_chosen_among_training_groups():
+    """Fig. 8 draws training distributions: the paper's group where the training split has it,
+    else the largest *training* group; a group seen only in val / test is not drawn."""
+    rows = [("which", "train", "a")] * 3 + [("what is", "train", "a")]
+    rows += [("what is", "test", "a")] * 5 + [("what sport is", "test", "tennis")] * 9
+    qt = _samples(rows, "QT")
+    assert group_sizes(qt, "QT").index[0] == "what sport is"  # largest over all splits
+    assert fig8_groups(qt) == {"QT": "which"}
+    kw = _samples([("sky", "test", "blue")] * 4 + [("grass", "train", "green")] * 2)
+    assert fig8_groups(kw) == {"KW": "grass"}
+
+
+def test_a_composite_concept_with_a_missing_part_is_no_group():
+    """As in build_splits, a sample whose keyword or object is missing has no concept for the
+    shortcuts built on it ('what is + <none>' included): it is in no group, and is neither
+    counted nor drawn however many such samples there are."""
+    missing = f"what is + {NONE}"
+    rows = [(missing, "train", "a")] * 5 + [(missing, "test", "a")] * 5
+    rows += [("what is + sky", "train", "blue"), ("what is + sky", "test", "blue")]
+    s = _samples(rows, "QT+KW")
+    assert group_sizes(s, "QT+KW").to_dict() == {"what is + sky": 2}
+    assert default_groups(s) == {"QT+KW": "what is + sky"}
+    with pytest.raises(VQAError, match="no group"):
+        group_distribution(s, "QT+KW", missing)

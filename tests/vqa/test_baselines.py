@@ -213,3 +213,38 @@ def test_cnn_bow_images_are_averaged_over_2x2_blocks(tmp_path):
     assert got.shape == (2, 3, 3, 4)
     expected = np.stack([block_reduce(a.astype(np.float64), (2, 2, 1), np.mean) for a in arrays])
     np.testing.assert_allclose(got, expected.transpose(0, 3, 1, 2) / 255.0, rtol=1e-6)
+
+
+def test_prior_predictions_learn_from_the_training_rows_only():
+    """Module docstring: every baseline learns from the training rows only; val and test rows
+    are predicted. Here val and test say "no", training "yes": every prediction is "yes"."""
+    rows = [("1", "train", "is it", "is it big", "yes"),
+            ("2", "train", "is it", "is it red", "yes"),
+            ("3", "val", "is it", "is it big", "no"), ("4", "val", "is it", "is it big", "no"),
+            ("5", "val", "is it", "is it red", "no"), ("6", "test", "is it", "is it red", "no")]
+    samples = pd.DataFrame(rows, columns=["question_id", "split", "QT", "question", "answer"])
+    for name in ("answer-prior", "question-type-prior", "keyword-prior"):
+        assert prior_predictions(samples, name) == dict.fromkeys(["3", "4", "5", "6"], "yes")
+
+
+def test_a_majority_tie_goes_to_the_alphabetically_first_answer_in_any_order():
+    """_majority's rule (and make_table's, docs/vqa-vs.md): a tie goes to the alphabetically
+    first answer, whatever the order of the training rows."""
+    rows = [("1", "is it", "is it big", "yes"), ("2", "is it", "is it big", "no"),
+            ("3", "is it", "is it red", "maybe"), ("4", "is it", "is it red", "yes"),
+            ("5", "is it", "is it red", "no")]
+    test = _frame([("t", "is it", "is it big", "?")])
+    for train in (_frame(rows), _frame(rows[::-1])):
+        assert answer_prior(train, test) == {"t": "no"}
+        assert question_type_prior(train, test) == {"t": "no"}
+
+
+def test_keyword_prior_tie_goes_to_the_word_that_comes_first():
+    """Two words equally concentrated (each 2 of 2 with its answer): the first in the question
+    decides, as ties do for the KW concept (concepts.top_two)."""
+    qt = "what color is the"
+    train = _frame([(f"b{i}", qt, "what color is the banana", "yellow") for i in range(2)]
+                   + [(f"p{i}", qt, "what color is the plum", "purple") for i in range(2)])
+    test = _frame([("t1", qt, "what color is the banana plum", "?"),
+                   ("t2", qt, "what color is the plum banana", "?")])
+    assert keyword_prior(train, test, min_support=2) == {"t1": "yellow", "t2": "purple"}

@@ -338,3 +338,23 @@ def test_cli_build_refuses_an_empty_question_types_file(tmp_path, text):
     message = " ".join(res.output.split())
     assert f"--question-types {qts}" in message and "one question-type prefix per line" in message
     assert not (tmp_path / "s").exists()
+
+
+def test_a_word_repeated_in_a_question_counts_once():
+    """Paper footnote 5: a word that appears several times in a sample's question is not counted
+    repeatedly. PMI(a, 0) = log(f(a,0) K / (f(a) f(0))) = log(2 * 4 / (2 * 2)) = log 2 >
+    PMI(b, 0) = log(1 * 4 / (3 * 2)), so sample 0's pair is a + b, never a + a, and repeating
+    "a" changes no concept."""
+    once = [["a", "b"], ["a"], ["b"], ["b"]]
+    twice = [["a", "a", "b"], ["a", "a"], ["b"], ["b", "b"]]
+    answers = np.array([0, 0, 1, 1])
+    for items in (once, twice):
+        best, second = top_two(items, answers, "pmi")
+        assert best.tolist() == ["a", "a", "b", "b"]
+        assert second.tolist() == ["b", NONE, NONE, NONE]
+    rows = [(1, 1, "is the red red car fast?", "is the", "yes", ["car", "car"]),
+            (2, 2, "is the red car fast?", "is the", "yes", ["car"]),
+            (3, 3, "is the blue car fast?", "is the", "no", ["car", "road"])]
+    c = compute_concepts(_table(rows))
+    assert c.loc[0, "KWP"] == c.loc[1, "KWP"] == "red + car"
+    assert c.loc[0, "KOP"] == "car"  # one distinct object: the pair is that object alone

@@ -68,8 +68,8 @@ def keyword_prior(
 ) -> dict[str, str]:
     """Answer by the question's most telling word within its question type: among its content
     words seen with that type at least ``min_support`` times in training, the one whose training
-    answers are most concentrated (highest majority share) gives its majority answer; else the
-    question-type prior.
+    answers are most concentrated (highest majority share) gives its majority answer (a tie:
+    the word that comes first in the question); else the question-type prior.
 
     It reads no test answers (unlike the paper's answer-dependent KW concept).
     """
