@@ -146,6 +146,9 @@ def test_a_user_registers_a_preset() -> None:
         ("freeze_backbone", "maybe", r"freeze_backbone: .*'maybe'"),
         ("normalization", "minmax", r"normalization: Input should be 'auto', 'train'"),
         ("adam_betas", (0.9, 1.0), r"adam_betas: .*in \[0, 1\)"),
+        # patience 0 would stop every run after its first epoch; momentum 1 never decays
+        ("patience", 0, r"patience: .*greater than or equal to 1"),
+        ("momentum", 1.0, r"momentum: .*less than 1"),
     ],
 )
 def test_wrong_values_name_the_field(field: str, value: object, pattern: str) -> None:

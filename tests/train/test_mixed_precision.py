@@ -5,6 +5,7 @@ refusal on devices that cannot run it. Checked on CPU, where torch autocasts to 
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -14,13 +15,14 @@ import torch
 
 from shortcutlab.errors import TrainError
 from shortcutlab.runner.jobs import Job
+from shortcutlab.train import precision as precision_module
 from shortcutlab.train import trainer
 from shortcutlab.train.algorithms import create_algorithm, list_algorithms
 from shortcutlab.train.algorithms.base import Algorithm, AlgorithmContext, optimizers_of
 from shortcutlab.train.algorithms.stylized import AdaINStyleTransfer
 from shortcutlab.train.config import TrainConfig
 from shortcutlab.train.models import implied_algorithm, list_models
-from shortcutlab.train.precision import check_precision, make_grad_scaler
+from shortcutlab.train.precision import check_precision, make_grad_scaler, precision_available
 from shortcutlab.train.trainer import train
 from tests.train.fake_data import FakeDiagvib
 
@@ -180,3 +182,29 @@ def test_a_device_without_fp16_is_refused_in_one_line(monkeypatch: pytest.Monkey
                         lambda precision, device: precision != "fp16")
     with pytest.raises(TrainError, match="valid choices there: fp32, bf16$"):
         train(CFG.replace(precision="fp16"), **_data())
+
+
+def test_a_precision_torch_disables_or_cannot_scale_is_not_available(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """torch does not raise for an autocast dtype a device cannot run: it warns and runs the
+    block in float32, so a "bf16" run would report fp32 numbers. Such a warning, and for fp16
+    a gradient scaler torch made disabled (the loss would go unscaled), make the precision
+    unavailable; the other precisions stay available."""
+    assert precision_available("fp16", CPU)
+    real_autocast = torch.autocast
+
+    def warning_autocast(*args: Any, **kwargs: Any) -> Any:
+        warnings.warn("In CPU autocast, but the target dtype is not supported. "
+                      "Disabling autocast.", UserWarning, stacklevel=2)
+        return real_autocast(*args, **kwargs)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(torch, "autocast", warning_autocast)
+        assert not precision_available("fp16", CPU)
+        assert not precision_available("bf16", CPU)
+        assert precision_available("fp32", CPU)
+    monkeypatch.setattr(precision_module, "_grad_scaler",
+                        lambda device: torch.amp.GradScaler(device.type, enabled=False))
+    assert not precision_available("fp16", CPU)
+    assert precision_available("fp32", CPU)

@@ -64,6 +64,20 @@ def test_small_cnn_keeps_position_information() -> None:
     assert not torch.allclose(fa, fb, atol=1e-3)
 
 
+def test_small_cnn_halves_the_resolution_in_each_of_its_four_conv_stages() -> None:
+    """"Four strided conv blocks": every convolution has stride 2, so a 128x128 image reaches
+    the 4x4 pooling as a 128 / 2**4 = 8x8 map."""
+    model = create_model("small_cnn", 3, width=8).eval()
+    convs = [m for m in model.modules() if isinstance(m, nn.Conv2d)]
+    assert [c.stride for c in convs] == [(2, 2)] * 4
+    pool = next(m for m in model.modules() if isinstance(m, nn.AdaptiveAvgPool2d))
+    seen: list[tuple[int, ...]] = []
+    pool.register_forward_pre_hook(lambda _m, args: seen.append(tuple(args[0].shape[2:])))
+    with torch.no_grad():
+        model(torch.zeros(1, 3, 128, 128))
+    assert seen == [(8, 8)]
+
+
 def test_unknown_model_lists_choices() -> None:
     with pytest.raises(TrainError, match=r"unknown model 'resnet9'.*small_cnn"):
         create_model("resnet9", 3)

@@ -306,6 +306,8 @@ def test_reported_test_accuracy_is_that_of_the_best_epoch_not_the_last() -> None
     for tag, acc in res.test_acc_tags["test"].items():
         row = res.epochs[(res.epochs["epoch"] == 0) & (res.epochs["tag"] == tag)]
         assert acc == row["acc"].item()
+    val_acc = res.epochs.groupby("epoch")["val_acc"].first()
+    assert res.val_acc == val_acc[0] == 1.0 and val_acc[2] < 0.5  # the selected epoch's too
 
 
 @pytest.mark.usefixtures("frozen_algorithm")
@@ -371,3 +373,85 @@ def test_evaluation_runs_under_the_configs_autocast_precision() -> None:
     assert algo.seen == [torch.bfloat16]
     evaluate(algo, ds, device=torch.device("cpu"), precision="fp32")
     assert algo.seen == [torch.bfloat16, torch.float32]
+
+
+class _Scripted(_Frozen):
+    """Logits ``(s, 0, 0)`` with ``s`` set per epoch from :attr:`SCALES` (6 steps an epoch):
+    on a balanced validation set the loss is ``log(e**s + 2) - s / 3``, lowest at ``s = 0`` and
+    rising with ``|s|``. Scales 2, 3, 1, 3, 3, ...: the loss falls at epoch 0, rises, falls
+    to its lowest at epoch 2, then rises for good."""
+
+    SCALES = (2.0, 3.0, 1.0)
+
+    def __init__(self, num_classes, config, context=None) -> None:
+        super().__init__(num_classes, config, context)
+        self.updates = 0
+
+    def update(self, batch):
+        self.updates += 1
+        return {"loss": 1.0}
+
+    def predict(self, x):
+        epoch = (self.updates - 1) // 6
+        s = self.SCALES[epoch] if epoch < len(self.SCALES) else 3.0
+        return torch.tensor([s, 0.0, 0.0]).expand(len(x), -1)
+
+
+def test_patience_counts_the_epochs_since_the_last_improvement() -> None:
+    """Patience 2: epoch 1 is worse than epoch 0, epoch 2 the best, epochs 3 and 4 worse, so the
+    run stops after epoch 4 (5 epochs run), not after epoch 3 (that would count epoch 1 too)."""
+    with algorithms.REGISTRY.scratch():
+        algorithms.register_algorithm(_Scripted, name="_scripted_test")
+        cfg = TrainConfig(algorithm="_scripted_test", epochs=10, patience=2, batch_size=16)
+        res = train(cfg, **DATA)
+    assert (res.best_epoch, res.epochs_run, res.stopped_early) == (2, 5, True)
+    assert res.val_loss == pytest.approx(math.log(math.e + 2) - 1 / 3, rel=1e-12)
+
+
+class _Recording(_Frozen):
+    """Records the item indices of every training batch, in order."""
+
+    batches: list[list[int]] = []
+
+    def update(self, batch):
+        _Recording.batches.append(batch["index"].tolist())
+        return {"loss": 1.0}
+
+
+def test_every_epoch_shuffles_anew_as_the_epoch_sampler_says() -> None:
+    """The training batches of epoch e are those of ``EpochBatches`` set to epoch e: a new
+    permutation each epoch, not the first epoch's again."""
+    _Recording.batches = []
+    with algorithms.REGISTRY.scratch():
+        algorithms.register_algorithm(_Recording, name="_recording_test")
+        cfg = TrainConfig(algorithm="_recording_test", epochs=2, batch_size=16, seed=3)
+        train(cfg, **{**DATA, "test_sets": {}})
+    sampler = EpochBatches(len(DATA["train_ds"]), 16, 3, cfg.drop_last)
+    expected = []
+    for epoch in range(2):
+        sampler.set_epoch(epoch)
+        expected += [[int(i) for i in b] for b in sampler]
+    assert _Recording.batches == expected
+    assert _Recording.batches[:6] != _Recording.batches[6:]
+
+
+def test_an_empty_training_or_validation_set_is_refused() -> None:
+    """An empty validation set has no loss to select an epoch by (NaN, and epoch 0 taken)."""
+    for train_ds, val_ds in ((FakeDiagvib(0), DATA["val_ds"]),
+                             (DATA["train_ds"], FakeDiagvib(0, split="val"))):
+        with pytest.raises(TrainError, match="must not be empty"):
+            train(CFG, train_ds, val_ds, {})
+
+
+@pytest.mark.usefixtures("frozen_algorithm")
+def test_a_dataset_naming_no_metric_is_scored_by_mean_per_class_accuracy() -> None:
+    """The trainer's accuracy is the mean per-class accuracy unless the dataset says
+    ``metric = "top1"``: on 8 items of class 0 and 2 each of classes 1 and 2, a model that
+    always answers 0 has recalls 1, 0, 0 (mean 1/3) but top-1 accuracy 8/12."""
+    ds = FakeDiagvib(12, split="val")
+    ds.labels = np.array([0] * 8 + [1, 1, 2, 2])
+    algo = algorithms.create_algorithm("_frozen_test", 3, TrainConfig(algorithm="_frozen_test"))
+    cpu = torch.device("cpu")
+    assert evaluate(algo, ds, device=cpu).acc == pytest.approx(1 / 3)
+    ds.metric = "top1"  # type: ignore[attr-defined]
+    assert evaluate(algo, ds, device=cpu).acc == pytest.approx(8 / 12)
