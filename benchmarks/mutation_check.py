@@ -2266,6 +2266,119 @@ MUTATIONS: tuple[Mutation, ...] = (
              ("tests/vqa/test_analysis.py",),
              "analysis of a release without its training questions no longer refused",
              expect="caught"),  # survived before test_a_release_analysis_without_training_...
+    # M474 survived before tests/runner/test_bookkeeping.py::
+    #   test_a_stale_claim_another_run_is_breaking_is_left_to_it
+    Mutation("M474", "runner/claims.py", "if breaker.exists() and _age(breaker) > 60:",
+             "if breaker.exists():",
+             ("tests/runner/test_bookkeeping.py",
+              "tests/runner/test_claim_owners.py",
+              "tests/runner/test_faults.py::test_a_kill_leaves_a_claim_that_the_next_run_takes_over"),
+             "a fresh claim.break of another run is broken at once: two runs take over one claim"),
+    Mutation("M475", "runner/claims.py", "            return started != now\n",
+             "            pass\n",
+             ("tests/runner/test_claim_owners.py",),
+             "a claim whose pid now belongs to another process is kept until it goes stale"),
+    # M476 survived before tests/runner/test_bookkeeping.py::
+    #   test_the_heartbeat_stops_touching_a_claim_taken_over
+    Mutation("M476", "runner/claims.py",
+             'if claim is None or claim.get("token") != token:\n                return',
+             "if claim is None:\n                return",
+             ("tests/runner/test_bookkeeping.py",
+              "tests/runner/test_claim_owners.py",),
+             "the heartbeat keeps touching a claim another run took over: a dead claim looks live"),
+    # M477 survived before tests/runner/test_bookkeeping.py::
+    #   test_a_claim_being_written_is_not_taken_over_within_the_grace
+    Mutation("M477", "runner/claims.py",
+             "return _age(path / CLAIM_FILE) > UNREADABLE_GRACE_SECONDS",
+             "return True",
+             ("tests/runner/test_bookkeeping.py",
+              "tests/runner/test_claim_owners.py",
+              "tests/runner/test_faults.py::test_a_junk_claim_is_taken_over_once_stale"),
+             "a claim still being written (no pid yet) is broken at once: two runs own one job"),
+    # M478 survived before tests/runner/test_bookkeeping.py::
+    #   test_the_epoch_table_counts_only_done_jobs_with_valid_results
+    Mutation("M478", "runner/collect.py",
+             "if (path / DONE_FILE).is_file() and (path / EPOCHS_FILE).is_file():",
+             "if (path / EPOCHS_FILE).is_file():",
+             ("tests/runner/test_bookkeeping.py",
+              "tests/runner/test_jobs.py",
+              "tests/runner/test_faults.py::"
+              "test_the_epoch_table_leaves_out_the_folders_the_job_table_leaves_out"),
+             "epoch table reads the epochs of a job killed before its done marker"),
+    # M479 survived before tests/runner/test_bookkeeping.py::
+    #   test_the_epoch_table_counts_only_done_jobs_with_valid_results
+    Mutation("M479", "runner/collect.py",
+             "                problem = done_problem(path)\n",
+             "                problem = None\n",
+             ("tests/runner/test_bookkeeping.py",
+              "tests/runner/test_jobs.py",
+              "tests/runner/test_faults.py::"
+              "test_the_epoch_table_leaves_out_the_folders_the_job_table_leaves_out"),
+             "epoch table counts a done job whose result.json is broken or foreign"),
+    # M480 survived before tests/runner/test_bookkeeping.py::
+    #   test_the_job_table_has_a_column_per_test_cell_tag
+    Mutation("M480", "runner/collect.py",
+             'row.update({k: v for k, v in result.items() if k.startswith("test_acc@")})',
+             'row.update({k: v for k, v in result.items() if k.startswith("test_acc@all")})',
+             ("tests/runner/test_bookkeeping.py",
+              "tests/runner/test_jobs.py",),
+             "job table drops the per-cell test_acc@<tag> columns of done jobs"),
+    # M481 survived before tests/runner/test_bookkeeping.py::
+    #   test_params_and_versions_are_part_of_the_id_unless_empty
+    Mutation("M481", "runner/jobs.py", "        if not self.params:\n",
+             "        if self.params is not None:\n",
+             ("tests/runner/test_bookkeeping.py",
+              "tests/runner/test_jobs.py",),
+             "params left out of the job id: jobs with other dataset sizes share one folder"),
+    # M482 survived before tests/runner/test_bookkeeping.py::
+    #   test_params_and_versions_are_part_of_the_id_unless_empty
+    Mutation("M482", "runner/jobs.py", "        if not self.versions:\n",
+             "        if self.versions is not None:\n",
+             ("tests/runner/test_bookkeeping.py",
+              "tests/runner/test_jobs.py",),
+             "code versions left out of the job id: results of an older renderer counted as new"),
+    # M483 survived before tests/runner/test_bookkeeping.py::
+    #   test_quarantine_moves_every_result_file_aside_and_keeps_the_job_file
+    Mutation("M483", "runner/jobs.py",
+             "for name in (DONE_FILE, RESULT_FILE, EPOCHS_FILE, ERROR_FILE):  # done first",
+             "for name in (DONE_FILE, RESULT_FILE, ERROR_FILE):  # done first",
+             ("tests/runner/test_bookkeeping.py",
+              "tests/runner/test_jobs.py",
+              "tests/runner/test_faults.py::"
+              "test_a_corrupted_file_is_named_skipped_moved_aside_and_rerun"),
+             "quarantine leaves a broken epochs.parquet in place: the rerun job never counts done"),
+    # M484 survived before tests/runner/test_bookkeeping.py::
+    #   test_a_job_file_being_written_is_kept_and_an_old_one_removed
+    Mutation("M484", "runner/jobs.py",
+             "if name == JOB_FILE and now - tmp.stat().st_mtime < older_than:",
+             "if name == JOB_FILE and now - tmp.stat().st_mtime > older_than:",
+             ("tests/runner/test_bookkeeping.py",
+              "tests/runner/test_jobs.py",
+              "tests/runner/test_faults.py::test_old_temporary_table_files_are_removed"),
+             "a job.json another run is writing right now is deleted, an old one kept (< for >)"),
+    # M485 survived before tests/runner/test_bookkeeping.py::
+    #   test_a_job_done_by_another_run_meanwhile_is_skipped_not_trained_again
+    Mutation("M485", "runner/jobs.py",
+             'return Outcome(job.job_id, "skipped")  # done by another run since our check',
+             "pass",
+             ("tests/runner/test_bookkeeping.py",
+              "tests/runner/test_jobs.py",
+              "tests/runner/test_faults.py::test_two_runs_on_one_folder_share_the_work"),
+             "a job another run finished since our check is trained again and overwritten"),
+    Mutation("M486", "runner/jobs.py",
+             'return "done" if done_problem(path) is None else "corrupt"',
+             'return "done"',
+             ("tests/runner/test_jobs.py",
+              "tests/runner/test_faults.py::"
+              "test_a_corrupted_file_is_named_skipped_moved_aside_and_rerun"),
+             "job status calls a done job with unreadable results done, not corrupt"),
+    Mutation("M487", "runner/jobs.py",
+             "    if (path / EPOCHS_FILE).exists():\n        _check_parquet(path / EPOCHS_FILE)\n",
+             "",
+             ("tests/runner/test_jobs.py",
+              "tests/runner/test_faults.py::"
+              "test_a_corrupted_file_is_named_skipped_moved_aside_and_rerun"),
+             "a done job with a broken epochs.parquet counted done (its results are unreadable)"),
 )
 
 
