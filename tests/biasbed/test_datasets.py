@@ -274,3 +274,97 @@ def test_a_planned_folder_job_runs_the_experiment_it_describes(
             rebuilt.image_size) == (exp.preprocess, exp.label_space_kind, exp.test_heads,
                                     exp.image_size)
     assert rebuilt.describe() == exp.describe()
+
+
+def test_16_bit_values_are_rounded_to_the_nearest_8_bit_level(tmp_path: Path) -> None:
+    """v in 0..65535 becomes round(v * 255 / 65535) (hand-computed): 129 -> 0.502 -> 1,
+    32768 -> 127.502 -> 128, 65407 -> 254.502 -> 255; truncation gives 0, 127 and 254."""
+    import numpy as np
+    from PIL import Image
+
+    expected = {"a": (129, 1), "b": (32768, 128), "c": (65407, 255), "d": (25700, 100)}
+    for name, (value, _) in expected.items():
+        (tmp_path / name).mkdir()
+        Image.fromarray(np.full((8, 8), value, dtype=np.uint16)).save(tmp_path / name / "x.png")
+    data = ImageFolderDataset(tmp_path, sorted(expected), image_size=8)
+    for i, name in enumerate(sorted(expected)):
+        x = data[i]["x"]
+        assert torch.equal(x, torch.full_like(x, expected[name][1] / 255.0)), name
+
+
+def test_training_augmentation_flips_about_half_of_the_loads(tmp_path: Path) -> None:
+    """With the crop pinned to the whole (square) image, each training load is the image or its
+    mirror image, and both occur (a mirror image in none of 40 loads: probability 2^-40)."""
+    import numpy as np
+    from PIL import Image
+
+    (tmp_path / "a").mkdir()
+    arr = np.zeros((16, 16, 3), dtype=np.uint8)
+    arr[:, 8:] = 255  # left half black, right half white
+    Image.fromarray(arr).save(tmp_path / "a" / "x.png")
+    data = ImageFolderDataset(tmp_path, ["a"], image_size=16, preprocess="imagenet-train",
+                              crop=((1.0, 1.0), (1.0, 1.0)), seed=0)
+    plain = torch.from_numpy(arr).permute(2, 0, 1).float() / 255.0
+    flips = 0
+    for _ in range(40):
+        x = data[0]["x"]
+        assert torch.equal(x, plain) or torch.equal(x, plain.flip(-1))
+        flips += int(torch.equal(x, plain.flip(-1)))
+    assert 5 <= flips <= 35  # binomial(40, 1/2): outside with probability < 1e-5
+
+
+def test_the_metric_reaches_every_image_folder_dataset(folders: dict[str, Path]) -> None:
+    """``--metric top1`` in the class-map label space: train, val and every test set are scored
+    by top-1 (the trainer reads each dataset's ``metric``); ``auto`` is mean per-class recall."""
+    for metric, expected in (("top1", "top1"), ("auto", "mean_per_class")):
+        exp = FolderExperiment(folders["train"], folders["val"],
+                               {"cue": folders["cue"], "edge": folders["edge"]}, folders["map"],
+                               16, metric=metric)
+        train, val, tests = exp.datasets()
+        assert {d.metric for d in (train, val, *tests.values())} == {expected}, metric
+
+
+def test_the_experiment_seed_fixes_the_training_crops(folders: dict[str, Path]) -> None:
+    """``datasets(seed=...)`` seeds the training set's augmentation: the same crops whatever
+    state torch's global RNG is in, other crops for another seed."""
+    exp = FolderExperiment(folders["train"], folders["val"], {"cue": folders["cue"]},
+                           folders["map"], 16, preprocess="imagenet")
+
+    def first_crops(seed: int, global_seed: int) -> torch.Tensor:
+        train = exp.datasets(seed=seed)[0]
+        torch.manual_seed(global_seed)
+        return torch.stack([train[i]["x"] for i in range(4)])
+
+    assert exp.datasets(seed=7)[0].seed == 7
+    assert torch.equal(first_crops(7, 0), first_crops(7, 1))
+    assert not torch.equal(first_crops(7, 0), first_crops(8, 0))
+
+
+def test_the_k_th_crop_of_item_i_is_drawn_from_the_seed_of_seed_item_and_k(
+        tmp_path: Path) -> None:
+    """The documented contract, recomputed: load k of item i is the augmentation under
+    ``torch_seed(seed, "augment", i, k)``, the key a resumed or re-planned run relies on."""
+    from PIL import Image
+
+    from shortcutlab.utils.rng import torch_seed
+
+    write_folder(tmp_path / "aug", {"a": 0, "b": 1}, 2, 0, size=(40, 36))
+    data = ImageFolderDataset(tmp_path / "aug", ["a", "b"], image_size=16,
+                              preprocess="imagenet-train", seed=3)
+    ref = ImageFolderDataset(tmp_path / "aug", ["a", "b"], image_size=16,
+                             preprocess="imagenet-train")
+    for k in range(3):
+        for i, (path, _) in enumerate(data.samples):
+            got = data[i]["x"]
+            with Image.open(path) as im, torch.random.fork_rng(devices=[]):
+                torch.manual_seed(torch_seed(3, "augment", i, k))
+                assert torch.equal(got, ref._augment(im.convert("RGB"))), (i, k)
+
+
+def test_diagvib_samples_are_0_to_4() -> None:
+    """DiagViB-6 experiments have five samples (0-4): sample 5 is refused, 4 and 0 are not."""
+    from shortcutlab.biasbed.datasets import check_dataset_samples
+
+    check_dataset_samples(["diagvib:ZGO/shape-texture/0", "diagvib:ZGO/shape-texture/4"])
+    with pytest.raises(BiasbedDataError, match="unknown dataset sample 5"):
+        check_dataset_samples(["diagvib:ZGO/shape-texture/5"])
