@@ -1984,7 +1984,7 @@ MUTATIONS: tuple[Mutation, ...] = (
              ("tests/stats/test_stats_selection.py",),
              "compare_rules' std over runs is the standard error of the mean",
              expect="caught"),  # survived before test_compare_rules_std_is_the_sample_...
-    Mutation("M403", "stats/selection.py", "if int(n_last) < 1:", "if int(n_last) < 0:",
+    Mutation("M403", "stats/selection.py", "int(n_last) < 1:", "int(n_last) < 0:",
              ("tests/stats/test_stats_selection.py",),
              "last-0 selection accepted: it silently averages every epoch",
              expect="caught"),  # survived before the n_last=0 case of test_bad_records

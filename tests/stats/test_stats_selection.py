@@ -108,7 +108,10 @@ def test_selection_feeds_compare():
         (lambda d: pd.concat([d, d.head(1)]), {}, "duplicated per-epoch record.*run r1 epoch 1"),
         (lambda d: d, {"n_last": 9}, "needs ≥9 epochs per run; short: r1 \\(4 epochs\\)"),
         # last-0 would silently average every epoch
-        (lambda d: d, {"n_last": 0}, "n_last must be ≥1, got 0"),
+        (lambda d: d, {"n_last": 0}, "n_last must be a whole number ≥1, got 0"),
+        # 2.5 epochs has no meaning (it failed with an IndexError deep in numpy before)
+        (lambda d: d, {"n_last": 2.5}, "n_last must be a whole number ≥1, got 2.5"),
+        (lambda d: d, {"n_last": True}, "n_last must be a whole number ≥1, got True"),
         # epochs logged as fractions (steps): "the last n epochs" would be n logging points
         (lambda d: d.assign(epoch=d["epoch"] / 2), {"n_last": 2},
          "epoch 0.5 of run r1: epochs must be whole numbers"),
@@ -117,6 +120,12 @@ def test_selection_feeds_compare():
 def test_bad_records(change, kwargs, match):
     with pytest.raises(StatsError, match=match):
         select(change(wide()), "last_n", **kwargs)
+
+
+def test_a_whole_float_n_last_is_that_many_epochs() -> None:
+    """``n_last=2.0`` (from a JSON or YAML config) selects exactly as ``n_last=2``."""
+    pd.testing.assert_frame_equal(select(wide(), "last_n", n_last=2.0),
+                                  select(wide(), "last_n", n_last=2))
 
 
 def test_unknown_rule():

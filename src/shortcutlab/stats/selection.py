@@ -190,8 +190,9 @@ def best_epoch(norm: pd.DataFrame, lower_is_better: bool = False) -> pd.DataFram
 
 def last_n_epochs(norm: pd.DataFrame, n_last: int = 5) -> pd.DataFrame:
     """Mean test score over each run's last ``n_last`` epochs; error if a run has fewer."""
-    if int(n_last) < 1:
-        raise StatsError(f"n_last must be ≥1, got {n_last!r}")
+    if isinstance(n_last, bool) or int(n_last) != n_last or int(n_last) < 1:
+        raise StatsError(f"n_last must be a whole number ≥1, got {n_last!r}")
+    n_last = int(n_last)  # 2.0 is 2 epochs (it would index a numpy array)
     run = [*_group_cols(norm), "run"]
     counts = norm.groupby(run)["epoch"].nunique()
     short = counts[counts < n_last]
