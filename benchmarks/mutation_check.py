@@ -565,7 +565,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("M113", "vqa/loaders.py", "        _check_row_lengths(path, len(df.columns))\n", "",
              ("tests/vqa/test_io_eval.py",),
              "a CSV row with fewer fields than the header padded silently (check dropped)",
-             expect="caught"),  # survived before test_a_csv_row_with_fewer_fields_than_the_...
+             expect="caught"),  # survived before test_a_csv_row_whose_fields_do_not_match_the_...
     Mutation("M115", "stats/friedman.py",
              "chi2 = float(raw / (1.0 - ties / (n * (k**3 - k))))", "chi2 = float(raw)",
              ("tests/stats/test_stats_friedman.py",),
@@ -1757,7 +1757,7 @@ MUTATIONS: tuple[Mutation, ...] = (
              ("tests/vqa/test_io_eval.py",),
              "CSV rows with one field more than the header accepted: pandas makes the first "
              "column the index, every column shifts (question_id <- image_id)",
-             expect="caught"),  # survived before test_a_csv_whose_rows_all_have_one_field_more_...
+             expect="caught"),  # survived before test_a_csv_row_whose_fields_do_not_match_the_...
     Mutation("M361", "biasbed/protocol.py", "        if len(recipes) > 1:\n",
              "        if len(recipes) > 2:\n",
              ("tests/biasbed/test_protocol.py::"

@@ -75,11 +75,8 @@ def test_ray_local_instance(tmp_path, ray_instance) -> None:
     assert ray_instance.is_initialized()  # the caller's instance is left running
 
 
-def test_slurm_via_submitit_debug_executor(tmp_path, monkeypatch) -> None:
-    """submitit's *debug* executor runs the submitted array in-process: same code path as SLURM
-    (AutoExecutor, parameters, map_array, polling) without starting interpreters. Every
-    setting of the run reaches the submission, under submitit's names."""
-    submitit = pytest.importorskip("submitit")
+def _record_submitted(submitit, monkeypatch) -> dict:
+    """The parameters the runner hands submitit's executor, recorded as they are passed on."""
     given: dict = {}
     original = submitit.AutoExecutor.update_parameters
 
@@ -88,6 +85,15 @@ def test_slurm_via_submitit_debug_executor(tmp_path, monkeypatch) -> None:
         return original(self, **kwargs)
 
     monkeypatch.setattr(submitit.AutoExecutor, "update_parameters", record)
+    return given
+
+
+def test_slurm_via_submitit_debug_executor(tmp_path, monkeypatch) -> None:
+    """submitit's *debug* executor runs the submitted array in-process: same code path as SLURM
+    (AutoExecutor, parameters, map_array, polling) without starting interpreters. Every
+    setting of the run reaches the submission, under submitit's names."""
+    submitit = pytest.importorskip("submitit")
+    given = _record_submitted(submitit, monkeypatch)
     jobs = _jobs("slurm")
     opts = SlurmOptions(cluster="debug", partition="gpu", timeout_min=5, gpus_per_node=2,
                         cpus_per_task=3, array_parallelism=7, poll_seconds=0.05)
@@ -107,14 +113,7 @@ def test_slurm_via_submitit_local_executor_spawns_processes(tmp_path, monkeypatc
     import os
 
     submitit = pytest.importorskip("submitit")
-    given: dict = {}
-    original = submitit.AutoExecutor.update_parameters
-
-    def record(self, **kwargs):
-        given.update(kwargs)
-        return original(self, **kwargs)
-
-    monkeypatch.setattr(submitit.AutoExecutor, "update_parameters", record)
+    given = _record_submitted(submitit, monkeypatch)
     jobs = _jobs("local", n=1)
     opts = slurm_options("local", timeout_min=5, mem_gb=2, account="lab", qos="low")
     opts.poll_seconds = 0.2

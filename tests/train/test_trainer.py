@@ -126,13 +126,16 @@ def test_same_config_same_numbers_whatever_the_runtime_options() -> None:
 
 
 class _Frozen(Algorithm):
-    """Never learns: validation loss is constant, so early stopping must trigger."""
+    """Never learns: validation loss is constant, so early stopping must trigger. Counts its
+    steps in ``updates`` (subclasses script their logits by it)."""
 
     def __init__(self, num_classes, config, context=None) -> None:
         super().__init__(num_classes, config, context)
         self.w = torch.nn.Parameter(torch.zeros(num_classes))
+        self.updates = 0
 
     def update(self, batch):
+        self.updates += 1
         return {"loss": 1.0}
 
     def predict(self, x):
@@ -249,14 +252,6 @@ def test_dropout_draws_the_same_whatever_the_loaders(dropout_model: str) -> None
 class _NanAtFirst(_Frozen):
     """Logits are NaN after the first epoch's steps (e.g. a float16 overflow), finite (constant)
     from the second epoch on."""
-
-    def __init__(self, num_classes, config, context=None) -> None:
-        super().__init__(num_classes, config, context)
-        self.updates = 0
-
-    def update(self, batch):
-        self.updates += 1
-        return {"loss": 1.0}
 
     def predict(self, x):
         logits = self.w.expand(len(x), -1)
@@ -382,14 +377,6 @@ class _Scripted(_Frozen):
     to its lowest at epoch 2, then rises for good."""
 
     SCALES = (2.0, 3.0, 1.0)
-
-    def __init__(self, num_classes, config, context=None) -> None:
-        super().__init__(num_classes, config, context)
-        self.updates = 0
-
-    def update(self, batch):
-        self.updates += 1
-        return {"loss": 1.0}
 
     def predict(self, x):
         epoch = (self.updates - 1) // 6

@@ -385,23 +385,21 @@ def test_a_rebuild_that_fails_midway_is_not_read_as_a_complete_folder(built, tmp
         read_samples(out)
 
 
-def test_a_csv_row_with_fewer_fields_than_the_header_is_refused(tmp_path):
-    """pandas pads a short row: here its objects would become an empty list, silently (a
-    partial table). It is refused, naming the row, instead of counted."""
+@pytest.mark.parametrize("text, match", [
+    # pandas pads a short row: here its objects would become an empty list, silently (a
+    # partial table)
+    ("question_id,image_id,question,answers,objects\n1,a,Is it red?,yes,cat\n2,b,Is it?,no\n",
+     "row 3 has 4 field\\(s\\), the header 5"),
+    # rows all one field longer: pandas reads them without a word, the first column becoming
+    # the index, every value shifted one column left (question_id <- image_id, ...)
+    ("question_id,image_id,question,answers\n1,a,Is it red?,yes,extra\n2,b,Is it?,no,more\n",
+     "row 2 has 5 field\\(s\\), the header 4"),
+])
+def test_a_csv_row_whose_fields_do_not_match_the_header_is_refused(tmp_path, text, match):
+    """Refused, naming the row, instead of counted."""
     csv = tmp_path / "t.csv"
-    csv.write_text("question_id,image_id,question,answers,objects\n"
-                   "1,a,Is it red?,yes,cat\n2,b,Is it?,no\n")
-    with pytest.raises(VQAError, match="row 3 has 4 field\\(s\\), the header 5"):
-        load_table(csv)
-
-
-def test_a_csv_whose_rows_all_have_one_field_more_than_the_header_is_refused(tmp_path):
-    """pandas reads such a file without a word, the first column becoming the index: every
-    value shifts one column left (question_id <- image_id, answers <- the extra field)."""
-    csv = tmp_path / "t.csv"
-    csv.write_text("question_id,image_id,question,answers\n"
-                   "1,a,Is it red?,yes,extra\n2,b,Is it?,no,more\n")
-    with pytest.raises(VQAError, match="row 2 has 5 field\\(s\\), the header 4"):
+    csv.write_text(text)
+    with pytest.raises(VQAError, match=match):
         load_table(csv)
 
 
