@@ -2453,6 +2453,41 @@ MUTATIONS: tuple[Mutation, ...] = (
               "tests/runner/test_faults.py::"
               "test_a_corrupted_file_is_named_skipped_moved_aside_and_rerun"),
              "a done job with a broken epochs.parquet counted done (its results are unreadable)"),
+    Mutation("M488", "diagvib/metrics.py",
+             '    _check_one_recipe(df[df["status"] == "done"])\n', "",
+             ("tests/diagvib/test_metrics.py::"
+              "test_one_model_trained_with_two_recipes_beyond_the_tables_columns_is_refused",
+              "tests/diagvib/test_jobs.py::"
+              "test_two_runs_with_other_settings_into_one_folder_are_not_averaged"),
+             "an Adam seed and an SGD seed of one model averaged as one model's P, FAAvg, FAMin"),
+    Mutation("M489", "runner/jobs.py",
+             'for key in ("experiment", "spec", "threads"):',
+             'for key in ("experiment", "threads"):',
+             ("tests/runner/test_jobs.py::"
+              "test_the_recipe_id_ignores_what_may_differ_between_one_models_jobs",
+              "tests/diagvib/test_jobs.py::"
+              "test_two_runs_with_other_settings_into_one_folder_are_not_averaged"),
+             "every experiment of a model its own recipe id: each DiagViB-6 run refused"),
+    Mutation("M490", "runner/jobs.py",
+             '        del data["train"]["seed"]\n', "",
+             ("tests/runner/test_jobs.py::"
+              "test_the_recipe_id_ignores_what_may_differ_between_one_models_jobs",
+              "tests/diagvib/test_jobs.py::"
+              "test_two_runs_with_other_settings_into_one_folder_are_not_averaged"),
+             "the seed part of the recipe id: several seeds of one model refused"),
+    Mutation("M491", "diagvib/metrics.py",
+             'cell = ["label", "study", "predicted", "correlated", "sample"]',
+             'cell = ["label"]',
+             ("tests/diagvib/test_metrics.py::"
+              "test_one_model_trained_with_two_recipes_beyond_the_tables_columns_is_refused",
+              "tests/diagvib/test_jobs.py::"
+              "test_two_runs_with_other_settings_into_one_folder_are_not_averaged"),
+             "spec hashes compared across experiments: every model with two experiments refused"),
+    Mutation("M492", "diagvib/jobs.py",
+             'spec_hash = "" if job.spec is None else content_hash_of(job.spec)',
+             'spec_hash = ""',
+             ("tests/diagvib/test_jobs.py",),
+             "the spec hash never recorded: seeds trained on other classes averaged"),
 )
 
 

@@ -32,7 +32,8 @@ def test_job_id_is_the_hash_of_canonical_json() -> None:
         "study": "ZGO", "predicted": "hue", "correlated": "shape", "sample": 0, "scale": 0.01,
         "benchmark_seed": 2, "head": "full"}
     default_lr = get_preset(TrainConfig().preset).values["lr"]
-    assert list(described)[7:] == list(SETTING_COLUMNS) and described["lr"] == default_lr
+    assert list(described)[7:] == [*SETTING_COLUMNS, "spec_hash"] and described["lr"] == default_lr
+    assert described["spec_hash"] == ""  # a job without a spec
     # the kind validates its own params and names the bad one
     for bad, field in (({"scale": 0}, "scale"), ({"benchmark_seed": -1}, "benchmark_seed"),
                        ({"size": 1}, "size")):
@@ -175,6 +176,7 @@ def test_collect_jobs_reads_each_job_file_once_and_gives_the_same_table(
     import pandas as pd
 
     from shortcutlab.diagvib.jobs import collect_jobs, job_settings
+    from shortcutlab.diagvib.spec import ExperimentSpec
     from shortcutlab.runner.collect import collect
     from shortcutlab.runner.jobs import JOB_KINDS, job_dir, register_job_kind, write_job_file
     from tests.runner.fake_jobs import noop_job
@@ -205,14 +207,16 @@ def test_collect_jobs_reads_each_job_file_once_and_gives_the_same_table(
     ids = sorted(j.job_id for j in [*done, *pending])
     assert sorted(reads) == ids  # each job.json read once
 
-    reference = collect(tmp_path).drop(columns=list(SETTING_COLUMNS))  # the settings read again
-    stored = [json.loads((tmp_path / i / "job.json").read_text())["train"]
-              for i in reference["job_id"]]
+    last = [*SETTING_COLUMNS, "spec_hash"]
+    reference = collect(tmp_path).drop(columns=last)  # the settings and spec read again
+    stored = [json.loads((tmp_path / i / "job.json").read_text()) for i in reference["job_id"]]
     for col in SETTING_COLUMNS:
-        reference[col] = [job_settings(train)[col] for train in stored]
+        reference[col] = [job_settings(job["train"])[col] for job in stored]
+    reference["spec_hash"] = [ExperimentSpec.from_dict(job["spec"]).content_hash()
+                              for job in stored]  # the hash result.json records
     pd.testing.assert_frame_equal(table, reference, check_exact=True)
     pd.testing.assert_frame_equal(collect(tmp_path), table)  # what a run writes as jobs.csv
-    assert list(table.columns[-len(SETTING_COLUMNS):]) == list(SETTING_COLUMNS)
+    assert list(table.columns[-len(last):]) == last
     by_model = table.set_index("model")
     assert by_model.loc["rn50_in", "frozen_batchnorm"] == "train"
     assert by_model.loc["rn50_in", ["status", "lr"]].tolist() == ["failed", 0.01]
@@ -234,3 +238,37 @@ def test_a_spec_file_edited_after_generation_is_refused(tmp_path) -> None:
     spec_file.write_text(text.replace("\nseed: 0\n", "\nseed: 1\n"), encoding="utf-8")
     with pytest.raises(RunnerError, match="was changed after `diagvib studies` wrote it"):
         build_jobs("small_cnn", ["ZSO"], ["hue-shape"], [0], specs_dir=tmp_path / "specs")
+
+
+def test_two_runs_with_other_settings_into_one_folder_are_not_averaged(tmp_path) -> None:
+    """`diagvib run --seeds 0` with Adam, then `--seeds 1 --config sgd.yml` into the same
+    folder: preset, lr and head columns agree, yet the metrics must not average the two
+    recipes; `--selection paper` for one seed changes the experiment's spec (its classes)."""
+    from typer.testing import CliRunner
+
+    from shortcutlab.cli.main import app
+    from shortcutlab.runner.jobs import JOB_KINDS, register_job_kind
+    from tests.runner.fake_jobs import noop_job
+
+    cfg = TrainConfig(preset="paper", epochs=1)
+    runs = {"sgd": [*build_jobs("small_cnn", ["ZSO"], None, [0], [0], 0.002, cfg),
+                    *build_jobs("small_cnn", ["ZSO"], None, [0], [1], 0.002,
+                                cfg.replace(optimizer="sgd"))],
+            "selection": [*build_jobs("small_cnn", ["ZSO"], None, [0], [0], 0.002, cfg),
+                          *build_jobs("small_cnn", ["ZSO"], None, [0], [1], 0.002, cfg,
+                                      selection="paper")]}
+    for name, jobs in runs.items():
+        with JOB_KINDS.scratch():  # results without training
+            register_job_kind(KIND, noop_job, override=True)
+            run_jobs(jobs, tmp_path / name, backend="serial", progress=False)
+        res = CliRunner().invoke(app, ["diagvib", "metrics", str(tmp_path / name)])
+        assert res.exit_code == 2 and "were trained with 2 different recipes" in res.output
+        assert ("differ in the experiment's spec" in res.output) == (name == "selection")
+    same = tmp_path / "same"  # one recipe over two calls: fine
+    with JOB_KINDS.scratch():
+        register_job_kind(KIND, noop_job, override=True)
+        for seed in (0, 1):
+            run_jobs(build_jobs("small_cnn", ["ZSO"], None, [0], [seed], 0.002, cfg), same,
+                     backend="serial", progress=False)
+    res = CliRunner().invoke(app, ["diagvib", "metrics", str(same), "--json"])
+    assert res.exit_code == 0, res.output

@@ -384,3 +384,32 @@ def test_one_model_trained_with_two_configurations_is_refused(column, values, tm
     res = CliRunner().invoke(app, ["diagvib", "metrics", str(tmp_path / "jobs.csv")])
     assert res.exit_code == 2 and "different configurations" in res.output
     assert "Traceback" not in res.output
+
+
+def test_one_model_trained_with_two_recipes_beyond_the_tables_columns_is_refused() -> None:
+    """Seed 0 trained with Adam and seed 1 with SGD (or another hyper-parameter, image source
+    or renderer) show the same preset, lr and head: their ``recipe_id`` tells them apart and
+    the model's P, FAAvg and FAMin must not average them. The seeds of one experiment must
+    also share its spec (``--specs``, ``--selection``); different experiments have their own."""
+    table = synthetic_table(studies=("ZSO", "ZGO"), samples=(0,), seeds=(0, 1))
+    table["recipe_id"] = "aaaa"
+    table["spec_hash"] = table["experiment"]  # one spec per experiment
+    assert len(compute_metrics(table).pairs) == 30  # one recipe, a spec per experiment: fine
+    second = table["seed"] == 1
+    table.loc[second, "recipe_id"] = "bbbb"
+    first_two = table.drop_duplicates("recipe_id")["job_id"].tolist()
+    with pytest.raises(MetricsError, match=f"model 'small_cnn' were trained with 2 different "
+                       f"recipes: jobs {first_two[0]} and {first_two[1]} differ in a training"):
+        compute_metrics(table)
+    table.loc[second, "status"] = "failed"  # only finished jobs count
+    assert len(compute_metrics(table).pairs) == 30
+    table.loc[second, "status"] = "done"
+    table.loc[second, "recipe_id"] = ""  # a table written before the column: not compared
+    assert len(compute_metrics(table).pairs) == 30
+    table["recipe_id"] = "aaaa"
+    changed = second & (table["study"] == "ZGO") & (table["predicted"] == "hue") & (
+        table["correlated"] == "shape")
+    table.loc[changed, "spec_hash"] = "other"
+    with pytest.raises(MetricsError, match="model 'small_cnn' on ZGO hue-shape sample 0 were "
+                       "trained with 2 different recipes: .* differ in the experiment's spec"):
+        compute_metrics(table)

@@ -128,6 +128,41 @@ def test_collect_schema_and_epochs(tmp_path) -> None:
     assert pd.read_csv(csv_path)["job_id"].tolist() == table["job_id"].tolist()
 
 
+def test_the_recipe_id_ignores_what_may_differ_between_one_models_jobs(tmp_path) -> None:
+    """Jobs of one recipe share ``recipe_id`` whatever their experiment, spec, seed, thread
+    count or input path; any other field of the id (training setting, hyper-parameter, kind,
+    params, input content, code version) gives another one. collect writes it per job."""
+    from shortcutlab.train.config import TrainConfig
+
+    data = tmp_path / "data.bin"
+    data.write_bytes(b"digits")
+    copy = tmp_path / "copy.bin"
+    copy.write_bytes(b"digits")
+    base = Job(experiment="noop/a-b/0", kind="noop", params={"scale": 0.1},
+               inputs={"data": str(data)}, versions={"renderer": "1"},
+               train=TrainConfig(lr=1e-3, hparams={"lam": 1.0}))
+    same = [base.model_copy(update=u) for u in (
+        {"experiment": "noop/c-d/1"}, {"spec": {"sizes": [1, 2]}}, {"threads": 2},
+        {"train": base.train.replace(seed=3)})]
+    assert len({job.job_id for job in [base, *same]}) == 5  # four other jobs
+    same.append(Job(**{**base.model_dump(), "inputs": {"data": str(copy)}}))  # same id too
+    assert {job.recipe_id for job in same} == {base.recipe_id}
+    copy.write_bytes(b"letters")
+    other = [base.model_copy(update={"train": base.train.replace(**change)}) for change in (
+        {"lr": 1e-2}, {"optimizer": "sgd"}, {"hparams": {"lam": 2.0}}, {"model": "vae"},
+        {"pretrained": "w.pt"})]
+    other += [base.model_copy(update=u) for u in (
+        {"kind": "gpu"}, {"params": {"scale": 0.2}}, {"versions": {"renderer": "2"}})]
+    other.append(Job(**{**base.model_dump(exclude={"input_digests"}),
+                        "inputs": {"data": str(copy)}}))
+    assert len({job.recipe_id for job in other} | {base.recipe_id}) == len(other) + 1
+    assert len(base.recipe_id) == len(base.job_id)
+    run_jobs(noop_jobs(2), tmp_path / "out", backend="serial", progress=False,
+             collect_table=False)
+    table = collect(tmp_path / "out")
+    assert table["recipe_id"].tolist() == [noop_jobs(1)[0].recipe_id] * 2
+
+
 def test_collect_of_missing_folder_is_an_error(tmp_path) -> None:
     with pytest.raises(RunnerError, match="run folder not found"):
         collect(tmp_path / "nope")

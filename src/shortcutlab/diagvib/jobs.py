@@ -17,7 +17,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from shortcutlab.diagvib.presets import DIAGVIB_PRESET, HEADS, Head, default_head
-from shortcutlab.diagvib.spec import Selection
+from shortcutlab.diagvib.spec import Selection, content_hash_of
 from shortcutlab.diagvib.studies import experiment_names, make_experiment
 from shortcutlab.errors import RunnerError, ShortcutlabError, unknown_choice
 from shortcutlab.runner.collect import collect
@@ -63,13 +63,16 @@ class DiagvibParams(BaseModel):
 def describe_job(job: Job) -> dict[str, Any]:
     """The job-table columns of a DiagViB-6 job: those of :func:`describe_experiment`, then
     ``scale``, ``benchmark_seed`` and ``head``, then the :data:`SETTING_COLUMNS` (all '' when the
-    settings cannot be derived). Reads no registry that imports torch."""
+    settings cannot be derived) and ``spec_hash``, the content hash of the experiment's spec
+    ('' for a job without one; the seeds of one experiment must share it). Reads no registry
+    that imports torch."""
     try:
         settings = job_settings(job.train)
     except ShortcutlabError:
         settings = dict.fromkeys(SETTING_COLUMNS, "")
+    spec_hash = "" if job.spec is None else content_hash_of(job.spec)
     return {**describe_experiment(job.experiment), **DiagvibParams.of(job).model_dump(),
-            **settings}
+            **settings, "spec_hash": spec_hash}
 
 
 def describe_experiment(name: str) -> dict[str, Any]:
@@ -192,18 +195,20 @@ def job_settings(train: TrainConfig | dict[str, Any]) -> dict[str, Any]:
             "precision": cfg.precision, "channels_last": cfg.channels_last}
 
 
-#: The ``diagvib`` job kind (declared in the ``shortcutlab.job_kinds`` entry-point group); the
-#: job table puts its settings columns last.
-JOB_KIND = JobKind(run_diagvib_job, describe=describe_job, last=SETTING_COLUMNS)
+#: The job-table columns a DiagViB-6 job's describer puts last: its settings, its spec's hash.
+LAST_COLUMNS = (*SETTING_COLUMNS, "spec_hash")
+
+#: The ``diagvib`` job kind (declared in the ``shortcutlab.job_kinds`` entry-point group).
+JOB_KIND = JobKind(run_diagvib_job, describe=describe_job, last=LAST_COLUMNS)
 
 
 def collect_jobs(root: str | Path) -> pd.DataFrame:
     """The job table of a DiagViB-6 run folder: :func:`shortcutlab.runner.collect` (one read
     of each ``job.json``; the study, predicted, correlated and sample columns after
-    ``algorithm``, the :data:`SETTING_COLUMNS` last), with the settings columns present (empty)
-    even when no DiagViB-6 job could be read."""
+    ``algorithm``, the :data:`LAST_COLUMNS` last), with those present (empty) even when no
+    DiagViB-6 job could be read."""
     table = collect(root)
-    for col in SETTING_COLUMNS:  # in place: the table's attrs (skipped folders) stay
+    for col in LAST_COLUMNS:  # in place: the table's attrs (skipped folders) stay
         if col not in table.columns:
             table[col] = [""] * len(table)
     return table

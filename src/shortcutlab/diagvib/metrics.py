@@ -204,6 +204,7 @@ def validate_table(table: pd.DataFrame) -> pd.DataFrame:
             rows = (df["label"] == label) & (recorded != "")
             df.loc[rows, "label"] = [f"{label}@{p}" for p in recorded[rows]]
     _check_one_configuration(df[df["status"] == "done"])
+    _check_one_recipe(df[df["status"] == "done"])
     return df.reset_index(drop=True)
 
 
@@ -229,6 +230,37 @@ def _check_one_configuration(done: pd.DataFrame) -> None:
                     "cannot be averaged into one model: report them from separate run folders "
                     "or tables, or give them different model names"
                 )
+
+
+def _check_one_recipe(done: pd.DataFrame) -> None:
+    """Refuse a reported model whose finished jobs differ in what no :data:`CONFIG_COLUMNS`
+    column shows: their ``recipe_id`` (:attr:`~shortcutlab.runner.jobs.Job.recipe_id`:
+    optimiser, schedule, pretrained weights, algorithm hyper-parameters, image sources,
+    renderer version ...), or, for the seeds of one experiment, their ``spec_hash`` (``--specs``,
+    ``--selection``). Blank values (tables written before these columns) are not compared."""
+    cell = ["label", "study", "predicted", "correlated", "sample"]
+    for col, keys, what in (
+            ("recipe_id", ["label"], "a training setting the table has no column for, the image "
+             "sources or the renderer version"),
+            ("spec_hash", cell, "the experiment's spec (its classes, sizes or weights)")):
+        if col not in done.columns:
+            continue
+        given = done[done[col].notna() & (done[col].astype(str) != "")]
+        counts = given.groupby(keys, sort=True)[col].transform("nunique")
+        if (counts > 1).any():  # one grouped pass: a loop over 1,230 cells costs seconds
+            mixed = given[counts > 1]
+            first = mixed[keys].iloc[0]
+            firsts = mixed[(mixed[keys] == first).all(axis=1)].drop_duplicates(col)
+            row = firsts.iloc[0]
+            jobs = (f"jobs {row['job_id']} and {firsts['job_id'].iloc[1]}"
+                    if "job_id" in firsts.columns else f"{len(firsts)} of its jobs")
+            where = "" if col == "recipe_id" else (
+                f" on {row['study']} {row['predicted']}-{row['correlated'] or '∅'} sample "
+                f"{row['sample']}")
+            raise _fail(f"finished jobs of model {row['label']!r}{where} were trained with "
+                        f"{len(firsts)} different recipes: {jobs} differ in {what} (compare "
+                        "their job.json files); their accuracies cannot be averaged into one "
+                        "model: report them from separate run folders or tables")
 
 
 def status_counts(table: pd.DataFrame) -> pd.DataFrame:

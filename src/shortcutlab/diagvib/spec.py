@@ -365,7 +365,7 @@ class ExperimentSpec(BaseModel):
         del data["name"]
         data["weights"] = {k: np.asarray(v, dtype=np.float64).tolist()  # 0 and 0.0 alike
                            for k, v in data["weights"].items()}
-        return _hash_dict(data)
+        return content_hash_of(data)
 
     def cell_tag(self, cell: tuple[int, ...]) -> str:
         """Tag of a joint cell: ``"ab-id"`` if training weights include it, else ``"ab-ood"``."""
@@ -396,7 +396,7 @@ class ExperimentSpec(BaseModel):
 
     def content_hash(self) -> str:
         """SHA-256 hex digest of the canonical JSON (sorted keys, no spaces): stable identity."""
-        return _hash_dict(self.to_dict())
+        return content_hash_of(self.to_dict())
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
@@ -431,7 +431,8 @@ class ExperimentSpec(BaseModel):
         return cls.from_dict(data)
 
 
-def _hash_dict(data: dict[str, Any]) -> str:
+def content_hash_of(data: dict[str, Any]) -> str:
+    """:meth:`ExperimentSpec.content_hash` of a spec stored as a dict (e.g. a job's ``spec``)."""
     canon = json.dumps(data, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canon.encode()).hexdigest()
 

@@ -47,7 +47,7 @@ JOB_COLUMNS = (
     "job_id", "model", "algorithm", "seed", "experiment", "status", "best_epoch",
     "epochs_run", "val_loss", "val_acc", "test_acc", "train_seconds",
 )
-EXTRA_COLUMNS = ("preset", "error")
+EXTRA_COLUMNS = ("preset", "recipe_id", "error")
 EPOCH_TABLE_COLUMNS = (
     "job_id", "epoch", "train_loss", "val_loss", "val_acc", "test_set", "tag", "acc", "n",
 )
@@ -116,6 +116,7 @@ def _row(path: Path) -> tuple[dict[str, Any], str]:
         "seed": job.train.seed,
         "experiment": job.experiment,
         "preset": job.train.describe_preset(),
+        "recipe_id": job.recipe_id,
         "error": "",
     }
     if (path / DONE_FILE).exists():
@@ -141,8 +142,9 @@ def _row(path: Path) -> tuple[dict[str, Any], str]:
 
 def collect(root: str | Path) -> pd.DataFrame:
     """One row per job directory under ``root``: the job table (columns :data:`JOB_COLUMNS`
-    with the job kinds' descriptive columns after ``algorithm``, then ``preset``, ``error``,
-    any ``test_acc@<tag>`` columns, sorted by name, and the descriptive columns the kinds name
+    with the job kinds' descriptive columns after ``algorithm``, then ``preset``,
+    ``recipe_id`` (:attr:`~shortcutlab.runner.jobs.Job.recipe_id`), ``error``, any
+    ``test_acc@<tag>`` columns, sorted by name, and the descriptive columns the kinds name
     ``last``). Each job folder's files are read once.
 
     ``status`` is ``done`` (done marker present), ``failed`` (error.txt) or ``pending``; result
@@ -177,7 +179,7 @@ def collect(root: str | Path) -> pd.DataFrame:
         table[col] = pd.to_numeric(table[col], errors="coerce").astype("float64")
     text = [c for c in described if table[c].map(lambda v: v is None or isinstance(v, str)).all()]
     for col in ("job_id", "model", "algorithm", *text, "experiment", "status", "preset",
-                "error"):
+                "recipe_id", "error"):
         table[col] = table[col].fillna("").astype(str)
     table = table.sort_values(["model", "algorithm", "experiment", "seed", "job_id"],
                               ignore_index=True)

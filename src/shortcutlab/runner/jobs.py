@@ -128,6 +128,20 @@ class Job(BaseModel):
         return hashlib.sha256(self.canonical_json().encode()).hexdigest()[:ID_LENGTH]
 
     @property
+    def recipe_id(self) -> str:
+        """A digest of how the job trains, whatever it trains on and whichever its seed: the
+        fields of its id but the experiment, its spec, the training seed and the thread count
+        (training config, kind, params, input contents, code versions). The jobs of one model
+        in one benchmark share it; results of jobs whose recipes differ must not be averaged
+        as one model's (the DiagViB-6 metrics refuse them)."""
+        data = json.loads(self.canonical_json())
+        for key in ("experiment", "spec", "threads"):
+            data.pop(key, None)
+        del data["train"]["seed"]
+        canon = json.dumps(data, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canon.encode()).hexdigest()[:ID_LENGTH]
+
+    @property
     def seed(self) -> int:
         return self.train.seed
 
