@@ -2488,6 +2488,12 @@ MUTATIONS: tuple[Mutation, ...] = (
              'spec_hash = ""',
              ("tests/diagvib/test_jobs.py",),
              "the spec hash never recorded: seeds trained on other classes averaged"),
+    Mutation("M493", "diagvib/comparison.py",
+             "    if not all(c in table.columns for c in REQUIRED_COLUMNS):\n"
+             "        return table\n",
+             "    return table\n",
+             ("tests/diagvib/test_comparison.py",),
+             "compare_study pools a model's 1 %-scale and full-scale runs as one competitor"),
 )
 
 

@@ -107,3 +107,24 @@ def test_report_section_drops_pairs_a_model_lacks_and_compares_the_rest():
     html = report.render()
     assert "Left out 5 factor pair(s) not run for every model" in html
     assert "3 models over 25 factor pairs" in html
+
+
+def test_a_model_at_two_scales_is_two_competitors_and_a_bad_table_is_refused():
+    """compare_study and the report section read a collected job table under the names the
+    metrics report (one model at two scales is two entries), with the metrics' refusals: the
+    1 %-scale demo run of cnn is not pooled into cnn's full-scale runs."""
+    from shortcutlab.diagvib.metrics import MetricsError
+
+    full = job_table().assign(scale=1.0)
+    demo = full[full.model == "cnn"].assign(scale=0.01, test_acc=0.2)
+    table = pd.concat([full, demo], ignore_index=True)
+    result = compare_study(table, "ZGO")
+    assert sorted(result.ranks.index) == ["cnn@scale=0.01", "cnn@scale=1", "mlp", "resnet"]
+    assert result.ranks.idxmax() == "cnn@scale=0.01"  # the worst, ranked apart
+    report = HtmlReport("t")
+    add_comparison_section(report, table)
+    assert "4 models over 30 factor pairs" in report.render()
+    table["job_id"] = [f"j{i}" for i in range(len(table))]
+    table.loc[1, "job_id"] = "j0"
+    with pytest.raises(MetricsError, match="lists job_id 'j0' more than once"):
+        compare_study(table, "ZGO")

@@ -20,6 +20,20 @@ from shortcutlab.utils.html import HtmlReport
 REQUIRED = ("model", "study", "predicted", "correlated", "sample", "seed")
 
 
+def reported(table: pd.DataFrame) -> pd.DataFrame:
+    """A collected job table (one with the metrics' :data:`REQUIRED_COLUMNS`) after
+    :func:`~shortcutlab.diagvib.metrics.validate_table`'s refusals (a duplicated job id, one
+    model's jobs of two configurations or recipes), its ``model`` the name the metrics report
+    it under (``model+algorithm``, ``model@scale=...``, ``model@bf16``): a model run at two
+    scales is two competitors, never one. Any other table is returned as given."""
+    from shortcutlab.diagvib.metrics import REQUIRED_COLUMNS, validate_table
+
+    if not all(c in table.columns for c in REQUIRED_COLUMNS):
+        return table
+    named = validate_table(table).drop(columns=["model", "algorithm"], errors="ignore")
+    return named.rename(columns={"label": "model"})
+
+
 def _identity(df: pd.DataFrame, by: str | Sequence[str]) -> pd.Series:
     """Name of the compared entity: the model, joined with the algorithm when that varies."""
     if by == "auto":
@@ -90,8 +104,10 @@ def compare_study(
     by: str | Sequence[str] = "auto",
     complete_only: bool = False,
 ) -> ComparisonResult:
-    """Compare models over the factor pairs of one study (pairs as blocks, mean over runs)."""
-    runs, _ = study_runs(table, study, metric=metric, by=by, complete_only=complete_only)
+    """Compare models over the factor pairs of one study (pairs as blocks, mean over runs)
+    under the names the metrics report them (:func:`reported`)."""
+    runs, _ = study_runs(reported(table), study, metric=metric, by=by,
+                         complete_only=complete_only)
     return compare(parse_long(runs), alpha=alpha)
 
 
@@ -114,6 +130,7 @@ def add_comparison_section(
     if "study" not in table.columns or "model" not in table.columns:
         report.paragraph("The job table has no study/model columns; nothing to compare.")
         return
+    table = reported(table)
     for study in sorted(table["study"].astype(str).unique()):
         report.heading(f"Study {study}", level=3)
         try:

@@ -500,10 +500,7 @@ def build_report(table: pd.DataFrame, title: str = "DiagViB-6 shortcut report",
     _status_section(report, metrics, error_bars)
     _metric_sections(report, metrics, error_bars)
     _noise_section(report, metrics)
-    done = metrics.table[metrics.table["status"] == "done"]
-    # compare under the reported names (model, model+algorithm, model@scale=...)
-    named = done.drop(columns=["model", "algorithm"], errors="ignore")
-    add_comparison_section(report, named.rename(columns={"label": "model"}))
+    add_comparison_section(report, table)  # under the reported names (comparison.reported)
     for section in extra_sections:
         section(report, metrics.table)
     return report, metrics
