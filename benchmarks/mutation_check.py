@@ -2494,6 +2494,18 @@ MUTATIONS: tuple[Mutation, ...] = (
              "    return table\n",
              ("tests/diagvib/test_comparison.py",),
              "compare_study pools a model's 1 %-scale and full-scale runs as one competitor"),
+    Mutation("M494", "diagvib/metrics.py",
+             'df["label"] = [f"{lab}@{n}" if n else lab for lab, n',
+             'df["label"] = [lab for lab, n',
+             ("tests/diagvib/test_report.py::"
+              "test_two_recipes_of_one_model_are_reported_side_by_side_when_named",),
+             "NAME=DIR ignored: two recipes of one model refused instead of side by side"),
+    Mutation("M495", "diagvib/report.py",
+             'if match is None or Path(text).exists():',
+             'if match is None:',
+             ("tests/diagvib/test_report.py::"
+              "test_two_recipes_of_one_model_are_reported_side_by_side_when_named",),
+             "a run folder named a=b read as folder b under the name a"),
 )
 
 

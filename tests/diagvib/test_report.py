@@ -406,3 +406,44 @@ def test_noise_table_lists_the_widest_ranges_first():
     widest = noise_table(table, widest=2)
     assert widest["experiment"].tolist() == ["b", "c"]
     assert (widest["acc_max"] - widest["acc_min"]).round(6).tolist() == [0.3, 0.2]
+
+
+def test_two_recipes_of_one_model_are_reported_side_by_side_when_named(tmp_path,
+                                                                       monkeypatch) -> None:
+    """`diagvib metrics runs/adam runs/sgd` refuses one model of two recipes; naming a folder
+    (`sgd=runs/sgd`) reports its models as `small_cnn@sgd` beside `small_cnn`, in the metrics,
+    the report and its comparison; an existing path with '=' in its name stays a path."""
+    from pathlib import Path
+
+    from shortcutlab.diagvib.jobs import KIND, build_jobs
+    from shortcutlab.diagvib.report import named_source
+    from shortcutlab.runner.jobs import JOB_KINDS, register_job_kind
+    from shortcutlab.runner.runs import run_jobs
+    from shortcutlab.train.config import TrainConfig
+    from tests.runner.fake_jobs import noop_job
+
+    cfg = TrainConfig(preset="paper", epochs=1)
+    adam, sgd = tmp_path / "adam", tmp_path / "a=b"  # a folder whose name holds '='
+    with JOB_KINDS.scratch():  # results without training
+        register_job_kind(KIND, noop_job, override=True)
+        for out, config in ((adam, cfg), (sgd, cfg.replace(optimizer="sgd"))):
+            run_jobs(build_jobs("small_cnn", ["ZSO"], None, [0], [0], 0.002, config), out,
+                     backend="serial", progress=False)
+    assert named_source(sgd) == ("", sgd) and named_source(f"sgd={sgd}") == ("sgd", sgd)
+    assert named_source("=x") == ("", Path("=x"))  # no name before '='
+    monkeypatch.chdir(tmp_path)
+    assert named_source("a=b") == ("", Path("a=b"))  # the folder, not b named a
+    assert named_source("x=adam") == ("x", Path("adam"))
+    res = CliRunner().invoke(app, ["diagvib", "metrics", str(adam), str(sgd)])
+    assert res.exit_code == 2 and "with different configurations" in res.output
+    assert "NAME=DIR" in res.output
+    res = CliRunner().invoke(app, ["diagvib", "metrics", str(adam), f"sgd={sgd}", "--json"])
+    assert res.exit_code == 0, res.output
+    assert sorted(json.loads(res.output)["models"]) == ["small_cnn", "small_cnn@sgd"]
+    res = CliRunner().invoke(app, ["diagvib", "report", str(adam), f"sgd={sgd}", "--out",
+                                   str(tmp_path / "rep")])
+    assert res.exit_code == 0, res.output
+    html = (tmp_path / "rep" / "index.html").read_text(encoding="utf-8")
+    assert "2 model(s): small_cnn, small_cnn@sgd" in html
+    res = CliRunner().invoke(app, ["diagvib", "metrics", f"sgd={tmp_path / 'nope'}"])
+    assert res.exit_code == 2 and "not found" in res.output

@@ -38,7 +38,8 @@ def _factor_table(title: str, frame: pd.DataFrame, keys: list[str], err: str = "
 
 def metrics(
     dirs: list[Path] = typer.Argument(
-        ..., help="Run directories of `diagvib run` (or jobs.csv/jobs.parquet files)."
+        ..., help="Run directories of `diagvib run` (or jobs.csv/jobs.parquet files); "
+        "NAME=DIR reports DIR's models as model@NAME (two recipes of one model side by side)."
     ),
     as_json: bool = json_option(
         "Print one JSON object (P, FAAvg, FAMin, CHGO_over_ZGO per model; fractions)."

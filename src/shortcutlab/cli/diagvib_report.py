@@ -18,7 +18,8 @@ from shortcutlab.cli.output import json_option
 def report(
     dirs: list[Path] = typer.Argument(
         ..., help="Run directories of `diagvib run` (or jobs.csv/jobs.parquet files), one or "
-        "more models."
+        "more models; NAME=DIR reports DIR's models as model@NAME (two recipes of one model "
+        "side by side)."
     ),
     out: Path = typer.Option(Path("report"), "--out", help="Folder for index.html and metrics."),
     title: str = typer.Option("DiagViB-6 shortcut report", help="Title of the report."),

@@ -138,6 +138,10 @@ def validate_table(table: pd.DataFrame) -> pd.DataFrame:
     df["correlated"] = df["correlated"].astype(str)
     algo = df["algorithm"] if "algorithm" in df.columns else pd.Series("", index=df.index)
     df["label"] = [model_label(m, a) for m, a in zip(df["model"], algo, strict=True)]
+    if "run_name" in df.columns:  # NAME=DIR (report.named_source): model@NAME
+        names = df["run_name"].astype(object).where(df["run_name"].notna(), "").astype(str)
+        df["label"] = [f"{lab}@{n}" if n else lab for lab, n in zip(df["label"], names,
+                                                                    strict=True)]
 
     known = study_names()  # the paper's studies and the registered ones (spec.register_study)
     bad = sorted(set(df["study"]) - set(known))
@@ -189,8 +193,8 @@ def validate_table(table: pd.DataFrame) -> pd.DataFrame:
         raise _fail(
             f"several finished jobs for model {row['label']!r}, {row['study']} "
             f"{row['predicted']}-{row['correlated'] or '∅'} sample {row['sample']} seed "
-            f"{row['seed']} with different configurations; give them different model names "
-            "or report them from separate tables"
+            f"{row['seed']} with different configurations; report them from separate tables "
+            f"or name one run folder's models apart ({NAME_HINT})"
         )
     if "scale" in df.columns:  # one model run at two sizes is two models
         scales = df.groupby("label")["scale"].nunique()
@@ -207,6 +211,9 @@ def validate_table(table: pd.DataFrame) -> pd.DataFrame:
     _check_one_recipe(df[df["status"] == "done"])
     return df.reset_index(drop=True)
 
+
+#: how a refusal below says to report two recipes of one model side by side
+NAME_HINT = "NAME=DIR reports DIR's models as model@NAME, e.g. `diagvib report runs/a sgd=runs/b`"
 
 #: job-table columns that say how a job was trained (blank where not recorded); one reported
 #: model's finished jobs must agree on each, or its averages mix recipes
@@ -228,7 +235,7 @@ def _check_one_configuration(done: pd.DataFrame) -> None:
                     f"finished jobs of model {label!r} were trained with different "
                     f"configurations ({col}: {', '.join(map(repr, found))}); their accuracies "
                     "cannot be averaged into one model: report them from separate run folders "
-                    "or tables, or give them different model names"
+                    f"or name one folder's models apart ({NAME_HINT})"
                 )
 
 
@@ -260,7 +267,8 @@ def _check_one_recipe(done: pd.DataFrame) -> None:
             raise _fail(f"finished jobs of model {row['label']!r}{where} were trained with "
                         f"{len(firsts)} different recipes: {jobs} differ in {what} (compare "
                         "their job.json files); their accuracies cannot be averaged into one "
-                        "model: report them from separate run folders or tables")
+                        f"model: report them from separate run folders or name one folder's "
+                        f"models apart ({NAME_HINT})")
 
 
 def status_counts(table: pd.DataFrame) -> pd.DataFrame:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
@@ -18,6 +19,7 @@ import pandas as pd
 from shortcutlab.diagvib.checkpoints import (
     DEFAULT_CHECKPOINT,
     SPREAD_EPOCHS,
+    Checkpoint,
     apply_checkpoint,
     job_spread,
     parse_checkpoint,
@@ -63,22 +65,45 @@ def _read_table_file(path: Path) -> pd.DataFrame:
         raise DiagvibError(f"job table {path} cannot be read ({reason})") from None
 
 
+#: ``NAME=SOURCE``: the models of SOURCE reported as ``model@NAME`` (see :func:`named_source`)
+_NAMED = re.compile(r"([A-Za-z0-9][A-Za-z0-9_.+-]*)=(.+)")
+
+
+def named_source(source: str | os.PathLike[str]) -> tuple[str, Path]:
+    """``(name, path)`` of a source given as ``NAME=PATH`` (a name of letters, digits and
+    ``_.+-``), else ``("", path)``; an existing path with a ``=`` in it is a path. Named, a
+    source's models are reported as ``model@NAME``: two recipes of one model (two run folders)
+    side by side instead of refused as one model's mixed recipes."""
+    text = os.fspath(source)
+    match = _NAMED.fullmatch(text)
+    if match is None or Path(text).exists():
+        return "", Path(text)
+    return match.group(1), Path(match.group(2))
+
+
 def load_job_table(source: str | os.PathLike[str],
                    checkpoint: str = DEFAULT_CHECKPOINT) -> pd.DataFrame:
     """One job table from a run directory (collected from its job folders, so never stale;
     a folder holding only ``jobs.parquet``/``jobs.csv`` is read from that file) or from a
-    ``.csv``/``.parquet`` file.
+    ``.csv``/``.parquet`` file; ``NAME=SOURCE`` (:func:`named_source`) adds the column
+    ``run_name`` that reports its models as ``model@NAME``.
 
     From job folders the table also holds each job's spread (:func:`job_spread`: ``acc_min``
     and ``acc_max`` over the last epochs, ``epochs_run``), and ``checkpoint`` picks the epoch
     whose accuracies it reports (:mod:`shortcutlab.diagvib.checkpoints`; other rules than
     the default need the job folders' ``epochs.parquet``)."""
+    name, path = named_source(source)
+    table = _load_job_table(path, parse_checkpoint(checkpoint))
+    if name:
+        table["run_name"] = name  # in place: the table's attrs (skipped folders) stay
+    return table
+
+
+def _load_job_table(path: Path, cp: Checkpoint) -> pd.DataFrame:
     from shortcutlab.diagvib.jobs import collect_jobs
     from shortcutlab.runner.collect import collect_epochs
     from shortcutlab.runner.jobs import JOB_FILE
 
-    cp = parse_checkpoint(checkpoint)
-    path = Path(source)
     if path.is_dir() and any(path.glob(f"*/{JOB_FILE}")):
         table = collect_jobs(path)
         epochs = collect_epochs(path, logged=table.attrs["skipped"])  # one warning a folder
@@ -531,7 +556,7 @@ def write_report(
         from shortcutlab.diagvib.inspect import inspection_section  # ASR/VAE figures' links
 
         sources = list(sources)
-        sections.append(inspection_section(sources, out_dir))
+        sections.append(inspection_section([named_source(s)[1] for s in sources], out_dir))
     table = sources if isinstance(sources, pd.DataFrame) else load_job_tables(sources, cp.name)
     check_error_bars(error_bars)
     with literal_text():  # names are data, not mathtext
@@ -546,5 +571,5 @@ def write_report(
 
 __all__ = ["INCOMPLETE_NOTE", "TRAINING_COLUMNS", "build_report", "factor_frame",
            "format_mean_err", "has_incomplete", "load_job_table", "load_job_tables",
-           "noise_table", "predictions_only", "setup_table", "short_aggregates",
+           "named_source", "noise_table", "predictions_only", "setup_table", "short_aggregates",
            "short_chgo_cells", "write_report"]
