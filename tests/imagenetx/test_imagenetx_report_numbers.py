@@ -10,7 +10,7 @@ import pytest
 
 from shortcutlab.imagenetx.analyses import accuracy_by_active_factors, calibration_by_factor
 from shortcutlab.imagenetx.annotations import load_annotations
-from shortcutlab.imagenetx.evaluate import bootstrap_ci, evaluate
+from shortcutlab.imagenetx.evaluate import bootstrap_ci, evaluate, evaluation_images
 from shortcutlab.imagenetx.predictions import Predictions
 from shortcutlab.imagenetx.report import analyse, write_report
 
@@ -34,11 +34,22 @@ def test_every_part_of_the_analysis_uses_the_error_type_and_ignore_empty_real(
     np.testing.assert_array_equal(analysis.ci.error_ratio, ci.error_ratio)
     np.testing.assert_array_equal(analysis.ci.average, ci.average)
     assert analysis.calibration is not None and analysis.active_accuracy is not None
+    # calibration and accuracy by active factors leave out the empty-ReaL images too: scored
+    # over the images kept, not over all of them (where those images count as wrong)
+    kept = evaluation_images(part, "real_class", ignore_empty_real=True)[0]
     pd.testing.assert_frame_equal(analysis.calibration,
-                                  calibration_by_factor(model_predictions, part, "real_class"))
+                                  calibration_by_factor(model_predictions, kept, "real_class"))
+    assert not np.allclose(analysis.calibration.to_numpy(dtype=float),
+                           calibration_by_factor(model_predictions, part, "real_class")
+                           .to_numpy(dtype=float))
     multi = load_annotations("multi", "val")
+    multi_kept = evaluation_images(multi, "real_class", ignore_empty_real=True)[0]
+    pd.testing.assert_frame_equal(
+        analysis.active_accuracy,
+        accuracy_by_active_factors(model_predictions, multi_kept, "real_class"))
     real = accuracy_by_active_factors(model_predictions, multi, "real_class")
-    pd.testing.assert_frame_equal(analysis.active_accuracy, real)
+    kept_acc, all_acc = analysis.active_accuracy.align(real, join="inner")
+    assert (kept_acc >= all_acc).all().all() and (kept_acc > all_acc).any().any()
     # the error types give different numbers here, so a part scored under 'class' shows
     assert not np.allclose(real.to_numpy(dtype=float),
                            accuracy_by_active_factors(model_predictions, multi, "class")
