@@ -336,6 +336,19 @@ def test_cramers_v_of_more_than_two_sets_matches_scipy():
     two = counts[["a", "b"]]
     assert chi2_homogeneity(two)["cramers_v"] == pytest.approx(
         association(two.T.to_numpy(), method="cramer"))
+    # two factors in two sets (dof 1): V from the χ² without Yates' correction,
+    # sqrt(3.5059 / 85) = 0.2031 (with it, 0.1784)
+    square = pd.DataFrame({"a": [10, 20], "b": [30, 25]}, index=["pose", "color"])
+    assert chi2_homogeneity(square)["cramers_v"] == pytest.approx(0.2030906, abs=1e-7)
+
+
+@pytest.mark.parametrize("bad", [2.5, -1.0, np.nan])
+def test_chi2_refuses_counts_that_are_not_whole_numbers(bad):
+    from shortcutlab.factor_analysis.significance import chi2_homogeneity
+
+    counts = pd.DataFrame({"a": [10.0, 20.0, bad], "b": [30.0, 25.0, 5.0]})
+    with pytest.raises(FactorAnalysisError, match="counts must be whole numbers >= 0"):
+        chi2_homogeneity(counts)
 
 
 def test_group_tests_on_a_group_of_identical_models_warn_nothing():
