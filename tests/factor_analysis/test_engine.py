@@ -407,3 +407,18 @@ def test_prediction_rows_without_a_model_are_refused_not_given_to_another_model(
     both.loc[0, "model"] = np.nan
     with pytest.raises(FactorAnalysisError, match="1 rows without a model in column 'model'"):
         join_predictions(table, both, model_col="model", min_coverage=0)
+
+
+def test_spearman_matrix_of_two_columns_is_their_2x2_matrix():
+    """scipy returns one coefficient for two columns: the matrix still has both rows."""
+    from shortcutlab.factor_analysis.significance import spearman_matrix
+
+    x = np.array([[1, 0], [0, 1], [1, 1], [0, 0], [1, 0]])
+    corr, pval = spearman_matrix(x, ["a", "b"])
+    expected = stats.spearmanr(x[:, 0], x[:, 1])
+    assert corr.shape == pval.shape == (2, 2)
+    assert corr.loc["a", "b"] == corr.loc["b", "a"] == pytest.approx(-1 / 6)
+    assert pval.loc["a", "b"] == pytest.approx(expected.pvalue)
+    assert corr.loc["a", "a"] == corr.loc["b", "b"] == 1.0
+    with pytest.raises(FactorAnalysisError, match="at least 2 columns, got 1"):
+        spearman_matrix(x[:, :1], ["a"])

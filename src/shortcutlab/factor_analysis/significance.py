@@ -115,11 +115,17 @@ def spearman_matrix(indicators: np.ndarray, names: Sequence[str]
     if indicators.shape[1] != len(names):
         raise FactorAnalysisError(
             f"{indicators.shape[1]} indicator columns but {len(names)} names")
+    k = indicators.shape[1]
+    if k < 2:
+        raise FactorAnalysisError(f"Spearman correlations need at least 2 columns, got {k}")
+    data = indicators.astype(np.int8)
+    if k == 2:  # scipy gives two columns one coefficient: add a third, keep the 2 × 2 block
+        data = np.column_stack([data, data[:, 0]])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # constant columns
-        result = stats.spearmanr(indicators.astype(np.int8))
-    corr = np.atleast_2d(result.statistic)
-    pval = np.atleast_2d(result.pvalue)
+        result = stats.spearmanr(data)
+    corr = np.asarray(result.statistic)[:k, :k]
+    pval = np.asarray(result.pvalue)[:k, :k]
     return (pd.DataFrame(corr, index=list(names), columns=list(names)),
             pd.DataFrame(pval, index=list(names), columns=list(names)))
 
