@@ -1596,14 +1596,14 @@ MUTATIONS: tuple[Mutation, ...] = (
              "analyse ignores ignore_empty_real (empty-ReaL images scored as wrong)",
              expect="caught"),  # survived before test_every_part_of_the_analysis_uses_the_...
     Mutation("M330", "imagenetx/report.py",
-             "analyses.calibration_by_factor(predictions, annotations, error_type)",
-             "analyses.calibration_by_factor(predictions, annotations)",
+             "analyses.calibration_by_factor(predictions, annotations, error_type,\n",
+             "analyses.calibration_by_factor(predictions, annotations,\n",
              ("tests/imagenetx/test_imagenetx_report_numbers.py",),
              "report's calibration per factor under error type class whatever the evaluation's",
              expect="caught"),  # survived before test_every_part_of_the_analysis_uses_the_...
     Mutation("M331", "imagenetx/report.py",
-             "analyses.accuracy_by_active_factors(predictions, multi, error_type)",
-             "analyses.accuracy_by_active_factors(predictions, multi)",
+             "analyses.accuracy_by_active_factors(predictions, multi, error_type,\n",
+             "analyses.accuracy_by_active_factors(predictions, multi,\n",
              ("tests/imagenetx/test_imagenetx_report_numbers.py",),
              "report's accuracy by number of active factors (figure 7) under error type class",
              expect="caught"),  # survived before test_every_part_of_the_analysis_uses_the_...
