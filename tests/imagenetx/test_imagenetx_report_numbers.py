@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from shortcutlab.imagenetx.analyses import accuracy_by_active_factors, calibration_by_factor
-from shortcutlab.imagenetx.annotations import load_annotations
+from shortcutlab.imagenetx.annotations import FACTORS, load_annotations
 from shortcutlab.imagenetx.evaluate import bootstrap_ci, evaluate, evaluation_images
 from shortcutlab.imagenetx.predictions import Predictions
 from shortcutlab.imagenetx.report import analyse, write_report
@@ -68,3 +68,17 @@ def test_a_model_with_mistakes_gets_its_heatmap(tmp_path, top_val):
     html = write_report(result, tmp_path).read_text()
     assert "m: error ratio per meta-label and factor." in html
     assert "No heatmap for" not in html
+
+
+def test_the_printed_interval_is_that_of_the_worst_factors_error_ratio(model_predictions, part):
+    analysis = analyse(model_predictions, n_boot=20, seed=3, dataset_statistics=False,
+                       annotations=part)
+    ci = bootstrap_ci(model_predictions, part, n_boot=20, seed=3)
+    text = str(analysis)
+    assert "its 95% CI" in text
+    for m, worst in enumerate(analysis.result.worst_factor_name):
+        f = FACTORS.index(worst)
+        low, high = ci.error_ratio[m, f]
+        assert f"{low:.3f}–{high:.3f}" in text
+        acc_low, acc_high = ci.accuracy[m, f]
+        assert f"{acc_low:.3f}–{acc_high:.3f}" not in text
