@@ -497,3 +497,13 @@ def test_chi2_drops_a_factor_without_items_in_any_set():
     assert result["statistic"] == pytest.approx(expected.statistic)
     assert result["dof"] == 2
     assert result["counts"].loc["style", "a"] == 0
+
+
+def test_analyse_factors_lists_k_worst_factors_per_class_too():
+    """k is the length of both lists (the per-class one was cut at 3 whatever k)."""
+    from shortcutlab.factor_analysis import analyse_factors
+
+    annotations, predictions = waterbirds_like()
+    report = analyse_factors(annotations, predictions, n_boot=0, k=5)
+    assert report.by_class.groupby("class").size().to_dict() == {"landbird": 5, "waterbird": 5}
+    assert report.by_class.groupby("class")["rank"].max().tolist() == [5, 5]
