@@ -336,6 +336,19 @@ def test_cramers_v_of_more_than_two_sets_matches_scipy():
     two = counts[["a", "b"]]
     assert chi2_homogeneity(two)["cramers_v"] == pytest.approx(
         association(two.T.to_numpy(), method="cramer"))
+    # two factors in two sets (dof 1): V from the χ² without Yates' correction,
+    # sqrt(3.5059 / 85) = 0.2031 (with it, 0.1784)
+    square = pd.DataFrame({"a": [10, 20], "b": [30, 25]}, index=["pose", "color"])
+    assert chi2_homogeneity(square)["cramers_v"] == pytest.approx(0.2030906, abs=1e-7)
+
+
+@pytest.mark.parametrize("bad", [2.5, -1.0, np.nan])
+def test_chi2_refuses_counts_that_are_not_whole_numbers(bad):
+    from shortcutlab.factor_analysis.significance import chi2_homogeneity
+
+    counts = pd.DataFrame({"a": [10.0, 20.0, bad], "b": [30.0, 25.0, 5.0]})
+    with pytest.raises(FactorAnalysisError, match="counts must be whole numbers >= 0"):
+        chi2_homogeneity(counts)
 
 
 def test_group_tests_on_a_group_of_identical_models_warn_nothing():
@@ -394,3 +407,103 @@ def test_prediction_rows_without_a_model_are_refused_not_given_to_another_model(
     both.loc[0, "model"] = np.nan
     with pytest.raises(FactorAnalysisError, match="1 rows without a model in column 'model'"):
         join_predictions(table, both, model_col="model", min_coverage=0)
+
+
+def test_spearman_matrix_of_two_columns_is_their_2x2_matrix():
+    """scipy returns one coefficient for two columns: the matrix still has both rows."""
+    from shortcutlab.factor_analysis.significance import spearman_matrix
+
+    x = np.array([[1, 0], [0, 1], [1, 1], [0, 0], [1, 0]])
+    corr, pval = spearman_matrix(x, ["a", "b"])
+    expected = stats.spearmanr(x[:, 0], x[:, 1])
+    assert corr.shape == pval.shape == (2, 2)
+    assert corr.loc["a", "b"] == corr.loc["b", "a"] == pytest.approx(-1 / 6)
+    assert pval.loc["a", "b"] == pytest.approx(expected.pvalue)
+    assert corr.loc["a", "a"] == corr.loc["b", "b"] == 1.0
+    with pytest.raises(FactorAnalysisError, match="at least 2 columns, got 1"):
+        spearman_matrix(x[:, :1], ["a"])
+
+
+def test_per_class_worst_factors_keep_a_factor_with_exactly_min_count_items(data):
+    annotations, predictions, table, joined = data
+    frame = _plain(annotations, predictions)
+    land = frame[frame["label"] == "landbird"]
+    n_water = int((land["background"] == "water").sum())
+    by_class = worst_factors_by_class(table, joined, k=len(table.names), min_count=n_water)
+    listed = set(by_class.loc[by_class["class"] == "landbird", "factor"])
+    assert "background=water" in listed
+    assert by_class.set_index(["class", "factor"]).loc[("landbird", "background=water"),
+                                                       "count"] == n_water
+    fewer = worst_factors_by_class(table, joined, k=len(table.names), min_count=n_water + 1)
+    assert "background=water" not in set(fewer.loc[fewer["class"] == "landbird", "factor"])
+
+
+def test_analyse_factors_ranks_factors_with_min_count_items():
+    """min_count is the threshold of the worst-factor list too: a factor on 12 items is
+    listed with min_count=10, left out with the default 30."""
+    from shortcutlab.factor_analysis import analyse_factors
+
+    annotations, predictions = waterbirds_like(n=400)
+    annotations = annotations.assign(rare=(np.arange(400) < 12).astype(int))
+    listed = analyse_factors(annotations, predictions, n_boot=0, min_count=10, k=20).worst
+    assert listed.set_index("factor").loc["rare", "count"] == 12
+    default = analyse_factors(annotations, predictions, n_boot=0, k=20).worst
+    assert "rare" not in set(default["factor"])
+
+
+def test_a_categorical_column_of_exactly_max_classes_classes_is_accepted():
+    frame = pd.DataFrame({"id": range(8), "label": [0, 1] * 4, "site": [0, 1, 2, 3] * 2})
+    table = annotation_table(frame, max_classes=4)
+    assert table.names == ("site=0", "site=1", "site=2", "site=3")
+    with pytest.raises(FactorAnalysisError, match="has 4 classes .more than max_classes=3"):
+        annotation_table(frame, max_classes=3)
+
+
+def test_bootstrap_resamples_every_item_equally_often():
+    """Each replicate draws n items with replacement from all n: every item's mean count over
+    replicates is about 1 (the last one too) and each replicate holds n draws."""
+    from shortcutlab.factor_analysis.counts import bootstrap_weights
+
+    weights = bootstrap_weights(5, range(2000), seed=0)
+    assert (weights.sum(axis=1) == 5).all()
+    np.testing.assert_allclose(weights.mean(axis=0), 1.0, atol=0.1)
+
+
+def test_group_tests_leave_out_missing_values_and_refuse_one_model_per_side():
+    from shortcutlab.factor_analysis.significance import (
+        alexander_govern_by_factor,
+        welch_by_factor,
+    )
+
+    table = pd.DataFrame({"pose": [1.0, 1.2, np.nan, 1.1, 2.0, 2.3, 2.1]},
+                         index=[f"m{i}" for i in range(7)])
+    groups = {"m0": "x", "m1": "x", "m2": "x", "m3": "x", "m4": "y", "m5": "y", "m6": "y"}
+    result = alexander_govern_by_factor(table, groups)
+    expected = stats.alexandergovern([1.0, 1.2, 1.1], [2.0, 2.3, 2.1])
+    assert result.loc["pose", "statistic"] == pytest.approx(expected.statistic)
+    assert result.loc["pose", "pvalue"] == pytest.approx(expected.pvalue)
+    assert result.loc["pose", "mean_x"] == pytest.approx(1.1)
+    with pytest.raises(FactorAnalysisError, match="at least 2 models per side, got 1 and 3"):
+        welch_by_factor(table.iloc[:1], table.iloc[4:])
+
+
+def test_chi2_drops_a_factor_without_items_in_any_set():
+    from shortcutlab.factor_analysis.significance import chi2_homogeneity
+
+    counts = pd.DataFrame({"a": [10, 0, 30, 5], "b": [30, 0, 20, 5]},
+                          index=["pose", "style", "color", "shape"])
+    result = chi2_homogeneity(counts)
+    expected = stats.chi2_contingency([[10, 30, 5], [30, 20, 5]])
+    assert result["statistic"] == pytest.approx(expected.statistic)
+    assert result["dof"] == 2
+    assert result["counts"].loc["style", "a"] == 0
+
+
+def test_analyse_factors_lists_k_worst_factors_per_class_too():
+    """k is the length of both lists (the per-class one was cut at 3 whatever k)."""
+    from shortcutlab.factor_analysis import analyse_factors
+
+    annotations, predictions = waterbirds_like()
+    report = analyse_factors(annotations, predictions, n_boot=0, k=5)
+    assert report.by_class.groupby("class").size().to_dict() == {"landbird": 5, "waterbird": 5}
+    assert report.by_class.groupby("class")["rank"].max().tolist() == [5, 5]

@@ -9,6 +9,7 @@ from matplotlib import cbook
 from matplotlib.container import BarContainer
 
 from shortcutlab.factor_analysis import analyse_factors, error_ratio_bars, write_report
+from shortcutlab.factor_analysis.report import worst_factor_table
 from shortcutlab.utils.html import figure_to_png, literal_text
 
 
@@ -61,3 +62,25 @@ def test_bar_whiskers_span_each_factors_own_bootstrap_interval():
     lower = long["error_ratio"] - long["error_ratio_lower"]
     upper = long["error_ratio_upper"] - long["error_ratio"]
     assert not np.allclose(lower, upper)  # the data tell the two whiskers apart
+
+
+def test_the_reports_worst_factor_table_shows_holm_adjusted_p_values():
+    """p_holm of each listed factor is statsmodels' Holm adjustment of the model's χ²
+    p-values, not the raw p-value (several factors: the two differ)."""
+    from statsmodels.stats.multitest import multipletests
+
+    gen = np.random.default_rng(2)
+    n = 500
+    label = gen.integers(0, 2, n)
+    annotations = pd.DataFrame({"id": np.arange(n), "label": label,
+                                **{f"f{j}": (gen.random(n) < 0.3).astype(int) for j in range(5)}})
+    right = gen.random(n) < np.where(annotations["f0"] == 1, 0.7, 0.85)
+    predictions = pd.DataFrame({"id": np.arange(n),
+                                "prediction": np.where(right, label, 1 - label)})
+    report = analyse_factors(annotations, predictions, n_boot=0, min_count=10)
+    raw = report.tests.set_index("factor")["pvalue"]
+    holm = pd.Series(multipletests(raw.to_numpy(), method="holm")[1], index=raw.index)
+    table = worst_factor_table(report, "model")
+    assert len(table) == 5
+    np.testing.assert_allclose(table["p_holm"], holm.loc[table["factor"]], rtol=1e-12)
+    assert (table["p_holm"].to_numpy() > raw.loc[table["factor"]].to_numpy()).any()

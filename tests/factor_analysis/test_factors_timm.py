@@ -111,3 +111,11 @@ def test_both_commands_take_the_options_declared_once():
         assert declared <= params, (name, declared - params)
     option = next(f for f in fields(FactorOptions) if f.name == "predictions_format")
     assert isinstance(option.metadata["option"], typer.models.OptionInfo)
+
+
+def test_base_names_cut_both_path_separators():
+    from shortcutlab.factor_analysis.timm import base_names
+
+    names = pd.Series([r"C:\data\val\img1.JPEG", "/data/val/img2.JPEG", "img3.JPEG",
+                       r"mixed/dir\img4.png"])
+    assert base_names(names).tolist() == ["img1.JPEG", "img2.JPEG", "img3.JPEG", "img4.png"]

@@ -399,3 +399,37 @@ def test_figure17_takes_the_strongest_strength_with_five_models():
                for label in analyses.TAILORED_GROUPS]
     expected = stats.alexandergovern(*samples)
     assert out["tests"].loc["pose", "pvalue"] == pytest.approx(expected.pvalue, rel=1e-9)
+
+
+def test_table3_lists_an_error_ratio_of_exactly_one_as_robust(top_val):
+    """Wrong on every dog image: each factor's error rate within dog equals dog's, so every
+    ratio there is exactly 1 (robust, ≤ 1), none susceptible."""
+    part = top_val.take(np.arange(3000))
+    dog = part.meta_label == META_LABELS.index("dog")
+    classes = np.where(dog, (part.labels + 1) % 1000, part.labels)
+    result = evaluate(Predictions(("m",), part.file_names, classes[None, :]), part)
+    listing = analyses.meta_label_listing(result)
+    rows = listing[listing["meta_label"] == "dog"]
+    present = int((part.factors[dog].sum(axis=0) > 0).sum())
+    assert len(rows) == min(4, present) and (rows["kind"] == "robust").all()
+    assert (rows["error_ratio"] == 1.0).all()
+
+
+def test_table3_text_marks_values_on_fewer_than_min_count_images():
+    listing = pd.DataFrame({
+        "model": "m", "meta_label": "dog", "kind": ["robust", "robust", "susceptible"],
+        "rank": [1, 2, 1], "factor": ["pose", "shape", "texture"],
+        "error_ratio": [0.5, 0.8, 2.0], "n_images": [10, 9, 11],
+        "lower": np.nan, "upper": np.nan})
+    row = analyses.listing_text(listing, min_count=10).iloc[0]
+    assert row["robust"] == "pose (0.5), shape (0.8 †9)"
+    assert row["susceptible"] == "texture (2.0)"
+
+
+def test_a_row_without_a_strength_such_as_human_is_no_model_of_the_spillover(fake_tables):
+    human = fake_tables[fake_tables["group"] == "crop"].iloc[:1].copy()
+    human.index = ["human"]
+    human[list(FACTORS)] = 0.0  # extreme: would move every mean it joined
+    with_human = spillover.group_spillover(pd.concat([fake_tables, human]), "crop", "welch")
+    pd.testing.assert_frame_equal(with_human, spillover.group_spillover(fake_tables, "crop",
+                                                                        "welch"))

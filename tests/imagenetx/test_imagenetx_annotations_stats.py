@@ -191,3 +191,13 @@ def test_chi2_train_vs_val_matches_scipy(top_val):
     assert result["dof"] == 15
     assert result["counts"].loc["pose", "train"] == train.factor_counts()["pose"]
     assert 0 < result["cramers_v"] < 0.2  # distributions are similar (paper section 2.1)
+
+
+def test_a_strength_with_one_model_is_left_out_of_the_strength_effects():
+    gen = np.random.default_rng(2)
+    table = pd.concat([_table(gen, 5), _table(gen, 4, 0.5), _table(gen, 1, 0.5)])
+    table.index = ([f"eval_crop8.0_id{i}" for i in range(5)]
+                   + [f"eval_crop50.0_id{i}" for i in range(4)] + ["eval_crop100.0_id0"])
+    effects = augmentation_strength_effects(table, "crop", 8.0)
+    assert sorted(set(effects.index.get_level_values("strength"))) == [50.0]
+    assert len(effects) == 3

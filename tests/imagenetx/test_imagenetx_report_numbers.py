@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from shortcutlab.imagenetx.analyses import accuracy_by_active_factors, calibration_by_factor
-from shortcutlab.imagenetx.annotations import load_annotations
-from shortcutlab.imagenetx.evaluate import bootstrap_ci, evaluate
+from shortcutlab.imagenetx.annotations import FACTORS, load_annotations
+from shortcutlab.imagenetx.evaluate import bootstrap_ci, evaluate, evaluation_images
 from shortcutlab.imagenetx.predictions import Predictions
 from shortcutlab.imagenetx.report import analyse, write_report
 
@@ -34,11 +34,22 @@ def test_every_part_of_the_analysis_uses_the_error_type_and_ignore_empty_real(
     np.testing.assert_array_equal(analysis.ci.error_ratio, ci.error_ratio)
     np.testing.assert_array_equal(analysis.ci.average, ci.average)
     assert analysis.calibration is not None and analysis.active_accuracy is not None
+    # calibration and accuracy by active factors leave out the empty-ReaL images too: scored
+    # over the images kept, not over all of them (where those images count as wrong)
+    kept = evaluation_images(part, "real_class", ignore_empty_real=True)[0]
     pd.testing.assert_frame_equal(analysis.calibration,
-                                  calibration_by_factor(model_predictions, part, "real_class"))
+                                  calibration_by_factor(model_predictions, kept, "real_class"))
+    assert not np.allclose(analysis.calibration.to_numpy(dtype=float),
+                           calibration_by_factor(model_predictions, part, "real_class")
+                           .to_numpy(dtype=float))
     multi = load_annotations("multi", "val")
+    multi_kept = evaluation_images(multi, "real_class", ignore_empty_real=True)[0]
+    pd.testing.assert_frame_equal(
+        analysis.active_accuracy,
+        accuracy_by_active_factors(model_predictions, multi_kept, "real_class"))
     real = accuracy_by_active_factors(model_predictions, multi, "real_class")
-    pd.testing.assert_frame_equal(analysis.active_accuracy, real)
+    kept_acc, all_acc = analysis.active_accuracy.align(real, join="inner")
+    assert (kept_acc >= all_acc).all().all() and (kept_acc > all_acc).any().any()
     # the error types give different numbers here, so a part scored under 'class' shows
     assert not np.allclose(real.to_numpy(dtype=float),
                            accuracy_by_active_factors(model_predictions, multi, "class")
@@ -57,3 +68,17 @@ def test_a_model_with_mistakes_gets_its_heatmap(tmp_path, top_val):
     html = write_report(result, tmp_path).read_text()
     assert "m: error ratio per meta-label and factor." in html
     assert "No heatmap for" not in html
+
+
+def test_the_printed_interval_is_that_of_the_worst_factors_error_ratio(model_predictions, part):
+    analysis = analyse(model_predictions, n_boot=20, seed=3, dataset_statistics=False,
+                       annotations=part)
+    ci = bootstrap_ci(model_predictions, part, n_boot=20, seed=3)
+    text = str(analysis)
+    assert "its 95% CI" in text
+    for m, worst in enumerate(analysis.result.worst_factor_name):
+        f = FACTORS.index(worst)
+        low, high = ci.error_ratio[m, f]
+        assert f"{low:.3f}–{high:.3f}" in text
+        acc_low, acc_high = ci.accuracy[m, f]
+        assert f"{acc_low:.3f}–{acc_high:.3f}" not in text

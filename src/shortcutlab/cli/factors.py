@@ -52,7 +52,7 @@ class FactorOptions:
     bootstrap: int = _option(1000, min=0, help="Bootstrap resamples for the intervals "
                              "(0: none).")
     seed: int = _option(0, min=0, help="Seed of the bootstrap.")
-    top: int = _option(5, min=1, help="Worst factors listed per model.")
+    top: int = _option(5, min=1, help="Worst factors listed per model (and per class).")
     min_count: int = _option(30, min=1, help="Items a factor (or group) needs to be ranked.")
     group_cols: list[str] | None = _option(
         None, "--group-col", help="Worst-group accuracy over label × these columns (repeat; "

@@ -165,7 +165,7 @@ def analyse_factors(
         result=result,
         coverage=joined.coverage,
         worst=worst_factors(result, k, min_count),
-        by_class=worst_factors_by_class(table, joined, k=min(k, 3), min_count=min_count),
+        by_class=worst_factors_by_class(table, joined, k=k, min_count=min_count),
         tests=factor_error_tests(result),
         worst_group=_worst_group(table, joined, group_cols, min_count),
         calibration=None if joined.probabilities is None

@@ -16,7 +16,7 @@ from shortcutlab.utils.html import HtmlReport, literal_text
 from shortcutlab.utils.io import output_set
 from shortcutlab.utils.sanitize import json_safe
 
-__all__ = ["error_ratio_bars", "write_report"]
+__all__ = ["error_ratio_bars", "worst_factor_table", "write_report"]
 
 #: Factors drawn per model in the bar chart (the highest error ratios first).
 MAX_BARS = 25
@@ -46,6 +46,14 @@ def error_ratio_bars(report: FactorReport, model: str, min_count: int = 1) -> Fi
     return fig
 
 
+def worst_factor_table(report: FactorReport, model: str) -> pd.DataFrame:
+    """One model's worst factors as the report shows them, with ``p_holm``: the
+    Holm-adjusted p-value of each factor's χ² test."""
+    tests = report.tests.set_index(["model", "factor"])["pvalue_holm"]
+    worst = report.worst[report.worst["model"] == model].drop(columns="model")
+    return worst.assign(p_holm=[tests.get((model, f), np.nan) for f in worst["factor"]])
+
+
 def write_report(
     report: FactorReport, out_dir: str | os.PathLike[str], title: str = "Factor analysis",
     min_count: int = 30,
@@ -63,16 +71,13 @@ def write_report(
             "without the factor, Holm-adjusted over the model's factors.")
         page.heading("Coverage", level=2)
         page.table(report.coverage, "{:.4f}")
-        tests = report.tests.set_index(["model", "factor"])["pvalue_holm"]
         for model in report.result.models:
             page.heading(model, level=2)
             wg = report.worst_group[model]
             page.paragraph(f"Worst-group accuracy {wg['acc_wg']:.4f} ({wg['worst_group']}, "
                            f"{wg['n_groups']} groups of {report.worst_group['min_count']}+ "
                            f"items; {len(wg['excluded'])} smaller groups excluded).")
-            worst = report.worst[report.worst["model"] == model].drop(columns="model")
-            worst = worst.assign(p_holm=[tests.get((model, f), np.nan) for f in worst["factor"]])
-            page.table(worst.set_index("rank"), "{:.3g}")
+            page.table(worst_factor_table(report, model).set_index("rank"), "{:.3g}")
             page.figure(error_ratio_bars(report, model, min_count),
                         "Error ratio per factor (dashed: a model whose mistakes ignore it).")
             by_class = report.by_class[report.by_class["model"] == model]

@@ -115,27 +115,37 @@ def spearman_matrix(indicators: np.ndarray, names: Sequence[str]
     if indicators.shape[1] != len(names):
         raise FactorAnalysisError(
             f"{indicators.shape[1]} indicator columns but {len(names)} names")
+    k = indicators.shape[1]
+    if k < 2:
+        raise FactorAnalysisError(f"Spearman correlations need at least 2 columns, got {k}")
+    data = indicators.astype(np.int8)
+    if k == 2:  # scipy gives two columns one coefficient: add a third, keep the 2 × 2 block
+        data = np.column_stack([data, data[:, 0]])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # constant columns
-        result = stats.spearmanr(indicators.astype(np.int8))
-    corr = np.atleast_2d(result.statistic)
-    pval = np.atleast_2d(result.pvalue)
+        result = stats.spearmanr(data)
+    corr = np.asarray(result.statistic)[:k, :k]
+    pval = np.asarray(result.pvalue)[:k, :k]
     return (pd.DataFrame(corr, index=list(names), columns=list(names)),
             pd.DataFrame(pval, index=list(names), columns=list(names)))
 
 
 def chi2_homogeneity(counts: pd.DataFrame) -> dict[str, object]:
     """χ² test of homogeneity of factor counts (factors × two or more sets of items), with
-    Cramér's V. Factors with no item in any set are dropped (they carry no information)."""
+    Cramér's V (from the χ² without Yates' correction, as scipy's ``association``). Factors
+    with no item in any set are dropped (they carry no information)."""
+    values = counts.to_numpy(dtype=float)
+    if not (np.isfinite(values).all() and (values >= 0).all() and (values % 1 == 0).all()):
+        raise FactorAnalysisError("χ² test: the counts must be whole numbers >= 0")
     used = counts[(counts > 0).any(axis=1)]
     if len(used) < 2:
         raise FactorAnalysisError("need at least two factors with items for a χ² test")
-    result = stats.chi2_contingency(used.T.to_numpy())
+    observed = used.T.to_numpy(dtype=np.int64)
+    result = stats.chi2_contingency(observed)
     return {
         "statistic": float(result.statistic),
         "pvalue": float(result.pvalue),
         "dof": int(result.dof),
         "counts": counts,
-        "cramers_v": float(np.sqrt(result.statistic / used.to_numpy().sum()
-                                   / (min(used.shape) - 1))),
+        "cramers_v": float(stats.contingency.association(observed, method="cramer")),
     }

@@ -219,11 +219,13 @@ def accuracy_by_active_factors(
     predictions: Predictions,
     annotations: Annotations,
     error_type: ErrorType = "class",
+    ignore_empty_real: bool = False,
 ) -> pd.DataFrame:
     """Models × number of active factors: accuracy on the images with that many factors
     (use the ``multi`` annotations; with ``top`` every image has one). Columns with no image
-    are dropped; ``n_images`` gives the image count per column."""
-    images, real = evaluation_images(annotations, error_type)
+    are dropped; ``n_images`` gives the image count per column. ``ignore_empty_real`` as
+    :func:`~shortcutlab.imagenetx.evaluate.evaluate`'s."""
+    images, real = evaluation_images(annotations, error_type, ignore_empty_real)
     n_active = images.factors.sum(axis=1).astype(np.int64)
     width = int(n_active.max()) + 1
     design = sp.csr_matrix(
@@ -248,10 +250,12 @@ def calibration_by_factor(
     annotations: Annotations,
     error_type: ErrorType = "class",
     n_bins: int = 15,
+    ignore_empty_real: bool = False,
 ) -> pd.DataFrame:
     """Expected calibration error (ECE, equal-width confidence bins) of each model on the images
     of each factor, ``worst_factor`` (max) and ``average`` (all images), as the package's
-    ``compute_factor_calibration_errors``. Needs the predicted probabilities."""
+    ``compute_factor_calibration_errors``. Needs the predicted probabilities.
+    ``ignore_empty_real`` as :func:`~shortcutlab.imagenetx.evaluate.evaluate`'s."""
     if predictions.probabilities is None:
         raise ImagenetXError(
             "calibration needs predicted probabilities: give prediction CSVs with a "
@@ -259,7 +263,7 @@ def calibration_by_factor(
         )
     if n_bins < 1:
         raise ImagenetXError(f"n_bins must be at least 1, got {n_bins}")
-    images, real = evaluation_images(annotations, error_type)
+    images, real = evaluation_images(annotations, error_type, ignore_empty_real)
     n, m_total = len(images), predictions.num_models
     design = sp.hstack(
         [sp.csr_matrix(np.ones((n, 1), dtype=np.float32)),

@@ -214,7 +214,8 @@ def analyse(
     result = evaluate(predictions, annotations, error_type, ignore_empty_real)
     calibration = None
     if predictions.probabilities is not None:
-        calibration = analyses.calibration_by_factor(predictions, annotations, error_type)
+        calibration = analyses.calibration_by_factor(predictions, annotations, error_type,
+                                                     ignore_empty_real=ignore_empty_real)
     else:
         notes = (*notes, no_calibration_note(result.models))
     multi = annotations if annotations.which == "multi" else load_annotations("multi", "val")
@@ -244,7 +245,8 @@ def analyse(
         spearman_train=spearman_train, notes=tuple(notes),
         families=analyses.model_families(result.models, families),
         calibration=calibration, active_counts=active_counts,
-        active_accuracy=analyses.accuracy_by_active_factors(predictions, multi, error_type),
+        active_accuracy=analyses.accuracy_by_active_factors(predictions, multi, error_type,
+                                                            ignore_empty_real),
         listing=analyses.meta_label_listing(result), paper=paper, factor_shares=shares,
     )
 

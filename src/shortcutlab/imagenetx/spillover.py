@@ -140,7 +140,7 @@ def group_spillover(
     :func:`~shortcutlab.imagenetx.analyses.read_result_tables`)."""
     from shortcutlab.imagenetx.evaluate import error_ratio
 
-    part = tables[(tables["group"] == group) & (tables.index.str.lower() != "human")]
+    part = tables[tables["group"] == group]  # rows without a strength (human) are left out
     if part.empty:
         raise ImagenetXError(f"no models of the augmentation group {group!r} in the tables")
     return spillover(error_ratio(part), augmentation_strength(part.index, group), method, alpha)
