@@ -327,12 +327,12 @@ def factor_error_tests(result: FactorResult, alpha: float = 0.05) -> pd.DataFram
 
 
 def _holm(pvalues: np.ndarray) -> np.ndarray:
-    """Holm's step-down adjustment; NaN stays NaN and does not count as a test."""
+    """Holm's step-down adjustment (statsmodels' ``multipletests``); NaN stays NaN and does not
+    count as a test."""
+    from statsmodels.stats.multitest import multipletests
+
     out = np.full(len(pvalues), np.nan)
-    finite = np.flatnonzero(np.isfinite(pvalues))
-    order = finite[np.argsort(pvalues[finite], kind="stable")]
-    running = 0.0
-    for i, idx in enumerate(order):
-        running = max(running, min(1.0, (len(order) - i) * pvalues[idx]))
-        out[idx] = running
+    finite = np.isfinite(pvalues)
+    if finite.any():
+        out[finite] = multipletests(pvalues[finite], method="holm")[1]
     return out
