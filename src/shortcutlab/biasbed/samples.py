@@ -96,7 +96,7 @@ def sample_sets(
     val_dirs: Sequence[str] = (),
     test_dirs: Sequence[str] = (),
     *,
-    name: str = "folders",
+    name: str | None = None,
     per_set: int = 6,
     seed: int = 0,
     size: int = 128,
@@ -105,13 +105,19 @@ def sample_sets(
     train, val, test and as given; the options are ``biasbed run``'s (see
     :func:`~shortcutlab.biasbed.datasets.folder_experiments`), each folder read by
     :class:`~shortcutlab.biasbed.datasets.ImageFolderDataset` in its own label space (its
-    class folders) and loaded ``size`` pixels square."""
+    class folders) and loaded ``size`` pixels square. ``name`` (default ``folders``) names a
+    train/val folder given as a bare ``DIR``; given with none, it would be ignored: refused."""
     _check_range("--per-set", per_set, PER_SET)
     _check_range("--size", size, SIZES)
     _check_range("--seed", seed, (0, math.inf))
     if not (train_dirs or val_dirs or test_dirs):
         raise BiasbedDataError("no image folder given; give at least one --test-dir NAME=DIR "
                                "(or --train-dir / --val-dir DIR or NAME=DIR)")
+    if name is not None and all("=" in item for item in (*train_dirs, *val_dirs)):
+        raise BiasbedDataError(f"--name {name!r} names a --train-dir/--val-dir given as DIR, "
+                               "and there is none (test sets and NAME=DIR folders carry their "
+                               "own names): it would be ignored; drop it")
+    name = "folders" if name is None else name
     folders = [("train", label, root)
                for label, root in named_dirs(train_dirs, name, "--train-dir").items()]
     folders += [("val", label, root)

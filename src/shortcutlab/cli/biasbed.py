@@ -252,7 +252,8 @@ def samples(
     val_dir: list[str] = typer.Option(
         None, "--val-dir", help="Validation image folder, or NAME=DIR; repeatable."
     ),
-    name: str = typer.Option("folders", help="Name of a --train-dir/--val-dir given as DIR."),
+    name: str = typer.Option(None, help="Name of a --train-dir/--val-dir given as DIR "
+                             "(default: folders)."),
     per_set: int = typer.Option(6, help="Images drawn per folder (1-32)."),
     seed: int = typer.Option(0, min=0, help="Seed of the draw: the same seed, the same files."),
     size: int = typer.Option(128, help="Pixels per image side (resized, "
