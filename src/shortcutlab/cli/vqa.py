@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, cast
 import typer
 from rich.table import Table
 
-from shortcutlab.cli.options import seeds_option
 from shortcutlab.cli.output import json_option, print_json
 from shortcutlab.utils.console import PlainConsole
 
@@ -357,8 +356,8 @@ def baselines(
     model: list[str] = typer.Option(
         None, help="answer-prior, question-type-prior, keyword-prior, cnn-bow (default: priors)."
     ),
-    data: str = typer.Option("easy-vqa", help="Data with images, for cnn-bow."),
-    epochs: int = typer.Option(3, min=1, help="Epochs of cnn-bow."),
+    data: str = typer.Option(None, help="Data with images, for cnn-bow (default: easy-vqa)."),
+    epochs: int = typer.Option(None, min=1, help="Epochs of cnn-bow (default: 3)."),
     inject: str = typer.Option(
         None, help="Inject a correlation into cnn-bow's training split, e.g. 'color:shape:0.9'."
     ),
@@ -368,7 +367,9 @@ def baselines(
         help="cnn-bow: keep a checkpoint per epoch and choose one by the OOD test, OOD val or "
         "IID val mean (the paper's Table 4); writes selection-<run>.json.",
     ),  # fmt: skip
-    seeds: list[int] = seeds_option(),
+    seeds: list[int] = typer.Option(
+        None, "--seeds", help="Seed of cnn-bow's weights and injection (repeatable; one run "
+        "each; default: 0)."),
     as_json: bool = json_option(),
 ) -> None:
     """Run no-GPU baselines on built splits, write their predictions and scores.
@@ -401,6 +402,11 @@ def baselines(
         raise VQAError("--inject changes the training split of cnn-bow only: add --model cnn-bow")
     if select and "cnn-bow" not in models:
         raise VQAError("--select chooses among cnn-bow's epoch checkpoints: add --model cnn-bow")
+    if "cnn-bow" not in models:  # the priors read no images, train no epochs, draw no seed
+        for option, value in (("--data", data), ("--epochs", epochs), ("--seeds", seeds)):
+            if value:
+                raise VQAError(f"{option} applies to cnn-bow only: add --model cnn-bow")
+    data, epochs, seeds = data or "easy-vqa", epochs or 3, seeds or [0]
     samples = read_samples(splits)
     console = PlainConsole(stderr=as_json)
     summary = {}
