@@ -257,3 +257,18 @@ def test_a_release_analysis_without_training_questions_is_refused(release):
     test_only = [d for d in data if "IID-Test" in d or d.endswith("instances.json")]
     with pytest.raises(VQAError, match="no training questions"):
         analyze_release(load_table(test_only), read_release(root))
+
+
+@pytest.mark.parametrize("option", [["--metric", "vqa-vs"], ["--metric", "official"],
+                                    ["--metric", "vqa-vs", "--no-vocabulary"]])
+def test_a_scoring_option_without_predictions_is_refused(release, tmp_path, option):
+    # without --predictions nothing is scored: --metric and --no-vocabulary were ignored (exit 0)
+    built, root, data = release
+    args = ["vqa", "analyze", "--release", str(root), "--out", str(tmp_path / "e"), *option]
+    for d in data:
+        args += ["--data", d]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 2, res.output
+    assert "--metric scores the --predictions" in " ".join(res.output.split()), res.output
+    assert len(res.output.strip().splitlines()) == 1
+    assert not (tmp_path / "e").exists()

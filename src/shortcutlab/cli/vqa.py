@@ -481,7 +481,8 @@ def analyze(
     predictions: Path = typer.Option(
         None, "--predictions", help="IID-test predictions: adds Fig. 6 and head/tail accuracy."
     ),
-    metric: str = typer.Option("official", "--metric", help="official or vqa-vs."),
+    metric: str = typer.Option(
+        None, "--metric", help="With --predictions: official (the default) or vqa-vs."),
     no_vocabulary: bool = typer.Option(
         False, "--no-vocabulary", help="With --metric vqa-vs: score without the vocabulary."
     ),
@@ -499,8 +500,16 @@ def analyze(
     from shortcutlab.vqa.loaders import load_table
     from shortcutlab.vqa.release import read_release
 
+    from shortcutlab.vqa.evaluate import check_metric
+
+    if metric is not None:
+        check_metric(metric)
     if no_vocabulary and metric != "vqa-vs":  # as `score` refuses it
         raise VQAError("--no-vocabulary goes with --metric vqa-vs")
+    if metric is not None and predictions is None:  # nothing is scored: it would be ignored
+        raise VQAError("--metric scores the --predictions, and none are given; add "
+                       "--predictions FILE or drop it")
+    metric = metric or "official"
     console = PlainConsole(stderr=as_json)
     rel = read_release(release)
     preds = load_predictions(predictions) if predictions is not None else None
