@@ -495,12 +495,10 @@ def analyze(
     from shortcutlab.errors import VQAError
     from shortcutlab.utils.io import write_bytes, write_text
     from shortcutlab.vqa.analysis import analyze_release
-    from shortcutlab.vqa.evaluate import load_predictions
+    from shortcutlab.vqa.evaluate import check_metric, load_predictions
     from shortcutlab.vqa.figures import figure_png, heatmap, imbalance_vs_accuracy
     from shortcutlab.vqa.loaders import load_table
     from shortcutlab.vqa.release import read_release
-
-    from shortcutlab.vqa.evaluate import check_metric
 
     if metric is not None:
         check_metric(metric)
