@@ -127,9 +127,27 @@ def test_name_names_a_bare_train_or_val_folder(two_sets) -> None:
     bare = str(two_sets["imagenet"])
     named = sample_sets(train_dirs=[bare], val_dirs=[bare], name="sin", per_set=1, size=16)
     assert [s.label for s in named] == ["sin (train)", "sin (val)"]
+    assert [s.label for s in sample_sets(val_dirs=[bare], name="sin", per_set=1, size=16)] == [
+        "sin (val)"]
     default = sample_sets(train_dirs=[bare], per_set=1, size=16)
     assert [s.label for s in default] == ["folders (train)"]
     # a bare DIR next to NAME=DIR folders: --name applies to it
     mixed = sample_sets(train_dirs=[bare, f"sk={two_sets['sketch']}"], name="sin", per_set=1,
                         size=16)
     assert [s.name for s in mixed] == ["sin", "sk"]
+
+
+def test_the_command_draws_with_its_seed_and_name(two_sets, tmp_path: Path) -> None:
+    bare = str(two_sets["imagenet"])
+    draws = {}
+    for seed in (0, 1):
+        res = runner.invoke(app, ["biasbed", "samples", "--train-dir", bare, "--name", "sin",
+                                  "--per-set", "3", "--size", "16", "--seed", str(seed),
+                                  "--out", str(tmp_path / f"f{seed}.png"), "--json"])
+        assert res.exit_code == 0, res.output
+        (entry,) = json.loads(res.stdout)["sets"]
+        assert entry["name"] == "sin"
+        draws[seed] = [f["path"] for f in entry["files"]]
+        library = sample_sets(train_dirs=[bare], name="sin", per_set=3, seed=seed, size=16)
+        assert draws[seed] == _chosen(library)[0]
+    assert draws[0] != draws[1]

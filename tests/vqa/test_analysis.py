@@ -116,6 +116,15 @@ def test_agreement_jaccard_is_over_the_union_of_released_and_recomputed(release,
     n = len(tail)
     assert (ko["released"], ko["recomputed"], ko["both"]) == (n - 1, n, n - 3)
     assert ko["jaccard"] == pytest.approx((n - 3) / (n + 2))  # |A n B| / |A u B|
+    # Fig. 5b is over the *released* sets: |A n B| / |A| of the id lists as published
+    released_sets = read_release(tmp_path / "rel").ood
+    for a in SHORTCUTS:
+        for b in SHORTCUTS:
+            A, B = released_sets[a], released_sets[b]
+            expected = len(A & B) / len(A) if A else float("nan")
+            assert out["coincidence"].loc[a, b] == pytest.approx(expected, nan_ok=True), (a, b)
+    assert not np.allclose(out["coincidence"].loc["KO"], built.coincidence.loc["KO"],
+                           equal_nan=True)  # the recomputed sets would give other ratios
 
 
 def test_predictions_add_fig6_and_head_tail(release):

@@ -369,6 +369,11 @@ def test_cli_metric_and_vocabulary_options_on_data_and_splits(tmp_path):
     res = runner.invoke(app, ["vqa", "score", str(preds), "--data", str(z), "--train",
                               str(train)])  # fmt: skip
     assert res.exit_code == 2 and "add --metric vqa-vs" in res.output
+    # --no-vocabulary and --train contradict each other: neither may silently win
+    res = runner.invoke(app, ["vqa", "score", str(preds), "--data", str(z), "--metric", "vqa-vs",
+                              "--train", str(train), "--no-vocabulary"])  # fmt: skip
+    assert res.exit_code == 2
+    assert "--no-vocabulary goes with --metric vqa-vs and without --train" in res.output
     # --splits: built from the VQA-VS files, answer types kept, vocabulary from the train rows
     res = runner.invoke(app, ["vqa", "build", "--data", str(z), "--out", str(tmp_path / "s"),
                               "--no-figures", "--json"])  # fmt: skip
