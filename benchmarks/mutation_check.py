@@ -2658,6 +2658,22 @@ MUTATIONS: tuple[Mutation, ...] = (
              "    sets = sample_sets(train_dir or [], val_dir or [], test_dir or [], name=None,",
              ("tests/biasbed/test_samples.py",),
              "biasbed samples --name silently ignored by the command (rows named 'folders')"),
+    Mutation("M612", "cli/biasbed.py",
+             '            "name": folder_name(name, train_dir or [], val_dir or []),',
+             '            "name": name or "folders",',
+             ("tests/biasbed/test_cli_options.py::test_run_option_errors",),
+             "biasbed run --name with only NAME=DIR folders silently ignored"),
+    Mutation("M613", "vqa/report.py",
+             '    return float("nan") if value is None else 100.0 * value',
+             "    return 0.0 if value is None else 100.0 * value",
+             ("tests/vqa/test_report.py",),
+             "baseline report shows an empty OOD set (score None) as 0 %, not blank"),
+    Mutation("M614", "vqa/distributions.py",
+             '            "test_answers": int((c["test"] > 0).sum()),',
+             '            "test_answers": int(len(c)),',
+             ("tests/vqa/test_answer_figures.py",),
+             "figure_groups.csv's IID test answers count every answer of the group (train and "
+             "val too)"),
 )
 
 
