@@ -86,6 +86,14 @@ def test_run_option_errors(folders: dict[str, Path], tmp_path: Path) -> None:
     assert res.exit_code == 2 and "unknown --in-distribution dataset 'sin'" in res.output
     res = runner.invoke(app, _base(folders, tmp_path / "r") + ["--test-head", "cue"])
     assert res.exit_code == 2 and "NAME=HEAD" in res.output
+    # --name names a --train-dir/--val-dir given as a bare DIR: with NAME=DIR folders only, or
+    # DiagViB-6 datasets only, it was silently ignored
+    for args in (_base(folders, tmp_path / "r"),
+                 ["biasbed", "run", "--algorithm", "erm", "--dataset",
+                  "diagvib:ZGO/shape-texture/0", "--out", str(tmp_path / "r")]):
+        res = runner.invoke(app, [*args, "--name", "sin"])
+        assert res.exit_code == 2, res.output
+        assert "--name 'sin' names a --train-dir/--val-dir given as DIR" in res.output
     assert not (tmp_path / "r").exists()  # nothing written on bad input
 
 

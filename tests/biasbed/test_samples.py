@@ -70,8 +70,10 @@ def test_same_seed_same_files_other_seed_others(two_sets) -> None:
 
 @pytest.mark.parametrize("case", ["missing folder", "no images", "no class folders",
                                   "malformed test", "malformed train", "name twice", "per-set 0",
-                                  "per-set 33", "out folder missing", "out is a folder",
-                                  "out format", "no folder"])
+                                  "per-set 33", "seed -1", "size 15", "size 513",
+                                  "name of no folder", "name of named folders",
+                                  "out folder missing", "out is a folder", "out format",
+                                  "no folder"])
 def test_bad_input_is_one_error_line_and_writes_nothing(two_sets, tmp_path: Path,
                                                         case: str) -> None:
     good = f"imagenet={two_sets['imagenet']}"
@@ -93,7 +95,16 @@ def test_bad_input_is_one_error_line_and_writes_nothing(two_sets, tmp_path: Path
         "per-set 33": (["--test-dir", good, "--per-set", "33"],
                        "--per-set must be an integer >= 1 and <= 32 (got 33)"),
         "seed -1": (["--test-dir", good, "--seed", "-1"],
-                    "--seed must be an integer >= 0 (got -1)"),
+                    "'--seed'"),
+        "size 15": (["--test-dir", good, "--size", "15"],
+                    "--size must be an integer >= 16 and <= 512 (got 15)"),
+        "size 513": (["--test-dir", good, "--size", "513"],
+                     "--size must be an integer >= 16 and <= 512 (got 513)"),
+        # --name names a --train-dir/--val-dir given as a bare DIR; with none it would be ignored
+        "name of no folder": (["--test-dir", good, "--name", "sin"],
+                              "--name 'sin' names a --train-dir/--val-dir given as DIR"),
+        "name of named folders": (["--train-dir", good, "--name", "sin"],
+                                  "--name 'sin' names a --train-dir/--val-dir given as DIR"),
         "out folder missing": (["--test-dir", good, "--out", str(tmp_path / "no" / "f.png")],
                                "does not exist (create it first"),
         "out is a folder": (["--test-dir", good, "--out", str(tmp_path)],
@@ -110,3 +121,33 @@ def test_bad_input_is_one_error_line_and_writes_nothing(two_sets, tmp_path: Path
     errors = [line for line in res.output.splitlines() if line.startswith("Error:")]
     assert len(errors) == 1 and fragment in errors[0] and "Traceback" not in res.output, res.output
     assert sorted(p.name for p in tmp_path.rglob("*")) == before  # nothing written
+
+
+def test_name_names_a_bare_train_or_val_folder(two_sets) -> None:
+    bare = str(two_sets["imagenet"])
+    named = sample_sets(train_dirs=[bare], val_dirs=[bare], name="sin", per_set=1, size=16)
+    assert [s.label for s in named] == ["sin (train)", "sin (val)"]
+    assert [s.label for s in sample_sets(val_dirs=[bare], name="sin", per_set=1, size=16)] == [
+        "sin (val)"]
+    default = sample_sets(train_dirs=[bare], per_set=1, size=16)
+    assert [s.label for s in default] == ["folders (train)"]
+    # a bare DIR next to NAME=DIR folders: --name applies to it
+    mixed = sample_sets(train_dirs=[bare, f"sk={two_sets['sketch']}"], name="sin", per_set=1,
+                        size=16)
+    assert [s.name for s in mixed] == ["sin", "sk"]
+
+
+def test_the_command_draws_with_its_seed_and_name(two_sets, tmp_path: Path) -> None:
+    bare = str(two_sets["imagenet"])
+    draws = {}
+    for seed in (0, 1):
+        res = runner.invoke(app, ["biasbed", "samples", "--train-dir", bare, "--name", "sin",
+                                  "--per-set", "3", "--size", "16", "--seed", str(seed),
+                                  "--out", str(tmp_path / f"f{seed}.png"), "--json"])
+        assert res.exit_code == 0, res.output
+        (entry,) = json.loads(res.stdout)["sets"]
+        assert entry["name"] == "sin"
+        draws[seed] = [f["path"] for f in entry["files"]]
+        library = sample_sets(train_dirs=[bare], name="sin", per_set=3, seed=seed, size=16)
+        assert draws[seed] == _chosen(library)[0]
+    assert draws[0] != draws[1]

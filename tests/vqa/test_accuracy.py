@@ -6,6 +6,7 @@ from shortcutlab.vqa.accuracy import (
     normalize_answer,
     process_digit_article,
     process_punctuation,
+    vocabulary_answer,
     vqa_accuracies,
     vqa_accuracy,
 )
@@ -58,6 +59,20 @@ def test_punctuation_rules():
     assert process_punctuation("dr. who") == "dr who"  # period not before a digit: deleted
     assert process_punctuation("2.5") == "2.5"
     assert process_punctuation("yes.") == "yes"
+
+
+def test_at_most_32_periods_are_deleted_as_the_official_script_passes_re_unicode_as_count():
+    # vqaEval.py calls periodStrip.sub("", text, re.UNICODE): re.UNICODE (32) is the count
+    assert process_punctuation("." * 40) == "." * 8
+    assert process_punctuation("x." * 33) == "x" * 32 + "x."
+
+
+def test_vocabulary_answers_hold_no_comma():
+    # the authors' vocabulary: official punctuation, digits and articles; no comma survives
+    assert vocabulary_answer("1,000") == "1000"
+    assert vocabulary_answer("red, white") == "red white"
+    assert vocabulary_answer("red,white") == "red white"
+    assert vocabulary_answer("The Two Dogs!") == "2 dogs"
 
 
 def test_digits_articles_contractions():

@@ -116,6 +116,15 @@ def test_agreement_jaccard_is_over_the_union_of_released_and_recomputed(release,
     n = len(tail)
     assert (ko["released"], ko["recomputed"], ko["both"]) == (n - 1, n, n - 3)
     assert ko["jaccard"] == pytest.approx((n - 3) / (n + 2))  # |A n B| / |A u B|
+    # Fig. 5b is over the *released* sets: |A n B| / |A| of the id lists as published
+    released_sets = read_release(tmp_path / "rel").ood
+    for a in SHORTCUTS:
+        for b in SHORTCUTS:
+            A, B = released_sets[a], released_sets[b]
+            expected = len(A & B) / len(A) if A else float("nan")
+            assert out["coincidence"].loc[a, b] == pytest.approx(expected, nan_ok=True), (a, b)
+    assert not np.allclose(out["coincidence"].loc["KO"], built.coincidence.loc["KO"],
+                           equal_nan=True)  # the recomputed sets would give other ratios
 
 
 def test_predictions_add_fig6_and_head_tail(release):
@@ -257,3 +266,18 @@ def test_a_release_analysis_without_training_questions_is_refused(release):
     test_only = [d for d in data if "IID-Test" in d or d.endswith("instances.json")]
     with pytest.raises(VQAError, match="no training questions"):
         analyze_release(load_table(test_only), read_release(root))
+
+
+@pytest.mark.parametrize("option", [["--metric", "vqa-vs"], ["--metric", "official"],
+                                    ["--metric", "vqa-vs", "--no-vocabulary"]])
+def test_a_scoring_option_without_predictions_is_refused(release, tmp_path, option):
+    # without --predictions nothing is scored: --metric and --no-vocabulary were ignored (exit 0)
+    built, root, data = release
+    args = ["vqa", "analyze", "--release", str(root), "--out", str(tmp_path / "e"), *option]
+    for d in data:
+        args += ["--data", d]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 2, res.output
+    assert "--metric scores the --predictions" in " ".join(res.output.split()), res.output
+    assert len(res.output.strip().splitlines()) == 1
+    assert not (tmp_path / "e").exists()

@@ -184,6 +184,14 @@ def test_files_written(build):
     for g in result["groups"]:  # every group drawn has its rows
         assert sums.loc[(g["shortcut"], g["concept"])].tolist() == [g["train"], g["ood"]]
     assert (drawn["tail"] == (drawn["ood"] > 0)).all()  # the tail answers are the OOD ones
+    # per group: its IID test questions and the distinct answers among them, recounted
+    fewer = 0
+    for g in result["groups"]:
+        expected, _ = _independent(root, g["shortcut"], g["concept"])
+        test = expected["test"] if "test" in expected else pd.Series(0, index=expected.index)
+        assert (g["test"], g["test_answers"]) == (int(test.sum()), int((test > 0).sum())), g
+        fewer += int((test > 0).sum()) < len(expected)
+    assert fewer > 0  # some group has answers outside IID test: the count tells them apart
 
 
 @pytest.mark.parametrize(

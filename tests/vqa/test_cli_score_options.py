@@ -93,3 +93,24 @@ def test_select_without_cnn_bow_is_refused_before_writing(splits, tmp_path):
     assert res.exit_code == 2, res.output
     assert "--select chooses among cnn-bow's epoch checkpoints: add --model cnn-bow" in res.output
     assert not out.exists()
+
+
+@pytest.mark.parametrize("option", [["--epochs", "5"], ["--data", "other.csv"],
+                                    ["--seeds", "1"], ["--seeds", "0", "--seeds", "1"]])
+def test_a_cnn_bow_option_without_cnn_bow_is_refused_before_writing(splits, tmp_path, option):
+    """--epochs, --data and --seeds set cnn-bow's training only: with the priors alone they
+    would be ignored (the priors read no images, train no epochs, draw no seed)."""
+    out = tmp_path / "b"
+    res = runner.invoke(app, ["vqa", "baselines", "--splits", str(splits), "--out", str(out),
+                              "--model", "answer-prior", *option])
+    assert res.exit_code == 2, res.output
+    assert f"{option[0]} applies to cnn-bow only: add --model cnn-bow" in res.output
+    assert not out.exists()
+
+
+def test_the_priors_alone_run_with_cnn_bows_options_left_out(splits, tmp_path):
+    out = tmp_path / "b"
+    res = runner.invoke(app, ["vqa", "baselines", "--splits", str(splits), "--out", str(out),
+                              "--model", "answer-prior", "--json"])
+    assert res.exit_code == 0, res.output
+    assert list(json.loads(res.stdout)) == ["answer-prior"]

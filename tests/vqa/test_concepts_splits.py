@@ -358,3 +358,52 @@ def test_a_word_repeated_in_a_question_counts_once():
     c = compute_concepts(_table(rows))
     assert c.loc[0, "KWP"] == c.loc[1, "KWP"] == "red + car"
     assert c.loc[0, "KOP"] == "car"  # one distinct object: the pair is that object alone
+
+
+def test_split_sizes_are_the_nearest_whole_numbers_of_70_5_25():
+    # 34 questions: 23.8 / 1.7 / 8.5 -> 24 / 2 / 8 (floored: 23 / 1 / 10)
+    labels = split_questions(np.array([str(i) for i in range(34)]), seed=0)
+    assert {k: int((labels == k).sum()) for k in ("train", "val", "test")} == {
+        "train": 24, "val": 2, "test": 8}
+
+
+def _normalised_entropy(answers: pd.Series) -> float:
+    """scipy's Shannon entropy of the answer counts over log(M); 1 for one answer."""
+    from scipy.stats import entropy
+
+    m = answers.nunique()
+    return 1.0 if m == 1 else float(entropy(answers.value_counts()) / np.log(m))
+
+
+def test_table1_jaccard_and_e_match_a_recount_from_the_samples():
+    """Table 1, Fig. 5a and E recomputed with pandas and scipy from the built samples' concept
+    columns: groups per split, imbalanced test groups (normalised entropy < 0.9), head and
+    tail sizes, the Jaccard of the *training* head splits and E of the *training* split."""
+    sp = build_splits(_synthetic(), BuildConfig(seed=1))
+    s = sp.samples
+    stats = sp.statistics.set_index("shortcut")
+    for k in SHORTCUTS:
+        grouped = s[~s[k].str.contains(NONE, regex=False)]
+        by_split = {name: part.groupby(k)["answer"] for name, part in grouped.groupby("split")}
+        e_hat = by_split["test"].agg(_normalised_entropy)
+        assert stats.loc[k, "train_groups"] == by_split["train"].ngroups
+        assert stats.loc[k, "test_groups"] == by_split["test"].ngroups
+        assert stats.loc[k, "test_imbalanced_groups"] == int((e_hat < 0.9).sum())
+        test = s[s["split"] == "test"]
+        assert stats.loc[k, "test_head"] == int(test[f"head:{k}"].sum())
+        # a head sample lies in an imbalanced group; balanced groups have neither head nor tail
+        imbalanced = set(e_hat.index[e_hat < 0.9])
+        assert set(test.loc[test[f"head:{k}"] | test[f"tail:{k}"], k]) <= imbalanced
+        train_e = by_split["train"].agg(_normalised_entropy)
+        sizes = by_split["train"].size()
+        assert sp.imbalance.set_index("shortcut").loc[k, "E_train"] == pytest.approx(
+            float((train_e * sizes).sum() / sizes.sum()))
+    assert stats["test_imbalanced_groups"].sum() > 0 and stats["test_head"].sum() > 0
+    train = s[s["split"] == "train"]
+    heads = {k: set(train.loc[train[f"head:{k}"], "question_id"]) for k in SHORTCUTS}
+    assert 0 < len(heads["KW"] & heads["KO"]) < len(heads["KW"] | heads["KO"])
+    for a in SHORTCUTS:
+        for b in SHORTCUTS:
+            union = heads[a] | heads[b]
+            expected = len(heads[a] & heads[b]) / len(union) if union else float("nan")
+            assert sp.jaccard.loc[a, b] == pytest.approx(expected, nan_ok=True), (a, b)

@@ -369,6 +369,11 @@ def test_cli_metric_and_vocabulary_options_on_data_and_splits(tmp_path):
     res = runner.invoke(app, ["vqa", "score", str(preds), "--data", str(z), "--train",
                               str(train)])  # fmt: skip
     assert res.exit_code == 2 and "add --metric vqa-vs" in res.output
+    # --no-vocabulary and --train contradict each other: neither may silently win
+    res = runner.invoke(app, ["vqa", "score", str(preds), "--data", str(z), "--metric", "vqa-vs",
+                              "--train", str(train), "--no-vocabulary"])  # fmt: skip
+    assert res.exit_code == 2
+    assert "--no-vocabulary goes with --metric vqa-vs and without --train" in res.output
     # --splits: built from the VQA-VS files, answer types kept, vocabulary from the train rows
     res = runner.invoke(app, ["vqa", "build", "--data", str(z), "--out", str(tmp_path / "s"),
                               "--no-figures", "--json"])  # fmt: skip
@@ -523,3 +528,27 @@ def test_iid_test_answers_with_a_repeated_question_or_a_null_answer_are_refused(
     files["IID-Test/IID-Test-Ans.json"][0]["answers"][4]["answer"] = None
     with pytest.raises(VQAError, match="question 1 has the answer null; every answer must be"):
         read_release(_write(tmp_path / "null", files))
+
+
+@pytest.mark.parametrize("bad", [2.7, True, "02", None])
+def test_an_ood_id_that_is_no_question_id_is_refused_not_rounded(tmp_path, bad):
+    # int(2.7) made 2.7 question 2 and int(True) question 1: another question in the OOD set
+    packed = _packed()
+    packed["QT_qid"] = [bad, 4]
+    with pytest.raises(VQAError, match="QT"):
+        read_release(_write(tmp_path / "p", {"test_annotations.json": packed}))
+
+
+def test_ood_ids_as_integral_numbers_or_digit_strings_are_the_same_questions(tmp_path):
+    packed = _packed()
+    packed["QT_qid"] = [2.0, "4"]
+    packed["KW_qid"] = [{"question_id": 3.0}]
+    release = read_release(_write(tmp_path / "p", {"test_annotations.json": packed}))
+    assert release.ood["QT"] == {"2", "4"} and release.ood["KW"] == {"3"}
+
+
+def test_packed_answer_counts_of_zero_only_are_a_question_without_answers(tmp_path):
+    packed = _packed()
+    packed["annotations"][1]["answer_count"] = {"no": 0, "yes": 0}
+    with pytest.raises(VQAError, match="question 2 has no answer_count"):
+        read_release(_write(tmp_path / "p", {"test_annotations.json": packed}))

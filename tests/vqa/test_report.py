@@ -3,6 +3,8 @@ acc-head and acc-tail columns each from their own scores."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from shortcutlab.vqa.concepts import SHORTCUTS
@@ -27,6 +29,14 @@ def test_baseline_table_is_in_percent_one_row_per_model():
     assert table.loc["a", "OOD mean"] == pytest.approx(25.0)
     assert table.loc["a", "gap"] == pytest.approx(62.5 - 25.0)
     assert table.loc["b", list(SHORTCUTS)].tolist() == pytest.approx([12.5] * len(SHORTCUTS))
+
+
+def test_an_empty_ood_set_is_blank_in_the_table_not_zero_percent():
+    # score_splits gives an empty OOD set None; 0 % would read as a model that failed on it
+    scores = _scores(0.5, 0.25, 0.5, 0.25)
+    scores["ood"] = {**scores["ood"], "KO": None}
+    row = baseline_table({"a": scores}).loc["a"]
+    assert math.isnan(row["KO"]) and row["KW"] == pytest.approx(25.0)
 
 
 def test_head_and_tail_columns_each_show_their_own_accuracy(tmp_path):

@@ -32,7 +32,7 @@ from shortcutlab.utils.checks import range_problem
 from shortcutlab.utils.io import atomic_path, check_output_folder
 
 __all__ = ["FORMATS", "PER_SET", "SIZES", "SampleSet", "check_figure_path", "draw_samples",
-           "sample_sets"]
+           "folder_name", "sample_sets"]
 
 #: ``per_set`` bounds (inclusive): images per folder.
 PER_SET = (1, 32)
@@ -91,12 +91,22 @@ def check_figure_path(out: str | os.PathLike[str]) -> Path:
     return path
 
 
+def folder_name(name: str | None, train_dirs: Sequence[str], val_dirs: Sequence[str]) -> str:
+    """The name of a ``--train-dir``/``--val-dir`` given as a bare ``DIR`` (None: ``folders``);
+    a ``name`` given with no such folder would be ignored, and is refused."""
+    if name is not None and all("=" in item for item in (*train_dirs, *val_dirs)):
+        raise BiasbedDataError(f"--name {name!r} names a --train-dir/--val-dir given as DIR, "
+                               "and there is none (test sets and NAME=DIR folders carry their "
+                               "own names): it would be ignored; drop it")
+    return "folders" if name is None else name
+
+
 def sample_sets(
     train_dirs: Sequence[str] = (),
     val_dirs: Sequence[str] = (),
     test_dirs: Sequence[str] = (),
     *,
-    name: str = "folders",
+    name: str | None = None,
     per_set: int = 6,
     seed: int = 0,
     size: int = 128,
@@ -105,13 +115,15 @@ def sample_sets(
     train, val, test and as given; the options are ``biasbed run``'s (see
     :func:`~shortcutlab.biasbed.datasets.folder_experiments`), each folder read by
     :class:`~shortcutlab.biasbed.datasets.ImageFolderDataset` in its own label space (its
-    class folders) and loaded ``size`` pixels square."""
+    class folders) and loaded ``size`` pixels square. ``name`` (default ``folders``) names a
+    train/val folder given as a bare ``DIR``; given with none, it would be ignored: refused."""
     _check_range("--per-set", per_set, PER_SET)
     _check_range("--size", size, SIZES)
     _check_range("--seed", seed, (0, math.inf))
     if not (train_dirs or val_dirs or test_dirs):
         raise BiasbedDataError("no image folder given; give at least one --test-dir NAME=DIR "
                                "(or --train-dir / --val-dir DIR or NAME=DIR)")
+    name = folder_name(name, train_dirs, val_dirs)
     folders = [("train", label, root)
                for label, root in named_dirs(train_dirs, name, "--train-dir").items()]
     folders += [("val", label, root)

@@ -104,7 +104,8 @@ def run(
         help="CSV (source,target) or JSON mapping folder class names to labels, "
         "e.g. 1000 ImageNet ids to 16 classes.",
     ),
-    name: str = typer.Option("folders", help="Name of the image-folder dataset in tables."),
+    name: str = typer.Option(None, help="Name of the image-folder dataset in tables, for a "
+                             "--train-dir/--val-dir given as DIR (default: folders)."),
     image_size: int = typer.Option(
         None, min=1, help="Image-folder images are resized/cropped to this (256 with --preprocess "
         "biasbed, else 224)."
@@ -148,6 +149,7 @@ def run(
     from dataclasses import replace
 
     from shortcutlab.biasbed.protocol import parse_hparams, plan_from_options, run_protocol
+    from shortcutlab.biasbed.samples import folder_name
     from shortcutlab.runner.runs import JobTableError, RunInterrupted, describe_failures
     from shortcutlab.train.precision import check_precision
     from shortcutlab.utils.console import PlainConsole, styled
@@ -156,7 +158,8 @@ def run(
     planned, settings = plan_from_options(
         algorithm, dataset or [], folders={
             "train_dirs": train_dir or [], "val_dirs": val_dir or [], "test_dirs": test_dir or [],
-            "name": name, "test_heads": test_head or [], "in_distribution": in_distribution or [],
+            "name": folder_name(name, train_dir or [], val_dir or []),
+            "test_heads": test_head or [], "in_distribution": in_distribution or [],
             "class_map": class_map, "image_size": image_size, "label_space": label_space,
             "preprocess": preprocess, "metric": metric},
         preset=merge_preset_options(preset, protocol), seeds=tuple(seeds) if seeds else None,
@@ -252,7 +255,8 @@ def samples(
     val_dir: list[str] = typer.Option(
         None, "--val-dir", help="Validation image folder, or NAME=DIR; repeatable."
     ),
-    name: str = typer.Option("folders", help="Name of a --train-dir/--val-dir given as DIR."),
+    name: str = typer.Option(None, help="Name of a --train-dir/--val-dir given as DIR "
+                             "(default: folders)."),
     per_set: int = typer.Option(6, help="Images drawn per folder (1-32)."),
     seed: int = typer.Option(0, min=0, help="Seed of the draw: the same seed, the same files."),
     size: int = typer.Option(128, help="Pixels per image side (resized, "

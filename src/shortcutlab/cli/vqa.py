@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, cast
 import typer
 from rich.table import Table
 
-from shortcutlab.cli.options import seeds_option
 from shortcutlab.cli.output import json_option, print_json
 from shortcutlab.utils.console import PlainConsole
 
@@ -357,8 +356,8 @@ def baselines(
     model: list[str] = typer.Option(
         None, help="answer-prior, question-type-prior, keyword-prior, cnn-bow (default: priors)."
     ),
-    data: str = typer.Option("easy-vqa", help="Data with images, for cnn-bow."),
-    epochs: int = typer.Option(3, min=1, help="Epochs of cnn-bow."),
+    data: str = typer.Option(None, help="Data with images, for cnn-bow (default: easy-vqa)."),
+    epochs: int = typer.Option(None, min=1, help="Epochs of cnn-bow (default: 3)."),
     inject: str = typer.Option(
         None, help="Inject a correlation into cnn-bow's training split, e.g. 'color:shape:0.9'."
     ),
@@ -368,7 +367,9 @@ def baselines(
         help="cnn-bow: keep a checkpoint per epoch and choose one by the OOD test, OOD val or "
         "IID val mean (the paper's Table 4); writes selection-<run>.json.",
     ),  # fmt: skip
-    seeds: list[int] = seeds_option(),
+    seeds: list[int] = typer.Option(
+        None, "--seeds", help="Seed of cnn-bow's weights and injection (repeatable; one run "
+        "each; default: 0)."),
     as_json: bool = json_option(),
 ) -> None:
     """Run no-GPU baselines on built splits, write their predictions and scores.
@@ -401,6 +402,11 @@ def baselines(
         raise VQAError("--inject changes the training split of cnn-bow only: add --model cnn-bow")
     if select and "cnn-bow" not in models:
         raise VQAError("--select chooses among cnn-bow's epoch checkpoints: add --model cnn-bow")
+    if "cnn-bow" not in models:  # the priors read no images, train no epochs, draw no seed
+        for option, value in (("--data", data), ("--epochs", epochs), ("--seeds", seeds)):
+            if value:
+                raise VQAError(f"{option} applies to cnn-bow only: add --model cnn-bow")
+    data, epochs, seeds = data or "easy-vqa", epochs or 3, seeds or [0]
     samples = read_samples(splits)
     console = PlainConsole(stderr=as_json)
     summary = {}
@@ -475,7 +481,8 @@ def analyze(
     predictions: Path = typer.Option(
         None, "--predictions", help="IID-test predictions: adds Fig. 6 and head/tail accuracy."
     ),
-    metric: str = typer.Option("official", "--metric", help="official or vqa-vs."),
+    metric: str = typer.Option(
+        None, "--metric", help="With --predictions: official (the default) or vqa-vs."),
     no_vocabulary: bool = typer.Option(
         False, "--no-vocabulary", help="With --metric vqa-vs: score without the vocabulary."
     ),
@@ -488,13 +495,19 @@ def analyze(
     from shortcutlab.errors import VQAError
     from shortcutlab.utils.io import write_bytes, write_text
     from shortcutlab.vqa.analysis import analyze_release
-    from shortcutlab.vqa.evaluate import load_predictions
+    from shortcutlab.vqa.evaluate import check_metric, load_predictions
     from shortcutlab.vqa.figures import figure_png, heatmap, imbalance_vs_accuracy
     from shortcutlab.vqa.loaders import load_table
     from shortcutlab.vqa.release import read_release
 
+    if metric is not None:
+        check_metric(metric)
     if no_vocabulary and metric != "vqa-vs":  # as `score` refuses it
         raise VQAError("--no-vocabulary goes with --metric vqa-vs")
+    if metric is not None and predictions is None:  # nothing is scored: it would be ignored
+        raise VQAError("--metric scores the --predictions, and none are given; add "
+                       "--predictions FILE or drop it")
+    metric = metric or "official"
     console = PlainConsole(stderr=as_json)
     rel = read_release(release)
     preds = load_predictions(predictions) if predictions is not None else None

@@ -176,8 +176,8 @@ def vqa_vs_accuracy(
 
 def vocabulary_answer(text: str) -> str:
     """An answer as the authors' preprocessing stores it in the vocabulary (punctuation, digits,
-    articles, contractions as in the official script, then commas removed)."""
-    return process_digit_article(process_punctuation(text)).replace(",", "")
+    articles, contractions as in the official script; its punctuation step leaves no comma)."""
+    return process_digit_article(process_punctuation(text))
 
 
 def training_vocabulary(

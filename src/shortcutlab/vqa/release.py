@@ -27,7 +27,7 @@ import json
 from collections.abc import Set
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -36,7 +36,7 @@ from shortcutlab.errors import DataNotFoundError, VQAError
 from shortcutlab.utils.io import open_zip, read_zip_member
 from shortcutlab.vqa.accuracy import VOCABULARY_MIN_COUNT, training_vocabulary
 from shortcutlab.vqa.concepts import SHORTCUTS
-from shortcutlab.vqa.evaluate import score_sets
+from shortcutlab.vqa.evaluate import _scalar_text, score_sets
 from shortcutlab.vqa.loaders import read_json_bytes as _load_json
 
 __all__ = [
@@ -135,12 +135,10 @@ def _ids(doc: Any, name: str) -> frozenset[str]:
     records = doc.get("questions", doc.get("annotations")) if isinstance(doc, dict) else doc
     if not isinstance(records, list):
         raise VQAError(f"{name}: expected a list of questions with question_id")
-    try:
-        return frozenset(
-            str(r["question_id"]) if isinstance(r, dict) else str(int(r)) for r in records
-        )
-    except (KeyError, TypeError, ValueError):
-        raise VQAError(f"{name}: every entry needs a question_id") from None
+    ids = [_scalar_text(r.get("question_id") if isinstance(r, dict) else r) for r in records]
+    if None in ids:  # int() made 2.7 question 2 and True question 1
+        raise VQAError(f"{name}: every entry needs a question_id (an integer or a string)")
+    return frozenset(cast("list[str]", ids))
 
 
 def _answer_frame(records: list[dict[str, Any]], name: str, packed: bool) -> pd.DataFrame:
@@ -156,6 +154,9 @@ def _answer_frame(records: list[dict[str, Any]], name: str, packed: bool) -> pd.
             if not all(type(c) is int and c >= 0 for c in counts.values()):
                 raise VQAError(f"{name}: question {rec['question_id']} has an answer_count "
                                "that is not a whole number >= 0")
+            if not sum(counts.values()):
+                raise VQAError(f"{name}: question {rec['question_id']} has no answer_count "
+                               "above 0; a question needs at least one human answer")
             answers = [a for a, c in counts.items() for _ in range(c)]
         else:
             raw = rec.get("answers")
