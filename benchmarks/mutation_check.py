@@ -2507,6 +2507,17 @@ MUTATIONS: tuple[Mutation, ...] = (
              ("tests/diagvib/test_report.py::"
               "test_two_recipes_of_one_model_are_reported_side_by_side_when_named",),
              "a run folder named a=b read as folder b under the name a"),
+    Mutation("M496", "biasbed/protocol.py",
+             "    if inputs and all(isinstance(d, FolderExperiment) for d in datasets):",
+             "    if False:",
+             ("tests/biasbed/test_cli_options.py::"
+              "test_diagvib_dataset_options_without_a_diagvib_dataset_are_refused",),
+             "biasbed run --textures with image folders only: silently ignored"),
+    Mutation("M497", "cli/biasbed.py", "    if scale is not None and not dataset:",
+             "    if False:",
+             ("tests/biasbed/test_cli_options.py::"
+              "test_diagvib_dataset_options_without_a_diagvib_dataset_are_refused",),
+             "biasbed run --scale with image folders only: silently ignored"),
     Mutation("M500", "factor_analysis/significance.py",
              "result = stats.ttest_ind(b, a, equal_var=False)",
              "result = stats.ttest_ind(b, a, equal_var=True)",

@@ -97,6 +97,19 @@ def test_run_option_errors(folders: dict[str, Path], tmp_path: Path) -> None:
     assert not (tmp_path / "r").exists()  # nothing written on bad input
 
 
+def test_diagvib_dataset_options_without_a_diagvib_dataset_are_refused(
+        folders: dict[str, Path], tmp_path: Path) -> None:
+    """--scale, --mnist and --textures shape DiagViB-6 datasets only: with image folders alone
+    they were silently ignored (the run trained as if they were not given)."""
+    for extra, named in ((["--scale", "0.5"], "--scale"),
+                         (["--textures", str(folders["train"])], "--textures"),
+                         (["--mnist", str(folders["train"])], "--mnist")):
+        res = CliRunner().invoke(app, _base(folders, tmp_path / "r") + extra)
+        assert res.exit_code == 2, res.output
+        assert f"{named} applies to DiagViB-6 datasets only and would be ignored" in res.output
+    assert not (tmp_path / "r").exists()  # nothing written on bad input
+
+
 def test_single_training_set_keeps_the_old_form(
     folders: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

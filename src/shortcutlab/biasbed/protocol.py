@@ -236,6 +236,10 @@ def build_protocol_jobs(
         raise ProtocolError("give a --dataset diagvib:... or --train-dir/--val-dir/--test-dir")
     settings.check()
     inputs = diagvib_jobs.source_inputs(settings.mnist, settings.textures)
+    if inputs and all(isinstance(d, FolderExperiment) for d in datasets):
+        given = "/".join(f"--{k}" for k in inputs)
+        raise ProtocolError(f"{given} applies to DiagViB-6 datasets only and would be ignored "
+                            "here; give --dataset diagvib:... too, or drop it")
     if inputs:
         diagvib_jobs.source_generator(settings.mnist, settings.textures)  # fail now
     digests = {k: content_digest(v) for k, v in inputs.items()}

@@ -22,7 +22,10 @@ from shortcutlab.cli.options import (
     textures_option,
 )
 from shortcutlab.cli.output import json_option, print_json
+from shortcutlab.errors import ProtocolError
 
+#: the size of `biasbed run`'s DiagViB-6 datasets relative to the paper's unless --scale says
+DIAGVIB_SCALE = 0.01
 
 def _positive(value: float | None) -> float | None:
     """Refuse 0 and negative values of a float option that must be > 0 (None: not given)."""
@@ -131,8 +134,9 @@ def run(
     hparam: list[str] = typer.Option(
         None, "--hparam", help="Algorithm hyper-parameter ALGORITHM:KEY=VALUE, e.g. padain:p=0.1."
     ),
-    scale: float = typer.Option(0.01, callback=_positive,
-                                help="DiagViB-6 dataset size relative to the paper's."),
+    scale: float = typer.Option(None, callback=_positive, show_default=False,
+                                help="DiagViB-6 dataset size relative to the paper's "
+                                f"[default: {DIAGVIB_SCALE:g}]."),
     mnist: Path = mnist_option("DiagViB-6 datasets: "),
     textures: Path = textures_option("DiagViB-6 datasets: "),
     run_on: BackendOptions = BackendOptions(),  # the backend options
@@ -154,6 +158,9 @@ def run(
     from shortcutlab.train.precision import check_precision
     from shortcutlab.utils.console import PlainConsole, styled
 
+    if scale is not None and not dataset:
+        raise ProtocolError("--scale applies to DiagViB-6 datasets only and would be ignored "
+                            "here; give --dataset diagvib:... too, or drop it")
     resolved = run_on.check_device(device)  # None where SLURM or a Ray cluster runs the jobs
     planned, settings = plan_from_options(
         algorithm, dataset or [], folders={
@@ -164,7 +171,8 @@ def run(
             "preprocess": preprocess, "metric": metric},
         preset=merge_preset_options(preset, protocol), seeds=tuple(seeds) if seeds else None,
         epochs=epochs, model=model, batch_size=batch_size, lr=lr, pretrained=pretrained,
-        precision=precision, hparams=parse_hparams(hparam or []), scale=scale, mnist=mnist,
+        precision=precision, hparams=parse_hparams(hparam or []),
+        scale=DIAGVIB_SCALE if scale is None else scale, mnist=mnist,
         textures=textures)
     if precision is not None and resolved is not None:  # remote jobs resolve their own device
         check_precision(precision, resolved)
