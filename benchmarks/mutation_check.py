@@ -2518,6 +2518,18 @@ MUTATIONS: tuple[Mutation, ...] = (
              ("tests/biasbed/test_cli_options.py::"
               "test_diagvib_dataset_options_without_a_diagvib_dataset_are_refused",),
              "biasbed run --scale with image folders only: silently ignored"),
+    Mutation("M498", "diagvib/jobs.py",
+             "        scale, benchmark_seed = _specs_settings(",
+             "        _specs_settings(",
+             ("tests/diagvib/test_jobs.py::"
+              "test_jobs_on_generated_specs_record_the_scale_and_seed_the_specs_were_written_at",),
+             "jobs on --specs record the --scale option (0.01), not the specs' scale"),
+    Mutation("M499", "diagvib/jobs.py",
+             "    if written is not None and scale is not None and scale != written:",
+             "    if False:",
+             ("tests/diagvib/test_jobs.py::"
+              "test_jobs_on_generated_specs_record_the_scale_and_seed_the_specs_were_written_at",),
+             "--specs with another --scale: the spec's data, the option's scale recorded"),
     Mutation("M500", "factor_analysis/significance.py",
              "result = stats.ttest_ind(b, a, equal_var=False)",
              "result = stats.ttest_ind(b, a, equal_var=True)",
@@ -2891,6 +2903,12 @@ MUTATIONS: tuple[Mutation, ...] = (
              ("tests/vqa/test_answer_figures.py",),
              "figure_groups.csv's IID test answers count every answer of the group (train and "
              "val too)"),
+    Mutation("M660", "diagvib/jobs.py",
+             "        off = [spec for spec in specs if spec[\"sizes\"] != want]",
+             "        off = []",
+             ("tests/diagvib/test_jobs.py::"
+              "test_jobs_on_generated_specs_record_the_scale_and_seed_the_specs_were_written_at",),
+             "an older specs folder with a --scale that does not reproduce its sizes accepted"),
 )
 
 

@@ -79,6 +79,48 @@ def test_study_not_generated_is_named(tmp_path) -> None:
         build_jobs("small_cnn", ["ZSO"], specs_dir=tmp_path)
 
 
+def test_jobs_on_generated_specs_record_the_scale_and_seed_the_specs_were_written_at(
+        tmp_path) -> None:
+    """`diagvib run --specs DIR` trained on DIR's data but recorded the --scale and
+    --benchmark-seed options (0.01 and 0 unless given) in the job table: a full-scale folder
+    was reported as `small_cnn@scale=0.01`. The specs' own are recorded now, a different one
+    given is refused, and a folder written before index.csv held its scale needs the scale
+    that reproduces its sizes."""
+    import pandas as pd
+    from typer.testing import CliRunner
+
+    from shortcutlab.cli.main import app
+    from shortcutlab.diagvib.studies import write_benchmark
+
+    specs = tmp_path / "specs"
+    write_benchmark(specs, scale=0.003, seed=2, studies=["ZSO"], pairs=["hue-shape"],
+                    samples=[0])
+    (job,) = build_jobs("small_cnn", ["ZSO"], ["hue-shape"], [0], specs_dir=specs)
+    assert (job.params["scale"], job.params["benchmark_seed"]) == (0.003, 2)
+    assert job.spec["sizes"]["train"] == round(43_740 * 0.003)
+    same = build_jobs("small_cnn", ["ZSO"], ["hue-shape"], [0], scale=0.003, specs_dir=specs,
+                      benchmark_seed=2)
+    assert same[0].job_id == job.job_id
+    with pytest.raises(RunnerError, match="written at scale 0.003, not 0.01; drop --scale"):
+        build_jobs("small_cnn", ["ZSO"], ["hue-shape"], [0], scale=0.01, specs_dir=specs)
+    with pytest.raises(RunnerError, match="benchmark seed 2, not 0; drop --benchmark-seed"):
+        build_jobs("small_cnn", ["ZSO"], ["hue-shape"], [0], specs_dir=specs, benchmark_seed=0)
+    res = CliRunner().invoke(app, ["diagvib", "run", "--model", "small_cnn", "--study", "ZSO",
+                                   "--pairs", "hue-shape", "--specs", str(specs), "--scale",
+                                   "1", "--out", str(tmp_path / "out")])
+    assert res.exit_code == 2 and "written at scale 0.003, not 1" in res.output
+    assert not (tmp_path / "out").exists()
+    index = specs / "index.csv"  # a folder of an older version: no scale column
+    pd.read_csv(index, dtype=str).drop(columns="scale").to_csv(index, index=False)
+    with pytest.raises(RunnerError, match="records no scale .*give the --scale"):
+        build_jobs("small_cnn", ["ZSO"], ["hue-shape"], [0], specs_dir=specs)
+    with pytest.raises(RunnerError, match="holds .* images, not those of scale 0.01"):
+        build_jobs("small_cnn", ["ZSO"], ["hue-shape"], [0], scale=0.01, specs_dir=specs)
+    (old,) = build_jobs("small_cnn", ["ZSO"], ["hue-shape"], [0], scale=0.003,
+                        specs_dir=specs)
+    assert old.job_id == job.job_id
+
+
 def _texture_folder(path, seed: int = 0):
     from PIL import Image
 

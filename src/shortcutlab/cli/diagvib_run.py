@@ -22,6 +22,9 @@ from shortcutlab.cli.options import (
 )
 from shortcutlab.cli.output import json_option, print_json
 
+#: `diagvib run`'s dataset size relative to the paper's unless --scale or --specs says
+DEMO_SCALE = 0.01
+
 if TYPE_CHECKING:
     from shortcutlab.diagvib.presets import Head
     from shortcutlab.diagvib.spec import Selection
@@ -37,8 +40,12 @@ def run(
     pairs: list[str] = pairs_option(),
     samples: list[int] = samples_option([0]),
     seeds: list[int] = seeds_option(),
-    scale: float = typer.Option(0.01, help="Dataset size relative to the paper's (1.0 = full)."),
-    benchmark_seed: int = typer.Option(0, help="Seed selecting the classes of each sample."),
+    scale: float = typer.Option(
+        None, show_default=False, help="Dataset size relative to the paper's (1.0 = full) "
+        f"[default: {DEMO_SCALE:g}; with --specs: the scale they were written at]."),
+    benchmark_seed: int = typer.Option(
+        None, show_default=False, help="Seed selecting the classes of each sample [default: 0; "
+        "with --specs: the seed they were written with]."),
     selection: str = selection_option("--benchmark-seed"),
     specs: Path = typer.Option(
         None, help="Use the exact specs of a folder written by `diagvib studies --out`."
@@ -115,6 +122,8 @@ def run(
         patience=patience,
         freeze_backbone=freeze_backbone, normalization=normalization,
         frozen_batchnorm=frozen_batchnorm, pretrained=pretrained)
+    if scale is None and specs is None:
+        scale = DEMO_SCALE
     jobs = build_jobs(model, study, pairs or None, samples, seeds, scale, base,  # checks
                       benchmark_seed=benchmark_seed, selection=cast("Selection", selection),
                       specs_dir=specs, mnist=mnist, textures=textures,
@@ -124,9 +133,10 @@ def run(
     run_on.check()  # an unknown or unavailable backend, before anything is written
     console = PlainConsole(stderr=True)
     described = jobs[0].train.describe_preset() if jobs else base.describe_preset()
+    params = DiagvibParams.of(jobs[0]) if jobs else None
     console.print(f"{len(jobs)} jobs of {model} in {out} (preset {described}, head "
-                  f"{DiagvibParams.of(jobs[0]).head if jobs else head}, scale {scale:g}, "
-                  f"backend {run_on.backend})")
+                  f"{params.head if params else head}, scale "
+                  f"{params.scale if params else scale:g}, backend {run_on.backend})")
     table_problem = ""
     try:
         with runtime_options(cuda_graphs=cuda_graphs, compile=compile_network):

@@ -214,10 +214,11 @@ def collect_jobs(root: str | Path) -> pd.DataFrame:
     return table
 
 
-def _load_generated(specs_dir: Path) -> dict[str, dict[str, Any]]:
-    """name -> spec dict from a folder written by ``shortcutlab diagvib studies --out``; refused
-    when its index.csv cannot be read, points outside the folder, names a missing spec, or a
-    spec file was edited since (its content hash differs)."""
+def _load_generated(specs_dir: Path) -> tuple[dict[str, dict[str, Any]], float | None]:
+    """name -> spec dict from a folder written by ``shortcutlab diagvib studies --out``, and the
+    scale its index.csv records (None: a folder written before it did); refused when its
+    index.csv cannot be read, points outside the folder, names a missing spec, or a spec file
+    was edited since (its content hash differs)."""
     import yaml
 
     from shortcutlab.diagvib.spec import ExperimentSpec
@@ -254,7 +255,45 @@ def _load_generated(specs_dir: Path) -> dict[str, dict[str, Any]]:
                               f"hash {found[:12]}, index.csv says {digest[:12]}); write the "
                               "folder again")
         generated[name] = yaml.safe_load(text)
-    return generated
+    scales = set(table["scale"]) if "scale" in table.columns else set()
+    try:
+        written = {float(v) for v in scales}
+    except ValueError:
+        written = set()
+    if len(scales) > 1 or len(written) != len(scales):
+        raise RunnerError(f"{index} records no single scale ({', '.join(sorted(scales))}); "
+                          "write the folder again with `shortcutlab diagvib studies --out`")
+    return generated, (written.pop() if written else None)
+
+
+def _specs_settings(specs_dir: Path, specs: list[dict[str, Any]], written: float | None,
+                    scale: float | None, seed: int | None) -> tuple[float, int]:
+    """The scale and benchmark seed the ``specs`` of a generated folder were written with: the
+    jobs' params (the job table's ``scale`` and ``benchmark_seed`` columns) must say what
+    their data are. A given ``scale`` or ``seed`` that differs is refused, as is a folder that
+    records no scale (written by an older version) unless ``scale`` reproduces its sizes."""
+    from shortcutlab.diagvib.studies import scaled_sizes
+
+    seeds = sorted({int(spec["seed"]) for spec in specs})
+    if len(seeds) > 1 or (seed is not None and seeds != [seed]):
+        raise RunnerError(f"the specs in {specs_dir} were written with benchmark seed "
+                          f"{'/'.join(map(str, seeds))}, not {seed}; drop --benchmark-seed")
+    if written is not None and scale is not None and scale != written:
+        raise RunnerError(f"the specs in {specs_dir} were written at scale {written:g}, not "
+                          f"{scale:g}; drop --scale (the jobs record the specs' own)")
+    if written is None:
+        if scale is None:
+            raise RunnerError(f"{specs_dir}/index.csv records no scale (an older `diagvib "
+                              "studies --out`); give the --scale its specs were written at, or "
+                              "write the folder again")
+        want = scaled_sizes(scale)
+        off = [spec for spec in specs if spec["sizes"] != want]
+        if off:
+            raise RunnerError(f"spec {off[0]['name']} in {specs_dir} holds {off[0]['sizes']} "
+                              f"images, not those of scale {scale:g} ({want}); give the "
+                              "--scale its specs were written at")
+        written = scale
+    return written, seeds[0]
 
 
 def build_jobs(
@@ -263,10 +302,10 @@ def build_jobs(
     pairs: Sequence[str] | None = None,
     samples: Sequence[int] | int | None = None,
     seeds: Iterable[int] = (0,),
-    scale: float = 1.0,
+    scale: float | None = None,
     train_config: TrainConfig | None = None,
     *,
-    benchmark_seed: int = 0,
+    benchmark_seed: int | None = None,
     selection: Selection = "seeded",
     specs_dir: str | Path | None = None,
     mnist: str | Path | None = None,
@@ -278,9 +317,12 @@ def build_jobs(
     ``pairs``: "predicted-correlated" strings (default all 30; ZSO uses their predicted factors);
     ``samples``: dataset sample ids (default 0..4). ``selection``: ``seeded`` draws the classes
     and CGO cells from ``benchmark_seed``, ``paper`` uses the authors' five samples.
-    ``specs_dir``: use the exact specs of a generated benchmark folder; an experiment it lacks is
-    an error naming the missing studies. Each job carries its full experiment spec, so a change
-    of what an experiment contains (e.g. a new cell weighting) changes the job id.
+    ``scale`` (None: 1.0) and ``benchmark_seed`` (None: 0) size the experiments and select their
+    classes. ``specs_dir``: use the exact specs of a generated benchmark folder instead, with
+    the scale and benchmark seed they were written at (a different one given is refused: the
+    jobs record them); an experiment it lacks is an error naming the missing studies. Each
+    job carries its full experiment spec, so a change of what an experiment contains (e.g. a
+    new cell weighting) changes the job id.
     ``mnist``/``textures``: the sources to render from (see :func:`source_generator`); they are
     loaded once here, so a bad path fails before anything runs, and their content is part of
     every job id. ``train_config``: default ``TrainConfig(preset="paper")``. ``head``:
@@ -290,8 +332,8 @@ def build_jobs(
     base = (train_config or TrainConfig(preset=DIAGVIB_PRESET)).replace(model=model)
     if head is not None and head not in HEADS:
         raise RunnerError(unknown_choice("head", head, sorted(HEADS)))
-    params = DiagvibParams.checked(scale=scale, benchmark_seed=benchmark_seed,
-                                   head=head or default_head(base.preset)).model_dump()
+    DiagvibParams.checked(scale=1.0 if scale is None else scale,
+                          benchmark_seed=benchmark_seed or 0)  # a bad value before any work
     inputs = source_inputs(mnist, textures)
     if inputs:
         source_generator(mnist, textures)  # fail now on missing or unreadable sources
@@ -302,7 +344,7 @@ def build_jobs(
     names = experiment_names(list(studies), list(pairs) if pairs else None, samples)
     generated: dict[str, dict[str, Any]] | None = None
     if specs_dir is not None:
-        generated = _load_generated(Path(specs_dir))
+        generated, written = _load_generated(Path(specs_dir))
         missing = [n for n in names if n not in generated]
         if missing:
             have = sorted({n.split("/")[0] for n in generated})
@@ -311,6 +353,12 @@ def build_jobs(
                 f"study {', '.join(lacking)} was not generated in {specs_dir} (e.g. {missing[0]} "
                 f"is missing); generated studies: {', '.join(have) or 'none'}"
             )
+        scale, benchmark_seed = _specs_settings(Path(specs_dir), [generated[n] for n in names],
+                                                written, scale, benchmark_seed)
+    scale = 1.0 if scale is None else scale
+    benchmark_seed = 0 if benchmark_seed is None else benchmark_seed
+    params = DiagvibParams.checked(scale=scale, benchmark_seed=benchmark_seed,
+                                   head=head or default_head(base.preset)).model_dump()
     from shortcutlab.diagvib.render import RENDERER_VERSION
 
     jobs = []

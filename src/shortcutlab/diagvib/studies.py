@@ -467,7 +467,8 @@ def make_experiment(
     )
 
 
-INDEX_COLUMNS = ("name", "study", "predicted", "correlated", "sample", "hash", "path")
+INDEX_COLUMNS = ("name", "study", "predicted", "correlated", "sample", "hash", "path",
+                 "scale")
 
 
 def write_benchmark(
@@ -481,7 +482,8 @@ def write_benchmark(
     selection: Selection = DEFAULT_SELECTION,
 ) -> Path:
     """Write one YAML spec per experiment (``<out>/<name>.yaml``) and ``<out>/index.csv``
-    (name, study, predicted, correlated, sample, content hash, relative path); returns the index.
+    (name, study, predicted, correlated, sample, content hash, relative path, the ``scale`` the
+    specs were made at: jobs run on them record it); returns the index.
 
     All names are validated before anything is written; every file is written atomically and
     the index last, so a complete index means a complete benchmark.
@@ -498,7 +500,7 @@ def write_benchmark(
         rel = f"{name}.yaml"
         write_text(out / rel, spec.to_yaml())
         writer.writerow([name, spec.study, spec.predicted, spec.correlated or "", spec.sample,
-                         spec.content_hash(), rel])
+                         spec.content_hash(), rel, repr(float(scale))])
     return write_text(out / "index.csv", buf.getvalue())
 
 
