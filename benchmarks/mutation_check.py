@@ -2909,6 +2909,10 @@ MUTATIONS: tuple[Mutation, ...] = (
              ("tests/diagvib/test_jobs.py::"
               "test_jobs_on_generated_specs_record_the_scale_and_seed_the_specs_were_written_at",),
              "an older specs folder with a --scale that does not reproduce its sizes accepted"),
+    Mutation("M661", "cli/diagvib_studies.py", "        if given:  # the spec fixes",
+             "        if False:  # the spec fixes",
+             ("tests/diagvib/test_dataset.py::test_cli_studies_and_export",),
+             "diagvib export SPEC.yaml --scale 0.5: the option silently ignored"),
 )
 
 

@@ -253,6 +253,11 @@ def test_cli_studies_and_export(tmp_path, fake: FakeGenerator) -> None:
     res = runner.invoke(app, ["diagvib", "export", str(tmp_path / "none.yaml"), "--out",
                               str(tmp_path / "bad.npz")])
     assert "none.yaml" in _cli_error(res)
+    for args in (["--scale", "1"], ["--seed", "0"], ["--selection", "paper"]):
+        # a spec file fixes its sizes and classes: the option was silently ignored
+        res = runner.invoke(app, ["diagvib", "export", str(spec_file), "--out",
+                                  str(tmp_path / "bad.npz"), *args])
+        assert f"{args[0]} shapes a named experiment only" in _cli_error(res), args
     res = runner.invoke(app, ["diagvib", "studies", "--out", str(tmp_path / "d"), "--samples", "7"])
     assert res.exit_code == 2 and "unknown dataset sample 7" in res.output
     assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing written

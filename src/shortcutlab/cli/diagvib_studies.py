@@ -130,8 +130,10 @@ def export(
     out: Path = typer.Option(..., "--out", help="Target .npz file or PNG folder."),
     limit: int = typer.Option(None, help="Export only the first N images."),
     fmt: str = typer.Option("npz", "--format", help="npz or png (folder + metadata.csv)."),
-    scale: float = typer.Option(1.0, help="Shrink split sizes (ignored for spec files)."),
-    seed: int = typer.Option(0, help="Benchmark seed (ignored for spec files)."),
+    scale: float = typer.Option(None, show_default=False, help="Shrink split sizes [default: "
+                                "1.0]; a spec file has its own."),
+    seed: int = typer.Option(None, show_default=False, help="Benchmark seed [default: 0]; a "
+                             "spec file has its own."),
     image_seed: int = typer.Option(None, help="Pixel seed of the dataset (default 0)."),
     selection: str = selection_option("--seed"),
     mnist: Path = mnist_option(),
@@ -153,6 +155,12 @@ def export(
 
         if not path.is_file():
             raise DataNotFoundError(f"spec file {experiment!r} not found")
+        given = [flag for flag, value in (("--scale", scale), ("--seed", seed),
+                                          ("--selection", None if selection == "seeded"
+                                           else selection)) if value is not None]
+        if given:  # the spec fixes its sizes and classes: the option would be ignored
+            raise DiagvibError(f"{'/'.join(given)} shapes a named experiment only; the spec "
+                               f"file {experiment!r} fixes its own sizes and classes: drop it")
         text = path.read_text(encoding="utf-8")
         spec = (ExperimentSpec.from_json(text) if experiment.endswith(".json")
                 else ExperimentSpec.from_yaml(text))
@@ -164,7 +172,8 @@ def export(
             check_samples([parse_experiment_name(experiment)[3]])
         except typer.BadParameter as exc:
             raise DiagvibError(f"{exc} (in {experiment!r})") from None
-        spec = make_experiment(experiment, scale=scale, seed=seed,
+        spec = make_experiment(experiment, scale=1.0 if scale is None else scale,
+                               seed=seed or 0,
                                selection=cast("Selection", selection))  # checked there
     start = time.perf_counter()
     generator = source_generator(mnist, textures)
