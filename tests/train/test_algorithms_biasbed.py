@@ -790,3 +790,23 @@ def test_stylising_algorithms_refuse_a_probability_above_one(name: str) -> None:
     not silently run as p = 1."""
     with pytest.raises(TrainError, match=r"p must be in \[0, 1\], got 1.5"):
         create_algorithm(name, 3, TrainConfig(algorithm=name, hparams={"p": 1.5}))
+
+
+@pytest.mark.parametrize("key,value", [("w_adv", -0.1), ("clip_adv", -0.1), ("adv_eps", -1e-5),
+                                       ("step", "both"), ("content", "mixed"),
+                                       ("adv_params", "head")])
+def test_sagnet_refuses_negative_weights_and_unknown_choices_before_building(
+        key: str, value: object) -> None:
+    """A negative ``w_adv`` flipped the adversarial term (the featurizer then helped the style
+    head instead of fooling it), a negative ``clip_adv`` silently switched clipping off and a
+    negative ``adv_eps`` silently gave the paper's loss: each is refused, as is an unknown
+    choice, by the pure check a command runs before any job (no network is built)."""
+    from shortcutlab.train.algorithms import check_hparams
+    from shortcutlab.train.algorithms.sagnet import SagNet
+
+    with pytest.raises(TrainError, match=key):
+        SagNet._resolve_hparams({key: value})
+    with pytest.raises(TrainError, match=key):
+        check_hparams(TrainConfig(algorithm="sagnet", hparams={key: value}))
+    zero = {"w_adv": 0.0, "clip_adv": 0.0, "adv_eps": 0.0}  # 0: no term, no clipping, paper
+    assert SagNet._resolve_hparams(zero) == {**SagNet.hparams_defaults, **zero}
