@@ -2504,7 +2504,8 @@ MUTATIONS: tuple[Mutation, ...] = (
              ('tests/train/test_algorithms_biasbed.py',),
              "SagNet content randomisation re-applies the donor's statistics (no swap at all)"),
     Mutation('M543', 'train/algorithms/sagnet.py',
-             'self.backward_and_step(loss_adv, self.opt_adv, zero_grad=False,\n                                   clip=(self.adv_params, self.hparams["clip_adv"]))',
+             'self.backward_and_step(loss_adv, self.opt_adv, zero_grad=False,\n'
+             '                                   clip=(self.adv_params, self.hparams["clip_adv"]))',
              'self.backward_and_step(loss_adv, self.opt_adv, zero_grad=False)',
              ('tests/train/test_algorithms_biasbed.py',),
              'SagNet sequential adversarial step never clipped (clip_adv ignored)'),
@@ -2519,8 +2520,13 @@ MUTATIONS: tuple[Mutation, ...] = (
              ('tests/train/test_algorithms_biasbed.py',),
              'SagNet sequential content step never updates the featurizer'),
     Mutation('M546', 'train/algorithms/sagnet.py',
-             '            model.layer2,\n        )\n        head = nn.Sequential(model.layer3, model.layer4,',
-             '            model.layer2,\n            model.layer3,\n        )\n        head = nn.Sequential(model.layer4,',
+             '            model.layer2,\n'
+             '        )\n'
+             '        head = nn.Sequential(model.layer3, model.layer4,',
+             '            model.layer2,\n'
+             '            model.layer3,\n'
+             '        )\n'
+             '        head = nn.Sequential(model.layer4,',
              ('tests/train/test_algorithms_biasbed.py',),
              'SagNet split after ResNet layer3 instead of layer2'),
     Mutation('M547', 'train/algorithms/sagnet.py',
@@ -2554,7 +2560,9 @@ MUTATIONS: tuple[Mutation, ...] = (
              ('tests/train/test_step_modes.py',),
              'a failed capture recorded as step_mode graph'),
     Mutation('M553', 'train/step_modes.py',
-             '            self.inputs, self.output = {}, {}\n            for opt in self.optimizers:\n                opt.zero_grad(set_to_none=True)\n',
+             '            self.inputs, self.output = {}, {}\n'
+             '            for opt in self.optimizers:\n'
+             '                opt.zero_grad(set_to_none=True)\n',
              '            self.inputs, self.output = {}, {}\n',
              ('tests/train/test_step_modes.py',),
              'gradients of a failed capture left for the first eager step'),
@@ -2569,8 +2577,8 @@ MUTATIONS: tuple[Mutation, ...] = (
              ('tests/train/test_trainer.py',),
              'train loss of tensor steps not weighted by batch size'),
     Mutation('M556', 'train/trainer.py',
-             '                                     if isinstance(value, torch.Tensor) else value * n)',
-             '                                     if isinstance(value, torch.Tensor) else value)',
+             'if isinstance(value, torch.Tensor) else value * n)',
+             'if isinstance(value, torch.Tensor) else value)',
              ('tests/train/test_trainer.py',),
              'train loss of float steps not weighted by batch size'),
     Mutation('M557', 'train/trainer.py',
@@ -2591,7 +2599,9 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation('M560', 'train/batches.py',
              'if self.drop_last else len(chunks[-1]) == 1',
              'if self.drop_last else False',
-             ('tests/train/test_device_batches.py', 'tests/train/test_trainer.py', 'tests/train/test_step_modes.py'),
+             ('tests/train/test_device_batches.py',
+              'tests/train/test_trainer.py',
+              'tests/train/test_step_modes.py'),
              'a last training batch of one sample kept (BatchNorm on one sample)'),
     Mutation('M561', 'train/metrics.py',
              'seen = (support > 0).double()',

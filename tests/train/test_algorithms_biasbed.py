@@ -810,3 +810,24 @@ def test_sagnet_refuses_negative_weights_and_unknown_choices_before_building(
         check_hparams(TrainConfig(algorithm="sagnet", hparams={key: value}))
     zero = {"w_adv": 0.0, "clip_adv": 0.0, "adv_eps": 0.0}  # 0: no term, no clipping, paper
     assert SagNet._resolve_hparams(zero) == {**SagNet.hparams_defaults, **zero}
+
+
+@pytest.mark.parametrize("name,hparams,named", [
+    ("infodrop", {"layers": 3}, "layers"),  # block placement: 'layers' is never read
+    ("infodrop", {"placement": "conv", "after": "features.2"}, "after"),
+    ("infodrop", {"placement": "stem"}, "placement"),
+    ("debiased", {"p": 0.5}, "p"),  # mix=pair trains on every stylised image
+    ("debiased", {"mix": "replace", "aux_bn": False}, "aux_bn"),
+])
+def test_a_hyper_parameter_its_placement_or_mix_never_reads_is_refused(
+        name: str, hparams: dict, named: str) -> None:
+    """InfoDrop's default block placement ignored ``layers`` (``layers=3`` trained the stem
+    block only), and Debiased's default pair mix ignored ``p``; a value set away from its
+    default where it is not read is refused before any job, naming it."""
+    from shortcutlab.train.algorithms import check_hparams
+
+    with pytest.raises(TrainError, match=named):
+        check_hparams(TrainConfig(algorithm=name, hparams=hparams))
+    fine = {"infodrop": {"placement": "conv", "layers": 2}, "debiased": {"mix": "replace",
+                                                                          "p": 0.5}}[name]
+    assert {k: check_hparams(TrainConfig(algorithm=name, hparams=fine))[k] for k in fine} == fine

@@ -369,6 +369,15 @@ class InfoDrop(ERM):
     def supports(cls, model: nn.Module) -> bool:
         return structure_found(stem_block, model)
 
+    @classmethod
+    def check_hparam_values(cls, hparams: dict[str, Any]) -> None:
+        """A known ``placement``; ``layers`` only with ``conv``, ``after`` only with ``block``."""
+        placement = hparams["placement"]
+        if placement not in INFODROP_PLACEMENTS:
+            raise TrainError(unknown_choice("InfoDrop placement", placement, INFODROP_PLACEMENTS))
+        unread = ("layers",) if placement == "block" else ("after",)
+        cls.check_unread(hparams, unread, f"placement is {placement!r}")
+
     def __init__(
         self, num_classes: int, config: TrainConfig, context: AlgorithmContext | None = None
     ) -> None:
@@ -389,12 +398,8 @@ class InfoDrop(ERM):
             block.attach(self.network, after)
             self.drop_layers: list[SeededLayer] = [block]
             self.drop_modules = nn.ModuleList(self.drop_layers)
-        elif h["placement"] == "conv":
+        else:  # conv (check_hparam_values refused any other placement)
             self.drop_layers = list(wrap_convs(self.network, h["layers"], **settings))
-        else:
-            raise TrainError(
-                unknown_choice("InfoDrop placement", h["placement"], INFODROP_PLACEMENTS)
-            )
         self.optimizer = self.make_optimizer(self.network.parameters())
 
     def update(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
