@@ -2584,7 +2584,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation('M557', 'train/trainer.py',
              '    return "imagenet" if expects_imagenet_inputs(config.model) else "train"',
              '    return "train"',
-             ('tests/train/test_trainer.py',),
+             ('tests/train/test_normalization.py', 'tests/train/test_trainer.py'),
              'normalization auto never picks ImageNet statistics for rn50_in'),
     Mutation('M558', 'train/trainer.py',
              '                int(mask.sum()),',

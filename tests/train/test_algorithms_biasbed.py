@@ -831,3 +831,32 @@ def test_a_hyper_parameter_its_placement_or_mix_never_reads_is_refused(
     fine = {"infodrop": {"placement": "conv", "layers": 2}, "debiased": {"mix": "replace",
                                                                           "p": 0.5}}[name]
     assert {k: check_hparams(TrainConfig(algorithm=name, hparams=fine))[k] for k in fine} == fine
+
+
+@pytest.mark.parametrize("clip_adv", [0.1, 0.0])
+def test_sagnet_sequential_step_clips_the_adversary_and_teaches_the_featurizer_content(
+        clip_adv: float) -> None:
+    """Nam et al.'s sequential step: the adversary steps on the batch-norm gradient clipped to
+    norm ``clip_adv`` (0: unclipped, then larger here, as ``w_adv`` is large), and the content
+    step is the only one that moves the featurizer's convolutions (the adversary moves batch
+    norms only, the style step the style head only)."""
+    from shortcutlab.train.algorithms.sagnet import batchnorm_parameters
+
+    cfg = TrainConfig(algorithm="sagnet", seed=1,
+                      hparams={"step": "sequential", "w_adv": 50.0, "clip_adv": clip_adv})
+    torch.manual_seed(0)
+    algo = create_algorithm("sagnet", 3, cfg).train()
+    norms: list[float] = []
+    algo.opt_adv.register_step_pre_hook(lambda *_: norms.append(float(torch.linalg.vector_norm(
+        torch.stack([torch.linalg.vector_norm(p.grad) for p in algo.adv_params])))))
+    bn_ids = {id(p) for p in batchnorm_parameters(algo.featurizer)}
+    convs = {n: p.detach().clone() for n, p in algo.featurizer.named_parameters()
+             if id(p) not in bn_ids}
+    algo.update(_batch())
+    assert len(norms) == 1
+    if clip_adv:
+        assert norms[0] == pytest.approx(clip_adv, rel=1e-4)
+    else:
+        assert norms[0] > 1.0
+    assert all(not torch.equal(p, convs[n]) for n, p in algo.featurizer.named_parameters()
+               if n in convs)
