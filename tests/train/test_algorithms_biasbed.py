@@ -860,3 +860,35 @@ def test_sagnet_sequential_step_clips_the_adversary_and_teaches_the_featurizer_c
         assert norms[0] > 1.0
     assert all(not torch.equal(p, convs[n]) for n, p in algo.featurizer.named_parameters()
                if n in convs)
+
+
+def test_dual_batchnorm_normalises_the_clean_rows_with_main_and_the_rest_with_aux() -> None:
+    """Li et al.'s auxiliary batch norm: the first ``split`` rows (clean) go through ``main``,
+    the rest (stylised) through ``aux``; each keeps the running mean of its own rows."""
+    from shortcutlab.train.algorithms.stylized import DualBatchNorm2d
+
+    dual = DualBatchNorm2d(nn.BatchNorm2d(2, momentum=1.0)).train()  # running mean = batch's
+    clean, styled = torch.rand(4, 2, 3, 3), torch.rand(4, 2, 3, 3) + 10.0
+    dual.split = 4
+    out = dual(torch.cat([clean, styled]))
+    torch.testing.assert_close(dual.main.running_mean, clean.mean((0, 2, 3)))
+    torch.testing.assert_close(dual.aux.running_mean, styled.mean((0, 2, 3)))
+    torch.testing.assert_close(out[:4], nn.functional.batch_norm(clean, None, None, training=True))
+    dual.split = None  # no split (and evaluation): main only
+    dual.eval()
+    torch.testing.assert_close(dual(styled), dual.main(styled))
+
+
+def test_stylized_with_p_below_one_reports_unstylised_items_as_they_were(diagvib_train) -> None:
+    """With ``p`` < 1 the items left as they are keep their own images and their own rows; only
+    the stylised ones carry the redrawn style."""
+    ds, batch = diagvib_train
+    algo = create_algorithm("stylized", 3, TrainConfig(algorithm="stylized", seed=2,
+                                                       hparams={"p": 0.5}), _context(ds)).train()
+    algo.step = 4
+    x, classes = algo.stylize(batch)
+    old = batch["classes"].numpy()
+    kept = (x - batch["x"]).flatten(1).abs().amax(1) == 0
+    assert 0 < int(kept.sum()) < len(kept)
+    assert np.array_equal(classes[kept.numpy()], old[kept.numpy()])
+    torch.testing.assert_close(x, _render(ds, classes, batch["index"]))
