@@ -892,3 +892,20 @@ def test_stylized_with_p_below_one_reports_unstylised_items_as_they_were(diagvib
     assert 0 < int(kept.sum()) < len(kept)
     assert np.array_equal(classes[kept.numpy()], old[kept.numpy()])
     torch.testing.assert_close(x, _render(ds, classes, batch["index"]))
+
+
+@pytest.mark.parametrize("fresh", [True, False])
+def test_sagnet_fresh_classifier_decides_whether_the_pretrained_head_is_kept(
+        tmp_path, fresh: bool) -> None:
+    """With ``--pretrained``, the reference drops the pretrained classifier
+    (``fresh_classifier=true``, the default): the content classifier is then newly drawn;
+    ``fresh_classifier=false`` keeps the file's classifier. The stages are the file's either
+    way."""
+    source = create_model("small_cnn", 3)
+    weights = tmp_path / "w.pt"
+    torch.save(source.state_dict(), weights)
+    cfg = TrainConfig(algorithm="sagnet", pretrained=str(weights),
+                      hparams={"fresh_classifier": fresh})
+    content = create_algorithm("sagnet", 3, cfg).content_head
+    torch.testing.assert_close(content[0][0][0].weight, source.features[5][0].weight)
+    assert torch.equal(content[1].weight, source.head.weight) is not fresh
