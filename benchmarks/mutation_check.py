@@ -2647,8 +2647,8 @@ MUTATIONS: tuple[Mutation, ...] = (
              ('tests/train/test_models.py::test_pretrained_loads_body_and_resizes_head',),
              "DataParallel 'module.' prefixes not stripped: such weights refused"),
     Mutation('M566', 'train/algorithms/infodrop.py',
-             'k = drop_rate * logits.shape[1] * logits.shape[2]',
-             'k = drop_rate * logits.shape[1]',
+             'k = int(drop_rate * logits.shape[1] * logits.shape[2])',
+             'k = int(drop_rate * logits.shape[1])',
              ('tests/train/test_algorithms_biasbed.py::'
               'test_infodrop_min_pools_the_probabilities_like_the_reference',),
              'InfoDrop draws drop_rate*H instead of drop_rate*H*W positions'),
