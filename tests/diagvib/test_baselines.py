@@ -322,3 +322,17 @@ def test_factor_vae_total_correlation_is_the_discriminators_log_density_ratio() 
     # codes labelled 0 (loss softplus(-6)), permuted codes 1 (softplus(6)), averaged
     expected = 0.5 * (F.softplus(torch.tensor(-6.0)) + F.softplus(torch.tensor(6.0)))
     torch.testing.assert_close(d_loss, expected)
+
+
+def test_vae_log_variance_is_bounded_so_the_kl_stays_finite() -> None:
+    """An encoder pushed far out (log sigma^2 = +-300) would make exp(logvar) inf or 0 and the KL
+    term inf or NaN; the log-variance is clamped to [-20, 20], so the KL stays finite."""
+    algo, batch = _algorithm("vae")
+    latent = algo.network.latent
+    for far, bound in ((300.0, 20.0), (-300.0, -20.0)):
+        with torch.no_grad():
+            algo.network.encoder[-1].bias[latent:].fill_(far)
+            _, logvar = algo.network.encode(batch["x"])
+            terms = algo.losses(batch)
+        assert torch.all(logvar == bound)
+        assert torch.isfinite(terms["kl"])

@@ -790,3 +790,122 @@ def test_stylising_algorithms_refuse_a_probability_above_one(name: str) -> None:
     not silently run as p = 1."""
     with pytest.raises(TrainError, match=r"p must be in \[0, 1\], got 1.5"):
         create_algorithm(name, 3, TrainConfig(algorithm=name, hparams={"p": 1.5}))
+
+
+@pytest.mark.parametrize("key,value", [("w_adv", -0.1), ("clip_adv", -0.1), ("adv_eps", -1e-5),
+                                       ("step", "both"), ("content", "mixed"),
+                                       ("adv_params", "head")])
+def test_sagnet_refuses_negative_weights_and_unknown_choices_before_building(
+        key: str, value: object) -> None:
+    """A negative ``w_adv`` flipped the adversarial term (the featurizer then helped the style
+    head instead of fooling it), a negative ``clip_adv`` silently switched clipping off and a
+    negative ``adv_eps`` silently gave the paper's loss: each is refused, as is an unknown
+    choice, by the pure check a command runs before any job (no network is built)."""
+    from shortcutlab.train.algorithms import check_hparams
+    from shortcutlab.train.algorithms.sagnet import SagNet
+
+    with pytest.raises(TrainError, match=key):
+        SagNet._resolve_hparams({key: value})
+    with pytest.raises(TrainError, match=key):
+        check_hparams(TrainConfig(algorithm="sagnet", hparams={key: value}))
+    zero = {"w_adv": 0.0, "clip_adv": 0.0, "adv_eps": 0.0}  # 0: no term, no clipping, paper
+    assert SagNet._resolve_hparams(zero) == {**SagNet.hparams_defaults, **zero}
+
+
+@pytest.mark.parametrize("name,hparams,named", [
+    ("infodrop", {"layers": 3}, "layers"),  # block placement: 'layers' is never read
+    ("infodrop", {"placement": "conv", "after": "features.2"}, "after"),
+    ("infodrop", {"placement": "stem"}, "placement"),
+    ("debiased", {"p": 0.5}, "p"),  # mix=pair trains on every stylised image
+    ("debiased", {"mix": "replace", "aux_bn": False}, "aux_bn"),
+])
+def test_a_hyper_parameter_its_placement_or_mix_never_reads_is_refused(
+        name: str, hparams: dict, named: str) -> None:
+    """InfoDrop's default block placement ignored ``layers`` (``layers=3`` trained the stem
+    block only), and Debiased's default pair mix ignored ``p``; a value set away from its
+    default where it is not read is refused before any job, naming it."""
+    from shortcutlab.train.algorithms import check_hparams
+
+    with pytest.raises(TrainError, match=named):
+        check_hparams(TrainConfig(algorithm=name, hparams=hparams))
+    fine = {"infodrop": {"placement": "conv", "layers": 2}, "debiased": {"mix": "replace",
+                                                                          "p": 0.5}}[name]
+    assert {k: check_hparams(TrainConfig(algorithm=name, hparams=fine))[k] for k in fine} == fine
+
+
+@pytest.mark.parametrize("clip_adv", [0.1, 0.0])
+def test_sagnet_sequential_step_clips_the_adversary_and_teaches_the_featurizer_content(
+        clip_adv: float) -> None:
+    """Nam et al.'s sequential step: the adversary steps on the batch-norm gradient clipped to
+    norm ``clip_adv`` (0: unclipped, then larger here, as ``w_adv`` is large), and the content
+    step is the only one that moves the featurizer's convolutions (the adversary moves batch
+    norms only, the style step the style head only)."""
+    from shortcutlab.train.algorithms.sagnet import batchnorm_parameters
+
+    cfg = TrainConfig(algorithm="sagnet", seed=1,
+                      hparams={"step": "sequential", "w_adv": 50.0, "clip_adv": clip_adv})
+    torch.manual_seed(0)
+    algo = create_algorithm("sagnet", 3, cfg).train()
+    norms: list[float] = []
+    algo.opt_adv.register_step_pre_hook(lambda *_: norms.append(float(torch.linalg.vector_norm(
+        torch.stack([torch.linalg.vector_norm(p.grad) for p in algo.adv_params])))))
+    bn_ids = {id(p) for p in batchnorm_parameters(algo.featurizer)}
+    convs = {n: p.detach().clone() for n, p in algo.featurizer.named_parameters()
+             if id(p) not in bn_ids}
+    algo.update(_batch())
+    assert len(norms) == 1
+    if clip_adv:
+        assert norms[0] == pytest.approx(clip_adv, rel=1e-4)
+    else:
+        assert norms[0] > 1.0
+    assert all(not torch.equal(p, convs[n]) for n, p in algo.featurizer.named_parameters()
+               if n in convs)
+
+
+def test_dual_batchnorm_normalises_the_clean_rows_with_main_and_the_rest_with_aux() -> None:
+    """Li et al.'s auxiliary batch norm: the first ``split`` rows (clean) go through ``main``,
+    the rest (stylised) through ``aux``; each keeps the running mean of its own rows."""
+    from shortcutlab.train.algorithms.stylized import DualBatchNorm2d
+
+    dual = DualBatchNorm2d(nn.BatchNorm2d(2, momentum=1.0)).train()  # running mean = batch's
+    clean, styled = torch.rand(4, 2, 3, 3), torch.rand(4, 2, 3, 3) + 10.0
+    dual.split = 4
+    out = dual(torch.cat([clean, styled]))
+    torch.testing.assert_close(dual.main.running_mean, clean.mean((0, 2, 3)))
+    torch.testing.assert_close(dual.aux.running_mean, styled.mean((0, 2, 3)))
+    torch.testing.assert_close(out[:4], nn.functional.batch_norm(clean, None, None, training=True))
+    dual.split = None  # no split (and evaluation): main only
+    dual.eval()
+    torch.testing.assert_close(dual(styled), dual.main(styled))
+
+
+def test_stylized_with_p_below_one_reports_unstylised_items_as_they_were(diagvib_train) -> None:
+    """With ``p`` < 1 the items left as they are keep their own images and their own rows; only
+    the stylised ones carry the redrawn style."""
+    ds, batch = diagvib_train
+    algo = create_algorithm("stylized", 3, TrainConfig(algorithm="stylized", seed=2,
+                                                       hparams={"p": 0.5}), _context(ds)).train()
+    algo.step = 4
+    x, classes = algo.stylize(batch)
+    old = batch["classes"].numpy()
+    kept = (x - batch["x"]).flatten(1).abs().amax(1) == 0
+    assert 0 < int(kept.sum()) < len(kept)
+    assert np.array_equal(classes[kept.numpy()], old[kept.numpy()])
+    torch.testing.assert_close(x, _render(ds, classes, batch["index"]))
+
+
+@pytest.mark.parametrize("fresh", [True, False])
+def test_sagnet_fresh_classifier_decides_whether_the_pretrained_head_is_kept(
+        tmp_path, fresh: bool) -> None:
+    """With ``--pretrained``, the reference drops the pretrained classifier
+    (``fresh_classifier=true``, the default): the content classifier is then newly drawn;
+    ``fresh_classifier=false`` keeps the file's classifier. The stages are the file's either
+    way."""
+    source = create_model("small_cnn", 3)
+    weights = tmp_path / "w.pt"
+    torch.save(source.state_dict(), weights)
+    cfg = TrainConfig(algorithm="sagnet", pretrained=str(weights),
+                      hparams={"fresh_classifier": fresh})
+    content = create_algorithm("sagnet", 3, cfg).content_head
+    torch.testing.assert_close(content[0][0][0].weight, source.features[5][0].weight)
+    assert torch.equal(content[1].weight, source.head.weight) is not fresh

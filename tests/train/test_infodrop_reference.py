@@ -114,3 +114,15 @@ def test_infodrop_defaults_follow_the_reference_and_options_keep_the_earlier_beh
     with pytest.raises(TrainError, match=r"valid choices: zeros, reflect"):
         create_algorithm("infodrop", 3, TrainConfig(algorithm="infodrop", model="small_cnn",
                                                     hparams={"patch_padding": "edge"}))
+
+
+@pytest.mark.parametrize(("drop_rate", "draws"), [(0.1, 1), (1.5, 24), (1.0, 16)])
+def test_the_number_of_draws_is_drop_rate_times_the_positions_rounded_down(
+        drop_rate: float, draws: int) -> None:
+    """The reference draws ``int(drop_rate * h * w)`` positions with replacement; a position
+    of normalised weight q is then dropped with probability 1 - (1 - q)^draws. On a flat 4x4
+    map (q = 1/16) with drop_rate 0.1 that is one draw, 6.25 % (1.6 draws gave 9.81 %)."""
+    from shortcutlab.train.algorithms.infodrop import drop_probability
+
+    got = drop_probability(torch.full((2, 4, 4), 0.5), drop_rate, temperature=0.03)
+    torch.testing.assert_close(got, torch.full((2, 1, 4, 4), 1 - (1 - 1 / 16) ** draws))

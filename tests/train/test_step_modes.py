@@ -217,3 +217,38 @@ def test_adam_beside_another_optimiser_is_not_graphed() -> None:
     assert sorted(type(o).__name__ for o in optimizers_of(algo)) == ["Adam", "SGD"]
     why = cuda_graph_plan("auto", CUDA, CFG, algo, 96)
     assert why is not None and "optimiser Adam, SGD" in why
+
+
+def test_a_capture_failing_after_backward_leaves_no_gradient_for_the_eager_steps() -> None:
+    """A capture that fails after the backward pass (a host sync in an optimiser hook, say)
+    must not leave its gradients behind: a step that zeroes its gradients after stepping (not
+    before) would add them to the next eager step's. Parameters then equal eager training's."""
+    batch = {"x": torch.rand(16, 3, 32, 32), "y": torch.arange(16) % 3}
+
+    def make() -> Algorithm:
+        torch.manual_seed(0)
+        return create_algorithm("erm", 3, CFG)
+
+    def stepper(algo):  # type: ignore[no-untyped-def]
+        def step(b):  # type: ignore[no-untyped-def]
+            loss = torch.nn.functional.cross_entropy(algo.network(b["x"]), b["y"])
+            loss.backward()
+            if _FakeCuda.capturing:
+                raise RuntimeError("a host sync after backward")
+            algo.optimizer.step()
+            algo.optimizer.zero_grad()
+            return {"loss": loss.detach()}
+        return step
+
+    graphed_algo, eager_algo = make(), make()
+    runner = step_modes.GraphedStep(stepper(graphed_algo), optimizers_of(graphed_algo),
+                                    cuda=_FakeCuda)
+    for group in graphed_algo.optimizer.param_groups:  # capturable Adam needs CUDA tensors
+        group["capturable"] = False
+    eager = stepper(eager_algo)
+    for _ in range(step_modes.GRAPH_WARMUP_STEPS + 2):
+        runner(batch)
+        eager(batch)
+    assert runner.failed is not None and "a host sync after backward" in runner.failed
+    for a, b in zip(graphed_algo.parameters(), eager_algo.parameters(), strict=True):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)

@@ -42,6 +42,19 @@ def test_mean_per_class_accuracy_matches_reference() -> None:
     assert np.isnan(mean_per_class_accuracy(np.array([]), np.array([]), 3))
 
 
+def test_both_accuracy_paths_skip_absent_classes_and_refuse_fractional_ids() -> None:
+    """Classes 2 and 3 of a 4-way task have no targets: the recall is averaged over classes 0
+    and 1 only, by numpy and by torch (a 0 for each absent class would give half of it);
+    fractional "ids" are refused, not truncated to a class."""
+    preds, target = np.array([0, 1, 1, 0]), np.array([0, 1, 1, 1])
+    expected = (1 + 2 / 3) / 2
+    assert mean_per_class_accuracy(preds, target, 4) == pytest.approx(expected)
+    on_torch = mean_per_class_accuracy(torch.from_numpy(preds), torch.from_numpy(target), 4)
+    assert float(on_torch) == pytest.approx(expected)
+    with pytest.raises(TrainError, match="must be integer class ids"):
+        mean_per_class_accuracy(np.array([0.0, 1.5, 1.0, 0.0]), target, 4)
+
+
 def test_top1_accuracy_counts_hits_with_the_same_arguments() -> None:
     preds, target = np.array([0, 1, 1, 2, 2]), np.array([0, 0, 1, 2, 2])
     assert top1_accuracy(preds, target) == pytest.approx(4 / 5)

@@ -118,6 +118,17 @@ class Algorithm(nn.Module):
                 if problem is not None:
                     raise TrainError(problem)
 
+    @classmethod
+    def check_unread(cls, hparams: dict[str, Any], keys: tuple[str, ...], why: str) -> None:
+        """For :meth:`check_hparam_values`: a TrainError naming the first of ``keys`` set away
+        from its default although ``why`` (e.g. ``"placement is 'block'"``) leaves it unread:
+        it would silently do nothing."""
+        for key in keys:
+            if hparams[key] != cls.hparams_defaults[key]:
+                raise TrainError(f"hyper-parameter {key}={hparams[key]!r} of algorithm "
+                                 f"{cls.name} is not used: {why}; leave it at "
+                                 f"{cls.hparams_defaults[key]!r}")
+
     # ---------------------------------------------------------------- helpers for subclasses
     def build_network(self, num_classes: int | None = None) -> nn.Module:
         """The configured model (``config.model``, pretrained, frozen backbone, model_kwargs)."""

@@ -4,7 +4,7 @@ A convolution's output at one position sees one input patch. InfoDrop estimates 
 that patch is by a kernel density estimate over patches at random offsets within ``radius``
 (homogeneous or repetitive regions, i.e. texture, look like their neighbours; edges and corners,
 i.e. shape, do not), and zeroes output activations with probability growing with that density,
-sharpened by the ``temperature``. ``drop_rate * H * W`` positions per (sample, channel) are
+sharpened by the ``temperature``. ``int(drop_rate * H * W)`` positions per (sample, channel) are
 drawn with replacement from the normalised density, as in the paper; we zero each position with
 its exact marginal probability ``1 - (1 - q)^k`` instead of drawing the k indices, which is the
 same per-position rate without a (B*C, k) index tensor. Evaluation is the identity.
@@ -179,7 +179,7 @@ def drop_probability(
     temperature: float,
     pool: nn.MaxPool2d | None = None,
 ) -> torch.Tensor:
-    """Per-position drop probability (B, 1, H, W) from densities (B, H, W): ``drop_rate*H*W``
+    """Per-position drop probability (B, 1, H, W) from densities (B, H, W): ``int(drop_rate*H*W)``
     draws with replacement from ``density ** (1/T)`` normalised per sample. With ``pool`` (the
     max-pool ending the block) ``density ** (1/T)`` is min-pooled with its window first, giving
     probabilities on the pooled map (the reference's ``-pool(-prob)``)."""
@@ -190,7 +190,7 @@ def drop_probability(
             ceil_mode=pool.ceil_mode,
         ).squeeze(1)
     q = torch.softmax(logits.flatten(1), dim=1).view_as(logits)
-    k = drop_rate * logits.shape[1] * logits.shape[2]
+    k = int(drop_rate * logits.shape[1] * logits.shape[2])  # the reference's whole draws
     return (1.0 - (1.0 - q).pow(k)).unsqueeze(1)
 
 
@@ -369,6 +369,15 @@ class InfoDrop(ERM):
     def supports(cls, model: nn.Module) -> bool:
         return structure_found(stem_block, model)
 
+    @classmethod
+    def check_hparam_values(cls, hparams: dict[str, Any]) -> None:
+        """A known ``placement``; ``layers`` only with ``conv``, ``after`` only with ``block``."""
+        placement = hparams["placement"]
+        if placement not in INFODROP_PLACEMENTS:
+            raise TrainError(unknown_choice("InfoDrop placement", placement, INFODROP_PLACEMENTS))
+        unread = ("layers",) if placement == "block" else ("after",)
+        cls.check_unread(hparams, unread, f"placement is {placement!r}")
+
     def __init__(
         self, num_classes: int, config: TrainConfig, context: AlgorithmContext | None = None
     ) -> None:
@@ -389,12 +398,8 @@ class InfoDrop(ERM):
             block.attach(self.network, after)
             self.drop_layers: list[SeededLayer] = [block]
             self.drop_modules = nn.ModuleList(self.drop_layers)
-        elif h["placement"] == "conv":
+        else:  # conv (check_hparam_values refused any other placement)
             self.drop_layers = list(wrap_convs(self.network, h["layers"], **settings))
-        else:
-            raise TrainError(
-                unknown_choice("InfoDrop placement", h["placement"], INFODROP_PLACEMENTS)
-            )
         self.optimizer = self.make_optimizer(self.network.parameters())
 
     def update(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:

@@ -39,6 +39,7 @@ Two choices follow BiasBed's code by default, with Nam et al.'s behaviour as nam
 from __future__ import annotations
 
 import copy
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -173,6 +174,17 @@ class SagNet(Algorithm):
     def supports(cls, model: nn.Module) -> bool:
         return structure_found(split_for_sagnet, model)
 
+    @classmethod
+    def check_hparam_values(cls, hparams: dict[str, Any]) -> None:
+        """``w_adv``, ``clip_adv`` and ``adv_eps`` >= 0 (a negative weight flips the adversary
+        into helping the style head; a negative bound or eps would silently mean 0) and the
+        choices of ``step``, ``content`` and ``adv_params`` known."""
+        cls.check_ranges(hparams, non_negative=("w_adv", "clip_adv", "adv_eps"))
+        for key, choices in (("step", SAGNET_STEPS), ("content", SAGNET_CONTENT),
+                             ("adv_params", SAGNET_ADV_PARAMS)):
+            if hparams[key] not in choices:
+                raise TrainError(unknown_choice(f"SagNet {key}", hparams[key], choices))
+
     def __init__(
         self, num_classes: int, config: TrainConfig, context: AlgorithmContext | None = None
     ) -> None:
@@ -187,9 +199,6 @@ class SagNet(Algorithm):
                     _reinitialise(_last_linear(self.content_head))
             else:  # a fresh head initialised as the model initialises itself (ResNet: Kaiming)
                 self.style_head = split_for_sagnet(self.build_network())[1]
-        for key, choices in (("step", SAGNET_STEPS), ("content", SAGNET_CONTENT)):
-            if self.hparams[key] not in choices:
-                raise TrainError(unknown_choice(f"SagNet {key}", self.hparams[key], choices))
         trainable_f = any(p.requires_grad for p in self.featurizer.parameters())
         self.opt_f = self.opt_c = self.opt_main = None
         if self.hparams["step"] == "joint":  # BiasBed: a main optimiser over every parameter
@@ -199,10 +208,7 @@ class SagNet(Algorithm):
             self.opt_f = self.make_optimizer(self.featurizer.parameters()) if trainable_f else None
             self.opt_c = self.make_optimizer(self.content_head.parameters())
         self.opt_s = self.make_optimizer(self.style_head.parameters())
-        choice = self.hparams["adv_params"]
-        if choice not in SAGNET_ADV_PARAMS:
-            raise TrainError(unknown_choice("SagNet adv_params", choice, SAGNET_ADV_PARAMS))
-        if choice == "bn":
+        if self.hparams["adv_params"] == "bn":
             self.adv_params = batchnorm_parameters(self.featurizer)
         else:
             self.adv_params = [p for p in self.featurizer.parameters() if p.requires_grad]

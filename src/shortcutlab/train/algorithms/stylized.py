@@ -42,7 +42,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -425,14 +425,23 @@ class Debiased(_StylisingAlgorithm):
         "adain_input": "normalised",
     }
 
+    @classmethod
+    def check_hparam_values(cls, hparams: dict[str, Any]) -> None:
+        """Known ``mix``, ``labels`` and ``adain_input``; ``p`` only with ``mix="replace"``
+        (pair trains on every stylised image; a ``p`` outside [0, 1] is refused as such when
+        the algorithm is built), ``aux_bn`` only with ``mix="pair"``."""
+        for key, choices in (("mix", DEBIASED_MIXES), ("labels", DEBIASED_LABELS),
+                             ("adain_input", DEBIASED_ADAIN_INPUTS)):
+            if hparams[key] not in choices:
+                raise TrainError(unknown_choice(f"debiased {key}", hparams[key], choices))
+        pair = hparams["mix"] == "pair"
+        if not (pair and not 0.0 <= hparams["p"] <= 1.0):
+            cls.check_unread(hparams, ("p",) if pair else ("aux_bn",), f"mix is {hparams['mix']!r}")
+
     def __init__(
         self, num_classes: int, config: TrainConfig, context: AlgorithmContext | None = None
     ) -> None:
         super().__init__(num_classes, config, context)
-        for key, choices in (("mix", DEBIASED_MIXES), ("labels", DEBIASED_LABELS),
-                             ("adain_input", DEBIASED_ADAIN_INPUTS)):
-            if self.hparams[key] not in choices:
-                raise TrainError(unknown_choice(f"debiased {key}", self.hparams[key], choices))
         self.dual_bns: list[DualBatchNorm2d] = []
         if self.hparams["mix"] == "pair" and self.hparams["aux_bn"]:
             self.dual_bns = add_auxiliary_batchnorms(self.network)
