@@ -37,6 +37,7 @@ __all__ = [
     "load_predictions",
     "metric_info",
     "parse_predictions",
+    "scalar_text",
     "score_sets",
     "score_splits",
     "score_table",
@@ -88,7 +89,7 @@ def _preview(ids: list[str], limit: int = 5) -> str:
     return ", ".join(repr(i) for i in ids[:limit]) + (", ..." if len(ids) > limit else "")
 
 
-def _scalar_text(value: Any) -> str | None:
+def scalar_text(value: Any) -> str | None:
     """An id or answer as text: strings as they are, integers (also integral floats, which
     pandas makes of integer columns) as digits; None for anything else."""
     if isinstance(value, str):
@@ -157,13 +158,13 @@ def parse_predictions(predictions: Any, source: str = "predictions") -> ParsedPr
                 f"{source}: entry {n} lacks question_id or answer (has: {have}); each entry "
                 "needs the fields question_id, answer"
             )
-        qid = _scalar_text(rec["question_id"])
+        qid = scalar_text(rec["question_id"])
         if qid is None:
             raise VQAError(
                 f"{source}: entry {n} has question_id {rec['question_id']!r}; an id must be a "
                 "string or an integer"
             )
-        answer = _scalar_text(rec["answer"])
+        answer = scalar_text(rec["answer"])
         if answer is None:
             raise VQAError(
                 f"{source}: entry {n} (question_id {rec['question_id']!r}) has answer "

@@ -36,7 +36,7 @@ from shortcutlab.errors import DataNotFoundError, VQAError
 from shortcutlab.utils.io import open_zip, read_zip_member
 from shortcutlab.vqa.accuracy import VOCABULARY_MIN_COUNT, training_vocabulary
 from shortcutlab.vqa.concepts import SHORTCUTS
-from shortcutlab.vqa.evaluate import _scalar_text, score_sets
+from shortcutlab.vqa.evaluate import scalar_text, score_sets
 from shortcutlab.vqa.loaders import read_json_bytes as _load_json
 
 __all__ = [
@@ -135,7 +135,7 @@ def _ids(doc: Any, name: str) -> frozenset[str]:
     records = doc.get("questions", doc.get("annotations")) if isinstance(doc, dict) else doc
     if not isinstance(records, list):
         raise VQAError(f"{name}: expected a list of questions with question_id")
-    ids = [_scalar_text(r.get("question_id") if isinstance(r, dict) else r) for r in records]
+    ids = [scalar_text(r.get("question_id") if isinstance(r, dict) else r) for r in records]
     if None in ids:  # int() made 2.7 question 2 and True question 1
         raise VQAError(f"{name}: every entry needs a question_id (an integer or a string)")
     return frozenset(cast("list[str]", ids))
