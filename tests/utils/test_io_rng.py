@@ -86,3 +86,34 @@ def test_a_streamed_npz_with_more_rows_than_declared_is_refused(tmp_path):
     out = io.write_npz_streaming(tmp_path / "s.npz", "x", (6, 2), [data[:3], data[3:]])
     with np.load(out) as z:
         assert np.array_equal(z["x"], data)
+
+
+@pytest.mark.parametrize("value", ["0", "abc", "1.5", "-3"])
+def test_a_bad_unzip_cap_is_refused_not_taken_for_the_default(tmp_path, monkeypatch, value):
+    import zipfile
+
+    from shortcutlab.utils.io import read_zip_member
+
+    monkeypatch.setenv("SHORTCUTLAB_MAX_UNZIPPED_MB", value)
+    path = tmp_path / "a.zip"
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("m.json", b"[]")
+    with zipfile.ZipFile(path) as zf, pytest.raises(LookupError,
+                                                    match="SHORTCUTLAB_MAX_UNZIPPED_MB="):
+        read_zip_member(zf, zf.getinfo("m.json"), "m.json", LookupError)
+
+
+def test_the_unzip_cap_the_user_sets_holds_and_unset_is_the_default(tmp_path, monkeypatch):
+    import zipfile
+
+    from shortcutlab.utils.io import read_zip_member
+
+    path = tmp_path / "a.zip"
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("m.json", b"x" * (2**20 + 1))
+    monkeypatch.delenv("SHORTCUTLAB_MAX_UNZIPPED_MB", raising=False)
+    with zipfile.ZipFile(path) as zf:
+        assert read_zip_member(zf, zf.getinfo("m.json"), "m", LookupError) == b"x" * (2**20 + 1)
+        monkeypatch.setenv("SHORTCUTLAB_MAX_UNZIPPED_MB", " 1 ")
+        with pytest.raises(LookupError, match="the limit is 1 MB"):
+            read_zip_member(zf, zf.getinfo("m.json"), "m", LookupError)
