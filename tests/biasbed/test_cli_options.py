@@ -50,7 +50,7 @@ def test_run_passes_slurm_options_and_recipe(
     args = _base(folders, tmp_path / "runs") + [
         "--protocol", "biasbed", "--epochs", "2", "--pretrained", str(weights),
         "--backend", "slurm", "--slurm-partition", "gpu", "--slurm-gpus", "1",
-        "--slurm-cpus", "8", "--slurm-time", "600", "--ray-address", "auto",
+        "--slurm-cpus", "8", "--slurm-time", "600",
         "--device", "cuda",  # the cluster's nodes have it; this login node need not
     ]
     res = CliRunner().invoke(app, args)
@@ -59,7 +59,7 @@ def test_run_passes_slurm_options_and_recipe(
     slurm = call["slurm"]
     assert (slurm.partition, slurm.gpus_per_node, slurm.cpus_per_task, slurm.timeout_min) == (
         "gpu", 1, 8, 600)
-    assert call["backend"] == "slurm" and call["ray_address"] == "auto"
+    assert call["backend"] == "slurm" and call["ray_address"] is None
     assert call["device"] == "cuda"
     jobs = call["jobs"]
     assert len(jobs) == 2  # erm on each of the two training sets

@@ -101,3 +101,19 @@ def test_an_undecodable_input_in_any_command_is_one_line_and_exit_2(
     assert exit_.value.code == 2
     assert capsys.readouterr().err.splitlines() == [
         "Error: an input file is not UTF-8 text (invalid start byte at byte 0); save it as UTF-8"]
+
+
+def test_a_missing_option_keeps_clicks_usage_and_a_bad_value_is_one_line() -> None:
+    """A missing required option shows how to call the command; a bad value is one line."""
+    from typer.testing import CliRunner
+
+    runner = CliRunner()
+    missing = runner.invoke(app, ["diagvib", "run", "--model", "small_cnn", "--study", "ZSO"])
+    assert missing.exit_code == 2
+    assert missing.stderr.startswith("Usage: shortcutlab diagvib run [OPTIONS]")
+    assert "Missing option '--out'" in missing.stderr
+    bad = runner.invoke(app, ["diagvib", "run", "--model", "small_cnn", "--workers", "0",
+                              "--out", "x"])
+    assert bad.exit_code == 2 and "Usage" not in bad.stderr
+    assert bad.stderr.splitlines() == [
+        "Error: Invalid value for '--workers': Input should be greater than or equal to 1"]

@@ -25,12 +25,14 @@ COMMANDS = {
     "biasbed run": ["biasbed", "run", "--algorithm", "erm", "--dataset", "diagvib:ZSO/hue/0",
                     "--scale", "0.001", "--epochs", "1", "--seeds", "0"],
 }
-# every backend option with a value other than its default
-GIVEN = ["--backend", "slurm", "--workers", "3", "--jobs-per-gpu", "2", "--mps", "off",
-         "--threads", "2",
-         "--ray-address", "auto", "--slurm-partition", "gpu", "--slurm-time", "600",
-         "--slurm-gpus", "1", "--slurm-cpus", "8", "--slurm-executor", "local",
-         "--slurm-mem", "32", "--slurm-account", "lab", "--slurm-qos", "high"]
+# every backend option with a value other than its default: those ray reads, those slurm reads
+GIVEN_RAY = ["--backend", "ray", "--workers", "3", "--jobs-per-gpu", "2", "--mps", "off",
+             "--threads", "2", "--ray-address", "auto"]
+GIVEN_SLURM = ["--backend", "slurm", "--threads", "2", "--slurm-partition", "gpu",
+               "--slurm-time", "600", "--slurm-gpus", "1", "--slurm-cpus", "8",
+               "--slurm-executor", "local", "--slurm-mem", "32", "--slurm-account", "lab",
+               "--slurm-qos", "high"]
+GIVEN = GIVEN_RAY + GIVEN_SLURM
 
 
 def _options(path: str) -> dict[str, Any]:
@@ -86,20 +88,52 @@ def test_every_backend_option_reaches_the_runner(
 
     monkeypatch.setattr("shortcutlab.runner.runs.run_jobs", fake_run_jobs)
     monkeypatch.setattr("shortcutlab.biasbed.protocol.run_jobs", fake_run_jobs)
-    out = tmp_path / "run"
-    res = runner.invoke(app, [*COMMANDS[command], *GIVEN, "--device", "cpu", "--out", str(out)])
-    assert res.exit_code == 0, res.output
-    (call,) = calls
-    slurm = call["slurm"]
-    assert (call["backend"], call["workers"], call["jobs_per_gpu"], call["ray_address"],
-            call["mps"]) == ("slurm", 3, 2, "auto", "off")
+    for given in (GIVEN_RAY, GIVEN_SLURM):
+        out = tmp_path / given[1]
+        res = runner.invoke(app, [*COMMANDS[command], *given, "--device", "cpu", "--out",
+                                  str(out)])
+        assert res.exit_code == 0, res.output
+        assert calls[-1]["jobs"] and all(job.threads == 2 for job in calls[-1]["jobs"])
+        if command == "biasbed run":  # the report finds the jobs by the ids protocol.json has
+            recorded = json.loads((out / "protocol.json").read_text())["jobs"]
+            assert set(recorded) == {job.job_id for job in calls[-1]["jobs"]}
+    ray, slurm_call = calls
+    assert (ray["backend"], ray["workers"], ray["jobs_per_gpu"], ray["ray_address"],
+            ray["mps"]) == ("ray", 3, 2, "auto", "off")
+    slurm = slurm_call["slurm"]
+    assert slurm_call["backend"] == "slurm"
     assert (slurm.cluster, slurm.partition, slurm.timeout_min, slurm.gpus_per_node,
             slurm.cpus_per_task, slurm.mem_gb, slurm.account, slurm.qos) == (
         "local", "gpu", 600, 1, 8, 32, "lab", "high")
-    assert call["jobs"] and all(job.threads == 2 for job in call["jobs"])
-    if command == "biasbed run":  # the report finds the jobs by the ids protocol.json records
-        recorded = json.loads((out / "protocol.json").read_text())["jobs"]
-        assert set(recorded) == {job.job_id for job in call["jobs"]}
+
+
+@pytest.mark.parametrize("command", list(COMMANDS))
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [(["--backend", "processes", "--slurm-partition", "gpu"],
+      "--backend processes ignores --slurm-partition (read by slurm)"),
+     (["--backend", "serial", "--workers", "2", "--mps", "off"],
+      "--backend serial ignores --workers (read by processes and ray), --mps (read by "
+      "processes and ray)"),
+     (["--backend", "slurm", "--slurm-executor", "local", "--jobs-per-gpu", "2"],
+      "--backend slurm ignores --jobs-per-gpu (read by processes and ray)"),
+     (["--backend", "processes", "--ray-address", "auto"],
+      "--backend processes ignores --ray-address (read by ray)")],
+    ids=["slurm-option-processes", "workers-serial", "jobs-per-gpu-slurm", "ray-address"])
+def test_an_option_the_backend_ignores_is_refused_before_anything_is_written(
+    command: str, given: list[str], message: str, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[Any] = []
+    monkeypatch.setattr("shortcutlab.runner.runs.run_jobs", lambda *a, **k: calls.append(a))
+    monkeypatch.setattr("shortcutlab.biasbed.protocol.run_jobs",
+                        lambda *a, **k: calls.append(a))
+    out = tmp_path / "run"
+    res = runner.invoke(app, [*COMMANDS[command], *given, "--device", "cpu", "--out", str(out)])
+    assert res.exit_code == 2, res.output
+    assert res.stderr.splitlines() == [f"Error: {message}; drop it or choose a backend that "
+                                       "reads it"]
+    assert not calls and not out.exists()
 
 
 def test_biasbed_run_honours_threads(tmp_path: Path) -> None:

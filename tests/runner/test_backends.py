@@ -96,12 +96,14 @@ def test_slurm_via_submitit_debug_executor(tmp_path, monkeypatch) -> None:
     given = _record_submitted(submitit, monkeypatch)
     jobs = _jobs("slurm")
     opts = SlurmOptions(cluster="debug", partition="gpu", timeout_min=5, gpus_per_node=2,
-                        cpus_per_task=3, array_parallelism=7, poll_seconds=0.05)
+                        cpus_per_task=3, array_parallelism=7, poll_seconds=0.05, mem_gb=6,
+                        account="lab", qos="low")
     summary = run_jobs(jobs, tmp_path, backend="slurm", slurm=opts, progress=False)
     _check(tmp_path, summary, jobs)
     assert (tmp_path / ".submitit").is_dir()
     assert given == {"slurm_partition": "gpu", "timeout_min": 5, "gpus_per_node": 2,
-                     "cpus_per_task": 3, "slurm_array_parallelism": 7}
+                     "cpus_per_task": 3, "slurm_array_parallelism": 7, "mem_gb": 6,
+                     "slurm_account": "lab", "slurm_qos": "low"}
 
 
 @pytest.mark.slow  # 2 s or more on 2 idle cores (make test-fast leaves it out)

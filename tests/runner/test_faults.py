@@ -192,6 +192,8 @@ CORRUPTIONS: dict[str, tuple[str, Callable[[Path], None]]] = {
     "result loss a string": ("result.json", _edit_result(val_loss="0.1")),
     "result loss infinite": ("result.json", _edit_result(val_loss=float("inf"))),
     "result epoch a float": ("result.json", _edit_result(best_epoch=0.5)),
+    # epochs count from 0: a best epoch of 1 in a run of 1 epoch is no epoch that ran
+    "result best epoch not run": ("result.json", _edit_result(best_epoch=1, epochs_run=1)),
     # result.json of another job (copied in by hand): the folder cannot prove it is its own
     "result of another job": ("result.json", _edit_result(job_id="0123456789abcdef")),
     "done marker a folder": ("done", _folder_marker),

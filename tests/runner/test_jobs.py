@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -126,6 +127,28 @@ def test_collect_schema_and_epochs(tmp_path) -> None:
     back = pd.read_parquet(parquet_path)
     pd.testing.assert_frame_equal(back, table)
     assert pd.read_csv(csv_path)["job_id"].tolist() == table["job_id"].tolist()
+
+
+def test_a_failed_table_write_leaves_the_old_csv_and_parquet_together(tmp_path,
+                                                                       monkeypatch) -> None:
+    """The CSV and the Parquet table are written both or neither: a Parquet write that fails
+    (a full disk) must not leave a new jobs.csv beside the old jobs.parquet."""
+    jobs = noop_jobs(2)
+    run_jobs(jobs[:1], tmp_path, backend="serial", progress=False)
+    before = {name: (tmp_path / name).read_bytes() for name in ("jobs.csv", "jobs.parquet")}
+    run_jobs(jobs, tmp_path, backend="serial", progress=False, collect_table=False)
+
+    def full_disk(self, path, **kwargs) -> None:
+        Path(path).write_bytes(b"PAR1 half")
+        raise OSError(28, "No space left on device", str(path))
+
+    monkeypatch.setattr(pd.DataFrame, "to_parquet", full_disk)
+    with pytest.raises(OSError, match="No space left"):
+        write_table(tmp_path)
+    after = {name: (tmp_path / name).read_bytes() for name in ("jobs.csv", "jobs.parquet")}
+    assert after == before
+    assert len(pd.read_csv(tmp_path / "jobs.csv")) == 1
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".jobs")) == []
 
 
 def test_the_recipe_id_ignores_what_may_differ_between_one_models_jobs(tmp_path) -> None:

@@ -86,3 +86,71 @@ def test_a_streamed_npz_with_more_rows_than_declared_is_refused(tmp_path):
     out = io.write_npz_streaming(tmp_path / "s.npz", "x", (6, 2), [data[:3], data[3:]])
     with np.load(out) as z:
         assert np.array_equal(z["x"], data)
+
+
+@pytest.mark.parametrize("value", ["0", "abc", "1.5", "-3"])
+def test_a_bad_unzip_cap_is_refused_not_taken_for_the_default(tmp_path, monkeypatch, value):
+    import zipfile
+
+    from shortcutlab.utils.io import read_zip_member
+
+    monkeypatch.setenv("SHORTCUTLAB_MAX_UNZIPPED_MB", value)
+    path = tmp_path / "a.zip"
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("m.json", b"[]")
+    with zipfile.ZipFile(path) as zf, pytest.raises(LookupError,
+                                                    match="SHORTCUTLAB_MAX_UNZIPPED_MB="):
+        read_zip_member(zf, zf.getinfo("m.json"), "m.json", LookupError)
+
+
+def test_the_unzip_cap_the_user_sets_holds_and_unset_is_the_default(tmp_path, monkeypatch):
+    import zipfile
+
+    from shortcutlab.utils.io import read_zip_member
+
+    path = tmp_path / "a.zip"
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("m.json", b"x" * (2**20 + 1))
+    monkeypatch.delenv("SHORTCUTLAB_MAX_UNZIPPED_MB", raising=False)
+    with zipfile.ZipFile(path) as zf:
+        assert read_zip_member(zf, zf.getinfo("m.json"), "m", LookupError) == b"x" * (2**20 + 1)
+        monkeypatch.setenv("SHORTCUTLAB_MAX_UNZIPPED_MB", " 1 ")
+        with pytest.raises(LookupError, match="the limit is 1 MB"):
+            read_zip_member(zf, zf.getinfo("m.json"), "m", LookupError)
+
+
+def test_a_member_whose_header_understates_its_size_is_refused_as_damaged(tmp_path):
+    """The cap holds against a lying header: no more than the header's size is unpacked, and
+    the member then fails its CRC check."""
+    import struct
+    import zipfile
+
+    from shortcutlab.utils.io import read_zip_member
+
+    path = tmp_path / "a.zip"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("m.json", b"x" * (3 * 2**20))
+    raw = bytearray(path.read_bytes())
+    struct.pack_into("<I", raw, raw.find(b"PK\x01\x02") + 24, 1000)  # central directory
+    struct.pack_into("<I", raw, raw.find(b"PK\x03\x04") + 22, 1000)  # local header
+    path.write_bytes(bytes(raw))
+    with zipfile.ZipFile(path) as zf, pytest.raises(LookupError, match="m: damaged zip member"):
+        read_zip_member(zf, zf.getinfo("m.json"), "m", LookupError)
+
+
+def test_yaml_aliases_are_refused_however_small_the_file():
+    import yaml
+
+    assert io.load_yaml("a: 1\nb: [2, 3]\n") == {"a": 1, "b": [2, 3]}
+    with pytest.raises(yaml.YAMLError, match="aliases"):
+        io.load_yaml("a: &x 1\nb: *x\n")
+
+
+def test_a_streamed_npz_chunk_of_another_dtype_is_refused(tmp_path):
+    chunks = [np.zeros((2, 3), np.uint8), np.ones((1, 3), np.float32)]
+    with pytest.raises(ValueError, match="chunk of float32"):
+        io.write_npz_streaming(tmp_path / "a.npz", "x", (3, 3), chunks)
+    assert not (tmp_path / "a.npz").exists()
+    io.write_npz_streaming(tmp_path / "a.npz", "x", (3, 3), chunks[:1] + [np.ones((1, 3),
+                                                                           np.uint8)])
+    assert np.load(tmp_path / "a.npz")["x"].tolist() == [[0, 0, 0], [0, 0, 0], [1, 1, 1]]

@@ -226,12 +226,33 @@ class BackendOptions:
     slurm_qos: str | None = None
 
     def check(self) -> None:
-        """Refuse an unknown or unavailable backend (or SLURM executor) with one line, before
-        a command plans or writes anything."""
+        """Refuse an unknown or unavailable backend (or SLURM executor), and an option the
+        backend ignores (:meth:`ignored`), with one line, before a command plans or writes
+        anything."""
+        from shortcutlab.errors import RunnerError
         from shortcutlab.runner.backend_api import slurm_options
         from shortcutlab.runner.preflight import check_backend
 
+        ignored = self.ignored()
+        if ignored:
+            readers = {name: [b for b, reads in BACKEND_READS.items() if name in reads]
+                       for name in ignored}
+            raise RunnerError(f"--backend {self.backend} ignores " + ", ".join(
+                f"--{name.replace('_', '-')} (read by {' and '.join(readers[name])})"
+                for name in ignored) + "; drop it or choose a backend that reads it")
         check_backend(self.backend, slurm_options(self.slurm_executor).cluster)
+
+    def ignored(self) -> list[str]:
+        """The options given (a value other than the default) that the built-in backend
+        named would silently ignore (:data:`BACKEND_READS`); [] for a registered backend of
+        the user's, which reads what it needs of the run's settings."""
+        reads = BACKEND_READS.get(self.backend)
+        if reads is None:
+            return []
+        default = BackendOptions()
+        return [f.name for f in fields(self)
+                if f.name not in ("backend", "threads", *reads)
+                and getattr(self, f.name) != getattr(default, f.name)]
 
     def runs_elsewhere(self) -> bool:
         """Whether the jobs run on other machines (SLURM's sbatch, a Ray cluster's address):
@@ -274,6 +295,17 @@ class BackendOptions:
         """``job`` with this ``--threads`` (a new job id unless 1)."""
         return job if self.threads == job.threads else job.model_copy(
             update={"threads": self.threads})
+
+
+#: The backend options (besides ``backend`` and ``threads``, which every one reads) each
+#: built-in backend reads; :meth:`BackendOptions.check` refuses the others when given.
+BACKEND_READS: dict[str, tuple[str, ...]] = {
+    "serial": (),
+    "processes": ("workers", "jobs_per_gpu", "mps"),
+    "ray": ("workers", "jobs_per_gpu", "mps", "ray_address"),
+    "slurm": ("slurm_partition", "slurm_time", "slurm_gpus", "slurm_cpus", "slurm_executor",
+              "slurm_mem", "slurm_account", "slurm_qos"),
+}
 
 
 R = TypeVar("R")

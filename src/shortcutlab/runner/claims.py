@@ -70,7 +70,7 @@ def _age(target: Path) -> float:
         return 0.0
 
 
-def is_stale(path: Path, stale_seconds: float | None = None) -> bool:
+def is_stale(path: Path) -> bool:
     """Whether the claim in ``path`` belongs to nobody alive (False when there is no claim)."""
     claim = read_claim(path)
     if claim is None:
@@ -84,8 +84,7 @@ def is_stale(path: Path, stale_seconds: float | None = None) -> bool:
         started, now = claim.get("start"), start_time(pid)
         if isinstance(started, str) and now is not None:  # the owner itself, or a reused pid
             return started != now
-    limit = STALE_SECONDS if stale_seconds is None else stale_seconds
-    return _age(path / CLAIM_FILE) > limit
+    return _age(path / CLAIM_FILE) > STALE_SECONDS
 
 
 def describe_claim(path: Path) -> str:
@@ -133,14 +132,14 @@ def _create(path: Path, token: str, run: str = "") -> bool:
     return True
 
 
-def try_claim(path: Path, stale_seconds: float | None = None, run: str = "") -> str | None:
+def try_claim(path: Path, run: str = "") -> str | None:
     """Claim job folder ``path``; returns the claim's token, or None when someone alive holds
     it. A stale claim is taken over (under ``claim.break``, itself stale after a minute).
     ``run``: the name of the run the job runs for, kept in the claim (:func:`claim_run`)."""
     token = uuid.uuid4().hex
     if _create(path, token, run):
         return token
-    if not is_stale(path, stale_seconds):
+    if not is_stale(path):
         return None
     breaker = path / _BREAK_FILE
     if breaker.exists() and _age(breaker) > 60:
@@ -151,7 +150,7 @@ def try_claim(path: Path, stale_seconds: float | None = None, run: str = "") -> 
     except FileExistsError:
         return None  # another run is taking it over
     try:
-        if not is_stale(path, stale_seconds):  # released and claimed again meanwhile
+        if not is_stale(path):  # released and claimed again meanwhile
             return None
         with suppress(FileNotFoundError):
             (path / CLAIM_FILE).unlink()

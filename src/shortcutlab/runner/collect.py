@@ -2,7 +2,7 @@
 
 :func:`collect` gives one row per job (the schema the metrics read); :func:`collect_epochs` the
 long per-epoch table model-selection rules read; :func:`write_table` writes the job table as CSV
-and Parquet, atomically.
+and Parquet, both or neither.
 
 A job folder proves who it is: its name must be the hash of the job in its ``job.json`` and its
 result must belong to it and meet the result schema (:mod:`shortcutlab.runner.records`). A job
@@ -38,7 +38,7 @@ from shortcutlab.runner.jobs import (
     read_job,
     read_result,
 )
-from shortcutlab.utils.io import atomic_path
+from shortcutlab.utils.io import output_set
 
 # The job kind's describer (see JobKind) adds its columns after "algorithm", e.g. study,
 # predicted, correlated, sample, dataset size and benchmark seed for DiagViB-6 jobs, and the
@@ -238,8 +238,9 @@ def collect_epochs(root: str | Path, logged: Iterable[str] = ()) -> pd.DataFrame
 
 def write_table(root: str | Path, out: str | Path | None = None,
                 table: pd.DataFrame | None = None) -> tuple[Path, Path]:
-    """Write the job table as ``<out>.csv`` and ``<out>.parquet`` (default ``<root>/jobs``);
-    a given ``.csv``/``.parquet`` suffix is replaced. Returns both paths. ``table``: the
+    """Write the job table as ``<out>.csv`` and ``<out>.parquet`` (default ``<root>/jobs``),
+    both or neither (a failed write leaves the old pair as it was); a given
+    ``.csv``/``.parquet`` suffix is replaced. Returns both paths. ``table``: the
     already collected table of ``root`` (default: collect it now)."""
     table = collect(root) if table is None else table
     stem = Path(out) if out is not None else Path(root) / "jobs"
@@ -248,8 +249,7 @@ def write_table(root: str | Path, out: str | Path | None = None,
     csv_path, parquet_path = stem.with_name(stem.name + ".csv"), stem.with_name(
         stem.name + ".parquet"
     )
-    with atomic_path(csv_path, suffix=".csv") as tmp:
-        table.to_csv(tmp, index=False)
-    with atomic_path(parquet_path, suffix=".parquet") as tmp:
-        table.to_parquet(tmp, index=False)
+    with output_set() as outputs:  # both or neither: never a new CSV beside an old Parquet
+        table.to_csv(outputs.path(csv_path, suffix=".csv"), index=False)
+        table.to_parquet(outputs.path(parquet_path, suffix=".parquet"), index=False)
     return csv_path, parquet_path

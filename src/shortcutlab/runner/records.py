@@ -3,7 +3,8 @@
 A result that parses but is not a result (``{}``, an accuracy of 7.5, a loss that is a string)
 would otherwise be counted, or make every later table refuse the whole run folder. Accuracies
 (``val_acc`` and every ``test_acc`` key) lie in [0, 1] or are null (no test set); losses are
-finite or null (a diverged run, NaN written as null); epochs and seconds are non-negative.
+finite or null (a diverged run, NaN written as null); epochs and seconds are non-negative,
+and the best epoch (counted from 0) is one of the epochs run.
 """
 
 from __future__ import annotations
@@ -55,4 +56,7 @@ def result_problem(result: dict[str, Any]) -> str | None:
         why = _bad_value(str(key), value)
         if why is not None:
             return f"has {key} = {_shown(value)}, expected {why}"
+    if result["best_epoch"] >= result["epochs_run"]:  # epochs count from 0
+        return (f"has best_epoch = {result['best_epoch']} of {result['epochs_run']} epochs run, "
+                "expected an epoch below epochs_run (epochs count from 0)")
     return None

@@ -10,10 +10,12 @@ DEVICE_CHOICES = ("auto", "cpu", "cuda")
 
 
 def check_device_name(name: str) -> str:
-    """``name`` if it names a device kind (auto, cpu, cuda, cuda:N), whether or not this
-    machine has it: for jobs that run on other machines (a SLURM or Ray cluster)."""
-    if name.split(":")[0] not in DEVICE_CHOICES:
-        raise ShortcutlabError(unknown_choice("device", name, DEVICE_CHOICES))
+    """``name`` if it names a device (auto, cpu, cuda, cuda:N), whether or not this machine
+    has it: for jobs that run on other machines (a SLURM or Ray cluster). Any other suffix
+    (``auto:1``, ``cpu:7``, ``cuda:x``) is refused: nothing would read it."""
+    kind, _, index = name.partition(":")
+    if name not in DEVICE_CHOICES and not (kind == "cuda" and index.isdigit()):
+        raise ShortcutlabError(unknown_choice("device", name, (*DEVICE_CHOICES, "cuda:N")))
     return name
 
 

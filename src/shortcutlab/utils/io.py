@@ -285,11 +285,18 @@ DEFAULT_UNZIP_LIMIT_MB = 2048
 SUSPICIOUS_RATIO, SUSPICIOUS_MB = 100, 16  # JSON compresses ~10:1; a bomb of zeros ~1000:1
 
 
-def unzip_limit_mb() -> int | None:
-    """The cap on one zip member's unpacked size in MB (:data:`UNZIP_LIMIT_ENV`, default
-    :data:`DEFAULT_UNZIP_LIMIT_MB`); None when the user set it (the ratio check is then off)."""
+def unzip_limit_mb(error: type[Exception] = ValueError) -> int | None:
+    """The cap on one zip member's unpacked size in MB that the user set
+    (:data:`UNZIP_LIMIT_ENV`; the ratio check is then off), None when unset (the default
+    :data:`DEFAULT_UNZIP_LIMIT_MB` holds); a value that is no whole number >= 1 raises
+    ``error``, so that a misspelt cap is never silently the default."""
     value = os.environ.get(UNZIP_LIMIT_ENV, "").strip()
-    return int(value) if value.isdigit() and int(value) > 0 else None
+    if not value:
+        return None
+    if not value.isdigit() or int(value) < 1:
+        raise error(f"{UNZIP_LIMIT_ENV}={value!r}: give the cap on an unzipped member as a "
+                    "whole number of MB >= 1 (or unset it for the default)")
+    return int(value)
 
 
 @contextmanager
@@ -307,8 +314,9 @@ def read_zip_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, label: str,
                     error: type[Exception]) -> bytes:
     """The unpacked bytes of member ``info``, refused with ``error`` (naming ``label``) when
     damaged, larger than the cap, or compressed so well that it is likely a zip bomb; the
-    cap holds even when the member's header lies about its size."""
-    chosen = unzip_limit_mb()
+    cap holds even when the member's header lies about its size (zipfile unpacks no more
+    than the header says, and such a member fails its CRC check: damaged)."""
+    chosen = unzip_limit_mb(error)
     cap = (chosen or DEFAULT_UNZIP_LIMIT_MB) * 2**20
     hint = (f"the limit is {cap // 2**20} MB; set {UNZIP_LIMIT_ENV}=<MB> to allow more if "
             "you trust the file")
@@ -318,14 +326,7 @@ def read_zip_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, label: str,
     if chosen is None and info.file_size > SUSPICIOUS_MB * 2**20 and ratio > SUSPICIOUS_RATIO:
         raise error(f"{label} unzips {ratio:.0f}:1 to {info.file_size / 2**20:.0f} MB, like a "
                     f"zip bomb; {hint}")
-    chunks, total = [], 0
-    try:
-        with zf.open(info) as fh:
-            while chunk := fh.read(2**20):
-                total += len(chunk)
-                if total > cap:
-                    raise error(f"{label} unzips to more than its header says; {hint}")
-                chunks.append(chunk)
+    try:  # zipfile unpacks no more than the header says (a lie fails its CRC check)
+        return zf.read(info)
     except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError) as exc:
         raise error(f"{label}: damaged zip member ({exc})") from None
-    return b"".join(chunks)
