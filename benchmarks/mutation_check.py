@@ -3333,6 +3333,27 @@ MUTATIONS: tuple[Mutation, ...] = (
              "        if False:  # the spec fixes",
              ("tests/diagvib/test_dataset.py::test_cli_studies_and_export",),
              "diagvib export SPEC.yaml --scale 0.5: the option silently ignored"),
+    Mutation("M662", "train/algorithms/infodrop.py", '    version = "2"\n', "",
+             ("tests/biasbed/test_protocol.py::"
+              "test_jobs_carry_the_version_of_the_code_their_numbers_depend_on",),
+             "InfoDrop's draw-count fix without a version: results of the old count reused"),
+    Mutation("M663", "biasbed/protocol.py",
+             'code = {"renderer": RENDERER_VERSION}  # as', 'code = {}  # as',
+             ("tests/biasbed/test_protocol.py::"
+              "test_jobs_carry_the_version_of_the_code_their_numbers_depend_on",),
+             "biasbed run's DiagViB-6 jobs without the renderer version: old renders counted"),
+    Mutation("M664", "diagvib/jobs.py",
+             'versions = {"renderer": RENDERER_VERSION, **algorithm_versions(base.algorithm)}',
+             'versions = {"renderer": RENDERER_VERSION}',
+             ("tests/biasbed/test_protocol.py::"
+              "test_jobs_carry_the_version_of_the_code_their_numbers_depend_on",),
+             "diagvib run's jobs without the algorithm's version: results of changed code reused"),
+    Mutation("M665", "biasbed/protocol.py",
+             '    data.pop("threads", None)\n',
+             '    data.pop("threads", None)\n    data.pop("versions", None)\n',
+             ("tests/biasbed/test_protocol.py::"
+              "test_runs_of_one_competitor_with_another_recipe_are_refused_not_pooled",),
+             "BiasBed pools an algorithm's runs of older and newer code as one competitor"),
 )
 
 

@@ -162,6 +162,34 @@ def test_scale_only_changes_diagvib_job_ids(folders: dict[str, Path]) -> None:
     assert diag[0].describe()["scale"] == 0.001
 
 
+def test_jobs_carry_the_version_of_the_code_their_numbers_depend_on(
+        folders: dict[str, Path]) -> None:
+    """A job trained by an algorithm whose code changed its numbers (InfoDrop's draw count,
+    version 2) and a DiagViB-6 job (the renderer) carry those versions in their ids, in
+    `biasbed run` as in `diagvib run`: a folder's older results are redone, never counted as
+    the new code's. Algorithms that never changed keep the ids they had."""
+    from shortcutlab.diagvib.jobs import build_jobs
+    from shortcutlab.diagvib.render import RENDERER_VERSION
+    from shortcutlab.train.algorithms import algorithm_versions, get_algorithm_class
+    from shortcutlab.train.config import TrainConfig
+
+    assert algorithm_versions("erm") == {}
+    assert algorithm_versions("infodrop") == {
+        "algorithm": f"infodrop-{get_algorithm_class('infodrop').version}"}
+    settings = ProtocolSettings(("erm", "infodrop"), seeds=(0,), epochs=1, scale=0.001)
+    folder = {p.algorithm: p.job.versions
+              for p in build_protocol_jobs([_experiment(folders)], settings)}
+    assert folder == {"erm": {}, "infodrop": algorithm_versions("infodrop")}
+    diag = {p.algorithm: p.job.versions
+            for p in build_protocol_jobs(["diagvib:ZGO/shape-texture/0"], settings)}
+    assert diag["erm"] == {"renderer": RENDERER_VERSION}
+    assert diag["infodrop"] == {"renderer": RENDERER_VERSION, **algorithm_versions("infodrop")}
+    (run,) = build_jobs("small_cnn", ["ZSO"], ["hue-shape"], [0], scale=0.001,
+                        train_config=TrainConfig(preset="paper", algorithm="infodrop"))
+    assert run.versions == diag["infodrop"]  # the same kind, the same versions
+    assert run.job_id != run.model_copy(update={"versions": {"renderer": RENDERER_VERSION}}).job_id
+
+
 def test_former_stylized_hparams_still_plan() -> None:
     """`--hparam stylized:hue=true` and `texture_pool` keep working: the protocol hands the
     engine the generic style options the DiagViB-6 capability understands."""
@@ -375,10 +403,14 @@ def test_runs_of_one_competitor_with_another_recipe_are_refused_not_pooled(
     statistics would pool with the first call's as one algorithm: refused, naming the
     difference. More seeds of the same recipe are the protocol's own way to grow, and count."""
     import shutil
+    from dataclasses import replace
 
-    def add(out: Path, **settings) -> None:
+    def add(out: Path, versions: dict[str, str] | None = None, **settings) -> None:
         planned = build_protocol_jobs([_experiment(folders)], ProtocolSettings(
             ("erm",), seeds=(2,), epochs=3, batch_size=6, **settings))
+        if versions is not None:  # as a later version of the algorithm's code plans it
+            planned = [replace(p, job=p.job.model_copy(update={"versions": versions}))
+                       for p in planned]
         assert not run_protocol(planned, out, progress=False).failed
 
     same, other = tmp_path / "same", tmp_path / "other"
@@ -391,3 +423,9 @@ def test_runs_of_one_competitor_with_another_recipe_are_refused_not_pooled(
     with pytest.raises(ProtocolError, match=r"erm \(small_cnn\) on folders were trained with 2 "
                        r"different recipes \(train\.lr: .* vs .*\).*its own --out folder"):
         load_epochs(other)
+    newer = tmp_path / "newer"  # runs of the algorithm's changed code beside the older ones
+    shutil.copytree(protocol_dir, newer)
+    add(newer, versions={"algorithm": "erm-2"})
+    with pytest.raises(ProtocolError, match=r"2 different recipes \(versions\.algorithm: "
+                                            r"None vs 'erm-2'\)"):
+        load_epochs(newer)

@@ -246,6 +246,10 @@ def build_protocol_jobs(
     params = diagvib_jobs.DiagvibParams.checked(
         "DiagViB-6 dataset settings", scale=settings.scale,
         benchmark_seed=settings.benchmark_seed, head=settings.diagvib_head()).model_dump()
+    from shortcutlab.diagvib.render import RENDERER_VERSION
+    from shortcutlab.train.algorithms import algorithm_versions
+
+    versions = {a: algorithm_versions(a) for a in settings.algorithms}  # code that changed
     planned: list[PlannedRun] = []
     folder_no = 0
     for dataset in datasets:
@@ -259,11 +263,13 @@ def build_protocol_jobs(
             experiment, kind, spec = FOLDERS_PREFIX + label, FOLDERS_KIND, dataset.describe()
             job_inputs: dict[str, str] = {}
             job_params: dict[str, Any] = {}
+            code: dict[str, str] = {}
         else:
             experiment, kind = parse_dataset(dataset), diagvib_jobs.KIND
             spec = make_experiment(experiment, scale=settings.scale,
                                    seed=settings.benchmark_seed).to_dict()
             job_inputs, job_params, label = inputs, params, experiment
+            code = {"renderer": RENDERER_VERSION}  # as `diagvib run`'s jobs of the same kind
         for algorithm in settings.algorithms:
             for r, seed in enumerate(settings.run_seeds()):
                 job = Job(
@@ -274,6 +280,7 @@ def build_protocol_jobs(
                     params=job_params,
                     inputs=job_inputs,
                     input_digests={k: digests[k] for k in job_inputs},
+                    versions={**code, **versions[algorithm]},
                 )
                 folder = dataset if isinstance(dataset, FolderExperiment) else None
                 planned.append(
@@ -451,9 +458,9 @@ def load_epochs(out: str | Path) -> pd.DataFrame:
 
 def _recipe(out: Path, job_id: str) -> dict[str, Any]:
     """A job as stored, flattened to dotted keys, without what may differ between the runs of
-    one competitor: the training seed, the library versions and the thread count."""
+    one competitor: the training seed and the thread count (the versions of the code its
+    numbers depend on stay: runs of an older renderer or algorithm are another recipe)."""
     data = json.loads(read_job(out / job_id).canonical_json())
-    data.pop("versions", None)
     data.pop("threads", None)
     data.get("train", {}).pop("seed", None)
 

@@ -360,7 +360,9 @@ def build_jobs(
     params = DiagvibParams.checked(scale=scale, benchmark_seed=benchmark_seed,
                                    head=head or default_head(base.preset)).model_dump()
     from shortcutlab.diagvib.render import RENDERER_VERSION
+    from shortcutlab.train.algorithms import algorithm_versions
 
+    versions = {"renderer": RENDERER_VERSION, **algorithm_versions(base.algorithm)}
     jobs = []
     for name in names:
         if generated is not None:
@@ -372,6 +374,6 @@ def build_jobs(
             jobs.append(Job(
                 experiment=name, kind=KIND, params=params,
                 train=base.replace(seed=int(seed)), spec=spec,
-                inputs=inputs, input_digests=digests, versions={"renderer": RENDERER_VERSION},
+                inputs=inputs, input_digests=digests, versions=versions,
             ))
     return jobs

@@ -58,7 +58,8 @@ class Job(BaseModel):
     their path: a moved folder keeps its jobs, an edited one gets new ones.
 
     ``versions``: versions of the code the kind's numbers depend on beyond the training config
-    (DiagViB-6: its renderer), part of the id: results of older code are never counted as new.
+    (DiagViB-6: its renderer; an algorithm whose code changed its numbers: ``algorithm``), part
+    of the id: results of older code are never counted as new.
 
     ``threads``: torch's intra-op CPU threads while the job runs. Floating-point sums depend on
     how work is split over threads, so the count is part of the job (and of its id when not

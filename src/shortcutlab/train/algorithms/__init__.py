@@ -71,6 +71,14 @@ def get_algorithm_class(name: str) -> type[Algorithm]:
     return REGISTRY.get(name)
 
 
+def algorithm_versions(name: str) -> dict[str, str]:
+    """The job ``versions`` entry of algorithm ``name``: ``{"algorithm": "<name>-<version>"}``
+    once its code has changed its numbers (:attr:`Algorithm.version`), else ``{}`` (the job
+    ids of algorithms that never changed stay as they were)."""
+    version = get_algorithm_class(name).version
+    return {"algorithm": f"{name}-{version}"} if version else {}
+
+
 def check_hparams(config: TrainConfig) -> dict[str, Any]:
     """``config``'s algorithm hyper-parameters resolved against the algorithm's defaults, or the
     one-line TrainError that creating the algorithm would raise for them (an unknown key, a
@@ -91,6 +99,7 @@ def create_algorithm(
 __all__ = [
     "ENTRY_POINT_GROUP",
     "REGISTRY",
+    "algorithm_versions",
     "check_algorithm_name",
     "check_hparams",
     "create_algorithm",

@@ -59,6 +59,10 @@ class Algorithm(nn.Module):
 
     name: ClassVar[str] = ""
     hparams_defaults: ClassVar[dict[str, Any]] = {}
+    #: Raised when a change of the algorithm's code changes its numbers: part of the id of every
+    #: job it trains (:func:`~shortcutlab.train.algorithms.algorithm_versions`), so results of
+    #: the older code are never counted as the new code's. '' (the first version) adds nothing.
+    version: ClassVar[str] = ""
     #: Whether this class's ``update`` is static enough to be captured once as a CUDA graph and
     #: replayed: only device work (no ``.item()``, no host-side randomness or use of
     #: ``self.step``, no shapes or branches that depend on the data), its optimisers' steps

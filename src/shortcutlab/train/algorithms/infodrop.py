@@ -351,6 +351,9 @@ class InfoDrop(ERM):
     """
 
     name = "infodrop"
+    #: 2 (2026-11-28): int(drop_rate * H * W) positions drawn, as the reference; 1 drew a
+    #: fractional count (other numbers wherever drop_rate * H * W is not whole)
+    version = "2"
     hparams_defaults = {
         "drop_rate": 1.5,
         "temperature": 0.03,
