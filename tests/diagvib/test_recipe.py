@@ -71,7 +71,9 @@ def test_the_documented_recipe_runs_at_small_scale(tmp_path) -> None:
     replace = {"--scale": "0.002", "--device": "cpu", "--out": str(tmp_path / "run"),
                "--mnist": str(_mnist(tmp_path / "mnist")),
                "--textures": str(_textures(tmp_path / "tex"))}
-    drop = {"--study", "--samples"}  # one study, pair and sample instead of the 270 x 5
+    # one study, pair and sample instead of the 270 x 5; the serial backend below shares no GPU
+    # (it refuses --jobs-per-gpu, which only the processes and ray backends read)
+    drop = {"--study", "--samples", "--jobs-per-gpu"}
     args = []
     for option, value in _options(run_cmd[3:]):
         if option not in drop:
