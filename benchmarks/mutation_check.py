@@ -2462,15 +2462,15 @@ MUTATIONS: tuple[Mutation, ...] = (
               "test_two_runs_with_other_settings_into_one_folder_are_not_averaged"),
              "an Adam seed and an SGD seed of one model averaged as one model's P, FAAvg, FAMin"),
     Mutation("M489", "runner/jobs.py",
-             'for key in ("experiment", "spec", "threads"):',
-             'for key in ("experiment", "threads"):',
+             'left_out: dict[str, Any] = {"experiment": True, "spec": True,',
+             'left_out: dict[str, Any] = {"experiment": True,',
              ("tests/runner/test_jobs.py::"
               "test_the_recipe_id_ignores_what_may_differ_between_one_models_jobs",
               "tests/diagvib/test_jobs.py::"
               "test_two_runs_with_other_settings_into_one_folder_are_not_averaged"),
              "every experiment of a model its own recipe id: each DiagViB-6 run refused"),
     Mutation("M490", "runner/jobs.py",
-             '        del data["train"]["seed"]\n', "",
+             '"inputs": True, "train": {"seed"}}  # paths', '"inputs": True}  # paths',
              ("tests/runner/test_jobs.py::"
               "test_the_recipe_id_ignores_what_may_differ_between_one_models_jobs",
               "tests/diagvib/test_jobs.py::"
@@ -3338,13 +3338,14 @@ MUTATIONS: tuple[Mutation, ...] = (
               "test_jobs_carry_the_version_of_the_code_their_numbers_depend_on",),
              "InfoDrop's draw-count fix without a version: results of the old count reused"),
     Mutation("M663", "biasbed/protocol.py",
-             'code = {"renderer": RENDERER_VERSION}  # as', 'code = {}  # as',
+             "versions = diagvib_jobs.job_versions  # as",
+             "versions = algorithm_versions  # as",
              ("tests/biasbed/test_protocol.py::"
               "test_jobs_carry_the_version_of_the_code_their_numbers_depend_on",),
              "biasbed run's DiagViB-6 jobs without the renderer version: old renders counted"),
     Mutation("M664", "diagvib/jobs.py",
-             'versions = {"renderer": RENDERER_VERSION, **algorithm_versions(base.algorithm)}',
-             'versions = {"renderer": RENDERER_VERSION}',
+             'return {"renderer": RENDERER_VERSION, **algorithm_versions(algorithm)}',
+             'return {"renderer": RENDERER_VERSION}',
              ("tests/biasbed/test_protocol.py::"
               "test_jobs_carry_the_version_of_the_code_their_numbers_depend_on",),
              "diagvib run's jobs without the algorithm's version: results of changed code reused"),

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, get_args
@@ -246,10 +246,8 @@ def build_protocol_jobs(
     params = diagvib_jobs.DiagvibParams.checked(
         "DiagViB-6 dataset settings", scale=settings.scale,
         benchmark_seed=settings.benchmark_seed, head=settings.diagvib_head()).model_dump()
-    from shortcutlab.diagvib.render import RENDERER_VERSION
     from shortcutlab.train.algorithms import algorithm_versions
 
-    versions = {a: algorithm_versions(a) for a in settings.algorithms}  # code that changed
     planned: list[PlannedRun] = []
     folder_no = 0
     for dataset in datasets:
@@ -263,13 +261,13 @@ def build_protocol_jobs(
             experiment, kind, spec = FOLDERS_PREFIX + label, FOLDERS_KIND, dataset.describe()
             job_inputs: dict[str, str] = {}
             job_params: dict[str, Any] = {}
-            code: dict[str, str] = {}
+            versions: Callable[[str], dict[str, str]] = algorithm_versions  # the algorithm's
         else:
             experiment, kind = parse_dataset(dataset), diagvib_jobs.KIND
             spec = make_experiment(experiment, scale=settings.scale,
                                    seed=settings.benchmark_seed).to_dict()
             job_inputs, job_params, label = inputs, params, experiment
-            code = {"renderer": RENDERER_VERSION}  # as `diagvib run`'s jobs of the same kind
+            versions = diagvib_jobs.job_versions  # as `diagvib run`'s: renderer too
         for algorithm in settings.algorithms:
             for r, seed in enumerate(settings.run_seeds()):
                 job = Job(
@@ -280,7 +278,7 @@ def build_protocol_jobs(
                     params=job_params,
                     inputs=job_inputs,
                     input_digests={k: digests[k] for k in job_inputs},
-                    versions={**code, **versions[algorithm]},
+                    versions=versions(algorithm),
                 )
                 folder = dataset if isinstance(dataset, FolderExperiment) else None
                 planned.append(

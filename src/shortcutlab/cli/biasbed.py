@@ -27,6 +27,7 @@ from shortcutlab.errors import ProtocolError
 #: the size of `biasbed run`'s DiagViB-6 datasets relative to the paper's unless --scale says
 DIAGVIB_SCALE = 0.01
 
+
 def _positive(value: float | None) -> float | None:
     """Refuse 0 and negative values of a float option that must be > 0 (None: not given)."""
     if value is not None and not value > 0:

@@ -296,6 +296,16 @@ def _specs_settings(specs_dir: Path, specs: list[dict[str, Any]], written: float
     return written, seeds[0]
 
 
+def job_versions(algorithm: str) -> dict[str, str]:
+    """The ``versions`` of a DiagViB-6 job trained by ``algorithm`` (part of its id): the
+    renderer's and, once its code changed its numbers, the algorithm's
+    (:func:`~shortcutlab.train.algorithms.algorithm_versions`)."""
+    from shortcutlab.diagvib.render import RENDERER_VERSION
+    from shortcutlab.train.algorithms import algorithm_versions
+
+    return {"renderer": RENDERER_VERSION, **algorithm_versions(algorithm)}
+
+
 def build_jobs(
     model: str,
     studies: Sequence[str],
@@ -359,10 +369,7 @@ def build_jobs(
     benchmark_seed = 0 if benchmark_seed is None else benchmark_seed
     params = DiagvibParams.checked(scale=scale, benchmark_seed=benchmark_seed,
                                    head=head or default_head(base.preset)).model_dump()
-    from shortcutlab.diagvib.render import RENDERER_VERSION
-    from shortcutlab.train.algorithms import algorithm_versions
-
-    versions = {"renderer": RENDERER_VERSION, **algorithm_versions(base.algorithm)}
+    versions = job_versions(base.algorithm)
     jobs = []
     for name in names:
         if generated is not None:

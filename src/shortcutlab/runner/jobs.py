@@ -135,10 +135,9 @@ class Job(BaseModel):
         (training config, kind, params, input contents, code versions). The jobs of one model
         in one benchmark share it; results of jobs whose recipes differ must not be averaged
         as one model's (the DiagViB-6 metrics refuse them)."""
-        data = json.loads(self.canonical_json())
-        for key in ("experiment", "spec", "threads"):
-            data.pop(key, None)
-        del data["train"]["seed"]
+        left_out: dict[str, Any] = {"experiment": True, "spec": True, "threads": True,
+                                    "inputs": True, "train": {"seed"}}  # paths: digests count
+        data = self.model_dump(mode="json", exclude=left_out)
         canon = json.dumps(data, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canon.encode()).hexdigest()[:ID_LENGTH]
 
